@@ -1,0 +1,94 @@
+/**
+ * Decodes AdmissionReview requests and encodes answers. One job: bytes ⇄ reviews, always in protocol.
+ * Every answer echoes the request's apiVersion and uid (admission.k8s.io/v1 requires the uid echo; a
+ * v1beta1 request must get a v1beta1 answer), errors included, as controller-runtime's http.go does.
+ */
+import { ReviewDecodeError } from '../errors.js';
+import type { AdmissionRequest, Operation } from '../plugin-api/types.js';
+import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion, type AdmissionResponse } from './types.js';
+
+/**
+ * 7 MiB: the apiserver's own request limit is 3 MiB of object plus the old object and envelope of an
+ * UPDATE; controller-runtime settled on 7 MiB for the same reason.
+ */
+export const DEFAULT_MAX_REQUEST_BYTES = 7 * 1024 * 1024;
+
+export interface DecodedReview {
+  readonly apiVersion: AdmissionApiVersion;
+  readonly request: AdmissionRequest;
+}
+
+const OPERATIONS: ReadonlySet<string> = new Set<Operation>(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
+
+/** Refuses anything but `application/json` (parameters such as charset are fine). */
+export function checkContentType(contentType: string | undefined): void {
+  const type = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new ReviewDecodeError(`contentType=${contentType ?? ''}, expected application/json`, 415);
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function checkGroupVersion(
+  req: Record<string, unknown>,
+  field: 'kind' | 'resource',
+  nameKey: 'kind' | 'resource',
+  fail: (message: string) => never,
+): void {
+  const v = req[field];
+  if (!isRecord(v) || typeof v[nameKey] !== 'string' || typeof v.version !== 'string') {
+    fail(`request.${field} must be an object with string ${nameKey} and version`);
+  }
+  // The core group is "" and is often omitted by hand-written reviews; normalise rather than refuse.
+  if (v.group === undefined) v.group = '';
+  else if (typeof v.group !== 'string') fail(`request.${field}.group must be a string`);
+}
+
+/** Parses and checks a request body; throws ReviewDecodeError (400) saying exactly what is wrong. */
+export function decodeReview(body: string): DecodedReview {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch (err) {
+    throw new ReviewDecodeError(`request body is not valid JSON: ${(err as Error).message}`, 400);
+  }
+  if (!isRecord(parsed)) throw new ReviewDecodeError('request body must be a JSON object (an AdmissionReview)', 400);
+
+  const apiVersion = parsed.apiVersion;
+  const req = parsed.request;
+  const uid = isRecord(req) && typeof req.uid === 'string' ? req.uid : '';
+  const answerVersion = apiVersion === ADMISSION_V1BETA1 ? ADMISSION_V1BETA1 : ADMISSION_V1;
+  const fail = (message: string): never => {
+    throw new ReviewDecodeError(message, 400, uid, answerVersion);
+  };
+
+  if (parsed.kind !== 'AdmissionReview') fail(`kind=${JSON.stringify(parsed.kind)}, expected "AdmissionReview"`);
+  if (apiVersion !== ADMISSION_V1 && apiVersion !== ADMISSION_V1BETA1) {
+    fail(`apiVersion=${JSON.stringify(apiVersion)}, expected "${ADMISSION_V1}" or "${ADMISSION_V1BETA1}"`);
+  }
+  if (!isRecord(req)) return fail('request is missing: expected an AdmissionReview with a request object');
+  if (uid === '') fail('request.uid is missing or empty');
+  if (typeof req.operation !== 'string' || !OPERATIONS.has(req.operation)) {
+    fail(`request.operation=${JSON.stringify(req.operation)}, expected CREATE, UPDATE, DELETE or CONNECT`);
+  }
+  checkGroupVersion(req, 'kind', 'kind', fail);
+  checkGroupVersion(req, 'resource', 'resource', fail);
+  for (const field of ['object', 'oldObject'] as const) {
+    const v = req[field];
+    if (v !== undefined && v !== null && !isRecord(v)) fail(`request.${field} must be an object or null`);
+  }
+  for (const field of ['namespace', 'name', 'subResource'] as const) {
+    if (req[field] !== undefined && typeof req[field] !== 'string') fail(`request.${field} must be a string`);
+  }
+  if (req.dryRun !== undefined && typeof req.dryRun !== 'boolean') fail('request.dryRun must be a boolean');
+  if (!isRecord(req.userInfo)) req.userInfo = {};
+  return { apiVersion: apiVersion as AdmissionApiVersion, request: req as unknown as AdmissionRequest };
+}
+
+/** Serialises an answer in the request's apiVersion. */
+export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string {
+  return JSON.stringify({ apiVersion, kind: 'AdmissionReview', response });
+}

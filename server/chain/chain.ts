@@ -1,0 +1,134 @@
+/**
+ * The resolved chain: an immutable snapshot of ordered steps with the per-route lists precomputed, so a
+ * review reads one array. A new chain (config reload, provider change) is built off the request path
+ * and swapped in whole; in-flight reviews finish on the chain they started with.
+ */
+import type { Phase } from '../admission/types.js';
+import { ConfigError, errorMessage } from '../errors.js';
+import type { ChainEntry, PluginEntry } from '../config/types.js';
+import { SettingsError } from '../plugin-api/settings.js';
+import { compileMatch } from './match.js';
+import { createPluginSteps } from './plugin-step.js';
+import type { PluginRegistry } from './plugin-registry.js';
+import type { Step } from './step.js';
+
+/** The webhook routes (DESIGN §2.1): a phase, optionally only the steps with one failure policy. */
+export const ROUTES = [
+  'mutate',
+  'mutate/fail',
+  'mutate/ignore',
+  'validate',
+  'validate/fail',
+  'validate/ignore',
+] as const;
+export type Route = (typeof ROUTES)[number];
+
+export function phaseOf(route: Route): Phase {
+  return route.startsWith('mutate') ? 'mutate' : 'validate';
+}
+
+export interface Chain {
+  readonly steps: readonly Step[];
+  /** The steps a route runs, in order. */
+  route(route: Route): readonly Step[];
+  /** Whether any step of the route has a namespaceSelector (so the namespace's labels are needed). */
+  needsNamespaceLabels(route: Route): boolean;
+  /** `/chain`: the resolved order, matches, policies and live state. */
+  describe(): { mutate: object[]; validate: object[] };
+  /** `mutate=[a,b] validate=[c]`, for the log line at start and on every change. */
+  summary(): string;
+}
+
+/** Defaults applied when neither the entry nor the plugin says otherwise. */
+export const STEP_DEFAULTS = {
+  failurePolicy: 'Fail',
+  timeoutSeconds: 10,
+  mode: 'enforce',
+  sideEffects: 'None',
+  reinvocationPolicy: 'Never',
+} as const;
+
+/** Orders by (order, name), the same rule for config entries and dynamic providers. */
+export function byOrder(a: { order: number; name: string }, b: { order: number; name: string }): number {
+  return a.order - b.order || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+export function createChain(steps: readonly Step[]): Chain {
+  const ordered = [...steps].sort(byOrder);
+  const routes = new Map<Route, readonly Step[]>();
+  const needsNs = new Map<Route, boolean>();
+  for (const route of ROUTES) {
+    const [phase, policy] = route.split('/') as [Phase, 'fail' | 'ignore' | undefined];
+    const list = ordered.filter((s) => s.phase === phase && (!policy || s.failurePolicy.toLowerCase() === policy));
+    routes.set(route, Object.freeze(list));
+    needsNs.set(
+      route,
+      list.some((s) => s.match.needsNamespaceLabels),
+    );
+  }
+  const names = (phase: Phase) => routes.get(phase)!.map((s) => s.name);
+  return {
+    steps: ordered,
+    route: (route) => routes.get(route)!,
+    needsNamespaceLabels: (route) => needsNs.get(route)!,
+    describe: () => ({
+      mutate: routes.get('mutate')!.map((s) => s.describe()),
+      validate: routes.get('validate')!.map((s) => s.describe()),
+    }),
+    summary: () => `mutate=[${names('mutate').join(',')}] validate=[${names('validate').join(',')}]`,
+  };
+}
+
+/** Builds the steps of one plugin entry, reporting settings problems with the entry's field path. */
+export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, file: string): Step[] {
+  const plugin = registry.get(entry.plugin);
+  if (!plugin) {
+    throw new ConfigError(
+      file,
+      `${entry.path}.plugin`,
+      `unknown plugin "${entry.plugin}" (known: ${[...registry.keys()].sort().join(', ')})`,
+    );
+  }
+  let settings: unknown;
+  try {
+    if (plugin.settings) settings = plugin.settings(entry.settings);
+    else if (entry.settings !== undefined) throw new SettingsError('', 'this plugin takes no settings');
+  } catch (err) {
+    const sub = err instanceof SettingsError && err.path ? `.${err.path}` : '';
+    const detail =
+      err instanceof SettingsError ? err.message.slice(err.path ? err.path.length + 2 : 0) : errorMessage(err);
+    throw new ConfigError(file, `${entry.path}.settings${sub}`, detail);
+  }
+  const defaults = plugin.defaults ?? {};
+  const matchSpec = entry.match ?? plugin.match;
+  return createPluginSteps(plugin, {
+    name: entry.name,
+    match: compileMatch(matchSpec),
+    matchSpec,
+    failurePolicy: entry.failurePolicy ?? defaults.failurePolicy ?? STEP_DEFAULTS.failurePolicy,
+    timeoutMs: (entry.timeoutSeconds ?? defaults.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000,
+    mode: entry.mode ?? defaults.mode ?? STEP_DEFAULTS.mode,
+    sideEffects: entry.sideEffects ?? STEP_DEFAULTS.sideEffects,
+    reinvocationPolicy: entry.reinvocationPolicy ?? defaults.reinvocationPolicy ?? STEP_DEFAULTS.reinvocationPolicy,
+    order: entry.order,
+    settings,
+  });
+}
+
+/** Builds the steps for config entries; provider entries are handed to `providerSteps`. */
+export function buildSteps(
+  entries: readonly ChainEntry[],
+  deps: {
+    registry: PluginRegistry;
+    file: string;
+    providerSteps?: (entry: Extract<ChainEntry, { kind: 'provider' }>) => Step[];
+  },
+): Step[] {
+  return entries.flatMap((entry) => {
+    if (entry.kind === 'plugin') return pluginEntrySteps(entry, deps.registry, deps.file);
+    if (!deps.providerSteps) {
+      throw new ConfigError(deps.file, entry.path, 'remote providers are not available in this mode');
+    }
+    return deps.providerSteps(entry);
+  });
+}

@@ -1,0 +1,110 @@
+/**
+ * Which requests a step sees: the apiserver's webhook predicates (rules → namespaceSelector →
+ * objectSelector), compiled once per chain so the request path only runs closures.
+ * Mirrors k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/{rules,namespace,object}.
+ */
+import type { AdmissionRequest, KubeObject, Match, RuleWithOperations } from '../plugin-api/types.js';
+import { compileSelector, isEmptySelector, type Labels } from './label-selector.js';
+
+/** Returns why the step does not apply, or undefined when it does. */
+export type Matcher = (request: AdmissionRequest, namespaceLabels: Labels | undefined) => string | undefined;
+
+export interface CompiledMatch {
+  readonly matches: Matcher;
+  /** True when the namespaceSelector needs the labels of the request's namespace. */
+  readonly needsNamespaceLabels: boolean;
+}
+
+const any = (list: readonly string[], value: string): boolean => list.includes('*') || list.includes(value);
+
+function resourceMatches(patterns: readonly string[], resource: string, subResource: string): boolean {
+  for (const pattern of patterns) {
+    if (pattern === '*/*') return true;
+    const slash = pattern.indexOf('/');
+    const res = slash < 0 ? pattern : pattern.slice(0, slash);
+    const sub = slash < 0 ? '' : pattern.slice(slash + 1);
+    if ((res === '*' || res === resource) && (sub === '*' || sub === subResource)) return true;
+  }
+  return false;
+}
+
+/** Namespace objects are cluster-scoped; for them the apiserver sets request.namespace to their own name. */
+function isNamespaceResource(request: AdmissionRequest): boolean {
+  return request.resource.group === '' && request.resource.resource === 'namespaces';
+}
+
+function scopeMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
+  const isNamespaceObject = isNamespaceResource(request);
+  const namespaced = !!request.namespace;
+  switch (rule.scope ?? '*') {
+    case 'Namespaced':
+      return !isNamespaceObject && namespaced;
+    case 'Cluster':
+      return isNamespaceObject || !namespaced;
+    default:
+      return true;
+  }
+}
+
+function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
+  const { group, version, resource } = request.resource;
+  return (
+    any(rule.operations, request.operation) &&
+    any(rule.apiGroups, group) &&
+    any(rule.apiVersions, version) &&
+    resourceMatches(rule.resources, resource, request.subResource ?? '') &&
+    scopeMatches(rule, request)
+  );
+}
+
+function labelsOf(object: KubeObject | null | undefined): Labels | undefined {
+  const labels = object?.metadata?.labels;
+  return labels && typeof labels === 'object' ? labels : undefined;
+}
+
+/**
+ * The labels a namespaceSelector is evaluated against: for a Namespace CREATE/UPDATE the object's own
+ * labels (it may not exist yet), otherwise those of the request's namespace.
+ */
+export function namespaceLabelsFromObject(request: AdmissionRequest): Labels | undefined {
+  if (
+    isNamespaceResource(request) &&
+    !request.subResource &&
+    (request.operation === 'CREATE' || request.operation === 'UPDATE')
+  ) {
+    return labelsOf(request.object) ?? {};
+  }
+  return undefined;
+}
+
+/** The namespace whose labels a namespaceSelector needs, or undefined when no lookup is needed. */
+export function namespaceToLookUp(request: AdmissionRequest): string | undefined {
+  if (namespaceLabelsFromObject(request) !== undefined) return undefined;
+  if (isNamespaceResource(request)) return request.namespace || request.name || undefined;
+  return request.namespace || undefined;
+}
+
+export function compileMatch(match: Match): CompiledMatch {
+  const rules = match.rules;
+  const nsSelector = compileSelector(match.namespaceSelector);
+  const objSelector = compileSelector(match.objectSelector);
+  const hasNsSelector = !isEmptySelector(match.namespaceSelector);
+  const hasObjSelector = !isEmptySelector(match.objectSelector);
+  // The apiserver matches the new *or* the old object; an absent object never matches.
+  const objectMatches = (object: KubeObject | null | undefined): boolean =>
+    !!object && objSelector(labelsOf(object) ?? {});
+
+  const matches: Matcher = (request, namespaceLabels) => {
+    if (!rules.some((rule) => ruleMatches(rule, request))) return 'rules do not match';
+    // A cluster-scoped object other than a Namespace is never exempted by a namespaceSelector.
+    if (hasNsSelector && (request.namespace || isNamespaceResource(request))) {
+      const labels = namespaceLabelsFromObject(request) ?? namespaceLabels;
+      if (!nsSelector(labels ?? {})) return 'namespaceSelector does not match';
+    }
+    if (hasObjSelector && !objectMatches(request.object) && !objectMatches(request.oldObject)) {
+      return 'objectSelector does not match';
+    }
+    return undefined;
+  };
+  return { matches, needsNamespaceLabels: hasNsSelector };
+}

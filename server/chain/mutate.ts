@@ -1,0 +1,149 @@
+/**
+ * The mutate phase: matching steps run one after another in chain order on one working copy, each
+ * seeing the previous steps' result (apiserver mutating/dispatcher.go). The review carries one patch,
+ * the diff from the request object to the final copy — none when nothing changed, never on DELETE or
+ * CONNECT. A step with reinvocationPolicy IfNeeded runs once more when a later step changed the object.
+ */
+import { PatchApplyError, StepFailedError } from '../errors.js';
+import type { JsonPatchOperation, KubeObject } from '../plugin-api/types.js';
+import { applyPatchInPlace, diffPatch } from '../patch/apply.js';
+import { readOnlyView, trackObject } from '../patch/tracked-object.js';
+import { invokeStep } from './invoke-step.js';
+import {
+  recordSkip,
+  settleDenial,
+  settleFailure,
+  settleSuccess,
+  timeLeft,
+  type Rejection,
+  type ReviewContext,
+} from './review-context.js';
+import type { Step } from './step.js';
+import { skipReason } from './skip.js';
+
+export interface MutateOutcome {
+  readonly rejection?: Rejection;
+  readonly patch?: JsonPatchOperation[];
+}
+
+/** Operations whose object cannot be patched (the apiserver refuses such patches). */
+const UNPATCHABLE = new Set(['DELETE', 'CONNECT']);
+
+export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext): Promise<MutateOutcome> {
+  const { request } = ctx;
+  const patchable = !!request.object && !UNPATCHABLE.has(request.operation);
+  let working: KubeObject | undefined;
+  /** Which step last wrote each JSON pointer, for conflict detection. */
+  const writers = new Map<string, string>();
+  let changes = 0;
+  const seenChanges = new Map<Step, number>();
+
+  const runStep = async (step: Step, round: number): Promise<Rejection | undefined> => {
+    if (step.needsObject && !patchable) {
+      recordSkip(ctx, step, `nothing to mutate on ${request.operation}`);
+      return undefined;
+    }
+    if (patchable) working ??= structuredClone(request.object!);
+    const session = working ? trackObject(working, step.name) : undefined;
+    const started = ctx.now();
+    const result = await invokeStep(
+      step,
+      {
+        request,
+        object: session?.view,
+        plainObject: working ?? request.object ?? undefined,
+        oldObject: () => readOnlyView(request.oldObject, step.name),
+        log: () => ctx.stepLog(step.name),
+        warn: (message) => ctx.notes.warn(step.name, message),
+        annotate: (key, value) => ctx.notes.annotate(step.name, key, value),
+      },
+      timeLeft(ctx, step),
+    );
+    let failure = result.failure;
+    if (result.decision?.allowed && result.decision.patch?.length) {
+      if (!session) {
+        failure = new StepFailedError(
+          step.name,
+          'invalid_patch',
+          `returned a patch, but a ${request.operation} request's object cannot be modified`,
+        );
+      } else {
+        try {
+          applyPatchInPlace(session.view, result.decision.patch);
+        } catch (err) {
+          if (!(err instanceof PatchApplyError)) throw err;
+          failure = new StepFailedError(
+            step.name,
+            'invalid_patch',
+            `returned a patch that does not apply: ${err.message}`,
+            {
+              cause: err,
+            },
+          );
+        }
+      }
+    }
+    session?.close();
+    const ms = ctx.now() - started;
+    seenChanges.set(step, changes);
+
+    if (failure || result.decision?.allowed === false) {
+      session?.rollback();
+      return failure
+        ? settleFailure(ctx, step, ms, failure, round)
+        : settleDenial(ctx, step, ms, result.decision as Rejection, round);
+    }
+    const writes = session?.writes ?? [];
+    if (writes.length > 0) {
+      changes++;
+      seenChanges.set(step, changes);
+      noteConflicts(ctx, step, writes, writers);
+    }
+    settleSuccess(ctx, step, ms, writes.length > 0, round);
+    return undefined;
+  };
+
+  const invoked: Step[] = [];
+  for (const step of steps) {
+    const skip = skipReason(step, ctx);
+    if (skip) {
+      recordSkip(ctx, step, skip);
+      continue;
+    }
+    invoked.push(step);
+    const rejection = await runStep(step, 0);
+    if (rejection) return { rejection };
+  }
+  // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale.
+  for (const step of invoked) {
+    if (step.reinvocationPolicy !== 'IfNeeded' || (seenChanges.get(step) ?? 0) === changes) continue;
+    const rejection = await runStep(step, 1);
+    if (rejection) return { rejection };
+  }
+
+  if (!working || changes === 0) return {};
+  const patch = diffPatch(request.object!, working);
+  return patch.length > 0 ? { patch } : {};
+}
+
+function isAncestorOrSelf(ancestor: string, path: string): boolean {
+  return path === ancestor || path.startsWith(`${ancestor}/`);
+}
+
+/**
+ * A conflict is a write to a path an earlier step wrote, or to one of its ancestors (replacing or
+ * removing what the earlier step put there). Writing below an earlier step's value (adding a label to
+ * the labels map it created) is cooperation, not a conflict.
+ */
+function noteConflicts(ctx: ReviewContext, step: Step, writes: readonly string[], writers: Map<string, string>): void {
+  for (const path of writes) {
+    for (const [written, writer] of writers) {
+      if (writer !== step.name && isAncestorOrSelf(path, written)) {
+        ctx.metrics.patchConflicts.inc({ step: step.name });
+        ctx.notes.annotate(step.name, 'patch-conflict', `${path} overwrote ${written} written by ${writer}`);
+        ctx.log().debug({ step: step.name, path, earlier: writer, earlierPath: written }, 'patch conflict');
+      }
+    }
+  }
+  for (const path of writes) writers.set(path, step.name);
+}

@@ -1,0 +1,31 @@
+/**
+ * The plugins compiled into this build, checked once at start (apiserver plugins.go: registration is
+ * separate from ordering; the config's chain decides order).
+ */
+import { PluginRegistrationError } from '../errors.js';
+import type { KubeObject, Plugin } from '../plugin-api/types.js';
+import { STEP_NAME } from '../config/validate.js';
+
+export type AnyPlugin = Plugin<unknown, KubeObject>;
+export type PluginRegistry = ReadonlyMap<string, AnyPlugin>;
+
+export function createPluginRegistry(plugins: readonly AnyPlugin[]): PluginRegistry {
+  const registry = new Map<string, AnyPlugin>();
+  plugins.forEach((plugin, index) => {
+    const name: unknown = plugin?.name;
+    if (typeof name !== 'string' || !STEP_NAME.test(name) || name.length > 63) {
+      throw new PluginRegistrationError(
+        `plugin at index ${index} has name ${JSON.stringify(name)}: expected a kebab-case name (lower-case DNS-1123 label)`,
+      );
+    }
+    if (registry.has(name)) throw new PluginRegistrationError(`plugin "${name}" is registered twice`);
+    if (typeof plugin.mutate !== 'function' && typeof plugin.validate !== 'function') {
+      throw new PluginRegistrationError(`plugin "${name}" has neither mutate nor validate`);
+    }
+    if (!Array.isArray(plugin.match?.rules) || plugin.match.rules.length === 0) {
+      throw new PluginRegistrationError(`plugin "${name}" has no match.rules: it would never run`);
+    }
+    registry.set(name, plugin);
+  });
+  return registry;
+}

@@ -1,0 +1,122 @@
+/**
+ * Per-review state shared by the mutate and validate dispatchers, and the one place where a step's
+ * result is turned into an outcome: reports, metrics, notes, and whether the review stops.
+ */
+import type { Phase } from '../admission/types.js';
+import type { StepFailedError } from '../errors.js';
+import type { StepOutcome, Metrics } from '../metrics/metrics.js';
+import type { AdmissionRequest, Logger } from '../plugin-api/types.js';
+import type { Labels } from './label-selector.js';
+import type { ReviewNotes } from './notes.js';
+import type { Step } from './step.js';
+
+export interface StepReport {
+  readonly step: string;
+  readonly outcome: StepOutcome;
+  readonly ms: number;
+  /** Why it was skipped, or the failure reason. */
+  readonly reason?: string;
+  /** 1 for a reinvocation (reinvocationPolicy IfNeeded). */
+  readonly round?: number;
+  /** The failure was ignored (failurePolicy Ignore, or mode warn/audit). */
+  readonly failedOpen?: boolean;
+}
+
+/** The review's refusal: a denial by an enforcing step, or a failure of an enforcing `Fail` step. */
+export interface Rejection {
+  readonly message: string;
+  readonly code: number;
+}
+
+export interface ReviewContext {
+  readonly request: AdmissionRequest;
+  readonly phase: Phase;
+  /** performance.now() value by which the chain must have answered. */
+  readonly deadline: number;
+  readonly namespaceLabels: Labels | undefined;
+  readonly notes: ReviewNotes;
+  readonly reports: StepReport[];
+  readonly metrics: Metrics;
+  /** Request-bound logger, created on first use. */
+  readonly log: () => Logger;
+  /** Logger bound to the request and a step, created on first use. */
+  readonly stepLog: (step: string) => Logger;
+  readonly now: () => number;
+}
+
+const OUTCOME_OF_FAILURE: Readonly<Record<string, StepOutcome>> = { timeout: 'timeout', breaker_open: 'circuit_open' };
+
+/** Remaining budget for a step, in whole milliseconds. */
+export function timeLeft(ctx: ReviewContext, step: Step): number {
+  return Math.min(step.timeoutMs, Math.floor(ctx.deadline - ctx.now()));
+}
+
+export function recordSkip(ctx: ReviewContext, step: Step, reason: string): void {
+  ctx.reports.push({ step: step.name, outcome: 'skipped', ms: 0, reason });
+  ctx.metrics.stepCalls.inc({ step: step.name, phase: ctx.phase, outcome: 'skipped' });
+}
+
+function record(ctx: ReviewContext, step: Step, report: StepReport): void {
+  ctx.reports.push(report);
+  ctx.metrics.stepCalls.inc({ step: step.name, phase: ctx.phase, outcome: report.outcome });
+  ctx.metrics.stepDuration.observe({ step: step.name, phase: ctx.phase }, report.ms / 1000);
+}
+
+export function settleSuccess(ctx: ReviewContext, step: Step, ms: number, changed: boolean, round: number): void {
+  record(ctx, step, { step: step.name, outcome: changed ? 'patched' : 'allowed', ms, ...(round ? { round } : {}) });
+}
+
+/** A returned deny: final in enforce mode, a warning in warn mode, an annotation in audit mode. */
+export function settleDenial(
+  ctx: ReviewContext,
+  step: Step,
+  ms: number,
+  denial: Rejection,
+  round: number,
+): Rejection | undefined {
+  record(ctx, step, { step: step.name, outcome: 'denied', ms, ...(round ? { round } : {}) });
+  switch (step.mode) {
+    case 'enforce':
+      return { message: `${step.name}: ${denial.message}`, code: denial.code };
+    case 'warn':
+      ctx.notes.warn(step.name, `${denial.message} (mode warn: not enforced)`);
+      return undefined;
+    case 'audit':
+      ctx.notes.annotate(step.name, 'would-deny', denial.message);
+      return undefined;
+  }
+}
+
+/**
+ * A failure: `Fail` on an enforcing step refuses the review with code 500 naming the step; otherwise the
+ * gateway fails open — counted, annotated, warned and logged, and the chain continues.
+ */
+export function settleFailure(
+  ctx: ReviewContext,
+  step: Step,
+  ms: number,
+  failure: StepFailedError,
+  round: number,
+): Rejection | undefined {
+  const outcome = OUTCOME_OF_FAILURE[failure.reason] ?? 'error';
+  const blocking = step.failurePolicy === 'Fail' && step.mode === 'enforce';
+  record(ctx, step, {
+    step: step.name,
+    outcome,
+    ms,
+    reason: failure.reason,
+    ...(blocking ? {} : { failedOpen: true }),
+    ...(round ? { round } : {}),
+  });
+  if (blocking) {
+    ctx
+      .log()
+      .warn({ step: step.name, reason: failure.reason, err: failure.message }, 'step failed, refusing the request');
+    return { message: `${step.source} "${step.name}" failed (${failure.reason}): ${failure.message}`, code: 500 };
+  }
+  ctx.metrics.failOpen.inc({ step: step.name });
+  ctx.notes.annotate(step.name, 'failed-open', `${failure.reason}: ${failure.message}`);
+  ctx.notes.warn(step.name, `failed open (${failure.reason}): ${failure.message}`);
+  ctx.log().warn({ step: step.name, reason: failure.reason, err: failure.message }, 'step failed, failing open');
+  return undefined;
+}

@@ -1,0 +1,134 @@
+/**
+ * One review, start to end: pick the route's steps from the current chain snapshot, set the deadline,
+ * run the phase, and build the answer — plus its metrics and its one log line.
+ */
+import { performance } from 'node:perf_hooks';
+import { allowed, denied } from '../admission/responses.js';
+import type { AdmissionResponse } from '../admission/types.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { AdmissionRequest, JsonPatchOperation, Logger } from '../plugin-api/types.js';
+import { phaseOf, type Chain, type Route } from './chain.js';
+import type { Labels } from './label-selector.js';
+import { namespaceToLookUp } from './match.js';
+import { runMutatePhase, type MutateOutcome } from './mutate.js';
+import { ReviewNotes } from './notes.js';
+import type { ReviewContext, StepReport } from './review-context.js';
+import { runValidatePhase } from './validate.js';
+
+/** Where namespaceSelector labels come from: an informer cache in cluster mode, a stand-in otherwise. */
+export interface NamespaceLabelSource {
+  /** Never throws: unknown namespaces give undefined (treated as no labels). */
+  labels(namespace: string): Labels | undefined | Promise<Labels | undefined>;
+}
+
+/**
+ * Without a cluster there is nothing to ask; every namespace carries the name label that Kubernetes
+ * 1.21+ sets automatically (kubernetes.io/metadata.name), so selectors on it still work.
+ */
+export const standaloneNamespaceLabels: NamespaceLabelSource = {
+  labels: (namespace) => ({ 'kubernetes.io/metadata.name': namespace }),
+};
+
+/** A pino-like logger that can bind fields. */
+export interface BindableLogger extends Logger {
+  child(bindings: object): BindableLogger;
+  isLevelEnabled?(level: string): boolean;
+}
+
+export interface ReviewerDeps {
+  /** The current chain; read once per review. */
+  readonly chain: () => Chain;
+  readonly metrics: Metrics;
+  readonly log: BindableLogger;
+  readonly namespaceLabels: NamespaceLabelSource;
+  readonly deadlineMarginMs: number;
+  readonly defaultTimeoutMs: number;
+  readonly now?: () => number;
+}
+
+export interface ReviewResult {
+  readonly response: AdmissionResponse;
+  readonly reports: readonly StepReport[];
+  /** The decoded patch carried (base64) in the response. */
+  readonly patch?: readonly JsonPatchOperation[];
+}
+
+export interface Reviewer {
+  /** `timeoutMs` is the apiserver's `?timeout`; the chain answers `deadlineMarginMs` before it. */
+  review(request: AdmissionRequest, route: Route, timeoutMs?: number): Promise<ReviewResult>;
+}
+
+/** The time the chain may use: the apiserver's timeout minus the margin, never less than half of it. */
+export function budgetMs(timeoutMs: number, marginMs: number): number {
+  return Math.max(timeoutMs - marginMs, timeoutMs / 2);
+}
+
+export function createReviewer(deps: ReviewerDeps): Reviewer {
+  const now = deps.now ?? (() => performance.now());
+  const { metrics } = deps;
+
+  return {
+    async review(request, route, timeoutMs) {
+      const chain = deps.chain();
+      const steps = chain.route(route);
+      const phase = phaseOf(route);
+      const started = now();
+      const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs);
+
+      let requestLog: BindableLogger | undefined;
+      const log = (): BindableLogger => (requestLog ??= deps.log.child({ uid: request.uid }));
+      const stepLogs = new Map<string, Logger>();
+      const namespace = chain.needsNamespaceLabels(route) ? namespaceToLookUp(request) : undefined;
+      const ctx: ReviewContext = {
+        request,
+        phase,
+        deadline: started + budget,
+        namespaceLabels: namespace ? await deps.namespaceLabels.labels(namespace) : undefined,
+        notes: new ReviewNotes(),
+        reports: [],
+        metrics,
+        log,
+        stepLog: (step) => {
+          let l = stepLogs.get(step);
+          if (!l) stepLogs.set(step, (l = log().child({ step })));
+          return l;
+        },
+        now,
+      };
+      const { rejection, patch }: MutateOutcome =
+        phase === 'mutate' ? await runMutatePhase(steps, ctx) : await runValidatePhase(steps, ctx);
+      const response = rejection ? denied(request.uid, rejection.message, rejection.code) : allowed(request.uid);
+      if (patch) {
+        response.patchType = 'JSONPatch';
+        response.patch = Buffer.from(JSON.stringify(patch)).toString('base64');
+      }
+      const warnings = ctx.notes.warnings();
+      if (warnings) response.warnings = warnings;
+      const annotations = ctx.notes.annotations();
+      if (annotations) response.auditAnnotations = annotations;
+
+      const seconds = (now() - started) / 1000;
+      metrics.requests.inc({ phase, operation: request.operation, allowed: String(response.allowed) });
+      metrics.requestDuration.observe({ phase }, seconds);
+      deps.log.info(
+        {
+          uid: request.uid,
+          route,
+          operation: request.operation,
+          kind: `${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`,
+          namespace: request.namespace,
+          name: request.name,
+          dryRun: request.dryRun === true,
+          allowed: response.allowed,
+          ...(response.status ? { code: response.status.code, message: response.status.message } : {}),
+          patchOps: patch?.length ?? 0,
+          ms: Math.round(seconds * 1e6) / 1000,
+          steps: ctx.reports,
+          ...(deps.log.isLevelEnabled?.('debug') && patch ? { patch } : {}),
+        },
+        'review',
+      );
+      return { response, reports: ctx.reports, ...(patch ? { patch } : {}) };
+    },
+  };
+}

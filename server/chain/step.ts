@@ -1,0 +1,60 @@
+/**
+ * The one internal unit the dispatchers run. Plugins and remote providers both adapt to `Step`, so the
+ * mutate and validate dispatchers never branch on where a step came from.
+ */
+import type { Phase } from '../admission/types.js';
+import type {
+  AdmissionRequest,
+  FailurePolicy,
+  JsonPatchOperation,
+  KubeObject,
+  Logger,
+  Mode,
+  ReinvocationPolicy,
+  Verdict,
+} from '../plugin-api/types.js';
+import type { CompiledMatch } from './match.js';
+
+export type SideEffects = 'None' | 'Some';
+
+/** What one invocation of a step receives. */
+export interface StepInvocation {
+  readonly request: AdmissionRequest;
+  /** mutate: the tracked working copy; validate: a read-only view. Undefined when the request has none. */
+  readonly object: KubeObject | undefined;
+  readonly oldObject: KubeObject | undefined;
+  /** The current object without a tracking view, for steps that serialise it (providers). */
+  readonly plainObject: KubeObject | undefined;
+  /** Aborts when the step's time is up. */
+  readonly signal: AbortSignal;
+  /** Milliseconds granted to this invocation (a provider forwards it as `?timeout=`). */
+  readonly timeoutMs: number;
+  readonly log: Logger;
+  warn(message: string): void;
+  annotate(key: string, value: string): void;
+}
+
+/** A decision; `patch` (mutate phase only) is applied to the working copy by the dispatcher. */
+export type StepDecision = Verdict & { readonly patch?: readonly JsonPatchOperation[] };
+
+/** Live state a step reports in `/chain` (e.g. a provider's breaker). */
+export type StepStatus = Readonly<Record<string, unknown>>;
+
+export interface Step {
+  readonly name: string;
+  readonly source: 'plugin' | 'provider';
+  readonly phase: Phase;
+  readonly match: CompiledMatch;
+  readonly failurePolicy: FailurePolicy;
+  readonly timeoutMs: number;
+  readonly mode: Mode;
+  readonly sideEffects: SideEffects;
+  readonly reinvocationPolicy: ReinvocationPolicy;
+  /** Position in the resolved chain (config entries: 10 × position). */
+  readonly order: number;
+  /** Whether the step needs a request object to run at all (in-process mutators edit the object). */
+  readonly needsObject: boolean;
+  invoke(invocation: StepInvocation): StepDecision | Promise<StepDecision>;
+  /** Describes the step for `/chain`. */
+  describe(): StepStatus;
+}

@@ -1,0 +1,252 @@
+/**
+ * The `admission-gateway` command line: serve, certs, review. Exit codes: 0 ok, 1 runtime failure,
+ * 2 bad usage or invalid config (with a message naming the file and field).
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { caBundle } from '../certs/generate.js';
+import { availablePlugins } from '../plugins/index.js';
+import { decodeReview, encodeReview } from './admission/codec.js';
+import { ROUTES, type Route } from './chain/chain.js';
+import type { AnyPlugin } from './chain/plugin-registry.js';
+import { createReviewer, standaloneNamespaceLabels, type ReviewResult } from './chain/reviewer.js';
+import { loadConfig } from './config/load.js';
+import type { GatewayConfig } from './config/types.js';
+import { ConfigError, PluginRegistrationError, ReviewDecodeError, errorMessage } from './errors.js';
+import { buildChainFromConfig, startGateway } from './gateway.js';
+import { createLogger } from './log.js';
+import { createMetrics } from './metrics/metrics.js';
+import { applyPatchInPlace } from './patch/apply.js';
+import { ensureServingCertificate } from './tls/serving-certificate.js';
+import { Registry } from 'prom-client';
+import pino from 'pino';
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+/** Where the CLI writes; injected so tests can capture it. */
+export interface CliIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly stdin: () => Promise<string>;
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd: string;
+  /** Resolves when the process is asked to stop (SIGTERM/SIGINT). */
+  readonly stopSignal: () => Promise<string>;
+  readonly plugins?: readonly AnyPlugin[];
+}
+
+class UsageError extends Error {}
+
+const HELP: Record<string, string> = {
+  main: `admission-gateway — an admission webhook gateway for Kubernetes
+
+usage: admission-gateway <command> [options]
+
+commands:
+  serve     run the webhook (HTTPS) and operations (HTTP) servers (default)
+  certs     generate the CA and serving certificate if missing, print the caBundle
+  review    run an AdmissionReview file through the configured chain offline
+
+Run "admission-gateway <command> --help" for a command's options.`,
+  serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--log-level LEVEL]
+
+  --config FILE       gateway configuration (default: gateway.yaml, env GATEWAY_CONFIG)
+  --port N            webhook HTTPS port (overrides server.port)
+  --ops-port N        operations HTTP port (overrides server.opsPort)
+  --log-level LEVEL   debug, info, warn, error or silent (overrides log.level)`,
+  certs: `usage: admission-gateway certs [--config FILE]
+
+Generates a CA and serving certificate at server.tls.certFile/keyFile when both are missing (as serve
+does), then prints the caBundle (base64 of the CA certificate) for a webhook configuration's
+clientConfig.caBundle.
+
+  --config FILE       gateway configuration (default: gateway.yaml, env GATEWAY_CONFIG)
+  --ca FILE           CA certificate to print (default: ca.crt next to the serving certificate)`,
+  review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE]
+
+Runs an AdmissionReview (JSON; "-" reads standard input) through the configured chain without a
+cluster and prints, as JSON, each phase's AdmissionReview response and its decoded patch. With the
+default route "all" it does what the apiserver does: the mutate phase, then the validate phase on the
+mutated object.
+
+  --config FILE       gateway configuration (default: gateway.yaml, env GATEWAY_CONFIG)
+  --route ROUTE       all (default), ${ROUTES.join(', ')}`,
+};
+
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  config: { type: 'string', short: 'c' },
+  port: { type: 'string' },
+  'ops-port': { type: 'string' },
+  'log-level': { type: 'string' },
+  route: { type: 'string' },
+  ca: { type: 'string' },
+} satisfies ParseArgsConfig['options'];
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+function portOption(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`--${flag}: expected a port number, got "${value}"`);
+  return n;
+}
+
+async function configFrom(values: Values, io: CliIO): Promise<GatewayConfig> {
+  const explicit = values.config ?? io.env.GATEWAY_CONFIG;
+  return loadConfig(explicit ?? 'gateway.yaml', { isDefaultLocation: explicit === undefined, cwd: io.cwd });
+}
+
+function withOverrides(config: GatewayConfig, values: Values): GatewayConfig {
+  const port = portOption(values.port, 'port');
+  const opsPort = portOption(values['ops-port'], 'ops-port');
+  const level = values['log-level'];
+  if (level !== undefined && !['debug', 'info', 'warn', 'error', 'silent'].includes(level)) {
+    throw new UsageError(`--log-level: expected debug, info, warn, error or silent, got "${level}"`);
+  }
+  return {
+    ...config,
+    server: {
+      ...config.server,
+      ...(port !== undefined ? { port } : {}),
+      ...(opsPort !== undefined ? { opsPort } : {}),
+    },
+    log: level ? { level: level as GatewayConfig['log']['level'] } : config.log,
+  };
+}
+
+async function serve(values: Values, io: CliIO): Promise<number> {
+  const config = withOverrides(await configFrom(values, io), values);
+  const log = createLogger(config.log.level);
+  const gateway = await startGateway({ config, plugins: io.plugins ?? availablePlugins, log });
+  const signal = await io.stopSignal();
+  log.info({ signal }, 'stopping: draining in-flight reviews');
+  await gateway.close();
+  log.info({}, 'stopped');
+  log.flush();
+  return EXIT_OK;
+}
+
+async function certs(values: Values, io: CliIO): Promise<number> {
+  const config = await configFrom(values, io);
+  const { tls } = config.server;
+  const log = pino({ level: 'warn' }, pino.destination(2));
+  await ensureServingCertificate({
+    certFile: tls.certFile,
+    keyFile: tls.keyFile,
+    generateIfMissing: tls.generate,
+    sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
+    log,
+  });
+  const caFile = values.ca ? path.resolve(io.cwd, values.ca) : path.join(path.dirname(tls.certFile), 'ca.crt');
+  let pem: string;
+  try {
+    pem = await readFile(caFile, 'utf8');
+  } catch {
+    throw new UsageError(
+      `cannot read the CA certificate "${caFile}"; pass --ca FILE (the CA that signed ${tls.certFile})`,
+    );
+  }
+  io.stdout(`${caBundle(pem)}\n`);
+  return EXIT_OK;
+}
+
+function printable(result: ReviewResult, apiVersion: Parameters<typeof encodeReview>[0]) {
+  return {
+    review: JSON.parse(encodeReview(apiVersion, result.response)) as unknown,
+    patch: result.patch ?? null,
+    steps: result.reports,
+  };
+}
+
+async function review(positionals: string[], values: Values, io: CliIO): Promise<number> {
+  const source = positionals[0];
+  if (!source) throw new UsageError('review: expected a file name or "-" for standard input');
+  const routeName = values.route ?? 'all';
+  if (routeName !== 'all' && !(ROUTES as readonly string[]).includes(routeName)) {
+    throw new UsageError(`--route: expected all or one of ${ROUTES.join(', ')}, got "${routeName}"`);
+  }
+  const config = await configFrom(values, io);
+  const chain = buildChainFromConfig(config, io.plugins ?? availablePlugins);
+  const text = source === '-' ? await io.stdin() : await readFile(path.resolve(io.cwd, source), 'utf8');
+  const { apiVersion, request } = decodeReview(text);
+  const reviewer = createReviewer({
+    chain: () => chain,
+    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+    log: pino({ level: config.log.level === 'debug' ? 'debug' : 'warn' }, pino.destination(2)),
+    namespaceLabels: standaloneNamespaceLabels,
+    deadlineMarginMs: config.server.deadlineMarginMs,
+    defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
+  });
+
+  if (routeName !== 'all') {
+    const result = await reviewer.review(request, routeName as Route);
+    io.stdout(`${JSON.stringify(printable(result, apiVersion), null, 2)}\n`);
+    return EXIT_OK;
+  }
+  const mutated = await reviewer.review(request, 'mutate');
+  const output: Record<string, unknown> = { mutate: printable(mutated, apiVersion) };
+  if (mutated.response.allowed) {
+    // The apiserver validates the object as mutated; do the same.
+    const object = request.object ? structuredClone(request.object) : request.object;
+    if (object && mutated.patch) applyPatchInPlace(object, mutated.patch);
+    const validated = await reviewer.review({ ...request, object }, 'validate');
+    output.validate = printable(validated, apiVersion);
+    output.allowed = validated.response.allowed;
+  } else {
+    output.allowed = false;
+  }
+  io.stdout(`${JSON.stringify(output, null, 2)}\n`);
+  return EXIT_OK;
+}
+
+/** Runs the CLI; returns the exit code. */
+export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv],
+      options: OPTIONS,
+      allowPositionals: true,
+      strict: true,
+    });
+    const [command = 'serve', ...rest] = positionals;
+    if (!(command in HELP) || command === 'main') {
+      if (values.help) {
+        io.stdout(`${HELP.main}\n`);
+        return EXIT_OK;
+      }
+      throw new UsageError(`unknown command "${command}"\n\n${HELP.main}`);
+    }
+    if (values.help) {
+      io.stdout(`${HELP[command]}\n`);
+      return EXIT_OK;
+    }
+    switch (command) {
+      case 'serve':
+        return await serve(values, io);
+      case 'certs':
+        return await certs(values, io);
+      default:
+        return await review(rest, values, io);
+    }
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof UsageError || err instanceof PluginRegistrationError) {
+      io.stderr(`admission-gateway: ${err.message}\n`);
+      return EXIT_USAGE;
+    }
+    if (err instanceof ReviewDecodeError) {
+      io.stderr(`admission-gateway: invalid AdmissionReview: ${err.message}\n`);
+      return EXIT_USAGE;
+    }
+    if (err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr(`admission-gateway: ${err.message}\n\n${HELP.main}\n`);
+      return EXIT_USAGE;
+    }
+    io.stderr(`admission-gateway: ${errorMessage(err)}\n`);
+    return EXIT_FAILURE;
+  }
+}

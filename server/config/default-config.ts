@@ -1,0 +1,44 @@
+/**
+ * The embedded default configuration: used when no gateway.yaml exists at the default location.
+ * It is the repository's gateway.yaml, byte for byte (a unit test keeps them equal).
+ */
+export const DEFAULT_CONFIG_YAML = `# admission-gateway configuration — the contract is DESIGN §2.2; every field is optional.
+# ORDER MATTERS: mutating steps run one after another in this order; validating steps run in parallel.
+# Validating plugins start in \`warn\` mode so a first install never blocks anyone: read the warnings
+# (kubectl prints them), then switch an entry to \`mode: enforce\`.
+apiVersion: admissiongateway.io/v1alpha1
+kind: GatewayConfig
+server:
+  port: 8443 # webhook, HTTPS
+  opsPort: 9090 # /metrics /healthz /readyz /chain, plain HTTP
+  tls:
+    certFile: certs/tls.crt # generated (with certs/ca.crt) on first start when missing
+    keyFile: certs/tls.key
+  maxRequestBytes: 7340032
+  deadlineMarginMs: 250
+  defaultTimeoutSeconds: 10
+kube:
+  enabled: auto # watch AdmissionProvider resources when a kubeconfig or service account exists
+  watchProviders: true
+log:
+  level: info
+chain:
+  - plugin: default-labels
+    settings:
+      labels:
+        admissiongateway.io/admitted: 'true'
+  - plugin: resource-defaults
+    settings:
+      requests: { cpu: 100m, memory: 128Mi }
+      limits: { memory: 512Mi }
+  - plugin: image-policy
+    mode: warn
+    settings:
+      forbidLatest: true
+  - plugin: require-labels
+    mode: warn
+    settings:
+      labels: [team]
+  - plugin: pod-security
+    mode: warn
+`;

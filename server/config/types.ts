@@ -1,0 +1,116 @@
+/** The validated configuration (gateway.yaml, DESIGN §2.2), with every default applied. */
+import type { FailurePolicy, Match, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
+import type { SideEffects } from '../chain/step.js';
+
+export interface TlsConfig {
+  /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
+  readonly certFile: string;
+  /** Serving key (PEM). Default `certs/tls.key`. */
+  readonly keyFile: string;
+  /** When set, clients must present a certificate signed by this CA (mTLS from the apiserver). */
+  readonly clientCAFile: string;
+  /** Generate a CA and serving certificate next to certFile when both files are missing. Default true. */
+  readonly generate: boolean;
+  /** SANs for a generated certificate. Default: the Service DNS names, localhost, 127.0.0.1, ::1. */
+  readonly dnsNames: readonly string[];
+  readonly ipAddresses: readonly string[];
+}
+
+export interface ServerConfig {
+  /** Webhook (HTTPS) listen address. Default 0.0.0.0:8443. */
+  readonly host: string;
+  readonly port: number;
+  /** Operations (plain HTTP: metrics, probes, /chain) listen address. Default 0.0.0.0:9090. */
+  readonly opsHost: string;
+  readonly opsPort: number;
+  readonly tls: TlsConfig;
+  /** Largest accepted request body. Default 7 MiB. */
+  readonly maxRequestBytes: number;
+  /** Kept back from the apiserver's `?timeout` so the answer arrives in time. Default 250 ms. */
+  readonly deadlineMarginMs: number;
+  /** Budget when a request carries no `?timeout`. Default 10 s (the apiserver's default). */
+  readonly defaultTimeoutSeconds: number;
+  /** Longest graceful shutdown before in-flight requests are abandoned. Default 25 s. */
+  readonly shutdownTimeoutSeconds: number;
+  /** The Service the gateway is reached through (SANs, rendered manifests). */
+  readonly service: { readonly name: string; readonly namespace: string };
+}
+
+export interface KubeConfigSection {
+  /** `auto` = on when a kubeconfig or in-cluster service account exists. */
+  readonly enabled: 'auto' | boolean;
+  readonly watchProviders: boolean;
+  /** Explicit kubeconfig path; default: KUBECONFIG, ~/.kube/config, then the in-cluster service account. */
+  readonly kubeconfig: string;
+}
+
+export interface LogConfig {
+  readonly level: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+}
+
+/** Options every chain entry accepts (absent = the plugin's default, then the gateway's). */
+export interface EntryOptions {
+  /** Step name; defaults to the plugin or provider name. Needed to run one plugin twice. */
+  readonly name: string;
+  readonly match?: Match;
+  readonly failurePolicy?: FailurePolicy;
+  readonly timeoutSeconds?: number;
+  readonly mode?: Mode;
+  readonly sideEffects?: SideEffects;
+  readonly reinvocationPolicy?: ReinvocationPolicy;
+  readonly settings?: unknown;
+  /** Where the entry sits: 10 × its position in `chain` (dynamic providers use spec.order). */
+  readonly order: number;
+  /** Field path of the entry, for error messages. */
+  readonly path: string;
+}
+
+export interface PluginEntry extends EntryOptions {
+  readonly kind: 'plugin';
+  readonly plugin: string;
+}
+
+export interface CircuitBreakerConfig {
+  /** Failure percentage over the rolling window that opens the breaker. Default 50. */
+  readonly errorThresholdPercentage: number;
+  /** Calls in the window before the breaker may open. Default 5. */
+  readonly volumeThreshold: number;
+  /** Time open before a half-open probe. Default 30 s. */
+  readonly resetTimeoutMs: number;
+  /** Rolling statistics window. Default 10 s. */
+  readonly rollingWindowMs: number;
+}
+
+export interface ServiceReference {
+  readonly namespace: string;
+  readonly name: string;
+  readonly port: number;
+  readonly path: string;
+}
+
+export interface ProviderEntry extends EntryOptions {
+  readonly kind: 'provider';
+  readonly provider: string;
+  readonly url?: string;
+  readonly service?: ServiceReference;
+  readonly phases: readonly ('mutate' | 'validate')[];
+  /** base64 PEM bundle trusted for the provider's certificate. */
+  readonly caBundle?: string;
+  readonly clientCert?: { readonly certFile: string; readonly keyFile: string };
+  readonly circuitBreaker: CircuitBreakerConfig;
+  readonly discovery: boolean;
+  readonly discoveryPath: string;
+  /** The AdmissionReview versions the provider speaks, preferred first. Default [v1, v1beta1]. */
+  readonly admissionReviewVersions: readonly ('v1' | 'v1beta1')[];
+}
+
+export type ChainEntry = PluginEntry | ProviderEntry;
+
+export interface GatewayConfig {
+  /** The file it was read from ('(embedded default)' when none). */
+  readonly file: string;
+  readonly server: ServerConfig;
+  readonly kube: KubeConfigSection;
+  readonly log: LogConfig;
+  readonly chain: readonly ChainEntry[];
+}

@@ -1,0 +1,290 @@
+/**
+ * Turns parsed YAML into a GatewayConfig: every field checked, every default applied in one place.
+ * Errors name the file and the field path (exit code 2 at start).
+ */
+import path from 'node:path';
+import type { FailurePolicy, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
+import { readMatch } from './match-schema.js';
+import { Reader, childPath } from './reader.js';
+import type {
+  ChainEntry,
+  CircuitBreakerConfig,
+  EntryOptions,
+  GatewayConfig,
+  KubeConfigSection,
+  LogConfig,
+  ProviderEntry,
+  ServerConfig,
+  ServiceReference,
+} from './types.js';
+
+export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
+export const CONFIG_KIND = 'GatewayConfig';
+
+/** Step names become metric labels, annotation keys and URL-safe identifiers. */
+export const STEP_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const FAILURE_POLICIES: readonly FailurePolicy[] = ['Fail', 'Ignore'];
+const MODES: readonly Mode[] = ['enforce', 'warn', 'audit'];
+const REINVOCATION: readonly ReinvocationPolicy[] = ['Never', 'IfNeeded'];
+const SIDE_EFFECTS = ['None', 'Some'] as const;
+const ENTRY_FIELDS = [
+  'name',
+  'match',
+  'failurePolicy',
+  'timeoutSeconds',
+  'mode',
+  'sideEffects',
+  'reinvocationPolicy',
+  'settings',
+];
+const PROVIDER_FIELDS = [
+  ...ENTRY_FIELDS,
+  'provider',
+  'url',
+  'service',
+  'phases',
+  'caBundle',
+  'clientCert',
+  'circuitBreaker',
+  'discovery',
+  'discoveryPath',
+  'admissionReviewVersions',
+];
+
+export const DEFAULT_SERVICE = { name: 'admission-gateway', namespace: 'admission-gateway' } as const;
+
+function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
+  const p = 'server';
+  const m = r.map(value, p, [
+    'host',
+    'port',
+    'opsHost',
+    'opsPort',
+    'tls',
+    'maxRequestBytes',
+    'deadlineMarginMs',
+    'defaultTimeoutSeconds',
+    'shutdownTimeoutSeconds',
+    'service',
+  ]);
+  const tls = r.map(m.tls, `${p}.tls`, ['certFile', 'keyFile', 'clientCAFile', 'generate', 'dnsNames', 'ipAddresses']);
+  const svc = r.map(m.service, `${p}.service`, ['name', 'namespace']);
+  const service = {
+    name: r.string(svc.name, `${p}.service.name`) ?? DEFAULT_SERVICE.name,
+    namespace: r.string(svc.namespace, `${p}.service.namespace`) ?? DEFAULT_SERVICE.namespace,
+  };
+  const file = (key: string, fallback: string): string => {
+    const v = r.string(tls[key], `${p}.tls.${key}`) ?? fallback;
+    return v === '' ? '' : path.resolve(baseDir, v);
+  };
+  const port = r.integer(m.port, `${p}.port`, 0, 65535) ?? 8443;
+  const opsPort = r.integer(m.opsPort, `${p}.opsPort`, 0, 65535) ?? 9090;
+  if (port !== 0 && port === opsPort) r.fail(`${p}.opsPort`, `must differ from server.port (${port})`);
+  const certFile = file('certFile', 'certs/tls.crt');
+  const keyFile = file('keyFile', 'certs/tls.key');
+  if (!certFile) r.fail(`${p}.tls.certFile`, 'is required');
+  if (!keyFile) r.fail(`${p}.tls.keyFile`, 'is required');
+  const defaultTimeoutSeconds = r.integer(m.defaultTimeoutSeconds, `${p}.defaultTimeoutSeconds`, 1, 30) ?? 10;
+  const deadlineMarginMs = r.integer(m.deadlineMarginMs, `${p}.deadlineMarginMs`, 0, 5000) ?? 250;
+  return {
+    host: r.string(m.host, `${p}.host`) ?? '0.0.0.0',
+    port,
+    opsHost: r.string(m.opsHost, `${p}.opsHost`) ?? '0.0.0.0',
+    opsPort,
+    tls: {
+      certFile,
+      keyFile,
+      clientCAFile: file('clientCAFile', ''),
+      generate: r.boolean(tls.generate, `${p}.tls.generate`) ?? true,
+      dnsNames: r.stringList(tls.dnsNames, `${p}.tls.dnsNames`) ?? [
+        `${service.name}.${service.namespace}.svc`,
+        `${service.name}.${service.namespace}.svc.cluster.local`,
+        'localhost',
+      ],
+      ipAddresses: r.stringList(tls.ipAddresses, `${p}.tls.ipAddresses`) ?? ['127.0.0.1', '::1'],
+    },
+    maxRequestBytes: r.integer(m.maxRequestBytes, `${p}.maxRequestBytes`, 1024, 64 * 1024 * 1024) ?? 7 * 1024 * 1024,
+    deadlineMarginMs,
+    defaultTimeoutSeconds,
+    shutdownTimeoutSeconds: r.integer(m.shutdownTimeoutSeconds, `${p}.shutdownTimeoutSeconds`, 1, 300) ?? 25,
+    service,
+  };
+}
+
+function readKube(r: Reader, value: unknown): KubeConfigSection {
+  const m = r.map(value, 'kube', ['enabled', 'watchProviders', 'kubeconfig']);
+  let enabled: KubeConfigSection['enabled'] = 'auto';
+  if (m.enabled !== undefined && m.enabled !== 'auto') {
+    enabled = r.boolean(m.enabled, 'kube.enabled') ?? 'auto';
+  }
+  return {
+    enabled,
+    watchProviders: r.boolean(m.watchProviders, 'kube.watchProviders') ?? true,
+    kubeconfig: r.string(m.kubeconfig, 'kube.kubeconfig') ?? '',
+  };
+}
+
+function readLog(r: Reader, value: unknown): LogConfig {
+  const m = r.map(value, 'log', ['level']);
+  return { level: r.oneOf(m.level, 'log.level', ['debug', 'info', 'warn', 'error', 'silent'] as const) ?? 'info' };
+}
+
+function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryOptions {
+  const stepName = r.string(m.name, childPath(p, 'name')) ?? name;
+  if (!STEP_NAME.test(stepName) || stepName.length > 63) {
+    r.fail(
+      m.name === undefined ? p : childPath(p, 'name'),
+      'expected a lower-case DNS-1123 label as the step name',
+      stepName,
+    );
+  }
+  const match = readMatch(r, m.match, childPath(p, 'match'));
+  const failurePolicy = r.oneOf(m.failurePolicy, childPath(p, 'failurePolicy'), FAILURE_POLICIES);
+  const timeoutSeconds = r.number(m.timeoutSeconds, childPath(p, 'timeoutSeconds'), 0.001, 30);
+  const mode = r.oneOf(m.mode, childPath(p, 'mode'), MODES);
+  const sideEffects = r.oneOf(m.sideEffects, childPath(p, 'sideEffects'), SIDE_EFFECTS);
+  const reinvocationPolicy = r.oneOf(m.reinvocationPolicy, childPath(p, 'reinvocationPolicy'), REINVOCATION);
+  return {
+    name: stepName,
+    order,
+    path: p,
+    ...(match ? { match } : {}),
+    ...(failurePolicy ? { failurePolicy } : {}),
+    ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
+    ...(mode ? { mode } : {}),
+    ...(sideEffects ? { sideEffects } : {}),
+    ...(reinvocationPolicy ? { reinvocationPolicy } : {}),
+    ...(m.settings !== undefined ? { settings: m.settings } : {}),
+  };
+}
+
+/** An https URL without query or fragment, as the apiserver requires of a webhook clientConfig.url. */
+export function readWebhookUrl(r: Reader, value: unknown, p: string): string {
+  const raw = r.requiredString(value, p);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return r.fail(p, 'expected an absolute https:// URL', raw);
+  }
+  if (url.protocol !== 'https:') r.fail(p, 'expected an https:// URL', raw);
+  if (url.search || url.hash || raw.includes('?') || raw.includes('#'))
+    r.fail(p, 'must not have a query or fragment', raw);
+  if (url.username || url.password) r.fail(p, 'must not carry credentials', raw);
+  return raw;
+}
+
+export function readCircuitBreaker(r: Reader, value: unknown, p: string): CircuitBreakerConfig {
+  const m = r.map(value, p, [
+    'errorThresholdPercentage',
+    'volumeThreshold',
+    'resetTimeoutSeconds',
+    'rollingWindowSeconds',
+  ]);
+  return {
+    errorThresholdPercentage: r.number(m.errorThresholdPercentage, `${p}.errorThresholdPercentage`, 1, 100) ?? 50,
+    volumeThreshold: r.integer(m.volumeThreshold, `${p}.volumeThreshold`, 1, 10_000) ?? 5,
+    resetTimeoutMs: (r.number(m.resetTimeoutSeconds, `${p}.resetTimeoutSeconds`, 0.01, 3600) ?? 30) * 1000,
+    rollingWindowMs: (r.number(m.rollingWindowSeconds, `${p}.rollingWindowSeconds`, 0.1, 3600) ?? 10) * 1000,
+  };
+}
+
+function readService(r: Reader, value: unknown, p: string): ServiceReference {
+  const m = r.map(value, p, ['namespace', 'name', 'port', 'path'], false);
+  const servicePath = r.string(m.path, `${p}.path`) ?? '/';
+  if (!servicePath.startsWith('/') || servicePath.includes('?') || servicePath.includes('#')) {
+    r.fail(`${p}.path`, 'expected an absolute path without query or fragment', servicePath);
+  }
+  return {
+    namespace: r.requiredString(m.namespace, `${p}.namespace`),
+    name: r.requiredString(m.name, `${p}.name`),
+    port: r.integer(m.port, `${p}.port`, 1, 65535) ?? 443,
+    path: servicePath,
+  };
+}
+
+/** Fields of a remote provider, shared by gateway.yaml entries and AdmissionProvider specs. */
+export function readProviderFields(
+  r: Reader,
+  m: Record<string, unknown>,
+  p: string,
+): Omit<ProviderEntry, keyof EntryOptions | 'kind' | 'provider'> {
+  if ((m.url === undefined) === (m.service === undefined)) r.fail(p, 'expected exactly one of url or service');
+  const phases = r.stringList(m.phases, `${p}.phases`) ?? ['mutate', 'validate'];
+  if (phases.length === 0) r.fail(`${p}.phases`, 'expected mutate and/or validate');
+  phases.forEach((phase, i) => r.oneOf(phase, `${p}.phases[${i}]`, ['mutate', 'validate'] as const));
+  const clientCert =
+    m.clientCert === undefined ? undefined : r.map(m.clientCert, `${p}.clientCert`, ['certFile', 'keyFile']);
+  const versions = r.stringList(m.admissionReviewVersions, `${p}.admissionReviewVersions`) ?? ['v1', 'v1beta1'];
+  if (versions.length === 0) r.fail(`${p}.admissionReviewVersions`, 'expected v1 and/or v1beta1');
+  versions.forEach((v, i) => r.oneOf(v, `${p}.admissionReviewVersions[${i}]`, ['v1', 'v1beta1'] as const));
+  const caBundle = r.string(m.caBundle, `${p}.caBundle`);
+  if (caBundle !== undefined && !/^[A-Za-z0-9+/=\s]*$/.test(caBundle))
+    r.fail(`${p}.caBundle`, 'expected base64-encoded PEM');
+  const discoveryPath = r.string(m.discoveryPath, `${p}.discoveryPath`) ?? 'discovery';
+  return {
+    ...(m.url !== undefined ? { url: readWebhookUrl(r, m.url, `${p}.url`) } : {}),
+    ...(m.service !== undefined ? { service: readService(r, m.service, `${p}.service`) } : {}),
+    phases: [...new Set(phases as ('mutate' | 'validate')[])],
+    ...(caBundle ? { caBundle: caBundle.replace(/\s+/g, '') } : {}),
+    ...(clientCert
+      ? {
+          clientCert: {
+            certFile: r.requiredString(clientCert.certFile, `${p}.clientCert.certFile`),
+            keyFile: r.requiredString(clientCert.keyFile, `${p}.clientCert.keyFile`),
+          },
+        }
+      : {}),
+    circuitBreaker: readCircuitBreaker(r, m.circuitBreaker, `${p}.circuitBreaker`),
+    discovery: r.boolean(m.discovery, `${p}.discovery`) ?? false,
+    discoveryPath,
+    admissionReviewVersions: [...new Set(versions as ('v1' | 'v1beta1')[])],
+  };
+}
+
+function readEntry(r: Reader, value: unknown, index: number): ChainEntry {
+  const p = `chain[${index}]`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) r.fail(p, 'expected a map', value);
+  const raw = value as Record<string, unknown>;
+  const order = 10 * (index + 1);
+  if ((raw.plugin === undefined) === (raw.provider === undefined)) {
+    r.fail(p, 'expected exactly one of plugin (an in-process plugin name) or provider (a remote provider name)');
+  }
+  if (raw.plugin !== undefined) {
+    const m = r.map(raw, p, ['plugin', ...ENTRY_FIELDS]);
+    const plugin = r.requiredString(m.plugin, `${p}.plugin`);
+    return { kind: 'plugin', plugin, ...readEntryOptions(r, m, p, plugin, order) };
+  }
+  const m = r.map(raw, p, PROVIDER_FIELDS);
+  const provider = r.requiredString(m.provider, `${p}.provider`);
+  if (m.settings !== undefined) r.stringMap(m.settings, `${p}.settings`);
+  return { kind: 'provider', provider, ...readEntryOptions(r, m, p, provider, order), ...readProviderFields(r, m, p) };
+}
+
+/** Validates a parsed config document; relative file paths resolve against `baseDir`. */
+export function validateConfig(doc: unknown, file: string, baseDir: string): GatewayConfig {
+  const r = new Reader(file);
+  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'chain']);
+  if (m.apiVersion !== undefined && m.apiVersion !== CONFIG_API_VERSION) {
+    r.fail('apiVersion', `expected ${CONFIG_API_VERSION}`, m.apiVersion);
+  }
+  if (m.kind !== undefined && m.kind !== CONFIG_KIND) r.fail('kind', `expected ${CONFIG_KIND}`, m.kind);
+  const chain = (r.list(m.chain, 'chain') ?? []).map((entry, i) => readEntry(r, entry, i));
+  const names = new Map<string, string>();
+  for (const entry of chain) {
+    const earlier = names.get(entry.name);
+    if (earlier)
+      r.fail(
+        entry.path,
+        `step name "${entry.name}" is already used by ${earlier}; set a distinct name: on one of them`,
+      );
+    names.set(entry.name, entry.path);
+  }
+  return {
+    file,
+    server: readServer(r, m.server, baseDir),
+    kube: readKube(r, m.kube),
+    log: readLog(r, m.log),
+    chain,
+  };
+}

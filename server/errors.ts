@@ -1,0 +1,83 @@
+/**
+ * Every error the gateway raises on purpose, each with a stable code (fastify/opossum style). Startup
+ * errors stop the process with exit code 2; request-path errors become in-protocol answers.
+ */
+
+/** Invalid configuration: names the file and field path, and what was expected. */
+export class ConfigError extends Error {
+  readonly code = 'GW_ERR_CONFIG';
+  constructor(
+    readonly file: string,
+    readonly path: string,
+    readonly expected: string,
+  ) {
+    super(`${file}: ${path || '(root)'}: ${expected}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** A plugin list that cannot be used: duplicate or invalid names, missing handlers. */
+export class PluginRegistrationError extends Error {
+  readonly code = 'GW_ERR_PLUGIN_REGISTRATION';
+  constructor(message: string) {
+    super(message);
+    this.name = 'PluginRegistrationError';
+  }
+}
+
+/** A request body that is not a usable AdmissionReview; `status` is the HTTP status to answer with. */
+export class ReviewDecodeError extends Error {
+  readonly code = 'GW_ERR_REVIEW_DECODE';
+  constructor(
+    message: string,
+    readonly status: 400 | 413 | 415,
+    /** The request uid when it could be read, so the answer can still echo it. */
+    readonly uid = '',
+    readonly apiVersion?: string,
+  ) {
+    super(message);
+    this.name = 'ReviewDecodeError';
+  }
+}
+
+/** Why a step failed (as opposed to denying): the reason label in metrics and messages. */
+export type FailureReason =
+  'error' | 'timeout' | 'invalid_patch' | 'connection' | 'tls' | 'http_status' | 'invalid_response' | 'breaker_open';
+
+/** A step failed to decide: thrown, timed out, or answered something unusable. failurePolicy applies. */
+export class StepFailedError extends Error {
+  readonly code = 'GW_ERR_STEP_FAILED';
+  constructor(
+    readonly step: string,
+    readonly reason: FailureReason,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StepFailedError';
+  }
+}
+
+/** A JSON patch that cannot be applied to the working copy. */
+export class PatchApplyError extends Error {
+  readonly code = 'GW_ERR_PATCH_APPLY';
+  constructor(
+    message: string,
+    readonly index: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'PatchApplyError';
+  }
+}
+
+/** Text of any thrown value, never `{}` (pepr's JSON.stringify(err) bug). */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === 'string') return err;
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
+  }
+}

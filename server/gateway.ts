@@ -1,0 +1,212 @@
+/**
+ * The composition root of a running gateway: plugins → chain → reviewer → HTTPS webhook server and
+ * plain-HTTP ops server, with certificate hot reload and graceful close. Used by `serve`, the
+ * integration tests and the e2e suite alike, so what is tested is what runs.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { createChain, buildSteps, type Chain } from './chain/chain.js';
+import { createPluginRegistry, type AnyPlugin } from './chain/plugin-registry.js';
+import {
+  createReviewer,
+  standaloneNamespaceLabels,
+  type NamespaceLabelSource,
+  type Reviewer,
+} from './chain/reviewer.js';
+import type { Step } from './chain/step.js';
+import type { GatewayConfig, ProviderEntry } from './config/types.js';
+import type { GatewayLogger } from './log.js';
+import { createMetrics, type Metrics } from './metrics/metrics.js';
+import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
+import { createWebhookApp } from './http/webhook-app.js';
+import {
+  ensureServingCertificate,
+  loadTlsMaterial,
+  secureContextOptions,
+  watchServingCertificate,
+  type TlsMaterial,
+} from './tls/serving-certificate.js';
+
+export interface GatewayOptions {
+  readonly config: GatewayConfig;
+  readonly plugins: readonly AnyPlugin[];
+  readonly log: GatewayLogger;
+  /** Defaults to a fresh Registry (one per gateway, so tests can run several). */
+  readonly registry?: Registry;
+  readonly namespaceLabels?: NamespaceLabelSource;
+  /** Builds the steps of a remote provider entry. */
+  readonly providerSteps?: (entry: ProviderEntry, metrics: Metrics) => Step[];
+  /** More readiness conditions (e.g. the provider watch has synced). */
+  readonly readiness?: readonly ReadinessCheck[];
+}
+
+export interface Gateway {
+  readonly metrics: Metrics;
+  readonly reviewer: Reviewer;
+  /** https://host:port of the webhook server. */
+  readonly webhookUrl: string;
+  /** http://host:port of the ops server. */
+  readonly opsUrl: string;
+  chain(): Chain;
+  /** Swaps in a new chain; reviews in flight finish on the old one. */
+  setChain(chain: Chain): void;
+  /** The serving certificate in use. */
+  tls(): TlsMaterial;
+  /** Graceful: stop accepting, finish in-flight reviews (bounded), then close. */
+  close(): Promise<void>;
+}
+
+/** Builds the chain for a config; throws ConfigError (exit 2) on unknown plugins or bad settings. */
+export function buildChainFromConfig(
+  config: GatewayConfig,
+  plugins: readonly AnyPlugin[],
+  providerSteps?: (entry: ProviderEntry) => Step[],
+): Chain {
+  return createChain(
+    buildSteps(config.chain, {
+      registry: createPluginRegistry(plugins),
+      file: config.file,
+      ...(providerSteps ? { providerSteps } : {}),
+    }),
+  );
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+function urlHost(host: string): string {
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return h.includes(':') ? `[${h}]` : h;
+}
+
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const { config, log } = options;
+  const { server: serverConfig } = config;
+  const registry = options.registry ?? new Registry();
+  const metrics = createMetrics(registry);
+
+  let chain = buildChainFromConfig(
+    config,
+    options.plugins,
+    options.providerSteps ? (entry) => options.providerSteps!(entry, metrics) : undefined,
+  );
+  const recordChain = (c: Chain) => {
+    metrics.chainSteps.set({ phase: 'mutate' }, c.route('mutate').length);
+    metrics.chainSteps.set({ phase: 'validate' }, c.route('validate').length);
+    log.info({ chain: c.summary() }, `chain order: ${c.summary()}`);
+  };
+  recordChain(chain);
+
+  const reviewer = createReviewer({
+    chain: () => chain,
+    metrics,
+    log,
+    namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
+    deadlineMarginMs: serverConfig.deadlineMarginMs,
+    defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
+  });
+
+  const { tls } = serverConfig;
+  const { generated } = await ensureServingCertificate({
+    certFile: tls.certFile,
+    keyFile: tls.keyFile,
+    generateIfMissing: tls.generate,
+    sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
+    log,
+  });
+  let material = await loadTlsMaterial(tls.certFile, tls.keyFile, tls.clientCAFile || undefined);
+  metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
+  log.info(
+    { certFile: tls.certFile, generated, notAfter: material.notAfter.toISOString() },
+    'serving certificate loaded',
+  );
+
+  const webhookApp = createWebhookApp({ reviewer, metrics, log, maxRequestBytes: serverConfig.maxRequestBytes });
+  const webhookHandler = webhookApp.callback();
+  const webhookServer = https.createServer(
+    // Keep-alive beyond the apiserver's idle timeout (90 s) so pooled connections are not cut under it.
+    { ...secureContextOptions(material), keepAliveTimeout: 95_000, requestTimeout: 60_000 },
+    (req, res) => void webhookHandler(req, res),
+  );
+  const watcher = watchServingCertificate({
+    certFile: tls.certFile,
+    keyFile: tls.keyFile,
+    ...(tls.clientCAFile ? { clientCAFile: tls.clientCAFile } : {}),
+    initial: material,
+    log,
+    onReload: (next) => {
+      webhookServer.setSecureContext(secureContextOptions(next));
+      material = next;
+      metrics.certificateExpiry.set(next.notAfter.getTime() / 1000);
+      log.info(
+        { notAfter: next.notAfter.toISOString(), fingerprint: next.fingerprint256 },
+        'serving certificate reloaded',
+      );
+    },
+  });
+
+  let closing = false;
+  const checks: ReadinessCheck[] = [
+    { name: 'config', ready: () => true },
+    {
+      name: 'certificate',
+      ready: () => material.notAfter.getTime() > Date.now(),
+      detail: () => 'serving certificate expired',
+    },
+    { name: 'shutdown', ready: () => !closing, detail: () => 'shutting down' },
+    ...(options.readiness ?? []),
+  ];
+  const opsApp = createOpsApp({
+    registry,
+    checks,
+    chain: () => ({ order: chain.summary(), ...chain.describe() }),
+  });
+  const opsHandler = opsApp.callback();
+  const opsServer = http.createServer((req, res) => void opsHandler(req, res));
+
+  const webhookAddress = await listen(webhookServer, serverConfig.port, serverConfig.host);
+  const opsAddress = await listen(opsServer, serverConfig.opsPort, serverConfig.opsHost);
+  const webhookUrl = `https://${urlHost(serverConfig.host)}:${webhookAddress.port}`;
+  const opsUrl = `http://${urlHost(serverConfig.opsHost)}:${opsAddress.port}`;
+  log.info({ webhook: webhookUrl, ops: opsUrl }, 'admission-gateway serving');
+
+  return {
+    metrics,
+    reviewer,
+    webhookUrl,
+    opsUrl,
+    chain: () => chain,
+    setChain(next) {
+      chain = next;
+      recordChain(next);
+    },
+    tls: () => material,
+    async close() {
+      closing = true;
+      watcher.close();
+      const drained = new Promise<void>((resolve) => webhookServer.close(() => resolve()));
+      webhookServer.closeIdleConnections();
+      // In-flight reviews finish; idle keep-alive sockets close now, busy ones after their response.
+      const idleSweep = setInterval(() => webhookServer.closeIdleConnections(), 50);
+      const deadline = new Promise<void>((resolve) =>
+        setTimeout(resolve, serverConfig.shutdownTimeoutSeconds * 1000).unref(),
+      );
+      await Promise.race([drained, deadline]);
+      clearInterval(idleSweep);
+      webhookServer.closeAllConnections();
+      await new Promise<void>((resolve) => {
+        opsServer.close(() => resolve());
+        opsServer.closeAllConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * The gateway's metrics (DESIGN §5), defined once on an injected Registry with typed label names.
+ * Label values are bounded: phases, operations, step names from config, outcomes — never a uid, name or
+ * namespace.
+ */
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+
+export const METRIC_PREFIX = 'admission_gateway_';
+
+/** Outcome of one step call (DESIGN §5). */
+export type StepOutcome = 'allowed' | 'denied' | 'patched' | 'skipped' | 'error' | 'timeout' | 'circuit_open';
+
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function createMetrics(registry: Registry, options: { defaultMetrics?: boolean } = {}) {
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  const registers = [registry];
+  return {
+    registry,
+    requests: new Counter({
+      name: `${METRIC_PREFIX}requests_total`,
+      help: 'AdmissionReviews answered, by phase, operation and verdict.',
+      labelNames: ['phase', 'operation', 'allowed'] as const,
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: `${METRIC_PREFIX}request_duration_seconds`,
+      help: 'Time from a decoded AdmissionReview to its answer, by phase.',
+      labelNames: ['phase'] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    invalidRequests: new Counter({
+      name: `${METRIC_PREFIX}invalid_requests_total`,
+      help: 'Requests answered without running the chain: bad input (400/413/415) or an internal error (500).',
+      labelNames: ['code'] as const,
+      registers,
+    }),
+    stepCalls: new Counter({
+      name: `${METRIC_PREFIX}step_calls_total`,
+      help: 'Step outcomes: allowed, denied, patched, skipped, error, timeout, circuit_open.',
+      labelNames: ['step', 'phase', 'outcome'] as const,
+      registers,
+    }),
+    stepDuration: new Histogram({
+      name: `${METRIC_PREFIX}step_duration_seconds`,
+      help: 'Time spent in one step call.',
+      labelNames: ['step', 'phase'] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    failOpen: new Counter({
+      name: `${METRIC_PREFIX}fail_open_total`,
+      help: 'Step failures that were ignored (failurePolicy Ignore, or a step in warn/audit mode).',
+      labelNames: ['step'] as const,
+      registers,
+    }),
+    breakerState: new Gauge({
+      name: `${METRIC_PREFIX}breaker_state`,
+      help: 'Circuit breaker state per provider: 0 closed, 1 half-open, 2 open.',
+      labelNames: ['provider'] as const,
+      registers,
+    }),
+    breakerTransitions: new Counter({
+      name: `${METRIC_PREFIX}breaker_transitions_total`,
+      help: 'Circuit breaker state changes per provider, by the state entered.',
+      labelNames: ['provider', 'state'] as const,
+      registers,
+    }),
+    patchConflicts: new Counter({
+      name: `${METRIC_PREFIX}patch_conflicts_total`,
+      help: 'Times a step rewrote or removed a path an earlier step wrote in the same review.',
+      labelNames: ['step'] as const,
+      registers,
+    }),
+    inflight: new Gauge({
+      name: `${METRIC_PREFIX}inflight_requests`,
+      help: 'AdmissionReviews being processed.',
+      registers,
+    }),
+    chainSteps: new Gauge({
+      name: `${METRIC_PREFIX}chain_steps`,
+      help: 'Steps in the resolved chain, by phase.',
+      labelNames: ['phase'] as const,
+      registers,
+    }),
+    certificateExpiry: new Gauge({
+      name: `${METRIC_PREFIX}serving_certificate_expiry_timestamp_seconds`,
+      help: 'notAfter of the serving certificate in use.',
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

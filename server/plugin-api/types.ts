@@ -1,0 +1,186 @@
+/**
+ * Types shared by plugin authors and the gateway. Wire names are spelled exactly as Kubernetes spells them
+ * (admission.k8s.io/v1, admissionregistration.k8s.io/v1) so that a webhook author feels at home.
+ */
+
+/** The admission operation of a request. */
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+/** Standard object metadata; only the fields the gateway or a typical plugin reads are typed. */
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: unknown[];
+  [key: string]: unknown;
+}
+
+/** Any Kubernetes object as JSON. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  [key: string]: unknown;
+}
+
+export interface GroupVersionKind {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+export interface GroupVersionResource {
+  group: string;
+  version: string;
+  resource: string;
+}
+
+export interface UserInfo {
+  username?: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+}
+
+/** `AdmissionReview.request` (admission.k8s.io/v1). */
+export interface AdmissionRequest {
+  uid: string;
+  kind: GroupVersionKind;
+  resource: GroupVersionResource;
+  subResource?: string;
+  requestKind?: GroupVersionKind;
+  requestResource?: GroupVersionResource;
+  requestSubResource?: string;
+  name?: string;
+  namespace?: string;
+  operation: Operation;
+  userInfo: UserInfo;
+  object?: KubeObject | null;
+  oldObject?: KubeObject | null;
+  dryRun?: boolean;
+  options?: KubeObject | null;
+}
+
+/** One rule of a webhook configuration (admissionregistration.k8s.io/v1 RuleWithOperations). */
+export interface RuleWithOperations {
+  /** CREATE, UPDATE, DELETE, CONNECT or `*`. */
+  operations: ReadonlyArray<Operation | '*'>;
+  /** API groups; `""` is the core group, `*` all groups. */
+  apiGroups: readonly string[];
+  apiVersions: readonly string[];
+  /** Resources, `resource/subresource`, `*`, `*\/status`, `pods/*` or `*\/*`. */
+  resources: readonly string[];
+  /** `Cluster`, `Namespaced` or `*` (the default). */
+  scope?: 'Cluster' | 'Namespaced' | '*';
+}
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: readonly string[];
+}
+
+/** A Kubernetes label selector; an empty selector matches everything. */
+export interface LabelSelector {
+  matchLabels?: Readonly<Record<string, string>>;
+  matchExpressions?: readonly LabelSelectorRequirement[];
+}
+
+/** Which requests a plugin sees: the same shapes and semantics as a webhook configuration. */
+export interface Match {
+  rules: readonly RuleWithOperations[];
+  namespaceSelector?: LabelSelector;
+  objectSelector?: LabelSelector;
+}
+
+/** One JSON Patch (RFC 6902) operation. */
+export type JsonPatchOperation =
+  | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
+  | { op: 'remove'; path: string }
+  | { op: 'move' | 'copy'; from: string; path: string };
+
+/** A request-bound logger (pino-compatible subset). */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** A returned decision. A thrown error is not a decision: it is a failure, handled by failurePolicy. */
+export type Verdict =
+  { readonly allowed: true } | { readonly allowed: false; readonly message: string; readonly code: number };
+
+/** What every plugin callback receives. */
+export interface BaseContext<S> {
+  /** The request as the apiserver sent it (read-only; the object under review is `object`). */
+  readonly request: Readonly<AdmissionRequest>;
+  readonly operation: Operation;
+  /** The plugin's settings, as returned by its `settings` parser at start. */
+  readonly settings: S;
+  /** Aborts when this plugin's share of the request deadline is used up. */
+  readonly signal: AbortSignal;
+  /** Logger bound to this request and plugin. */
+  readonly log: Logger;
+  /** True for server-side dry-run requests. */
+  readonly dryRun: boolean;
+  /** Adds a warning shown to the client (prefixed with the plugin name by the gateway). */
+  warn(message: string): void;
+  /** Adds an audit annotation; the gateway qualifies the key as `<plugin>.<key>`. */
+  annotate(key: string, value: string): void;
+}
+
+/** Context of `mutate`: `object` is the working copy — edit it in place, the gateway computes the patch. */
+export interface MutateContext<S, T extends KubeObject = KubeObject> extends BaseContext<S> {
+  readonly object: T;
+  readonly oldObject: Readonly<T> | undefined;
+}
+
+/** Context of `validate`: objects are read-only (writing throws); `object` is undefined on DELETE. */
+export interface ValidateContext<S, T extends KubeObject = KubeObject> extends BaseContext<S> {
+  readonly object: Readonly<T> | undefined;
+  readonly oldObject: Readonly<T> | undefined;
+}
+
+/** `mutate` may edit `ctx.object`, return JSON patch operations against it, return a Verdict, or nothing. */
+export type MutateOutcome = void | Verdict | readonly JsonPatchOperation[];
+
+export type FailurePolicy = 'Fail' | 'Ignore';
+export type Mode = 'enforce' | 'warn' | 'audit';
+export type ReinvocationPolicy = 'Never' | 'IfNeeded';
+
+/** Defaults a plugin suggests for its chain entry; the config can override each. */
+export interface PluginDefaults {
+  failurePolicy?: FailurePolicy;
+  timeoutSeconds?: number;
+  mode?: Mode;
+  reinvocationPolicy?: ReinvocationPolicy;
+}
+
+/**
+ * An in-process plugin. Export one from a module in `plugins/` with `definePlugin` and list it in
+ * `plugins/index.ts`; `gateway.yaml`'s `chain` decides whether and where it runs.
+ */
+export interface Plugin<S = undefined, T extends KubeObject = KubeObject> {
+  /** Unique kebab-case name; used in logs, metric labels, denial messages and audit annotation keys. */
+  readonly name: string;
+  /** One line for `/chain` and `--help`. */
+  readonly description?: string;
+  /** Requests this plugin sees unless the chain entry gives its own `match`. */
+  readonly match: Match;
+  /**
+   * Parses and validates the chain entry's `settings` at start. Throw `SettingsError` (or any Error) to
+   * refuse the config; the gateway reports it with the field path and exits 2. Omit when there are none.
+   */
+  settings?(raw: unknown): S;
+  readonly defaults?: PluginDefaults;
+  /** Runs in the mutate phase (serially, in chain order), only when the request carries an object. */
+  mutate?(ctx: MutateContext<S, T>): MutateOutcome | Promise<MutateOutcome>;
+  /** Runs in the validate phase (in parallel with the other validating steps). */
+  validate?(ctx: ValidateContext<S, T>): Verdict | Promise<Verdict>;
+}
