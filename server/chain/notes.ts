@@ -30,7 +30,7 @@ export class ReviewNotes {
   private annotationMap: Record<string, string> | undefined;
 
   warn(step: string, text: string): void {
-    const clean = String(text).replace(CONTROL, ' ').trim();
+    const clean = String(text).replace(CONTROL, ' ').replace(/ {2,}/g, ' ').trim();
     if (clean) this.warningSet.add(`${step}: ${clean}`);
   }
 

@@ -30,8 +30,8 @@ export interface StepInvocation {
   /** Milliseconds granted to this invocation (a provider forwards it as `?timeout=`). */
   readonly timeoutMs: number;
   readonly log: Logger;
-  warn(message: string): void;
-  annotate(key: string, value: string): void;
+  readonly warn: (message: string) => void;
+  readonly annotate: (key: string, value: string) => void;
 }
 
 /** A decision; `patch` (mutate phase only) is applied to the working copy by the dispatcher. */

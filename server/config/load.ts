@@ -1,7 +1,7 @@
 /** Reads gateway.yaml (or the embedded default) into a validated GatewayConfig. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { DEFAULT_CONFIG_YAML } from './default-config.js';
 import type { GatewayConfig } from './types.js';
@@ -11,11 +11,12 @@ export const EMBEDDED_CONFIG = '(embedded default)';
 
 /** Parses YAML text; syntax errors name the line and column. */
 export function parseConfigText(text: string, file: string, baseDir: string): GatewayConfig {
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
   const first = doc.errors[0];
   if (first) {
-    const at = first.linePos?.[0];
-    throw new ConfigError(file, at ? `line ${at.line} column ${at.col}` : '(yaml)', `invalid YAML: ${first.message}`);
+    const at = lineCounter.linePos(first.pos[0]);
+    throw new ConfigError(file, `line ${at.line} column ${at.col}`, `invalid YAML: ${first.message}`);
   }
   return validateConfig(doc.toJS(), file, baseDir);
 }

@@ -39,7 +39,7 @@ export function checkPatchShape(patch: unknown): asserts patch is JsonPatchOpera
     }
     checkPointer(path, index, 'path');
     if (name === 'move' || name === 'copy') checkPointer(from, index, 'from');
-    if ((name === 'add' || name === 'replace' || name === 'test') && !('value' in (op as object))) {
+    if ((name === 'add' || name === 'replace' || name === 'test') && !('value' in op)) {
       throw new PatchApplyError(`operation ${index}: "${name}" needs a value`, index);
     }
   });

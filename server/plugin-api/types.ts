@@ -130,9 +130,9 @@ export interface BaseContext<S> {
   /** True for server-side dry-run requests. */
   readonly dryRun: boolean;
   /** Adds a warning shown to the client (prefixed with the plugin name by the gateway). */
-  warn(message: string): void;
+  readonly warn: (message: string) => void;
   /** Adds an audit annotation; the gateway qualifies the key as `<plugin>.<key>`. */
-  annotate(key: string, value: string): void;
+  readonly annotate: (key: string, value: string) => void;
 }
 
 /** Context of `mutate`: `object` is the working copy — edit it in place, the gateway computes the patch. */

@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict';
+import { buildSteps, createChain } from '../../../server/chain/chain.js';
+import { createPluginRegistry, type AnyPlugin } from '../../../server/chain/plugin-registry.js';
+import { parseConfigText } from '../../../server/config/load.js';
+import { ConfigError, PluginRegistrationError } from '../../../server/errors.js';
+import { allow, definePlugin, optionalStringList, settingsObject } from '../../../server/plugin-api/index.js';
+
+const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
+const both = definePlugin({ name: 'both', match: everything, mutate: () => undefined, validate: () => allow() });
+const validator = definePlugin({
+  name: 'validator',
+  match: everything,
+  settings: (raw) => {
+    const s = settingsObject(raw, ['labels']);
+    return { labels: optionalStringList(s, 'labels') ?? [] };
+  },
+  validate: () => allow(),
+});
+const plugins = [both, validator] as AnyPlugin[];
+
+function chainFrom(yaml: string) {
+  const config = parseConfigText(yaml, 'gateway.yaml', '/');
+  return createChain(buildSteps(config.chain, { registry: createPluginRegistry(plugins), file: config.file }));
+}
+
+describe('createChain()', () => {
+  it('gives each phase its steps in chain order, a plugin with both handlers in both', () => {
+    const chain = chainFrom(`
+chain:
+  - { plugin: validator, name: v-first, failurePolicy: Ignore }
+  - { plugin: both }
+  - { plugin: validator }
+`);
+    assert.equal(chain.summary(), 'mutate=[both] validate=[v-first,both,validator]');
+    assert.deepEqual(
+      chain.route('validate/ignore').map((s) => s.name),
+      ['v-first'],
+    );
+    assert.deepEqual(
+      chain.route('validate/fail').map((s) => s.name),
+      ['both', 'validator'],
+    );
+    assert.deepEqual(chain.route('mutate/ignore'), []);
+  });
+
+  it('breaks order ties by name', () => {
+    const steps = chainFrom('chain: [{ plugin: validator, name: b }, { plugin: validator, name: a }]').steps;
+    const reordered = createChain(steps.map((s) => ({ ...s, order: 5 })));
+    assert.deepEqual(
+      reordered.steps.map((s) => s.name),
+      ['a', 'b'],
+    );
+  });
+
+  it('describes each step for /chain', () => {
+    const chain = chainFrom('chain: [{ plugin: validator, mode: warn, timeoutSeconds: 2 }]');
+    assert.deepEqual(chain.describe().validate, [
+      {
+        name: 'validator',
+        source: 'plugin',
+        plugin: 'validator',
+        phase: 'validate',
+        order: 10,
+        description: undefined,
+        mode: 'warn',
+        failurePolicy: 'Fail',
+        timeoutSeconds: 2,
+        sideEffects: 'None',
+        reinvocationPolicy: 'Never',
+        match: everything,
+      },
+    ]);
+  });
+
+  it('knows which routes need namespace labels', () => {
+    const chain = chainFrom(`
+chain:
+  - plugin: validator
+    match:
+      rules: [{ operations: ["*"], apiGroups: ["*"], apiVersions: ["*"], resources: ["*"] }]
+      namespaceSelector: { matchLabels: { env: prod } }
+`);
+    assert.equal(chain.needsNamespaceLabels('validate'), true);
+    assert.equal(chain.needsNamespaceLabels('mutate'), false);
+  });
+});
+
+describe('buildSteps()', () => {
+  it('refuses an unknown plugin, listing the known ones', () => {
+    assert.throws(() => chainFrom('chain: [{ plugin: defualt-labels }]'), {
+      name: 'ConfigError',
+      message: 'gateway.yaml: chain[0].plugin: unknown plugin "defualt-labels" (known: both, validator)',
+    });
+  });
+
+  it('reports a settings error with the full field path', () => {
+    assert.throws(
+      () => chainFrom('chain: [{ plugin: validator, settings: { labels: [team, 3] } }]'),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.equal(err.message, 'gateway.yaml: chain[0].settings.labels[1]: expected a string, got number 3');
+        return true;
+      },
+    );
+  });
+
+  it('refuses settings for a plugin that takes none', () => {
+    assert.throws(() => chainFrom('chain: [{ plugin: both, settings: { x: 1 } }]'), {
+      message: 'gateway.yaml: chain[0].settings: this plugin takes no settings',
+    });
+  });
+
+  it('refuses provider entries when no provider support is wired in', () => {
+    assert.throws(() => chainFrom('chain: [{ provider: p, url: "https://127.0.0.1:1/x" }]'), {
+      message: 'gateway.yaml: chain[0]: remote providers are not available in this mode',
+    });
+  });
+});
+
+describe('createPluginRegistry()', () => {
+  const cases: Array<[string, unknown[], string]> = [
+    [
+      'a name that is not kebab-case',
+      [{ ...both, name: 'Both' }],
+      'plugin at index 0 has name "Both": expected a kebab-case name (lower-case DNS-1123 label)',
+    ],
+    ['a duplicate name', [both, both], 'plugin "both" is registered twice'],
+    [
+      'a plugin without handlers',
+      [{ name: 'idle', match: everything }],
+      'plugin "idle" has neither mutate nor validate',
+    ],
+    [
+      'a plugin without rules',
+      [{ ...both, match: { rules: [] } }],
+      'plugin "both" has no match.rules: it would never run',
+    ],
+  ];
+  for (const [name, list, message] of cases) {
+    it(`refuses ${name}`, () => {
+      assert.throws(
+        () => createPluginRegistry(list as AnyPlugin[]),
+        (err: unknown) => {
+          assert.ok(err instanceof PluginRegistrationError);
+          assert.equal(err.message, message);
+          return true;
+        },
+      );
+    });
+  }
+});

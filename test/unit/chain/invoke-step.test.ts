@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { invokeStep, type InvocationInput } from '../../../server/chain/invoke-step.js';
+import { compileMatch } from '../../../server/chain/match.js';
+import type { Step, StepDecision, StepInvocation } from '../../../server/chain/step.js';
+import { StepFailedError } from '../../../server/errors.js';
+import { podCreate } from '../../fixtures/reviews/index.js';
+
+function step(invoke: (inv: StepInvocation) => StepDecision | Promise<StepDecision>): Step {
+  return {
+    name: 'under-test',
+    source: 'plugin',
+    phase: 'validate',
+    match: compileMatch({ rules: [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] }),
+    failurePolicy: 'Fail',
+    timeoutMs: 1000,
+    mode: 'enforce',
+    sideEffects: 'None',
+    reinvocationPolicy: 'Never',
+    order: 10,
+    needsObject: false,
+    invoke,
+    describe: () => ({}),
+  };
+}
+
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
+const input: InvocationInput = {
+  request: podCreate().request!,
+  object: undefined,
+  oldObject: () => undefined,
+  plainObject: undefined,
+  log: () => silent,
+  warn: () => undefined,
+  annotate: () => undefined,
+};
+
+describe('invokeStep()', () => {
+  it('returns a synchronous decision as is', async () => {
+    assert.deepEqual(
+      await invokeStep(
+        step(() => ({ allowed: true })),
+        input,
+        50,
+      ),
+      { decision: { allowed: true } },
+    );
+  });
+
+  it('returns an asynchronous deny as a decision', async () => {
+    const result = await invokeStep(
+      step(() => Promise.resolve({ allowed: false, message: 'no', code: 403 })),
+      input,
+      50,
+    );
+    assert.deepEqual(result, { decision: { allowed: false, message: 'no', code: 403 } });
+  });
+
+  it('fills in a deny without a message, as the apiserver does', async () => {
+    const result = await invokeStep(
+      step(() => ({ allowed: false, message: '', code: 200 })),
+      input,
+      50,
+    );
+    assert.deepEqual(result, { decision: { allowed: false, message: 'denied without explanation', code: 403 } });
+  });
+
+  it('turns a synchronous throw into an error failure', async () => {
+    const { failure } = await invokeStep(
+      step(() => {
+        throw new Error('boom');
+      }),
+      input,
+      50,
+    );
+    assert.ok(failure instanceof StepFailedError);
+    assert.deepEqual([failure.step, failure.reason, failure.message], ['under-test', 'error', 'boom']);
+  });
+
+  it('turns a non-verdict return value into an error failure', async () => {
+    const { failure } = await invokeStep(
+      step(() => 'yes' as unknown as StepDecision),
+      input,
+      50,
+    );
+    assert.equal(failure?.message, 'returned string, expected a verdict from allow() or deny()');
+  });
+
+  it('times out a step that never answers and aborts its signal', async () => {
+    let signal: AbortSignal | undefined;
+    const { failure } = await invokeStep(
+      step((inv) => {
+        signal = inv.signal;
+        return new Promise(() => undefined);
+      }),
+      input,
+      20,
+    );
+    assert.equal(failure?.reason, 'timeout');
+    assert.equal(failure?.message, 'did not answer within 20 ms');
+    assert.equal(signal?.aborted, true);
+    assert.equal((signal?.reason as DOMException).name, 'TimeoutError');
+  });
+
+  it('gives a step that reads its signal late an already-aborted signal', async () => {
+    let invocation: StepInvocation | undefined;
+    await invokeStep(
+      step((inv) => {
+        invocation = inv;
+        return new Promise(() => undefined);
+      }),
+      input,
+      10,
+    );
+    assert.equal(invocation!.signal.aborted, true);
+  });
+
+  it('classifies an AbortError thrown by the step as a timeout', async () => {
+    const { failure } = await invokeStep(
+      step(() => Promise.reject(new DOMException('aborted', 'AbortError'))),
+      input,
+      50,
+    );
+    assert.equal(failure?.reason, 'timeout');
+  });
+
+  it('fails at once when no time is left', async () => {
+    let called = false;
+    const { failure } = await invokeStep(
+      step(() => {
+        called = true;
+        return { allowed: true };
+      }),
+      input,
+      0,
+    );
+    assert.equal(failure?.message, 'no time left in the request deadline');
+    assert.equal(called, false);
+  });
+
+  it('swallows the late rejection of a timed-out step', async () => {
+    let reject: (err: Error) => void = () => undefined;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await invokeStep(
+        step(() => new Promise((_, r) => (reject = r))),
+        input,
+        5,
+      );
+      reject(new Error('late'));
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});

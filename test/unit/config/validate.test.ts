@@ -1,0 +1,274 @@
+import assert from 'node:assert/strict';
+import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DEFAULT_CONFIG_YAML } from '../../../server/config/default-config.js';
+import { EMBEDDED_CONFIG, loadConfig, parseConfigText } from '../../../server/config/load.js';
+import { ConfigError } from '../../../server/errors.js';
+
+const parse = (yaml: string) => parseConfigText(yaml, 'gateway.yaml', '/etc/gateway');
+
+function configError(yaml: string): string {
+  try {
+    parse(yaml);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    return err.message;
+  }
+  assert.fail('the config was accepted');
+}
+
+describe('parseConfigText()', () => {
+  describe('given an empty document', () => {
+    it('applies every default', () => {
+      const config = parse('{}');
+      assert.deepEqual(config.server, {
+        host: '0.0.0.0',
+        port: 8443,
+        opsHost: '0.0.0.0',
+        opsPort: 9090,
+        tls: {
+          certFile: '/etc/gateway/certs/tls.crt',
+          keyFile: '/etc/gateway/certs/tls.key',
+          clientCAFile: '',
+          generate: true,
+          dnsNames: [
+            'admission-gateway.admission-gateway.svc',
+            'admission-gateway.admission-gateway.svc.cluster.local',
+            'localhost',
+          ],
+          ipAddresses: ['127.0.0.1', '::1'],
+        },
+        maxRequestBytes: 7340032,
+        deadlineMarginMs: 250,
+        defaultTimeoutSeconds: 10,
+        shutdownTimeoutSeconds: 25,
+        service: { name: 'admission-gateway', namespace: 'admission-gateway' },
+      });
+      assert.deepEqual(config.kube, { enabled: 'auto', watchProviders: true, kubeconfig: '' });
+      assert.deepEqual(config.log, { level: 'info' });
+      assert.deepEqual(config.chain, []);
+    });
+  });
+
+  describe('given chain entries', () => {
+    it('orders them 10 × position and names them after their plugin', () => {
+      const config = parse(`
+chain:
+  - plugin: default-labels
+    settings: { labels: { a: b } }
+  - plugin: require-labels
+    name: require-team
+    mode: warn
+    failurePolicy: Ignore
+    timeoutSeconds: 2
+    reinvocationPolicy: IfNeeded
+    sideEffects: Some
+    match:
+      rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods], scope: Namespaced }]
+      namespaceSelector: { matchExpressions: [{ key: env, operator: In, values: [prod] }] }
+`);
+      assert.deepEqual(config.chain, [
+        {
+          kind: 'plugin',
+          plugin: 'default-labels',
+          name: 'default-labels',
+          order: 10,
+          path: 'chain[0]',
+          settings: { labels: { a: 'b' } },
+        },
+        {
+          kind: 'plugin',
+          plugin: 'require-labels',
+          name: 'require-team',
+          order: 20,
+          path: 'chain[1]',
+          mode: 'warn',
+          failurePolicy: 'Ignore',
+          timeoutSeconds: 2,
+          reinvocationPolicy: 'IfNeeded',
+          sideEffects: 'Some',
+          match: {
+            rules: [
+              {
+                operations: ['CREATE'],
+                apiGroups: [''],
+                apiVersions: ['v1'],
+                resources: ['pods'],
+                scope: 'Namespaced',
+              },
+            ],
+            namespaceSelector: { matchExpressions: [{ key: 'env', operator: 'In', values: ['prod'] }] },
+          },
+        },
+      ]);
+    });
+
+    it('reads a provider entry with its defaults', () => {
+      const [entry] = parse(`
+chain:
+  - provider: image-scanner
+    url: https://127.0.0.1:9555/admit
+    caBundle: "TFMw\\nLS0="
+    timeoutSeconds: 2
+    failurePolicy: Ignore
+    circuitBreaker: { volumeThreshold: 3, resetTimeoutSeconds: 0.5 }
+`).chain;
+      assert.deepEqual(entry, {
+        kind: 'provider',
+        provider: 'image-scanner',
+        name: 'image-scanner',
+        order: 10,
+        path: 'chain[0]',
+        timeoutSeconds: 2,
+        failurePolicy: 'Ignore',
+        url: 'https://127.0.0.1:9555/admit',
+        phases: ['mutate', 'validate'],
+        caBundle: 'TFMwLS0=',
+        circuitBreaker: {
+          errorThresholdPercentage: 50,
+          volumeThreshold: 3,
+          resetTimeoutMs: 500,
+          rollingWindowMs: 10000,
+        },
+        discovery: false,
+        discoveryPath: 'discovery',
+        admissionReviewVersions: ['v1', 'v1beta1'],
+      });
+    });
+  });
+
+  const invalid: Array<[string, string, string]> = [
+    ['a wrong kind', 'kind: Config', 'gateway.yaml: kind: expected GatewayConfig, got "Config"'],
+    [
+      'an unknown top-level field',
+      'chains: []',
+      'gateway.yaml: chains: unknown field (known: apiVersion, kind, server, kube, log, chain)',
+    ],
+    [
+      'a port out of range',
+      'server: { port: 70000 }',
+      'gateway.yaml: server.port: expected an integer from 0 to 65535, got 70000',
+    ],
+    [
+      'equal ports',
+      'server: { port: 9000, opsPort: 9000 }',
+      'gateway.yaml: server.opsPort: must differ from server.port (9000)',
+    ],
+    [
+      'a timeout out of range',
+      'chain: [{ plugin: default-labels, timeoutSeconds: 31 }]',
+      'gateway.yaml: chain[0].timeoutSeconds: expected a number from 0.001 to 30, got 31',
+    ],
+    [
+      'an entry with neither plugin nor provider',
+      'chain: [{ name: x }]',
+      'gateway.yaml: chain[0]: expected exactly one of plugin (an in-process plugin name) or provider (a remote provider name)',
+    ],
+    [
+      'an unknown entry field',
+      'chain: [{ plugin: a, failurepolicy: Fail }]',
+      'gateway.yaml: chain[0].failurepolicy: unknown field (known: plugin, name, match, failurePolicy, timeoutSeconds, mode, sideEffects, reinvocationPolicy, settings)',
+    ],
+    [
+      'a bad mode',
+      'chain: [{ plugin: a, mode: dry }]',
+      'gateway.yaml: chain[0].mode: expected one of enforce, warn, audit, got "dry"',
+    ],
+    [
+      'a step name that is not a DNS label',
+      'chain: [{ plugin: a, name: Upper_Case }]',
+      'gateway.yaml: chain[0].name: expected a lower-case DNS-1123 label as the step name, got "Upper_Case"',
+    ],
+    [
+      'two steps with one name',
+      'chain: [{ plugin: a }, { plugin: a }]',
+      'gateway.yaml: chain[1]: step name "a" is already used by chain[0]; set a distinct name: on one of them',
+    ],
+    [
+      'an empty rule list',
+      'chain: [{ plugin: a, match: { rules: [] } }]',
+      'gateway.yaml: chain[0].match.rules: expected a non-empty list of rules',
+    ],
+    [
+      'a rule without resources',
+      "chain: [{ plugin: a, match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1] }] } }]",
+      'gateway.yaml: chain[0].match.rules[0].resources: expected a non-empty list of strings',
+    ],
+    [
+      'an In selector without values',
+      'chain: [{ plugin: a, match: { rules: [{ operations: ["*"], apiGroups: ["*"], apiVersions: ["*"], resources: ["*"] }], objectSelector: { matchExpressions: [{ key: k, operator: In }] } } }]',
+      'gateway.yaml: chain[0].match.objectSelector.matchExpressions[0].values: must be non-empty for operator In',
+    ],
+    [
+      'a provider with both url and service',
+      'chain: [{ provider: p, url: "https://x", service: { namespace: n, name: s } }]',
+      'gateway.yaml: chain[0]: expected exactly one of url or service',
+    ],
+    [
+      'a plain-http provider',
+      'chain: [{ provider: p, url: "http://127.0.0.1:1/a" }]',
+      'gateway.yaml: chain[0].url: expected an https:// URL, got "http://127.0.0.1:1/a"',
+    ],
+    [
+      'a provider URL with a query',
+      'chain: [{ provider: p, url: "https://127.0.0.1:1/a?x=1" }]',
+      'gateway.yaml: chain[0].url: must not have a query or fragment, got "https://127.0.0.1:1/a?x=1"',
+    ],
+    ['invalid YAML', 'chain: [\n  - plugin: a', 'gateway.yaml: line 2 column 3: invalid YAML: '],
+  ];
+  for (const [name, yaml, message] of invalid) {
+    it(`refuses ${name}, naming the field`, () => {
+      const got = configError(yaml);
+      assert.ok(got.startsWith(message), `got: ${got}`);
+    });
+  }
+});
+
+describe('the shipped gateway.yaml', () => {
+  it('is the embedded default, byte for byte', async () => {
+    assert.equal(await readFile(new URL('../../../gateway.yaml', import.meta.url), 'utf8'), DEFAULT_CONFIG_YAML);
+  });
+
+  it('starts validating plugins in warn mode so a first install blocks nobody', () => {
+    const config = parse(DEFAULT_CONFIG_YAML);
+    const modes = Object.fromEntries(config.chain.map((e) => [e.name, e.mode ?? 'enforce']));
+    assert.deepEqual(modes, {
+      'default-labels': 'enforce',
+      'resource-defaults': 'enforce',
+      'image-policy': 'warn',
+      'require-labels': 'warn',
+      'pod-security': 'warn',
+    });
+  });
+});
+
+describe('loadConfig()', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'gw-config-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('falls back to the embedded default when the default location has no file', async () => {
+    const config = await loadConfig('gateway.yaml', { isDefaultLocation: true, cwd: dir });
+    assert.equal(config.file, EMBEDDED_CONFIG);
+    assert.equal(config.server.tls.certFile, path.join(dir, 'certs/tls.crt'));
+  });
+
+  it('refuses a missing explicit file', async () => {
+    await assert.rejects(loadConfig('missing.yaml', { cwd: dir }), (err: unknown) => {
+      return (
+        err instanceof ConfigError && err.message.startsWith('missing.yaml: (file): cannot read the config file: ')
+      );
+    });
+  });
+
+  it('resolves relative files against the config file directory', async () => {
+    await writeFile(path.join(dir, 'gw.yaml'), 'server: { tls: { certFile: tls/a.crt, keyFile: tls/a.key } }');
+    const config = await loadConfig('gw.yaml', { cwd: dir });
+    assert.equal(config.server.tls.certFile, path.join(dir, 'tls/a.crt'));
+  });
+});

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { applyPatchInPlace, checkPatchShape, diffPatch } from '../../../server/patch/apply.js';
+import { trackObject } from '../../../server/patch/tracked-object.js';
+import { PatchApplyError } from '../../../server/errors.js';
+
+describe('applyPatchInPlace()', () => {
+  it('applies every operation to the document', () => {
+    const doc = { metadata: { labels: { a: '1' } }, spec: { list: [1, 2] } };
+    applyPatchInPlace(doc, [
+      { op: 'add', path: '/metadata/labels/b', value: '2' },
+      { op: 'replace', path: '/spec/list/0', value: 9 },
+      { op: 'remove', path: '/metadata/labels/a' },
+      { op: 'copy', from: '/spec/list', path: '/spec/copy' },
+      { op: 'test', path: '/spec/copy/1', value: 2 },
+    ]);
+    assert.deepEqual(doc, { metadata: { labels: { b: '2' } }, spec: { list: [9, 2], copy: [9, 2] } });
+  });
+
+  it('names the failing operation', () => {
+    assert.throws(
+      () => applyPatchInPlace({ a: 1 }, [{ op: 'remove', path: '/missing' }]),
+      (err: unknown) =>
+        err instanceof PatchApplyError &&
+        err.index === 0 &&
+        err.message.startsWith('operation 0 (remove /missing) does not apply: '),
+    );
+  });
+
+  it('can be rolled back through a tracked view when it fails part-way', () => {
+    const doc = { metadata: { labels: { a: '1' } } };
+    const session = trackObject(doc, 'provider');
+    assert.throws(() =>
+      applyPatchInPlace(session.view, [
+        { op: 'add', path: '/metadata/labels/b', value: '2' },
+        { op: 'test', path: '/metadata/labels/a', value: 'other' },
+      ]),
+    );
+    session.close();
+    session.rollback();
+    assert.deepEqual(doc, { metadata: { labels: { a: '1' } } });
+  });
+
+  const forbidden: Array<[string, unknown]> = [
+    ['__proto__ in a path', [{ op: 'add', path: '/__proto__/polluted', value: true }]],
+    ['constructor/prototype in a path', [{ op: 'add', path: '/constructor/prototype/polluted', value: true }]],
+    ['__proto__ in a from', [{ op: 'copy', from: '/__proto__', path: '/x' }]],
+    ['the root path', [{ op: 'replace', path: '', value: {} }]],
+    ['a path without a leading slash', [{ op: 'add', path: 'metadata', value: {} }]],
+    ['an unknown op', [{ op: 'merge', path: '/a', value: 1 }]],
+    ['an add without a value', [{ op: 'add', path: '/a' }]],
+    ['a non-array patch', { op: 'add', path: '/a', value: 1 }],
+  ];
+  for (const [name, patch] of forbidden) {
+    it(`refuses ${name} before applying anything`, () => {
+      const doc = { a: 1 };
+      assert.throws(() => checkPatchShape(patch), PatchApplyError);
+      assert.deepEqual(doc, { a: 1 });
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    });
+  }
+});
+
+describe('diffPatch()', () => {
+  it('is empty for equal documents and applies back to the target otherwise', () => {
+    const original = { metadata: { labels: { a: '1' } }, spec: { x: [1, 2, 3] } };
+    const current = { metadata: { labels: { a: '1', b: '2' } }, spec: { x: [1, 3] } };
+    assert.deepEqual(diffPatch(original, structuredClone(original)), []);
+    const patch = diffPatch(original, current);
+    const applied = structuredClone(original);
+    applyPatchInPlace(applied, patch);
+    assert.deepEqual(applied, current);
+  });
+});
