@@ -8,13 +8,16 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { caBundle } from '../certs/generate.js';
 import { availablePlugins } from '../plugins/index.js';
 import { decodeReview, encodeReview } from './admission/codec.js';
-import { ROUTES, type Route } from './chain/chain.js';
+import { ROUTES, type Chain, type Route } from './chain/chain.js';
 import type { AnyPlugin } from './chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewResult } from './chain/reviewer.js';
+import { createReviewer, standaloneNamespaceLabels, type BindableLogger, type ReviewResult } from './chain/reviewer.js';
+import type { AdmissionApiVersion } from './admission/types.js';
+import type { AdmissionRequest } from './plugin-api/types.js';
+import type { Metrics } from './metrics/metrics.js';
 import { loadConfig } from './config/load.js';
 import type { GatewayConfig } from './config/types.js';
 import { ConfigError, PluginRegistrationError, ReviewDecodeError, errorMessage } from './errors.js';
-import { buildChainFromConfig, startGateway } from './gateway.js';
+import { createChainForConfig, startGateway } from './gateway.js';
 import { createLogger } from './log.js';
 import { createMetrics } from './metrics/metrics.js';
 import { applyPatchInPlace } from './patch/apply.js';
@@ -171,13 +174,36 @@ async function review(positionals: string[], values: Values, io: CliIO): Promise
     throw new UsageError(`--route: expected all or one of ${ROUTES.join(', ')}, got "${routeName}"`);
   }
   const config = await configFrom(values, io);
-  const chain = buildChainFromConfig(config, io.plugins ?? availablePlugins);
   const text = source === '-' ? await io.stdin() : await readFile(path.resolve(io.cwd, source), 'utf8');
   const { apiVersion, request } = decodeReview(text);
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const log = pino({ level: config.log.level === 'debug' ? 'debug' : 'warn' }, pino.destination(2));
+  const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
+    metrics,
+    log,
+    onChain: () => undefined,
+  });
+  try {
+    // Providers with discovery get one attempt, so the offline run sees their handlers.
+    await Promise.all(chains.runtimes().map((r) => r.discover()));
+    return await reviewAll(chains.current(), request, apiVersion, routeName, { metrics, log, config, io });
+  } finally {
+    await chains.close();
+  }
+}
+
+async function reviewAll(
+  chain: Chain,
+  request: AdmissionRequest,
+  apiVersion: AdmissionApiVersion,
+  routeName: string,
+  deps: { metrics: Metrics; log: BindableLogger; config: GatewayConfig; io: CliIO },
+): Promise<number> {
+  const { io, config } = deps;
   const reviewer = createReviewer({
     chain: () => chain,
-    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-    log: pino({ level: config.log.level === 'debug' ? 'debug' : 'warn' }, pino.destination(2)),
+    metrics: deps.metrics,
+    log: deps.log,
     namespaceLabels: standaloneNamespaceLabels,
     deadlineMarginMs: config.server.deadlineMarginMs,
     defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,

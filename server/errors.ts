@@ -58,6 +58,19 @@ export class StepFailedError extends Error {
   }
 }
 
+/** A remote provider call that did not produce a usable answer; `reason` classifies why. */
+export class ProviderCallError extends Error {
+  readonly code = 'GW_ERR_PROVIDER_CALL';
+  constructor(
+    readonly reason: Exclude<FailureReason, 'error' | 'invalid_patch'>,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ProviderCallError';
+  }
+}
+
 /** A JSON patch that cannot be applied to the working copy. */
 export class PatchApplyError extends Error {
   readonly code = 'GW_ERR_PATCH_APPLY';

@@ -7,7 +7,8 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
-import { createChain, buildSteps, type Chain } from './chain/chain.js';
+import { buildPluginSteps, type Chain } from './chain/chain.js';
+import { createChainManager, type ChainManager } from './chain/chain-manager.js';
 import { createPluginRegistry, type AnyPlugin } from './chain/plugin-registry.js';
 import {
   createReviewer,
@@ -15,8 +16,8 @@ import {
   type NamespaceLabelSource,
   type Reviewer,
 } from './chain/reviewer.js';
-import type { Step } from './chain/step.js';
 import type { GatewayConfig, ProviderEntry } from './config/types.js';
+import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './providers/provider-runtime.js';
 import type { GatewayLogger } from './log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
@@ -36,8 +37,10 @@ export interface GatewayOptions {
   /** Defaults to a fresh Registry (one per gateway, so tests can run several). */
   readonly registry?: Registry;
   readonly namespaceLabels?: NamespaceLabelSource;
-  /** Builds the steps of a remote provider entry. */
-  readonly providerSteps?: (entry: ProviderEntry, metrics: Metrics) => Step[];
+  /** Discovery backoff/refresh of remote providers (shortened in tests). */
+  readonly discovery?: ProviderRuntimeDeps['discovery'];
+  /** Called when a provider's status may have changed (for AdmissionProvider status). */
+  readonly onProviderChange?: (runtime: ProviderRuntime) => void;
   /** More readiness conditions (e.g. the provider watch has synced). */
   readonly readiness?: readonly ReadinessCheck[];
 }
@@ -50,27 +53,45 @@ export interface Gateway {
   /** http://host:port of the ops server. */
   readonly opsUrl: string;
   chain(): Chain;
-  /** Swaps in a new chain; reviews in flight finish on the old one. */
-  setChain(chain: Chain): void;
+  /** Owns the chain: set dynamic providers here; reviews in flight finish on the chain they started with. */
+  readonly chains: ChainManager;
   /** The serving certificate in use. */
   tls(): TlsMaterial;
   /** Graceful: stop accepting, finish in-flight reviews (bounded), then close. */
   close(): Promise<void>;
 }
 
-/** Builds the chain for a config; throws ConfigError (exit 2) on unknown plugins or bad settings. */
-export function buildChainFromConfig(
+/**
+ * Builds the chain for a config: plugin steps (unknown plugins or bad settings throw ConfigError, exit 2)
+ * and a runtime per provider entry. `onChain` sees the first chain and every rebuild.
+ */
+export async function createChainForConfig(
   config: GatewayConfig,
   plugins: readonly AnyPlugin[],
-  providerSteps?: (entry: ProviderEntry) => Step[],
-): Chain {
-  return createChain(
-    buildSteps(config.chain, {
-      registry: createPluginRegistry(plugins),
-      file: config.file,
-      ...(providerSteps ? { providerSteps } : {}),
-    }),
-  );
+  deps: {
+    metrics: Metrics;
+    log: GatewayLogger;
+    onChain: (chain: Chain) => void;
+    discovery?: ProviderRuntimeDeps['discovery'];
+    onProviderChange?: (runtime: ProviderRuntime) => void;
+  },
+): Promise<ChainManager> {
+  const pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
+  const manager = createChainManager({
+    pluginSteps,
+    createRuntime: (entry, onChange) =>
+      createProviderRuntime(entry, {
+        metrics: deps.metrics,
+        log: deps.log,
+        onChange,
+        ...(deps.discovery ? { discovery: deps.discovery } : {}),
+      }),
+    onChain: deps.onChain,
+    ...(deps.onProviderChange ? { onProviderChange: deps.onProviderChange } : {}),
+    log: deps.log,
+  });
+  await manager.setProviders(config.chain.filter((e): e is ProviderEntry => e.kind === 'provider'));
+  return manager;
 }
 
 function listen(server: http.Server, port: number, host: string): Promise<AddressInfo> {
@@ -94,20 +115,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const registry = options.registry ?? new Registry();
   const metrics = createMetrics(registry);
 
-  let chain = buildChainFromConfig(
-    config,
-    options.plugins,
-    options.providerSteps ? (entry) => options.providerSteps!(entry, metrics) : undefined,
-  );
+  let lastSummary = '';
   const recordChain = (c: Chain) => {
     metrics.chainSteps.set({ phase: 'mutate' }, c.route('mutate').length);
     metrics.chainSteps.set({ phase: 'validate' }, c.route('validate').length);
-    log.info({ chain: c.summary() }, `chain order: ${c.summary()}`);
+    const summary = c.summary();
+    if (summary !== lastSummary) log.info({ chain: summary }, `chain order: ${summary}`);
+    lastSummary = summary;
   };
-  recordChain(chain);
+  const chains = await createChainForConfig(config, options.plugins, {
+    metrics,
+    log,
+    onChain: recordChain,
+    ...(options.discovery ? { discovery: options.discovery } : {}),
+    ...(options.onProviderChange ? { onProviderChange: options.onProviderChange } : {}),
+  });
 
   const reviewer = createReviewer({
-    chain: () => chain,
+    chain: () => chains.current(),
     metrics,
     log,
     namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
@@ -168,7 +193,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const opsApp = createOpsApp({
     registry,
     checks,
-    chain: () => ({ order: chain.summary(), ...chain.describe() }),
+    chain: () => {
+      const chain = chains.current();
+      return { order: chain.summary(), ...chain.describe(), providers: chains.runtimes().map((r) => r.status()) };
+    },
   });
   const opsHandler = opsApp.callback();
   const opsServer = http.createServer((req, res) => void opsHandler(req, res));
@@ -184,11 +212,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     reviewer,
     webhookUrl,
     opsUrl,
-    chain: () => chain,
-    setChain(next) {
-      chain = next;
-      recordChain(next);
-    },
+    chain: () => chains.current(),
+    chains,
     tls: () => material,
     async close() {
       closing = true;
@@ -203,6 +228,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await Promise.race([drained, deadline]);
       clearInterval(idleSweep);
       webhookServer.closeAllConnections();
+      await chains.close();
       await new Promise<void>((resolve) => {
         opsServer.close(() => resolve());
         opsServer.closeAllConnections();

@@ -115,20 +115,7 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
   });
 }
 
-/** Builds the steps for config entries; provider entries are handed to `providerSteps`. */
-export function buildSteps(
-  entries: readonly ChainEntry[],
-  deps: {
-    registry: PluginRegistry;
-    file: string;
-    providerSteps?: (entry: Extract<ChainEntry, { kind: 'provider' }>) => Step[];
-  },
-): Step[] {
-  return entries.flatMap((entry) => {
-    if (entry.kind === 'plugin') return pluginEntrySteps(entry, deps.registry, deps.file);
-    if (!deps.providerSteps) {
-      throw new ConfigError(deps.file, entry.path, 'remote providers are not available in this mode');
-    }
-    return deps.providerSteps(entry);
-  });
+/** Builds the steps of the config's plugin entries (provider entries are runtimes: see chain-manager.ts). */
+export function buildPluginSteps(entries: readonly ChainEntry[], registry: PluginRegistry, file: string): Step[] {
+  return entries.flatMap((entry) => (entry.kind === 'plugin' ? pluginEntrySteps(entry, registry, file) : []));
 }

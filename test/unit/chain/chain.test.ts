@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { buildSteps, createChain } from '../../../server/chain/chain.js';
+import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { ConfigError, PluginRegistrationError } from '../../../server/errors.js';
@@ -20,7 +20,7 @@ const plugins = [both, validator] as AnyPlugin[];
 
 function chainFrom(yaml: string) {
   const config = parseConfigText(yaml, 'gateway.yaml', '/');
-  return createChain(buildSteps(config.chain, { registry: createPluginRegistry(plugins), file: config.file }));
+  return createChain(buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file));
 }
 
 describe('createChain()', () => {
@@ -85,7 +85,7 @@ chain:
   });
 });
 
-describe('buildSteps()', () => {
+describe('buildPluginSteps()', () => {
   it('refuses an unknown plugin, listing the known ones', () => {
     assert.throws(() => chainFrom('chain: [{ plugin: defualt-labels }]'), {
       name: 'ConfigError',
@@ -110,10 +110,8 @@ describe('buildSteps()', () => {
     });
   });
 
-  it('refuses provider entries when no provider support is wired in', () => {
-    assert.throws(() => chainFrom('chain: [{ provider: p, url: "https://127.0.0.1:1/x" }]'), {
-      message: 'gateway.yaml: chain[0]: remote providers are not available in this mode',
-    });
+  it('leaves provider entries to their runtimes', () => {
+    assert.deepEqual(chainFrom('chain: [{ provider: p, url: "https://127.0.0.1:1/x" }]').steps, []);
   });
 });
 

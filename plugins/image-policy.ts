@@ -1,0 +1,185 @@
+/**
+ * Keeps container images to trusted registries and pinned versions, and optionally pulls them through a
+ * mirror. The mutate phase rewrites references to mirrored registries; the validate phase judges each
+ * image as it will be pulled, so an image whose mirror is allowed passes even before it was rewritten.
+ *
+ * On UPDATE only images the request changes are touched or judged: rewriting the image of a running Pod
+ * restarts its container, and refusing an unchanged image would block unrelated edits (labels, finalizers)
+ * of objects created before the policy.
+ */
+import {
+  SettingsError,
+  allow,
+  definePlugin,
+  deny,
+  optionalBoolean,
+  optionalStringList,
+  optionalStringMap,
+  settingsObject,
+  type KubeObject,
+} from '../server/plugin-api/index.js';
+import {
+  formatImageRef,
+  isRegistryPath,
+  looksLikeRegistry,
+  normalizeRegistry,
+  parseImageRef,
+} from './lib/image-ref.js';
+import { containersIn, type ContainerAt } from './lib/pod-spec.js';
+
+export interface ImagePolicySettings {
+  /** `registry[/repository path][/]` prefixes, matched at a path boundary; empty allows any registry. */
+  readonly allowedRegistries: readonly string[];
+  readonly forbidLatest: boolean;
+  /** Registry host → mirror (a host, optionally with a path). */
+  readonly mirrors: ReadonlyMap<string, string>;
+}
+
+function parseAllowed(settings: Record<string, unknown>): readonly string[] {
+  const allowed = optionalStringList(settings, 'allowedRegistries') ?? [];
+  return allowed.map((entry, i) => {
+    if (!isRegistryPath(entry.endsWith('/') ? entry.slice(0, -1) : entry)) {
+      throw new SettingsError(
+        `allowedRegistries[${i}]`,
+        'expected a registry host, optionally followed by a repository path' +
+          ` (e.g. registry.k8s.io, docker.io/library or ghcr.io/acme/), got "${entry}"`,
+      );
+    }
+    const slash = entry.indexOf('/');
+    return slash === -1 ? normalizeRegistry(entry) : normalizeRegistry(entry.slice(0, slash)) + entry.slice(slash);
+  });
+}
+
+function parseMirrors(settings: Record<string, unknown>): ReadonlyMap<string, string> {
+  const mirrors = Object.entries(optionalStringMap(settings, 'mirrors') ?? {});
+  for (const [registry, mirror] of mirrors) {
+    if (!looksLikeRegistry(registry)) {
+      throw new SettingsError(`mirrors.${registry}`, 'expected a registry host as the key, e.g. docker.io or quay.io');
+    }
+    if (!isRegistryPath(mirror)) {
+      throw new SettingsError(
+        `mirrors.${registry}`,
+        `expected a registry host, optionally with a path (e.g. mirror.acme.io or harbor.acme.io/dockerhub), got "${mirror}"`,
+      );
+    }
+  }
+  return new Map(mirrors.map(([registry, mirror]) => [normalizeRegistry(registry), mirror]));
+}
+
+function parseSettings(raw: unknown): ImagePolicySettings {
+  const settings = settingsObject(raw, ['allowedRegistries', 'forbidLatest', 'mirrors']);
+  return {
+    allowedRegistries: parseAllowed(settings),
+    forbidLatest: optionalBoolean(settings, 'forbidLatest', true),
+    mirrors: parseMirrors(settings),
+  };
+}
+
+/** The reference pulled through its registry's mirror, or undefined when there is no mirror for it. */
+function mirrored(image: string, mirrors: ReadonlyMap<string, string>): string | undefined {
+  const ref = parseImageRef(image);
+  const mirror = ref && mirrors.get(ref.registry);
+  return ref && mirror ? formatImageRef(ref, mirror) : undefined;
+}
+
+/** A prefix matches whole path segments only: `registry.k8s.io` must not admit `registry.k8s.io.evil.com/x`. */
+function isAllowed(name: string, allowed: readonly string[]): boolean {
+  return (
+    allowed.length === 0 ||
+    allowed.some((prefix) => name === prefix || name.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`))
+  );
+}
+
+interface ImageJudgement {
+  readonly problems: readonly string[];
+  readonly registryRefused: boolean;
+}
+
+/** What is wrong with one image reference as it will be pulled (after mirroring). */
+function judgeImage(image: string, settings: ImagePolicySettings): ImageJudgement {
+  const effective = mirrored(image, settings.mirrors) ?? image;
+  const ref = parseImageRef(effective);
+  if (!ref) return { problems: ['not a valid image reference'], registryRefused: false };
+  const problems: string[] = [];
+  if (settings.forbidLatest && ref.digest === undefined && ref.tag === 'latest') {
+    problems.push(
+      ref.tagImplied ? 'tag latest is not allowed (no tag or digest means latest)' : 'tag latest is not allowed',
+    );
+  }
+  const registryRefused = !isAllowed(ref.name, settings.allowedRegistries);
+  if (registryRefused) {
+    const via = effective === image ? '' : ` (mirrored to "${effective}")`;
+    problems.push(`${ref.name}${via} is not in an allowed registry`);
+  }
+  return { problems, registryRefused };
+}
+
+/** Container path → image, to recognise images an UPDATE leaves as they were. */
+function imagesByPath(object: Readonly<KubeObject> | undefined): ReadonlyMap<string, unknown> {
+  return new Map(containersIn(object).map(({ path, container }) => [path, container.image]));
+}
+
+/** The containers of `object` whose image is new or changed compared with `oldObject`. */
+function changedImages(
+  object: Readonly<KubeObject> | undefined,
+  oldObject: Readonly<KubeObject> | undefined,
+): Array<ContainerAt & { image: string }> {
+  const before = imagesByPath(oldObject);
+  return containersIn(object).flatMap((at) => {
+    const image = at.container.image;
+    return typeof image === 'string' && before.get(at.path) !== image ? [{ ...at, image }] : [];
+  });
+}
+
+export default definePlugin({
+  name: 'image-policy',
+  description: 'Allows images from trusted registries only, forbids :latest, and can rewrite images to a mirror',
+  match: {
+    rules: [
+      {
+        operations: ['CREATE', 'UPDATE'],
+        apiGroups: ['', 'apps', 'batch'],
+        apiVersions: ['*'],
+        resources: [
+          'pods',
+          'pods/ephemeralcontainers',
+          'deployments',
+          'replicasets',
+          'statefulsets',
+          'daemonsets',
+          'jobs',
+          'cronjobs',
+          'replicationcontrollers',
+          'podtemplates',
+        ],
+      },
+    ],
+  },
+  settings: parseSettings,
+  mutate(ctx) {
+    const { mirrors } = ctx.settings;
+    if (mirrors.size === 0) return;
+    let rewritten = 0;
+    for (const { container, image } of changedImages(ctx.object, ctx.oldObject)) {
+      const target = mirrored(image, mirrors);
+      if (target === undefined) continue;
+      container.image = target;
+      rewritten += 1;
+    }
+    if (rewritten > 0) ctx.annotate('rewritten', String(rewritten));
+  },
+  validate({ object, oldObject, settings }) {
+    const judged = changedImages(object, oldObject).map(({ path, image }) => ({
+      path,
+      image,
+      ...judgeImage(image, settings),
+    }));
+    const refused = judged.filter(({ problems }) => problems.length > 0);
+    if (refused.length === 0) return allow();
+    const messages = refused.map(({ path, image, problems }) => `${path} image "${image}": ${problems.join(', ')}`);
+    if (refused.some(({ registryRefused }) => registryRefused)) {
+      messages.push(`allowed registries: ${settings.allowedRegistries.join(', ')}`);
+    }
+    return deny(messages.join('; '));
+  },
+});

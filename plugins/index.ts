@@ -1,0 +1,15 @@
+/**
+ * The plugins compiled into the gateway. Listing one here only makes it available: `gateway.yaml`'s
+ * `chain` decides which run, in which order, and with which settings.
+ */
+import type { KubeObject, Plugin } from '../server/plugin-api/index.js';
+import defaultLabels from './default-labels.js';
+import imagePolicy from './image-policy.js';
+import podSecurity from './pod-security.js';
+import requireLabels from './require-labels.js';
+import resourceDefaults from './resource-defaults.js';
+
+export const plugins = [defaultLabels, requireLabels, imagePolicy, resourceDefaults, podSecurity] as const;
+
+/** The same list, typed for the gateway, which handles every plugin's settings as opaque values. */
+export const availablePlugins: readonly Plugin<unknown, KubeObject>[] = plugins;

@@ -1,0 +1,112 @@
+/**
+ * Finds the PodSpecs inside Kubernetes objects, and their containers, with the paths users see in messages
+ * (`spec.template.spec.containers[0]`).
+ *
+ * The types name the fields the shipped plugins read, but a request may carry anything: every field is
+ * `unknown` until narrowed, because a plugin that throws on a malformed object fails the whole request.
+ */
+import type { KubeObject } from '../../server/plugin-api/index.js';
+
+/** A JSON object (never an array or null). */
+export type JsonObject = Record<string, unknown>;
+
+export interface Container extends JsonObject {
+  name?: unknown;
+  image?: unknown;
+  resources?: unknown;
+  securityContext?: unknown;
+}
+
+export interface PodSpec extends JsonObject {
+  containers?: unknown;
+  initContainers?: unknown;
+  ephemeralContainers?: unknown;
+  volumes?: unknown;
+  securityContext?: unknown;
+  hostNetwork?: unknown;
+  hostPID?: unknown;
+  hostIPC?: unknown;
+}
+
+export type ContainerField = 'containers' | 'initContainers' | 'ephemeralContainers';
+
+export const CONTAINER_FIELDS: readonly ContainerField[] = ['containers', 'initContainers', 'ephemeralContainers'];
+
+/** A PodSpec and its dotted path in the object, e.g. `spec.jobTemplate.spec.template.spec`. */
+export interface PodSpecAt {
+  readonly spec: PodSpec;
+  readonly path: string;
+}
+
+/** A container and its path, e.g. `spec.template.spec.initContainers[1]`. */
+export interface ContainerAt {
+  readonly container: Container;
+  readonly path: string;
+  readonly field: ContainerField;
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `parent[key]` when it is a JSON object. */
+export function objectField(parent: JsonObject, key: string): JsonObject | undefined {
+  const value = parent[key];
+  return isObject(value) ? value : undefined;
+}
+
+const TEMPLATE_SPEC = ['spec', 'template', 'spec'];
+
+/** Where each workload kind keeps its PodSpec, and the API groups it is served from (extensions: legacy). */
+const POD_SPEC_LOCATIONS: ReadonlyMap<string, { groups: readonly string[]; path: readonly string[] }> = new Map([
+  ['Pod', { groups: [''], path: ['spec'] }],
+  ['PodTemplate', { groups: [''], path: ['template', 'spec'] }],
+  ['ReplicationController', { groups: [''], path: TEMPLATE_SPEC }],
+  ['Deployment', { groups: ['apps', 'extensions'], path: TEMPLATE_SPEC }],
+  ['ReplicaSet', { groups: ['apps', 'extensions'], path: TEMPLATE_SPEC }],
+  ['DaemonSet', { groups: ['apps', 'extensions'], path: TEMPLATE_SPEC }],
+  ['StatefulSet', { groups: ['apps'], path: TEMPLATE_SPEC }],
+  ['Job', { groups: ['batch'], path: TEMPLATE_SPEC }],
+  ['CronJob', { groups: ['batch'], path: ['spec', 'jobTemplate', 'spec', 'template', 'spec'] }],
+]);
+
+/** `apps/v1` → `apps`, `v1` → `` (the core group). */
+function apiGroupOf(apiVersion: unknown): string | undefined {
+  if (typeof apiVersion !== 'string' || apiVersion === '') return undefined;
+  const slash = apiVersion.indexOf('/');
+  return slash === -1 ? '' : apiVersion.slice(0, slash);
+}
+
+/**
+ * The PodSpecs of a Pod or a workload (at most one today; a list keeps callers simple for DELETE and for
+ * kinds without one). Kinds are recognised by apiVersion group and kind, so a custom resource that happens
+ * to be called `Job` is left alone.
+ */
+export function podSpecsOf(object: KubeObject | null | undefined): PodSpecAt[] {
+  if (!isObject(object) || typeof object.kind !== 'string') return [];
+  const location = POD_SPEC_LOCATIONS.get(object.kind);
+  const group = apiGroupOf(object.apiVersion);
+  if (!location || group === undefined || !location.groups.includes(group)) return [];
+  let node: unknown = object;
+  for (const key of location.path) node = isObject(node) ? node[key] : undefined;
+  return isObject(node) ? [{ spec: node, path: location.path.join('.') }] : [];
+}
+
+/** The containers of one PodSpec; entries that are not objects are skipped but keep their index in paths. */
+export function containersOf(pod: PodSpecAt, fields: readonly ContainerField[] = CONTAINER_FIELDS): ContainerAt[] {
+  return fields.flatMap((field) => {
+    const list = pod.spec[field];
+    if (!Array.isArray(list)) return [];
+    return list.flatMap((container: unknown, index) =>
+      isObject(container) ? [{ container, path: `${pod.path}.${field}[${index}]`, field }] : [],
+    );
+  });
+}
+
+/** Every container of every PodSpec in `object`. */
+export function containersIn(
+  object: KubeObject | null | undefined,
+  fields: readonly ContainerField[] = CONTAINER_FIELDS,
+): ContainerAt[] {
+  return podSpecsOf(object).flatMap((pod) => containersOf(pod, fields));
+}

@@ -1,0 +1,88 @@
+/**
+ * Owns the current chain: the static plugin steps plus the steps of every remote provider runtime.
+ * Provider changes (discovery results, a new set of dynamic providers) rebuild the chain off the
+ * request path — coalesced, then swapped in whole. Runtimes whose entry did not change are kept, so
+ * their breakers and connection pools survive a rebuild.
+ */
+import type { ProviderEntry } from '../config/types.js';
+import type { ProviderRuntime } from '../providers/provider-runtime.js';
+import type { Logger } from '../plugin-api/types.js';
+import { createChain, type Chain } from './chain.js';
+import type { Step } from './step.js';
+
+export interface ChainManagerDeps {
+  readonly pluginSteps: readonly Step[];
+  readonly createRuntime: (
+    entry: ProviderEntry,
+    onChange: (runtime: ProviderRuntime) => void,
+  ) => Promise<ProviderRuntime>;
+  /** Called with every new chain (after the first build too). */
+  readonly onChain: (chain: Chain) => void;
+  /** Called when a provider's status may have changed (discovery, breaker state). */
+  readonly onProviderChange?: (runtime: ProviderRuntime) => void;
+  readonly log: Logger;
+}
+
+export interface ChainManager {
+  current(): Chain;
+  /** Replaces the set of providers; unchanged entries keep their runtime. Resolves once the chain is rebuilt. */
+  setProviders(entries: readonly ProviderEntry[]): Promise<void>;
+  runtimes(): readonly ProviderRuntime[];
+  close(): Promise<void>;
+}
+
+export function createChainManager(deps: ChainManagerDeps): ChainManager {
+  const runtimes = new Map<string, { key: string; runtime: ProviderRuntime }>();
+  let chain = createChain(deps.pluginSteps);
+  let pending = false;
+  let closed = false;
+
+  const rebuild = () => {
+    pending = false;
+    if (closed) return;
+    chain = createChain([...deps.pluginSteps, ...[...runtimes.values()].flatMap(({ runtime }) => runtime.steps())]);
+    deps.onChain(chain);
+  };
+  const invalidate = (runtime: ProviderRuntime) => {
+    deps.onProviderChange?.(runtime);
+    if (pending) return;
+    pending = true;
+    queueMicrotask(rebuild);
+  };
+
+  return {
+    current: () => chain,
+    runtimes: () => [...runtimes.values()].map((r) => r.runtime),
+    async setProviders(entries) {
+      const wanted = new Map(entries.map((e) => [e.name, e]));
+      const retired: ProviderRuntime[] = [];
+      for (const [name, { key, runtime }] of runtimes) {
+        const next = wanted.get(name);
+        if (!next || JSON.stringify(next) !== key) {
+          runtimes.delete(name);
+          retired.push(runtime);
+        }
+      }
+      for (const entry of entries) {
+        if (runtimes.has(entry.name)) continue;
+        const runtime = await deps.createRuntime(entry, invalidate);
+        runtimes.set(entry.name, { key: JSON.stringify(entry), runtime });
+        void runtime.discover();
+      }
+      rebuild();
+      // In-flight reviews may still hold the old steps; their pools close gracefully (pending requests finish).
+      await Promise.all(
+        retired.map((r) =>
+          r
+            .close()
+            .catch((err: unknown) => deps.log.warn({ provider: r.name, err: String(err) }, 'closing provider failed')),
+        ),
+      );
+    },
+    async close() {
+      closed = true;
+      await Promise.all([...runtimes.values()].map(({ runtime }) => runtime.close()));
+      runtimes.clear();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * Optional provider discovery, in the spirit of Cluster API's Discovery hook: `GET <url>/discovery`
+ * returns `{ handlers: [{ name, phase, match, timeoutSeconds, failurePolicy, path? }] }`; each handler
+ * becomes a step named `<handler>.<provider>`, POSTed at `<url>/<handler>` unless it gives a `path`.
+ */
+import { readMatch } from '../config/match-schema.js';
+import { Reader, childPath } from '../config/reader.js';
+import { STEP_NAME } from '../config/validate.js';
+import type { FailurePolicy, Match } from '../plugin-api/types.js';
+
+export interface DiscoveredHandler {
+  readonly name: string;
+  readonly phase: 'mutate' | 'validate';
+  readonly match?: Match;
+  readonly timeoutSeconds?: number;
+  readonly failurePolicy?: FailurePolicy;
+  /** Absolute path on the provider's host. */
+  readonly path: string;
+}
+
+/** Parses a discovery document; throws ConfigError naming the field (file `discovery of "<provider>"`). */
+export function parseDiscovery(doc: unknown, provider: string, basePath: string): DiscoveredHandler[] {
+  const r: Reader = new Reader(`discovery of "${provider}"`);
+  const m = r.map(doc, '', ['handlers'], false);
+  const handlers = r.list(m.handlers, 'handlers');
+  if (!handlers || handlers.length === 0) r.fail('handlers', 'expected a non-empty list of handlers');
+  const seen = new Set<string>();
+  return handlers.map((item, i) => {
+    const p = `handlers[${i}]`;
+    const h = r.map(item, p, ['name', 'phase', 'match', 'timeoutSeconds', 'failurePolicy', 'path'], false);
+    const name = r.requiredString(h.name, childPath(p, 'name'));
+    if (!STEP_NAME.test(name) || `${name}.${provider}`.length > 63) {
+      r.fail(
+        childPath(p, 'name'),
+        'expected a lower-case DNS-1123 label (with the provider name, at most 63 characters)',
+        name,
+      );
+    }
+    if (seen.has(name)) r.fail(childPath(p, 'name'), `handler "${name}" is listed twice`);
+    seen.add(name);
+    const phase = r.oneOf(h.phase, childPath(p, 'phase'), ['mutate', 'validate'] as const);
+    if (!phase) r.fail(childPath(p, 'phase'), 'is required (mutate or validate)');
+    const match = readMatch(r, h.match, childPath(p, 'match'));
+    const timeoutSeconds = r.number(h.timeoutSeconds, childPath(p, 'timeoutSeconds'), 0.001, 30);
+    const failurePolicy = r.oneOf(h.failurePolicy, childPath(p, 'failurePolicy'), ['Fail', 'Ignore'] as const);
+    const path = r.string(h.path, childPath(p, 'path')) ?? `${basePath.replace(/\/+$/, '')}/${name}`;
+    if (!path.startsWith('/') || path.includes('?') || path.includes('#')) {
+      r.fail(childPath(p, 'path'), 'expected an absolute path without query or fragment', path);
+    }
+    return {
+      name,
+      phase,
+      path,
+      ...(match ? { match } : {}),
+      ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
+      ...(failurePolicy ? { failurePolicy } : {}),
+    };
+  });
+}

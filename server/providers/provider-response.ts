@@ -1,0 +1,133 @@
+/**
+ * Verifies a provider's answer the way kube-apiserver verifies a webhook's
+ * (k8s.io/apiserver/pkg/admission/plugin/webhook/request/admissionreview.go VerifyAdmissionResponse):
+ * for v1 the uid is echoed and the kind/apiVersion are right; patch and patchType come together; a
+ * validating call returns no patch. v1beta1 answers are checked as leniently as the apiserver does.
+ */
+import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
+import { PatchApplyError } from '../errors.js';
+import type { JsonPatchOperation } from '../plugin-api/types.js';
+import { checkPatchShape } from '../patch/apply.js';
+
+export interface ProviderAnswer {
+  readonly allowed: boolean;
+  readonly message: string;
+  readonly code: number;
+  readonly patch?: readonly JsonPatchOperation[];
+  readonly warnings: readonly string[];
+  readonly auditAnnotations: Readonly<Record<string, string>>;
+}
+
+/** Thrown for an answer the gateway cannot trust; becomes reason `invalid_response`. */
+export class InvalidProviderResponse extends Error {
+  override readonly name = 'InvalidProviderResponse';
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function decodePatch(encoded: unknown): JsonPatchOperation[] {
+  if (typeof encoded !== 'string') throw new InvalidProviderResponse('response.patch must be a base64 string');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(encoded, 'base64').toString('utf8'));
+  } catch {
+    throw new InvalidProviderResponse('response.patch is not base64-encoded JSON');
+  }
+  try {
+    checkPatchShape(parsed);
+  } catch (err) {
+    throw new InvalidProviderResponse(`response.patch is not a usable JSON patch: ${(err as PatchApplyError).message}`);
+  }
+  return parsed;
+}
+
+function stringList(value: unknown, field: string): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value) || value.some((w) => typeof w !== 'string')) {
+    throw new InvalidProviderResponse(`${field} must be a list of strings`);
+  }
+  return value as string[];
+}
+
+function stringMap(value: unknown, field: string): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value) || Object.values(value).some((v) => typeof v !== 'string')) {
+    throw new InvalidProviderResponse(`${field} must be a map of strings`);
+  }
+  return value as Record<string, string>;
+}
+
+export function verifyProviderResponse(
+  body: string,
+  expected: { uid: string; apiVersion: AdmissionApiVersion; mutating: boolean },
+): ProviderAnswer {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new InvalidProviderResponse(`response body is not JSON (starts with ${JSON.stringify(body.slice(0, 40))})`);
+  }
+  if (!isRecord(parsed)) throw new InvalidProviderResponse('response body is not a JSON object');
+  const response = parsed.response;
+  if (!isRecord(response)) throw new InvalidProviderResponse('webhook response was absent');
+
+  const v1 = expected.apiVersion === ADMISSION_V1;
+  if (v1) {
+    if (response.uid !== expected.uid) {
+      throw new InvalidProviderResponse(
+        `expected response.uid=${JSON.stringify(expected.uid)}, got ${JSON.stringify(response.uid)}`,
+      );
+    }
+    if (parsed.apiVersion !== ADMISSION_V1 || parsed.kind !== 'AdmissionReview') {
+      throw new InvalidProviderResponse(
+        `expected webhook response of ${ADMISSION_V1}, Kind=AdmissionReview, got ${String(parsed.apiVersion)}, Kind=${String(parsed.kind)}`,
+      );
+    }
+  } else if (
+    parsed.apiVersion !== undefined &&
+    parsed.apiVersion !== ADMISSION_V1BETA1 &&
+    parsed.apiVersion !== ADMISSION_V1
+  ) {
+    throw new InvalidProviderResponse(
+      `expected an AdmissionReview, got apiVersion ${JSON.stringify(parsed.apiVersion)}`,
+    );
+  }
+  if (typeof response.allowed !== 'boolean')
+    throw new InvalidProviderResponse('response.allowed must be true or false');
+
+  const hasPatch = typeof response.patch === 'string' ? response.patch.length > 0 : response.patch != null;
+  const hasPatchType = response.patchType !== undefined && response.patchType !== null;
+  let patch: JsonPatchOperation[] | undefined;
+  if (expected.mutating) {
+    if (v1 && hasPatch && !hasPatchType)
+      throw new InvalidProviderResponse('webhook returned response.patch but not response.patchType');
+    if (v1 && !hasPatch && hasPatchType)
+      throw new InvalidProviderResponse('webhook returned response.patchType but not response.patch');
+    if (hasPatchType && response.patchType !== 'JSONPatch') {
+      throw new InvalidProviderResponse(
+        `webhook returned invalid response.patchType of ${JSON.stringify(response.patchType)}`,
+      );
+    }
+    if (hasPatch) patch = decodePatch(response.patch);
+  } else if (v1) {
+    if (hasPatch) throw new InvalidProviderResponse('validating webhook may not return response.patch');
+    if (hasPatchType) throw new InvalidProviderResponse('validating webhook may not return response.patchType');
+  }
+
+  const status = isRecord(response.status) ? response.status : {};
+  const message =
+    typeof status.message === 'string' && status.message
+      ? status.message
+      : typeof status.reason === 'string' && status.reason
+        ? status.reason
+        : '';
+  const code = typeof status.code === 'number' && status.code >= 400 && status.code < 600 ? status.code : 403;
+  return {
+    allowed: response.allowed,
+    message,
+    code,
+    ...(patch && patch.length > 0 ? { patch } : {}),
+    warnings: stringList(response.warnings, 'response.warnings'),
+    auditAnnotations: stringMap(response.auditAnnotations, 'response.auditAnnotations'),
+  };
+}

@@ -1,0 +1,228 @@
+/**
+ * Everything the gateway keeps for one remote provider: its connection pool, its circuit breaker, its
+ * discovered handlers and its status. It produces the provider's steps for the chain and says when they
+ * change. Discovery failures never throw: the provider is reported not ready, retried with backoff, and
+ * its steps fail through their failurePolicy until it is discovered.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Phase } from '../admission/types.js';
+import { STEP_DEFAULTS } from '../chain/chain.js';
+import { compileMatch } from '../chain/match.js';
+import type { Step } from '../chain/step.js';
+import type { ProviderEntry } from '../config/types.js';
+import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../errors.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { Logger, Match } from '../plugin-api/types.js';
+import { parseDiscovery, type DiscoveredHandler } from './discovery.js';
+import { createProviderBreaker, type BreakerState, type ProviderBreaker } from './provider-breaker.js';
+import { apiVersionFor, createProviderClient, type ProviderClient } from './provider-client.js';
+import { createProviderStep } from './provider-step.js';
+
+/** What a provider without its own `match` sees: every main resource (the webhook configuration filters first). */
+export const MATCH_EVERYTHING: Match = {
+  rules: [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }],
+};
+
+export interface ProviderStatus {
+  readonly name: string;
+  /** Steps are usable: no discovery needed, or discovery succeeded at least once. */
+  readonly ready: boolean;
+  readonly discovered: boolean | undefined;
+  readonly handlers: readonly DiscoveredHandler[];
+  readonly breaker: BreakerState;
+  readonly lastError?: string;
+}
+
+export interface ProviderRuntimeDeps {
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  /** The provider's steps or status changed (discovery, breaker): rebuild the chain / write status. */
+  readonly onChange: (runtime: ProviderRuntime) => void;
+  /** Discovery retry backoff and refresh; shortened in tests. */
+  readonly discovery?: { initialBackoffMs?: number; maxBackoffMs?: number; refreshMs?: number };
+}
+
+export interface ProviderRuntime {
+  readonly name: string;
+  readonly entry: ProviderEntry;
+  steps(): Step[];
+  status(): ProviderStatus;
+  /** Runs discovery now (when enabled); resolves after this attempt, success or not. */
+  discover(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function resolveUrl(entry: ProviderEntry): string {
+  if (entry.url) return entry.url;
+  const s = entry.service!;
+  return `https://${s.name}.${s.namespace}.svc:${s.port}${s.path}`;
+}
+
+function decodeCaBundle(entry: ProviderEntry): string | undefined {
+  if (!entry.caBundle) return undefined;
+  const pem = Buffer.from(entry.caBundle, 'base64').toString('utf8');
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new ConfigError('provider', `${entry.path}.caBundle`, 'expected base64 of PEM certificates');
+  }
+  return pem;
+}
+
+export async function createProviderRuntime(entry: ProviderEntry, deps: ProviderRuntimeDeps): Promise<ProviderRuntime> {
+  const url = resolveUrl(entry);
+  const ca = decodeCaBundle(entry);
+  const clientCert = entry.clientCert
+    ? { cert: await readFile(entry.clientCert.certFile, 'utf8'), key: await readFile(entry.clientCert.keyFile, 'utf8') }
+    : undefined;
+  const settings = entry.settings as Record<string, string> | undefined;
+  const client: ProviderClient = createProviderClient({
+    url,
+    apiVersion: apiVersionFor(entry.admissionReviewVersions),
+    ...(ca ? { ca } : {}),
+    ...(clientCert ? { clientCert } : {}),
+    ...(settings ? { settings } : {}),
+  });
+
+  let runtime: ProviderRuntime;
+  const breaker: ProviderBreaker = createProviderBreaker(entry.name, entry.circuitBreaker, {
+    metrics: deps.metrics,
+    log: deps.log,
+    onStateChange: () => deps.onChange(runtime),
+  });
+
+  const initialBackoff = deps.discovery?.initialBackoffMs ?? 1000;
+  const maxBackoff = deps.discovery?.maxBackoffMs ?? 60_000;
+  const refreshMs = deps.discovery?.refreshMs ?? 300_000;
+  let handlers: DiscoveredHandler[] | undefined;
+  let lastError: { reason: FailureReason; message: string } | undefined;
+  let backoff = initialBackoff;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  let steps: Step[] = [];
+
+  const common = {
+    provider: entry.name,
+    mode: entry.mode ?? STEP_DEFAULTS.mode,
+    sideEffects: entry.sideEffects ?? STEP_DEFAULTS.sideEffects,
+    reinvocationPolicy: entry.reinvocationPolicy ?? STEP_DEFAULTS.reinvocationPolicy,
+    order: entry.order,
+    url,
+    client,
+    breaker,
+  };
+  const entryTimeoutMs = (entry.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000;
+  const entryPolicy = entry.failurePolicy ?? STEP_DEFAULTS.failurePolicy;
+  const entryMatch = entry.match ?? MATCH_EVERYTHING;
+
+  /** Until discovery succeeds, the entry's phases are steps that fail with the discovery error. */
+  const placeholder = (phase: Phase): Step => {
+    const step = createProviderStep({
+      ...common,
+      name: entry.name,
+      phase,
+      match: compileMatch(entryMatch),
+      matchSpec: entryMatch,
+      failurePolicy: entryPolicy,
+      timeoutMs: entryTimeoutMs,
+    });
+    return {
+      ...step,
+      invoke: () => {
+        const why = lastError ?? { reason: 'connection' as const, message: 'discovery has not completed yet' };
+        throw new StepFailedError(
+          entry.name,
+          why.reason,
+          `provider "${entry.name}" is not discovered yet: ${why.message}`,
+        );
+      },
+      describe: () => ({ ...step.describe(), discovered: false, lastError: lastError?.message }),
+    };
+  };
+
+  const build = (): Step[] => {
+    if (!entry.discovery) {
+      return entry.phases.map((phase) =>
+        createProviderStep({
+          ...common,
+          name: entry.name,
+          phase,
+          match: compileMatch(entryMatch),
+          matchSpec: entryMatch,
+          failurePolicy: entryPolicy,
+          timeoutMs: entryTimeoutMs,
+        }),
+      );
+    }
+    if (!handlers) return entry.phases.map(placeholder);
+    return handlers.map((h) => {
+      const match = h.match ?? entryMatch;
+      return createProviderStep({
+        ...common,
+        name: `${h.name}.${entry.name}`,
+        phase: h.phase,
+        match: compileMatch(match),
+        matchSpec: match,
+        failurePolicy: h.failurePolicy ?? entryPolicy,
+        timeoutMs: Math.min((h.timeoutSeconds ?? entry.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000, 30_000),
+        path: h.path,
+      });
+    });
+  };
+
+  const schedule = (ms: number) => {
+    if (closed) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void runtime.discover(), ms);
+    timer.unref();
+  };
+
+  runtime = {
+    name: entry.name,
+    entry,
+    steps: () => steps,
+    status: () => ({
+      name: entry.name,
+      ready: !entry.discovery || handlers !== undefined,
+      discovered: entry.discovery ? handlers !== undefined : undefined,
+      handlers: handlers ?? [],
+      breaker: breaker.state(),
+      ...(lastError ? { lastError: lastError.message } : {}),
+    }),
+    async discover() {
+      if (!entry.discovery || closed) return;
+      try {
+        const doc = await client.getJson(entry.discoveryPath, entryTimeoutMs);
+        const next = parseDiscovery(doc, entry.name, new URL(url).pathname);
+        const changed = JSON.stringify(next) !== JSON.stringify(handlers) || lastError !== undefined;
+        handlers = next;
+        lastError = undefined;
+        backoff = initialBackoff;
+        if (changed) {
+          deps.log.info(
+            { provider: entry.name, handlers: next.map((h) => `${h.name}(${h.phase})`) },
+            'provider discovered',
+          );
+          steps = build();
+          deps.onChange(runtime);
+        }
+        schedule(refreshMs);
+      } catch (err) {
+        const reason: FailureReason = err instanceof ProviderCallError ? err.reason : 'invalid_response';
+        const message = errorMessage(err);
+        const changed = lastError?.message !== message;
+        lastError = { reason, message };
+        deps.log.warn({ provider: entry.name, reason, err: message, retryInMs: backoff }, 'provider discovery failed');
+        schedule(backoff);
+        backoff = Math.min(backoff * 2, maxBackoff);
+        if (changed) deps.onChange(runtime);
+      }
+    },
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      breaker.shutdown();
+      await client.close();
+    },
+  };
+  steps = build();
+  return runtime;
+}

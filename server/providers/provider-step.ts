@@ -1,0 +1,83 @@
+/** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
+import type { Phase } from '../admission/types.js';
+import type { CompiledMatch } from '../chain/match.js';
+import type { Step, StepDecision } from '../chain/step.js';
+import { ProviderCallError, StepFailedError } from '../errors.js';
+import type { Match } from '../plugin-api/types.js';
+import type { ProviderBreaker } from './provider-breaker.js';
+import type { ProviderClient } from './provider-client.js';
+
+export interface ProviderStepOptions {
+  readonly name: string;
+  readonly provider: string;
+  readonly phase: Phase;
+  readonly match: CompiledMatch;
+  readonly matchSpec: Match;
+  readonly failurePolicy: Step['failurePolicy'];
+  readonly timeoutMs: number;
+  readonly mode: Step['mode'];
+  readonly sideEffects: Step['sideEffects'];
+  readonly reinvocationPolicy: Step['reinvocationPolicy'];
+  readonly order: number;
+  readonly url: string;
+  /** Path to POST to, when it differs from the provider URL's (a discovered handler). */
+  readonly path?: string;
+  readonly client: ProviderClient;
+  readonly breaker: ProviderBreaker;
+}
+
+export function createProviderStep(o: ProviderStepOptions): Step {
+  const mutating = o.phase === 'mutate';
+  return {
+    name: o.name,
+    source: 'provider',
+    phase: o.phase,
+    match: o.match,
+    failurePolicy: o.failurePolicy,
+    timeoutMs: o.timeoutMs,
+    mode: o.mode,
+    sideEffects: o.sideEffects,
+    reinvocationPolicy: mutating ? o.reinvocationPolicy : 'Never',
+    order: o.order,
+    // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
+    needsObject: false,
+    async invoke(inv): Promise<StepDecision> {
+      try {
+        const answer = await o.breaker.fire(() =>
+          o.client.call({
+            request: inv.request,
+            object: inv.plainObject,
+            mutating,
+            timeoutMs: inv.timeoutMs,
+            signal: inv.signal,
+            ...(o.path ? { path: o.path } : {}),
+          }),
+        );
+        for (const warning of answer.warnings) inv.warn(warning);
+        for (const [key, value] of Object.entries(answer.auditAnnotations)) inv.annotate(key, value);
+        if (!answer.allowed) return { allowed: false, message: answer.message, code: answer.code };
+        return answer.patch ? { allowed: true, patch: answer.patch } : { allowed: true };
+      } catch (err) {
+        if (err instanceof ProviderCallError) {
+          throw new StepFailedError(o.name, err.reason, err.message, { cause: err });
+        }
+        throw err;
+      }
+    },
+    describe: () => ({
+      name: o.name,
+      source: 'provider',
+      provider: o.provider,
+      phase: o.phase,
+      order: o.order,
+      url: o.path ? new URL(o.path, o.url).toString() : o.url,
+      mode: o.mode,
+      failurePolicy: o.failurePolicy,
+      timeoutSeconds: o.timeoutMs / 1000,
+      sideEffects: o.sideEffects,
+      reinvocationPolicy: mutating ? o.reinvocationPolicy : 'Never',
+      match: o.matchSpec,
+      breaker: { state: o.breaker.state(), ...o.breaker.stats() },
+    }),
+  };
+}

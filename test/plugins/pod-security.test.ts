@@ -1,0 +1,354 @@
+import assert from 'node:assert/strict';
+import plugin from '../../plugins/pod-security.js';
+import type { AdmissionRequest } from '../../server/plugin-api/index.js';
+import {
+  cronjobCreate,
+  deploymentCreate,
+  edited,
+  podCreate,
+  podDelete,
+  podUpdate,
+  requestOf,
+  setAt,
+} from '../fixtures/reviews/index.js';
+import { parseSettings, runValidate } from '../helpers/plugin-context.js';
+
+const denied = (message: string) => ({ allowed: false, message, code: 403 });
+const NON_ROOT_HINT = 'must run as non-root: set securityContext.runAsNonRoot: true or a non-zero runAsUser';
+
+/** The Pod fixture made compliant (pod-level runAsNonRoot), then edited at each `path: value`. */
+function pod(values: Readonly<Record<string, unknown>> = {}): AdmissionRequest {
+  const request = requestOf(podCreate());
+  request.object = edited(request.object, { 'spec.securityContext': { runAsNonRoot: true }, ...values });
+  return request;
+}
+
+describe('pod-security', () => {
+  describe('settings', () => {
+    it('forbids everything it checks by default, except adding NET_BIND_SERVICE', () => {
+      assert.deepEqual(parseSettings(plugin, undefined), {
+        allowPrivileged: false,
+        allowPrivilegeEscalation: false,
+        allowHostPath: false,
+        allowHostNamespaces: false,
+        requireRunAsNonRoot: true,
+        allowedCapabilities: new Set(['NET_BIND_SERVICE']),
+      });
+    });
+
+    it('normalises capability names the way runtimes accept them', () => {
+      const parsed = parseSettings(plugin, { allowedCapabilities: ['cap_net_admin', 'SYS_PTRACE'] });
+      assert.deepEqual(parsed.allowedCapabilities, new Set(['NET_BIND_SERVICE', 'NET_ADMIN', 'SYS_PTRACE']));
+    });
+
+    const refusals: ReadonlyArray<[string, unknown, string]> = [
+      ['a non-boolean switch', { allowPrivileged: 'yes' }, 'allowPrivileged: expected true or false, got string "yes"'],
+      [
+        'a capability name with a space',
+        { allowedCapabilities: ['NET_ADMIN', 'net admin'] },
+        'allowedCapabilities[1]: expected a capability name such as NET_ADMIN, got "net admin"',
+      ],
+      [
+        'capabilities given as one string',
+        { allowedCapabilities: 'NET_ADMIN' },
+        'allowedCapabilities: expected a list of strings, got string "NET_ADMIN"',
+      ],
+      [
+        'a misspelt setting',
+        { allowHostPID: true },
+        'allowHostPID: unknown setting (known: allowPrivileged, allowPrivilegeEscalation, allowHostPath,' +
+          ' allowHostNamespaces, requireRunAsNonRoot, allowedCapabilities)',
+      ],
+    ];
+    for (const [description, raw, message] of refusals) {
+      it(`refuses ${description}`, () => {
+        assert.throws(() => parseSettings(plugin, raw), { name: 'SettingsError', message });
+      });
+    }
+  });
+
+  describe('default match', () => {
+    it('sees CREATE and UPDATE of pods, ephemeral containers, workloads and pod templates', () => {
+      assert.deepEqual(plugin.match, {
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: ['', 'apps', 'batch'],
+            apiVersions: ['*'],
+            resources: [
+              'pods',
+              'pods/ephemeralcontainers',
+              'deployments',
+              'replicasets',
+              'statefulsets',
+              'daemonsets',
+              'jobs',
+              'cronjobs',
+              'replicationcontrollers',
+              'podtemplates',
+            ],
+          },
+        ],
+      });
+    });
+  });
+
+  describe('given the Pod fixture', () => {
+    it('refuses the sidecar that sets neither runAsNonRoot nor runAsUser', async () => {
+      const result = await runValidate(plugin, requestOf(podCreate()));
+      assert.deepEqual(result, {
+        verdict: denied(`spec.containers[1]: ${NON_ROOT_HINT}`),
+        warnings: [],
+        annotations: {},
+      });
+    });
+  });
+
+  describe('given a compliant Pod', () => {
+    it('allows it', async () => {
+      const result = await runValidate(plugin, pod());
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+  });
+
+  describe('given one violation at a time', () => {
+    const cases: ReadonlyArray<[string, Record<string, unknown>, string, Record<string, unknown>]> = [
+      [
+        'the host network',
+        { 'spec.hostNetwork': true },
+        "spec.hostNetwork: sharing the host's namespaces is not allowed",
+        { allowHostNamespaces: true },
+      ],
+      [
+        'the host PID namespace',
+        { 'spec.hostPID': true },
+        "spec.hostPID: sharing the host's namespaces is not allowed",
+        { allowHostNamespaces: true },
+      ],
+      [
+        'the host IPC namespace',
+        { 'spec.hostIPC': true },
+        "spec.hostIPC: sharing the host's namespaces is not allowed",
+        { allowHostNamespaces: true },
+      ],
+      [
+        'a hostPath volume',
+        { 'spec.volumes[1]': { name: 'logs', hostPath: { path: '/var/log', type: 'Directory' } } },
+        'spec.volumes[1].hostPath: hostPath volumes are not allowed (volume "logs")',
+        { allowHostPath: true },
+      ],
+      [
+        'a privileged container',
+        { 'spec.containers[0].securityContext.privileged': true },
+        'spec.containers[0].securityContext.privileged: privileged containers are not allowed',
+        { allowPrivileged: true },
+      ],
+      [
+        'privilege escalation',
+        { 'spec.containers[0].securityContext.allowPrivilegeEscalation': true },
+        'spec.containers[0].securityContext.allowPrivilegeEscalation: privilege escalation is not allowed',
+        { allowPrivilegeEscalation: true },
+      ],
+      [
+        'an added capability',
+        { 'spec.containers[0].securityContext.capabilities.add': ['NET_ADMIN', 'NET_BIND_SERVICE'] },
+        'spec.containers[0].securityContext.capabilities.add: capability NET_ADMIN is not allowed',
+        { allowedCapabilities: ['NET_ADMIN'] },
+      ],
+      [
+        'a container running as root',
+        { 'spec.containers[0].securityContext.runAsUser': 0 },
+        'spec.containers[0].securityContext.runAsUser: running as root (user 0) is not allowed',
+        { requireRunAsNonRoot: false },
+      ],
+    ];
+    for (const [description, values, message, relaxed] of cases) {
+      describe(`given ${description}`, () => {
+        it('refuses it with the path of the field', async () => {
+          const result = await runValidate(plugin, pod(values));
+          assert.deepEqual(result.verdict, denied(message));
+        });
+
+        it(`allows it with ${JSON.stringify(relaxed)}`, async () => {
+          const result = await runValidate(plugin, pod(values), relaxed);
+          assert.deepEqual(result.verdict, { allowed: true });
+        });
+      });
+    }
+  });
+
+  describe('given a Pod with every violation', () => {
+    const request = (): AdmissionRequest =>
+      pod({
+        'spec.hostNetwork': true,
+        'spec.hostPID': true,
+        'spec.volumes[0]': { name: 'docker-sock', hostPath: { path: '/var/run/docker.sock', type: 'Socket' } },
+        'spec.containers[1].securityContext': {
+          privileged: true,
+          allowPrivilegeEscalation: true,
+          runAsUser: 0,
+          capabilities: { add: ['SYS_ADMIN', 'NET_BIND_SERVICE', 'CAP_NET_RAW'] },
+        },
+      });
+
+    it('lists every violation with its path, pod-level first', async () => {
+      const result = await runValidate(plugin, request());
+      assert.deepEqual(
+        result.verdict,
+        denied(
+          [
+            "spec.hostNetwork: sharing the host's namespaces is not allowed",
+            "spec.hostPID: sharing the host's namespaces is not allowed",
+            'spec.volumes[0].hostPath: hostPath volumes are not allowed (volume "docker-sock")',
+            'spec.containers[1].securityContext.privileged: privileged containers are not allowed',
+            'spec.containers[1].securityContext.allowPrivilegeEscalation: privilege escalation is not allowed',
+            'spec.containers[1].securityContext.capabilities.add: capabilities SYS_ADMIN, CAP_NET_RAW are not allowed',
+            'spec.containers[1].securityContext.runAsUser: running as root (user 0) is not allowed',
+          ].join('; '),
+        ),
+      );
+    });
+
+    it('allows it when every check is relaxed, matching capability names however they are written', async () => {
+      const result = await runValidate(plugin, request(), {
+        allowPrivileged: true,
+        allowPrivilegeEscalation: true,
+        allowHostPath: true,
+        allowHostNamespaces: true,
+        requireRunAsNonRoot: false,
+        allowedCapabilities: ['CAP_SYS_ADMIN', 'net_raw'],
+      });
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+  });
+
+  describe('running as non-root', () => {
+    it('reports a pod-level runAsUser 0 once, where it is set, for all the containers inheriting it', async () => {
+      const request = pod({
+        'spec.securityContext': { runAsUser: 0 },
+        'spec.initContainers': [{ name: 'init', image: 'busybox:1.36' }],
+      });
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(
+        result.verdict,
+        denied('spec.securityContext.runAsUser: running as root (user 0) is not allowed'),
+      );
+    });
+
+    it('lets a container override a pod-level runAsUser 0 with its own user', async () => {
+      const request = pod({
+        'spec.securityContext': { runAsUser: 0 },
+        'spec.containers[1].securityContext': { runAsUser: 1000 },
+      });
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+
+    it('accepts a non-zero pod-level runAsUser for every container', async () => {
+      const result = await runValidate(plugin, pod({ 'spec.securityContext': { runAsUser: 1000 } }));
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+
+    it('refuses a container that turns the pod-level runAsNonRoot off', async () => {
+      const result = await runValidate(plugin, pod({ 'spec.containers[1].securityContext': { runAsNonRoot: false } }));
+      assert.deepEqual(result.verdict, denied(`spec.containers[1]: ${NON_ROOT_HINT}`));
+    });
+  });
+
+  describe('given init and ephemeral containers', () => {
+    it('checks them like the others', async () => {
+      const request = pod({
+        'spec.initContainers': [{ name: 'setup', image: 'busybox:1.36', securityContext: { privileged: true } }],
+        'spec.ephemeralContainers': [
+          { name: 'debug', image: 'busybox:1.36', securityContext: { capabilities: { add: ['SYS_PTRACE'] } } },
+        ],
+      });
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(
+        result.verdict,
+        denied(
+          'spec.initContainers[0].securityContext.privileged: privileged containers are not allowed; ' +
+            'spec.ephemeralContainers[0].securityContext.capabilities.add: capability SYS_PTRACE is not allowed',
+        ),
+      );
+    });
+  });
+
+  describe('given workloads', () => {
+    it('allows the Deployment fixture, which runs as a non-root user', async () => {
+      const result = await runValidate(plugin, requestOf(deploymentCreate()));
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+
+    it('reports the batch/v1beta1 CronJob container by its template path', async () => {
+      const result = await runValidate(plugin, requestOf(cronjobCreate()));
+      assert.deepEqual(result.verdict, denied(`spec.jobTemplate.spec.template.spec.containers[0]: ${NON_ROOT_HINT}`));
+    });
+  });
+
+  describe('given an UPDATE', () => {
+    it('allows an existing violation the request does not introduce (a label change on an old Pod)', async () => {
+      const request = requestOf(podUpdate());
+      for (const object of [request.object, request.oldObject]) {
+        setAt(object, 'spec.containers[0].securityContext.privileged', true);
+      }
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+
+    it('refuses a violation the request introduces, and only that one', async () => {
+      const request = requestOf(deploymentCreate());
+      request.operation = 'UPDATE';
+      setAt(request.object, 'spec.template.spec.containers[0].securityContext.runAsUser', 0);
+      request.oldObject = structuredClone(request.object);
+      setAt(request.object, 'spec.template.spec.hostNetwork', true);
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(
+        result.verdict,
+        denied("spec.template.spec.hostNetwork: sharing the host's namespaces is not allowed"),
+      );
+    });
+  });
+
+  describe('given a DELETE', () => {
+    it('allows it', async () => {
+      const request = requestOf(podDelete());
+      setAt(request.oldObject, 'spec.hostNetwork', true);
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+  });
+
+  describe('given malformed objects', () => {
+    it('treats fields of the wrong type as absent', async () => {
+      const request = pod({
+        'spec.hostNetwork': 'true',
+        'spec.volumes': { name: 'logs', hostPath: { path: '/var/log' } },
+        'spec.containers[0].securityContext': 'privileged',
+        'spec.containers[1].securityContext': { capabilities: { add: 'SYS_ADMIN' }, runAsUser: '0' },
+      });
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+
+    it('skips volumes and capabilities that are not of the expected type inside lists', async () => {
+      const request = pod({
+        'spec.volumes': [null, 'hostPath', { name: 'empty', hostPath: null }],
+        'spec.containers[0].securityContext.capabilities.add': [7, null],
+      });
+      const result = await runValidate(plugin, request);
+      assert.deepEqual(result.verdict, { allowed: true });
+    });
+
+    it('allows a Pod without spec or with containers that are not a list', async () => {
+      const results = await Promise.all([
+        runValidate(plugin, pod({ spec: undefined })),
+        runValidate(plugin, pod({ 'spec.containers': 'web' })),
+      ]);
+      assert.deepEqual(
+        results.map(({ verdict }) => verdict),
+        [{ allowed: true }, { allowed: true }],
+      );
+    });
+  });
+});
