@@ -66,7 +66,9 @@ const TIMEOUT_CODES = new Set([
 /** Classifies a transport error: timeout, tls or connection. */
 export function classifyTransportError(err: unknown, url: string): ProviderCallError {
   if (err instanceof ProviderCallError) return err;
-  const code = String((err as { code?: unknown })?.code ?? (err as { cause?: { code?: unknown } })?.cause?.code ?? '');
+  const withCode = err as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const rawCode = withCode?.code ?? withCode?.cause?.code;
+  const code = typeof rawCode === 'string' ? rawCode : '';
   const name = err instanceof Error ? err.name : '';
   const detail = errorMessage(err);
   if (

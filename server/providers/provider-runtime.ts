@@ -82,10 +82,10 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     ...(settings ? { settings } : {}),
   });
 
-  let runtime: ProviderRuntime;
   const breaker: ProviderBreaker = createProviderBreaker(entry.name, entry.circuitBreaker, {
     metrics: deps.metrics,
     log: deps.log,
+    // `runtime` is defined below; the breaker cannot change state before the first call.
     onStateChange: () => deps.onChange(runtime),
   });
 
@@ -175,7 +175,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     timer.unref();
   };
 
-  runtime = {
+  const runtime: ProviderRuntime = {
     name: entry.name,
     entry,
     steps: () => steps,
