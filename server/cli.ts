@@ -19,6 +19,8 @@ import type { GatewayConfig } from './config/types.js';
 import { ConfigError, PluginRegistrationError, ReviewDecodeError, errorMessage } from './errors.js';
 import { createChainForConfig, startGateway } from './gateway.js';
 import { createLogger } from './log.js';
+import { createClusterMode } from './kube/cluster-mode.js';
+import { loadKubeConfig } from './kube/kube-config.js';
 import { createMetrics } from './metrics/metrics.js';
 import { applyPatchInPlace } from './patch/apply.js';
 import { ensureServingCertificate } from './tls/serving-certificate.js';
@@ -125,9 +127,25 @@ function withOverrides(config: GatewayConfig, values: Values): GatewayConfig {
 async function serve(values: Values, io: CliIO): Promise<number> {
   const config = withOverrides(await configFrom(values, io), values);
   const log = createLogger(config.log.level);
-  const gateway = await startGateway({ config, plugins: io.plugins ?? availablePlugins, log });
+  const kc = await loadKubeConfig(config.kube, io.env);
+  const cluster = kc ? createClusterMode(kc, config, log) : undefined;
+  log.info({ cluster: kc?.getCurrentCluster()?.server ?? null }, kc ? 'cluster mode' : 'standalone mode (no cluster)');
+  const gateway = await startGateway({
+    config,
+    plugins: io.plugins ?? availablePlugins,
+    log,
+    ...(cluster
+      ? {
+          namespaceLabels: cluster.namespaceLabels,
+          readiness: cluster.readiness,
+          onProviderChange: cluster.onProviderChange,
+        }
+      : {}),
+  });
+  cluster?.attach(gateway);
   const signal = await io.stopSignal();
   log.info({ signal }, 'stopping: draining in-flight reviews');
+  await cluster?.stop();
   await gateway.close();
   log.info({}, 'stopped');
   log.flush();

@@ -5,7 +5,7 @@
  * capped, redirects never followed. Every failure is a ProviderCallError with a reason.
  */
 import { randomUUID } from 'node:crypto';
-import { Pool, errors as undiciErrors } from 'undici';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
 import { ProviderCallError, errorMessage } from '../errors.js';
 import type { AdmissionRequest, KubeObject } from '../plugin-api/types.js';
@@ -87,6 +87,15 @@ export function classifyTransportError(err: unknown, url: string): ProviderCallE
   return new ProviderCallError('connection', `calling ${url} failed: ${detail}`, { cause: err });
 }
 
+/**
+ * Drops a body the client will not use. A bare destroy() makes undici emit a RequestAbortedError 'error'
+ * event that nobody listens to (an uncaught exception); dump() swallows it, and reads at most 128 KiB so a
+ * small error page keeps the keep-alive connection usable.
+ */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  void body.dump().catch(() => undefined);
+}
+
 function timeoutParam(ms: number): string {
   return `${Math.max(1, Math.floor(ms))}ms`;
 }
@@ -158,14 +167,14 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
       });
       const declared = Number(res.headers['content-length']);
       if (declared > limit) {
-        res.body.destroy();
+        discard(res.body);
         throw new ProviderCallError(
           'invalid_response',
           `response from ${target.url} declares ${declared} bytes, over ${limit}`,
         );
       }
       if (res.statusCode !== 200) {
-        res.body.destroy();
+        discard(res.body);
         const location = res.headers.location ? ` (redirect to ${String(res.headers.location)} not followed)` : '';
         throw new ProviderCallError('http_status', `${target.url} answered HTTP ${res.statusCode}${location}`);
       }

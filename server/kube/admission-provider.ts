@@ -1,0 +1,128 @@
+/**
+ * The AdmissionProvider resource (admissiongateway.io/v1alpha1, cluster-scoped) and its translation into
+ * a provider chain entry, validated with the same rules as gateway.yaml's provider entries.
+ */
+import { readMatch } from '../config/match-schema.js';
+import { Reader } from '../config/reader.js';
+import type { ProviderEntry } from '../config/types.js';
+import { STEP_NAME, readProviderFields } from '../config/validate.js';
+import { ConfigError, errorMessage } from '../errors.js';
+import type { FailurePolicy, Mode } from '../plugin-api/types.js';
+
+export const PROVIDER_GROUP = 'admissiongateway.io';
+export const PROVIDER_VERSION = 'v1alpha1';
+export const PROVIDER_PLURAL = 'admissionproviders';
+export const PROVIDER_KIND = 'AdmissionProvider';
+/** Where a provider without spec.order sits: after config entries of chains up to 99 steps. */
+export const DEFAULT_PROVIDER_ORDER = 1000;
+
+export interface Condition {
+  type: 'Ready' | 'Discovered' | 'CircuitOpen';
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+export interface AdmissionProviderStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  handlers?: Array<{ name: string; phase: string; path: string }>;
+  lastError?: string;
+  breaker?: string;
+}
+
+export interface AdmissionProvider {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name?: string; generation?: number; resourceVersion?: string; uid?: string };
+  spec?: unknown;
+  status?: AdmissionProviderStatus;
+}
+
+export type ProviderResolution =
+  | { readonly entry: ProviderEntry; readonly error?: undefined }
+  | { readonly entry?: undefined; readonly error: { readonly reason: string; readonly message: string } };
+
+const SPEC_FIELDS = [
+  'url',
+  'service',
+  'caBundle',
+  'phases',
+  'match',
+  'order',
+  'timeoutSeconds',
+  'failurePolicy',
+  'mode',
+  'circuitBreaker',
+  'settings',
+  'discovery',
+  'discoveryPath',
+  'admissionReviewVersions',
+  'sideEffects',
+  'reinvocationPolicy',
+];
+
+/**
+ * Validates `resource.spec`. Errors name the field (`spec.timeoutSeconds: expected an integer from 1 to 30`)
+ * and never throw: an invalid resource is reported in its status, not allowed to break the chain.
+ */
+export function resolveProvider(resource: AdmissionProvider, reservedNames: ReadonlySet<string>): ProviderResolution {
+  const name = resource.metadata.name ?? '';
+  if (!STEP_NAME.test(name) || name.length > 63) {
+    return {
+      error: {
+        reason: 'InvalidName',
+        message: `metadata.name "${name}" must be a DNS-1123 label of at most 63 characters`,
+      },
+    };
+  }
+  if (reservedNames.has(name)) {
+    return {
+      error: {
+        reason: 'NameConflict',
+        message: `a step named "${name}" is already defined in the gateway's configuration`,
+      },
+    };
+  }
+  const r: Reader = new Reader(`AdmissionProvider "${name}"`);
+  try {
+    const m = r.map(resource.spec, 'spec', SPEC_FIELDS, false);
+    const timeoutSeconds = r.integer(m.timeoutSeconds, 'spec.timeoutSeconds', 1, 30);
+    const failurePolicy = r.oneOf(m.failurePolicy, 'spec.failurePolicy', [
+      'Fail',
+      'Ignore',
+    ] as readonly FailurePolicy[]);
+    const mode = r.oneOf(m.mode, 'spec.mode', ['enforce', 'warn', 'audit'] as readonly Mode[]);
+    const sideEffects = r.oneOf(m.sideEffects, 'spec.sideEffects', ['None', 'Some'] as const);
+    const reinvocationPolicy = r.oneOf(m.reinvocationPolicy, 'spec.reinvocationPolicy', ['Never', 'IfNeeded'] as const);
+    const order = r.integer(m.order, 'spec.order', -1_000_000, 1_000_000) ?? DEFAULT_PROVIDER_ORDER;
+    const match = readMatch(r, m.match, 'spec.match');
+    const settings = r.stringMap(m.settings, 'spec.settings');
+    const fields = readProviderFields(r, m, 'spec');
+    if (fields.caBundle) {
+      const pem = Buffer.from(fields.caBundle, 'base64').toString('utf8');
+      if (!pem.includes('-----BEGIN CERTIFICATE-----')) r.fail('spec.caBundle', 'expected base64 of PEM certificates');
+    }
+    const entry: ProviderEntry = {
+      kind: 'provider',
+      provider: name,
+      name,
+      order,
+      path: 'spec',
+      ...fields,
+      ...(match ? { match } : {}),
+      ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
+      ...(failurePolicy ? { failurePolicy } : {}),
+      ...(mode ? { mode } : {}),
+      ...(sideEffects ? { sideEffects } : {}),
+      ...(reinvocationPolicy ? { reinvocationPolicy } : {}),
+      ...(settings ? { settings } : {}),
+    };
+    return { entry };
+  } catch (err) {
+    const message = err instanceof ConfigError ? `${err.path}: ${err.expected}` : errorMessage(err);
+    return { error: { reason: 'InvalidSpec', message } };
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * The status an AdmissionProvider should have, computed from its validation result and its runtime.
+ * Condition timestamps move only when a condition's status changes, so an unchanged provider produces an
+ * identical status — and the writer skips it (no hot loop on our own watch events).
+ */
+import type { ProviderStatus } from '../providers/provider-runtime.js';
+import type {
+  AdmissionProvider,
+  AdmissionProviderStatus,
+  Condition,
+  ProviderResolution,
+} from './admission-provider.js';
+
+type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
+
+function condition(
+  previous: readonly Condition[] | undefined,
+  next: ConditionInput,
+  generation: number | undefined,
+  now: string,
+): Condition {
+  const before = previous?.find((c) => c.type === next.type);
+  return {
+    ...next,
+    lastTransitionTime: before && before.status === next.status ? before.lastTransitionTime : now,
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+  };
+}
+
+/**
+ * @param resolution the validation of the resource's current spec
+ * @param runtime the running provider's status, when the provider is in the chain (its last valid spec)
+ */
+export function desiredStatus(
+  resource: AdmissionProvider,
+  resolution: ProviderResolution,
+  runtime: ProviderStatus | undefined,
+  now: string,
+): AdmissionProviderStatus {
+  const generation = resource.metadata.generation;
+  const previous = resource.status?.conditions;
+  const make = (c: ConditionInput) => condition(previous, c, generation, now);
+  const conditions: Condition[] = [];
+
+  if (resolution.error) {
+    const running = runtime ? ' The last valid spec keeps running.' : '';
+    conditions.push(
+      make({
+        type: 'Ready',
+        status: 'False',
+        reason: resolution.error.reason,
+        message: `${resolution.error.message}.${running}`,
+      }),
+    );
+  } else if (!runtime) {
+    conditions.push(make({ type: 'Ready', status: 'Unknown', reason: 'Pending', message: 'not yet in the chain' }));
+  } else if (!runtime.ready) {
+    conditions.push(
+      make({
+        type: 'Ready',
+        status: 'False',
+        reason: 'NotDiscovered',
+        message: runtime.lastError ?? 'discovery has not completed',
+      }),
+    );
+  } else {
+    conditions.push(
+      make({ type: 'Ready', status: 'True', reason: 'InChain', message: 'the provider is part of the chain' }),
+    );
+  }
+
+  if (runtime) {
+    if (runtime.discovered === undefined) {
+      conditions.push(
+        make({
+          type: 'Discovered',
+          status: 'True',
+          reason: 'NotRequired',
+          message: 'discovery is off; the configured phases are served',
+        }),
+      );
+    } else if (runtime.discovered) {
+      conditions.push(
+        make({
+          type: 'Discovered',
+          status: 'True',
+          reason: 'Discovered',
+          message: `${runtime.handlers.length} handler(s)`,
+        }),
+      );
+    } else {
+      conditions.push(
+        make({
+          type: 'Discovered',
+          status: 'False',
+          reason: 'DiscoveryFailed',
+          message: runtime.lastError ?? 'not yet',
+        }),
+      );
+    }
+    const open = runtime.breaker !== 'closed';
+    conditions.push(
+      make({
+        type: 'CircuitOpen',
+        status: open ? 'True' : 'False',
+        reason: runtime.breaker === 'open' ? 'Open' : runtime.breaker === 'half-open' ? 'HalfOpen' : 'Closed',
+        message: open ? 'calls fail fast through the failurePolicy' : 'calls go to the provider',
+      }),
+    );
+  }
+
+  const lastError = resolution.error?.message ?? runtime?.lastError;
+  return {
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    conditions,
+    handlers: (runtime?.handlers ?? []).map((h) => ({ name: h.name, phase: h.phase, path: h.path })),
+    ...(lastError ? { lastError } : {}),
+    ...(runtime ? { breaker: runtime.breaker } : {}),
+  };
+}
+
+/** Whether writing `next` would change anything (key order insensitive). */
+export function sameStatus(current: AdmissionProviderStatus | undefined, next: AdmissionProviderStatus): boolean {
+  return canonical(current ?? {}) === canonical(next);
+}
+
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
+  );
+}
