@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { resolveProvider, type AdmissionProvider } from '../../../server/kube/admission-provider.js';
+import { desiredStatus, sameStatus } from '../../../server/kube/provider-status.js';
+import type { ProviderStatus } from '../../../server/providers/provider-runtime.js';
+
+const T0 = '2026-11-22T10:00:00.000Z';
+const T1 = '2026-11-22T11:00:00.000Z';
+const resource = (status?: AdmissionProvider['status']): AdmissionProvider => ({
+  metadata: { name: 'scanner', generation: 2 },
+  spec: { url: 'https://scanner.example/' },
+  ...(status ? { status } : {}),
+});
+const ok = resolveProvider(resource(), new Set());
+const running: ProviderStatus = {
+  name: 'scanner',
+  ready: true,
+  discovered: undefined,
+  handlers: [],
+  breaker: 'closed',
+};
+
+describe('desiredStatus()', () => {
+  it('is Ready with a closed breaker for a running provider', () => {
+    assert.deepEqual(desiredStatus(resource(), ok, running, T0), {
+      observedGeneration: 2,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'InChain',
+          message: 'the provider is part of the chain',
+          lastTransitionTime: T0,
+          observedGeneration: 2,
+        },
+        {
+          type: 'Discovered',
+          status: 'True',
+          reason: 'NotRequired',
+          message: 'discovery is off; the configured phases are served',
+          lastTransitionTime: T0,
+          observedGeneration: 2,
+        },
+        {
+          type: 'CircuitOpen',
+          status: 'False',
+          reason: 'Closed',
+          message: 'calls go to the provider',
+          lastTransitionTime: T0,
+          observedGeneration: 2,
+        },
+      ],
+      handlers: [],
+      breaker: 'closed',
+    });
+  });
+
+  it('keeps lastTransitionTime while a condition keeps its status, so an unchanged provider is not rewritten', () => {
+    const first = desiredStatus(resource(), ok, running, T0);
+    const second = desiredStatus(resource(first), ok, running, T1);
+    assert.ok(sameStatus(first, second));
+  });
+
+  it('moves lastTransitionTime when the breaker opens', () => {
+    const first = desiredStatus(resource(), ok, running, T0);
+    const opened = desiredStatus(resource(first), ok, { ...running, breaker: 'open' }, T1);
+    const circuit = opened.conditions!.find((c) => c.type === 'CircuitOpen')!;
+    assert.deepEqual([circuit.status, circuit.reason, circuit.lastTransitionTime], ['True', 'Open', T1]);
+    assert.equal(opened.breaker, 'open');
+    assert.equal(opened.conditions!.find((c) => c.type === 'Ready')!.lastTransitionTime, T0);
+  });
+
+  it('reports an invalid spec as Ready=False with its reason, saying the last valid spec keeps running', () => {
+    const status = desiredStatus(
+      resource(),
+      { error: { reason: 'InvalidSpec', message: 'spec.caBundle: expected base64 of PEM certificates' } },
+      running,
+      T0,
+    );
+    assert.deepEqual(status.conditions![0], {
+      type: 'Ready',
+      status: 'False',
+      reason: 'InvalidSpec',
+      message: 'spec.caBundle: expected base64 of PEM certificates. The last valid spec keeps running.',
+      lastTransitionTime: T0,
+      observedGeneration: 2,
+    });
+    assert.equal(status.lastError, 'spec.caBundle: expected base64 of PEM certificates');
+  });
+
+  it('reports a provider that is not discovered yet', () => {
+    const status = desiredStatus(
+      resource(),
+      ok,
+      { ...running, ready: false, discovered: false, lastError: 'answered HTTP 500' },
+      T0,
+    );
+    assert.deepEqual(
+      status.conditions!.map((c) => [c.type, c.status, c.reason, c.message]),
+      [
+        ['Ready', 'False', 'NotDiscovered', 'answered HTTP 500'],
+        ['Discovered', 'False', 'DiscoveryFailed', 'answered HTTP 500'],
+        ['CircuitOpen', 'False', 'Closed', 'calls go to the provider'],
+      ],
+    );
+  });
+
+  it('is Pending before the provider has a runtime', () => {
+    const status = desiredStatus(resource(), ok, undefined, T0);
+    assert.deepEqual(
+      status.conditions!.map((c) => c.reason),
+      ['Pending'],
+    );
+  });
+});
