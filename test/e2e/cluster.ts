@@ -1,0 +1,256 @@
+/**
+ * The real kube-apiserver + etcd the e2e suite runs against (test/e2e/cluster/*.sh), and small helpers
+ * for talking to it with @kubernetes/client-node 1.4 (object-param calls that return the body; errors
+ * are ApiException with `.code` and the response body as a string).
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type V1Status,
+} from '@kubernetes/client-node';
+
+const run = promisify(execFile);
+
+export const SCRIPTS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cluster');
+/** Where the apiserver is built and run (the build is shared with anything else using the default). */
+export const CLUSTER_DIR = process.env.KUBE_E2E_DIR || path.join(os.homedir(), '.cache', 'kube-e2e');
+/** Non-default ports, so the suite does not collide with a cluster started by hand on 6443/2379. */
+export const APISERVER_PORT = Number(process.env.KUBE_E2E_APISERVER_PORT || 16443);
+export const ETCD_PORT = Number(process.env.KUBE_E2E_ETCD_PORT || 12379);
+export const RUN_DIR = path.join(CLUSTER_DIR, 'run');
+/** Set by the global setup; test files load the kubeconfig from it. */
+export const KUBECONFIG_ENV = 'ADMISSION_GATEWAY_E2E_KUBECONFIG';
+
+const BUILD_TIMEOUT_MS = 15 * 60_000;
+const START_TIMEOUT_MS = 3 * 60_000;
+
+function scriptEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    KUBE_E2E_DIR: CLUSTER_DIR,
+    KUBE_E2E_APISERVER_PORT: String(APISERVER_PORT),
+    KUBE_E2E_ETCD_PORT: String(ETCD_PORT),
+  };
+}
+
+async function script(name: string, timeoutMs: number): Promise<string> {
+  try {
+    const { stdout } = await run('bash', [path.join(SCRIPTS, name), CLUSTER_DIR], {
+      env: scriptEnv(),
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return stdout;
+  } catch (err) {
+    const e = err as Error & { stdout?: string; stderr?: string };
+    throw new Error(`${name} failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`, { cause: err });
+  }
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function pidFile(name: string): Promise<number | undefined> {
+  const file = path.join(RUN_DIR, `${name}.pid`);
+  if (!existsSync(file)) return undefined;
+  const pid = Number((await readFile(file, 'utf8')).trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+async function commandLine(pid: number): Promise<string | undefined> {
+  try {
+    return (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ');
+  } catch {
+    return undefined; // not running
+  }
+}
+
+/**
+ * Stops a cluster a previous (interrupted) run left behind — by its PID files, and only when those
+ * processes are the ones on our ports; a cluster on other ports in the same DIR is someone else's.
+ */
+async function stopLeftover(): Promise<void> {
+  const expected: Record<string, string> = {
+    apiserver: `--secure-port=${APISERVER_PORT}`,
+    etcd: `http://127.0.0.1:${ETCD_PORT}`,
+  };
+  let ours = false;
+  for (const [name, marker] of Object.entries(expected)) {
+    const pid = await pidFile(name);
+    if (pid === undefined) continue;
+    const cmd = await commandLine(pid);
+    if (cmd === undefined) continue;
+    if (!cmd.includes(marker)) {
+      throw new Error(
+        `${RUN_DIR}/${name}.pid points at a running process (pid ${pid}) that is not on the suite's ports ` +
+          `(${marker}); it belongs to another cluster in ${CLUSTER_DIR}. Stop it with ` +
+          `test/e2e/cluster/stop-cluster.sh, or set KUBE_E2E_DIR to a different directory.`,
+      );
+    }
+    ours = true;
+  }
+  if (ours) await stopCluster();
+}
+
+/** Builds the apiserver if needed (instant when built), then starts etcd + kube-apiserver; returns the kubeconfig path. */
+export async function startCluster(): Promise<string> {
+  await script('build-kube-apiserver.sh', BUILD_TIMEOUT_MS);
+  await stopLeftover();
+  for (const port of [APISERVER_PORT, ETCD_PORT, ETCD_PORT + 1]) {
+    if (await listening(port)) {
+      throw new Error(
+        `port ${port} on 127.0.0.1 is already in use; set KUBE_E2E_APISERVER_PORT / KUBE_E2E_ETCD_PORT ` +
+          '(etcd also uses the next port for peers)',
+      );
+    }
+  }
+  const out = await script('start-cluster.sh', START_TIMEOUT_MS);
+  const kubeconfig = out.trim().split('\n').pop() ?? '';
+  if (!existsSync(kubeconfig)) throw new Error(`start-cluster.sh did not print a kubeconfig path:\n${out}`);
+  return kubeconfig;
+}
+
+export async function stopCluster(): Promise<void> {
+  await script('stop-cluster.sh', 60_000);
+}
+
+let loaded: KubeConfig | undefined;
+
+export function kubeConfig(): KubeConfig {
+  if (loaded) return loaded;
+  const file = process.env[KUBECONFIG_ENV];
+  if (!file) throw new Error(`${KUBECONFIG_ENV} is not set: run the suite with npm run test:e2e (test/e2e/setup.ts)`);
+  const kc = new KubeConfig();
+  kc.loadFromFile(file);
+  loaded = kc;
+  return kc;
+}
+
+export const core = (): CoreV1Api => kubeConfig().makeApiClient(CoreV1Api);
+export const apps = (): AppsV1Api => kubeConfig().makeApiClient(AppsV1Api);
+export const admissionRegistration = (): AdmissionregistrationV1Api =>
+  kubeConfig().makeApiClient(AdmissionregistrationV1Api);
+
+/** A short random suffix for object names (deleted namespaces stay Terminating: never reuse a name). */
+export function randomSuffix(): string {
+  return randomBytes(4).toString('hex');
+}
+
+/** The label that ties a namespace to one test file's webhook configurations (their namespaceSelector). */
+export const SUITE_LABEL = 'e2e.admissiongateway.io/suite';
+
+/** Creates a fresh namespace `<suite>-<random>` labelled for `suite`'s webhooks. */
+export async function createNamespace(suite: string): Promise<string> {
+  const name = `${suite}-${randomSuffix()}`;
+  await core().createNamespace({ body: { metadata: { name, labels: { [SUITE_LABEL]: suite } } } });
+  return name;
+}
+
+/** Deletes a namespace; without a controller-manager it stays Terminating, which is harmless. */
+export async function deleteNamespace(name: string): Promise<void> {
+  await core()
+    .deleteNamespace({ name })
+    .catch((err: unknown) => {
+      if (!(err instanceof ApiException && err.code === 404)) throw err;
+    });
+}
+
+/** The rejection of `promise` as an ApiException; fails when it resolves or rejects with anything else. */
+export async function apiError(promise: Promise<unknown>): Promise<ApiException<unknown>> {
+  let value: unknown;
+  try {
+    value = await promise;
+  } catch (err) {
+    if (err instanceof ApiException) return err;
+    throw err;
+  }
+  throw new Error(`expected the apiserver to refuse the request, but it answered ${JSON.stringify(value)}`);
+}
+
+/** The Status object the apiserver sent with an error. */
+export function statusOf(err: ApiException<unknown>): V1Status {
+  const body = err.body;
+  if (typeof body === 'string') return JSON.parse(body) as V1Status;
+  if (typeof body === 'object' && body !== null) return body;
+  throw new Error(`ApiException ${err.code} carries no Status body: ${JSON.stringify(body)}`);
+}
+
+/** HTTP status of a read: 200 when the object exists, else the error code (404 when it does not). */
+export async function readStatus(read: () => Promise<unknown>): Promise<number> {
+  try {
+    await read();
+    return 200;
+  } catch (err) {
+    if (err instanceof ApiException) return err.code;
+    throw err;
+  }
+}
+
+/**
+ * The texts of the `Warning` response headers (RFC 7234 `299 - "text"`). node-fetch (which client-node
+ * uses) joins repeated headers with ", ", so the value is split on quoted-string boundaries, not on commas.
+ */
+export function warningTexts(headers: Readonly<Record<string, string>>): string[] {
+  const raw = headers.warning ?? headers.Warning;
+  if (!raw) return [];
+  const texts: string[] = [];
+  const item = /\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"(?:\s+"(?:[^"\\]|\\.)*")?\s*(?:,|$)/y;
+  while (item.lastIndex < raw.length) {
+    const at = item.lastIndex;
+    const m = item.exec(raw);
+    if (!m) throw new Error(`unparsable Warning header at character ${at}: ${raw}`);
+    texts.push((m[1] ?? '').replace(/\\(.)/g, '$1'));
+  }
+  return texts;
+}
+
+/** Polls `check` until it returns a value other than undefined, or throws the last reason at the deadline. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  { timeoutMs = 30_000, intervalMs = 100 } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+      last = undefined;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const reason =
+        last instanceof Error ? last.message : last === undefined ? 'condition not met' : JSON.stringify(last);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${reason}`, { cause: last });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** A client-node model instance as plain JSON (deepStrictEqual compares prototypes). */
+export function plain(value: unknown): unknown {
+  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
+}

@@ -1,0 +1,118 @@
+/**
+ * Test-only plugins for the e2e suite, written with the same author API as the shipped ones. They are
+ * handed to the in-process gateway next to `availablePlugins`; chain entries decide where they run.
+ */
+import {
+  SettingsError,
+  allow,
+  definePlugin,
+  deny,
+  optionalString,
+  settingsObject,
+  type KubeObject,
+} from '../../server/plugin-api/index.js';
+
+/** Annotation `record-order` appends its token to: the stored value is the order the steps ran in. */
+export const ORDER_ANNOTATION = 'e2e.admissiongateway.io/order';
+/** `record-order` also writes what it saw of the object when it ran: `<prefix><token>`. */
+export const SEEN_ANNOTATION_PREFIX = 'e2e.admissiongateway.io/seen-by-';
+/** The label that makes `e2e-probe` act on a ConfigMap (the webhook-registration probe). */
+export const PROBE_LABEL = 'e2e.admissiongateway.io/probe';
+/** Annotation `e2e-probe` sets in the mutate phase: `<prefix><id>: seen`. */
+export const PROBE_ANNOTATION_PREFIX = 'e2e.admissiongateway.io/probe-';
+
+function requiredToken(raw: unknown, key: string): string {
+  const settings = settingsObject(raw, [key]);
+  const token = optionalString(settings, key, '');
+  if (!/^[a-z0-9-]+$/.test(token)) throw new SettingsError(key, 'expected a lower-case token, e.g. first');
+  return token;
+}
+
+function annotationsOf(object: KubeObject): Record<string, string> {
+  object.metadata ??= {};
+  object.metadata.annotations ??= {};
+  return object.metadata.annotations;
+}
+
+interface ContainerView {
+  image?: unknown;
+  resources?: { requests?: Record<string, unknown> };
+}
+
+function firstContainer(object: KubeObject): ContainerView | undefined {
+  const spec = object.spec as { containers?: unknown } | undefined;
+  const containers = Array.isArray(spec?.containers) ? (spec.containers as ContainerView[]) : [];
+  return containers[0];
+}
+
+/**
+ * Appends its token to the `e2e.admissiongateway.io/order` annotation and records what it saw of the
+ * object (first container's image and cpu request, the object's label keys) — evidence that each step
+ * runs after, and sees the result of, the steps before it.
+ */
+export const recordOrder = definePlugin<string>({
+  name: 'record-order',
+  description: 'e2e: appends its token to an annotation and records what it saw',
+  match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
+  settings: (raw) => requiredToken(raw, 'token'),
+  mutate({ object, settings: token }) {
+    const container = firstContainer(object);
+    const image = typeof container?.image === 'string' ? container.image : 'none';
+    const cpu = container?.resources?.requests?.cpu;
+    const labels = Object.keys(object.metadata?.labels ?? {}).sort();
+    const annotations = annotationsOf(object);
+    const before = annotations[ORDER_ANNOTATION];
+    annotations[ORDER_ANNOTATION] = before ? `${before},${token}` : token;
+    annotations[`${SEEN_ANNOTATION_PREFIX}${token}`] =
+      `image=${image};cpu=${typeof cpu === 'string' ? cpu : 'none'};labels=${labels.join('|')}`;
+  },
+});
+
+/** The message `explode` throws with. */
+export const EXPLOSION = 'exploded on purpose (e2e)';
+
+/** Always throws: a failure (not a decision), so the entry's failurePolicy decides. */
+export const explode = definePlugin({
+  name: 'explode',
+  description: 'e2e: throws on every call',
+  match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
+  mutate() {
+    throw new Error(EXPLOSION);
+  },
+});
+
+/** Refuses to delete a ConfigMap labelled `protected: "true"`. */
+export const protectConfigMaps = definePlugin({
+  name: 'protect-configmaps',
+  description: 'e2e: refuses to delete ConfigMaps labelled protected=true',
+  match: { rules: [{ operations: ['DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }] },
+  validate({ oldObject, request, operation }) {
+    if (operation !== 'DELETE') return allow();
+    if (oldObject?.metadata?.labels?.protected !== 'true') return allow();
+    return deny(`configmap ${request.name ?? '?'} is protected; remove the label protected=true first`);
+  },
+});
+
+/**
+ * The webhook-registration probe (test/e2e/gateway.ts appends it to every chain): on ConfigMaps labelled
+ * `e2e.admissiongateway.io/probe` it sets `e2e.admissiongateway.io/probe-<id>` (mutate) and warns `seen`
+ * (validate), so one dry-run create shows which of the gateway's webhooks the apiserver calls.
+ */
+export const e2eProbe = definePlugin<string>({
+  name: 'e2e-probe',
+  description: 'e2e: marks probe ConfigMaps so the suite can see that a webhook registration is active',
+  match: {
+    rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+    objectSelector: { matchExpressions: [{ key: PROBE_LABEL, operator: 'Exists' }] },
+  },
+  settings: (raw) => requiredToken(raw, 'id'),
+  mutate({ object, settings: id }) {
+    annotationsOf(object)[`${PROBE_ANNOTATION_PREFIX}${id}`] = 'seen';
+  },
+  validate({ warn }) {
+    warn('seen');
+    return allow();
+  },
+});
+
+export const testPlugins = [recordOrder, explode, protectConfigMaps, e2eProbe] as const;

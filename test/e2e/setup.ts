@@ -1,0 +1,38 @@
+/**
+ * Mocha global fixtures for the e2e suite: build the kube-apiserver if needed (instant when built; up to
+ * 15 minutes in CI), start etcd + kube-apiserver on the suite's ports, and stop them afterwards.
+ * A cluster a previous, interrupted run left up on the same ports is stopped first (by its PID files).
+ * E2E_KEEP_CLUSTER=1 leaves the cluster running after the run, for poking at it with kubectl.
+ */
+import {
+  APISERVER_PORT,
+  CLUSTER_DIR,
+  ETCD_PORT,
+  KUBECONFIG_ENV,
+  RUN_DIR,
+  core,
+  startCluster,
+  stopCluster,
+} from './cluster.js';
+
+export async function mochaGlobalSetup(): Promise<void> {
+  const started = Date.now();
+  const kubeconfig = await startCluster();
+  process.env[KUBECONFIG_ENV] = kubeconfig;
+  // The client the tests use can authenticate and read (fails here, once, rather than in every file).
+  await core().listNamespace({ limit: 1 });
+  console.log(
+    `  kube-apiserver on https://127.0.0.1:${APISERVER_PORT} (etcd ${ETCD_PORT}) ready in ` +
+      `${((Date.now() - started) / 1000).toFixed(1)} s; kubeconfig ${kubeconfig}; logs in ${RUN_DIR}`,
+  );
+}
+
+export async function mochaGlobalTeardown(): Promise<void> {
+  if (process.env.E2E_KEEP_CLUSTER) {
+    console.log(
+      `  E2E_KEEP_CLUSTER set: cluster left running; stop it with test/e2e/cluster/stop-cluster.sh ${CLUSTER_DIR}`,
+    );
+    return;
+  }
+  await stopCluster();
+}
