@@ -192,7 +192,12 @@ async function review(positionals: string[], values: Values, io: CliIO): Promise
     throw new UsageError(`--route: expected all or one of ${ROUTES.join(', ')}, got "${routeName}"`);
   }
   const config = await configFrom(values, io);
-  const text = source === '-' ? await io.stdin() : await readFile(path.resolve(io.cwd, source), 'utf8');
+  let text: string;
+  try {
+    text = source === '-' ? await io.stdin() : await readFile(path.resolve(io.cwd, source), 'utf8');
+  } catch (err) {
+    throw new UsageError(`review: cannot read "${source}": ${errorMessage(err)}`);
+  }
   const { apiVersion, request } = decodeReview(text);
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const log = pino({ level: config.log.level === 'debug' ? 'debug' : 'warn' }, pino.destination(2));
@@ -257,12 +262,12 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       allowPositionals: true,
       strict: true,
     });
+    if (positionals.length === 0 && values.help) {
+      io.stdout(`${HELP.main}\n`);
+      return EXIT_OK;
+    }
     const [command = 'serve', ...rest] = positionals;
     if (!(command in HELP) || command === 'main') {
-      if (values.help) {
-        io.stdout(`${HELP.main}\n`);
-        return EXIT_OK;
-      }
       throw new UsageError(`unknown command "${command}"\n\n${HELP.main}`);
     }
     if (values.help) {

@@ -57,7 +57,8 @@ export function recordSkip(ctx: ReviewContext, step: Step, reason: string): void
 }
 
 function record(ctx: ReviewContext, step: Step, report: StepReport): void {
-  ctx.reports.push(report);
+  // Microsecond precision is plenty for logs and keeps the review line short.
+  ctx.reports.push({ ...report, ms: Math.round(report.ms * 1000) / 1000 });
   ctx.metrics.stepCalls.inc({ step: step.name, phase: ctx.phase, outcome: report.outcome });
   ctx.metrics.stepDuration.observe({ step: step.name, phase: ctx.phase }, report.ms / 1000);
 }

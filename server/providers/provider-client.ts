@@ -31,7 +31,9 @@ export interface ProviderCall {
   /** The object as the chain has it so far. */
   readonly object: KubeObject | null | undefined;
   readonly mutating: boolean;
+  /** The time granted, sent as `?timeout=`. */
   readonly timeoutMs: number;
+  /** The deadline: aborts when the granted time is up (the client's own timers are only a late backstop). */
   readonly signal: AbortSignal;
   /** Absolute path to POST to instead of the URL's (a discovered handler). */
   readonly path?: string;
@@ -39,8 +41,8 @@ export interface ProviderCall {
 
 export interface ProviderClient {
   call(call: ProviderCall): Promise<ProviderAnswer>;
-  /** GET `<url>/<path>` for discovery; returns the parsed JSON body. */
-  getJson(path: string, timeoutMs: number): Promise<unknown>;
+  /** GET `<url>/<path>` for discovery; returns the parsed JSON body. `signal` cancels it early (on close). */
+  getJson(path: string, timeoutMs: number, signal?: AbortSignal): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -95,6 +97,14 @@ export function classifyTransportError(err: unknown, url: string): ProviderCallE
 function discard(body: Dispatcher.ResponseData['body']): void {
   void body.dump().catch(() => undefined);
 }
+
+/**
+ * undici's headersTimeout/bodyTimeout run on its coarse "fast timers" (500 ms ticks: while other requests
+ * are in flight they fire up to about half a second before their delay), so they cannot be the deadline: a
+ * provider granted 750 ms was cut off after ~600. The caller's AbortSignal is the deadline (the step's, or
+ * discovery's AbortSignal.timeout); undici's timers are only a backstop well behind it.
+ */
+const UNDICI_TIMER_BACKSTOP_MS = 1000;
 
 function timeoutParam(ms: number): string {
   return `${Math.max(1, Math.floor(ms))}ms`;
@@ -155,6 +165,7 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
     timeoutMs: number,
     signal: AbortSignal,
   ) {
+    const ms = Math.max(1, Math.floor(timeoutMs));
     try {
       const res = await pool.request({
         method,
@@ -162,8 +173,8 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
         headers: body === undefined ? { accept: 'application/json' } : headers,
         ...(body !== undefined ? { body } : {}),
         signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
+        headersTimeout: ms + UNDICI_TIMER_BACKSTOP_MS,
+        bodyTimeout: ms + UNDICI_TIMER_BACKSTOP_MS,
       });
       const declared = Number(res.headers['content-length']);
       if (declared > limit) {
@@ -203,9 +214,17 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
         throw err;
       }
     },
-    async getJson(subPath, timeoutMs) {
+    async getJson(subPath, timeoutMs, signal) {
       const path = `${basePath.replace(/\/+$/, '')}/${subPath.replace(/^\/+/, '')}`;
-      const text = await send('GET', path, undefined, timeoutMs, AbortSignal.timeout(timeoutMs));
+      // AbortSignal.timeout takes whole milliseconds only (timeoutSeconds 1.005 → 1004.9999… would throw).
+      const deadline = AbortSignal.timeout(Math.max(1, Math.floor(timeoutMs)));
+      const text = await send(
+        'GET',
+        path,
+        undefined,
+        timeoutMs,
+        signal ? AbortSignal.any([signal, deadline]) : deadline,
+      );
       try {
         return JSON.parse(text) as unknown;
       } catch {

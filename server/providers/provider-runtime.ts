@@ -97,6 +97,8 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   let backoff = initialBackoff;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  /** Aborts a discovery request in flight on close (the pool's graceful close would wait for its timeout). */
+  const stopDiscovery = new AbortController();
   let steps: Step[] = [];
 
   const common = {
@@ -190,7 +192,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     async discover() {
       if (!entry.discovery || closed) return;
       try {
-        const doc = await client.getJson(entry.discoveryPath, entryTimeoutMs);
+        const doc = await client.getJson(entry.discoveryPath, entryTimeoutMs, stopDiscovery.signal);
         const next = parseDiscovery(doc, entry.name, new URL(url).pathname);
         const changed = JSON.stringify(next) !== JSON.stringify(handlers) || lastError !== undefined;
         handlers = next;
@@ -206,6 +208,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
         }
         schedule(refreshMs);
       } catch (err) {
+        if (closed) return;
         const reason: FailureReason = err instanceof ProviderCallError ? err.reason : 'invalid_response';
         const message = errorMessage(err);
         const changed = lastError?.message !== message;
@@ -219,6 +222,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     async close() {
       closed = true;
       clearTimeout(timer);
+      stopDiscovery.abort();
       breaker.shutdown();
       await client.close();
     },
