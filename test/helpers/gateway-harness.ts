@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { Agent, request, type Dispatcher } from 'undici';
 import { parse, stringify } from 'yaml';
+import { generateCertificates, writeCertificates, type CertificateBundle } from '../../certs/generate.js';
 import { availablePlugins } from '../../plugins/index.js';
 import type { AdmissionResponse } from '../../server/admission/types.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
@@ -29,7 +30,14 @@ export interface HarnessOptions {
   readonly yaml: string;
   /** Plugins available besides the shipped ones (e.g. `createTestPlugins().plugins`). */
   readonly plugins?: readonly AnyPlugin[];
+  /**
+   * Let the gateway generate its own CA and certificate (as a first `npm start` does). By default the
+   * harness writes one bundle generated once per test process: RSA key generation dominates start-up.
+   */
+  readonly generateCertificates?: boolean;
 }
+
+let sharedBundle: CertificateBundle | undefined;
 
 export interface HttpAnswer {
   readonly status: number;
@@ -162,6 +170,10 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     const file = join(dir, 'gateway.yaml');
     await writeFile(file, text);
     const config = parseConfigText(text, file, dir);
+    if (!options.generateCertificates) {
+      sharedBundle ??= generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+      await writeCertificates(dir, sharedBundle);
+    }
     const log = createLogger('debug', {
       write(line: string) {
         logs.push(JSON.parse(line) as LogLine);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent } from 'undici';
 import { caBundle } from '../../certs/generate.js';
+import { runCli as cli } from '../../server/cli.js';
 import { podCreate, requestOf } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
 import { decodePatch } from '../helpers/patch.js';
@@ -33,7 +34,7 @@ function spawnCli(args: readonly string[]): ChildProcess {
 }
 
 /** Runs `admission-gateway <args>` as a real process; kills it if it outlives `timeoutMs`. */
-function runCli(args: readonly string[], options: { stdin?: string; timeoutMs?: number } = {}): Promise<Run> {
+function runProcess(args: readonly string[], options: { stdin?: string; timeoutMs?: number } = {}): Promise<Run> {
   const child = spawnCli(args);
   let stdout = '';
   let stderr = '';
@@ -51,6 +52,26 @@ function runCli(args: readonly string[], options: { stdin?: string; timeoutMs?: 
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * Runs the CLI in this process through the same entry the binary uses (server/cli.ts runCli) with captured
+ * standard streams: what main.ts adds (signals, process.exitCode) is covered by the runProcess tests.
+ */
+async function runCli(args: readonly string[], options: { stdin?: string } = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const env = { ...process.env };
+  delete env.GATEWAY_CONFIG;
+  const code = await cli(args, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    stdin: () => Promise.resolve(options.stdin ?? ''),
+    env,
+    cwd: ROOT,
+    stopSignal: () => Promise.reject(new Error('serve is only run as a process in these tests')),
+  });
+  return { code, stdout, stderr };
 }
 
 describe('admission-gateway command line', function () {
@@ -73,7 +94,7 @@ describe('admission-gateway command line', function () {
 
   describe('--help', function () {
     it('prints the commands and exits 0', async function () {
-      const run = await runCli(['--help']);
+      const run = await runProcess(['--help']);
 
       assert.equal(run.code, 0);
       assert.equal(run.stderr, '');
@@ -92,7 +113,7 @@ describe('admission-gateway command line', function () {
     });
 
     it('refuses an unknown command with exit code 2', async function () {
-      const run = await runCli(['frobnicate']);
+      const run = await runProcess(['frobnicate']);
 
       assert.equal(run.code, 2);
       assert.ok(run.stderr.startsWith('admission-gateway: unknown command "frobnicate"\n'), run.stderr);
