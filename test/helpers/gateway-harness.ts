@@ -15,7 +15,7 @@ import { availablePlugins } from '../../plugins/index.js';
 import type { AdmissionResponse } from '../../server/admission/types.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../server/config/load.js';
-import { startGateway, type Gateway } from '../../server/gateway.js';
+import { startGateway, type Gateway, type GatewayOptions } from '../../server/gateway.js';
 import { createLogger } from '../../server/log.js';
 
 /** One pino line, parsed. */
@@ -35,6 +35,8 @@ export interface HarnessOptions {
    * harness writes one bundle generated once per test process: RSA key generation dominates start-up.
    */
   readonly generateCertificates?: boolean;
+  /** Discovery backoff of remote providers (short in tests). */
+  readonly discovery?: GatewayOptions['discovery'];
 }
 
 let sharedBundle: CertificateBundle | undefined;
@@ -66,6 +68,8 @@ export interface Harness {
   readonly logs: readonly LogLine[];
   /** POSTs to the webhook server; an object body is sent as JSON with Content-Type application/json. */
   post(path: string, body: RequestBody, headers?: Record<string, string>): Promise<HttpAnswer>;
+  /** POSTs a review and returns the answering AdmissionReview; throws on anything but HTTP 200 with one. */
+  review(path: string, review: object): Promise<AnswerReview>;
   /** Any method to the webhook server. */
   send(
     method: Dispatcher.HttpMethod,
@@ -183,6 +187,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       config,
       plugins: [...availablePlugins, ...(options.plugins ?? [])],
       log,
+      ...(options.discovery ? { discovery: options.discovery } : {}),
     });
     const ca = await readFile(join(dir, 'ca.crt'));
     const client = new Agent({ connect: { ca } });
@@ -196,6 +201,11 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       ca,
       logs,
       post: (path, body, headers) => sendRequest(client, `${started.webhookUrl}${path}`, 'POST', body, headers),
+      async review(path, review) {
+        const answer = await sendRequest(client, `${started.webhookUrl}${path}`, 'POST', review);
+        if (answer.status !== 200) throw new Error(`expected HTTP 200, got ${answer.status}: ${answer.text}`);
+        return reviewOf(answer);
+      },
       send: (method, path, body, headers) => sendRequest(client, `${started.webhookUrl}${path}`, method, body, headers),
       ops: (path, method = 'GET') => sendRequest(client, `${started.opsUrl}${path}`, method),
       async metric(name, labels = {}) {
