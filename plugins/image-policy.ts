@@ -25,7 +25,7 @@ import {
   normalizeRegistry,
   parseImageRef,
 } from './lib/image-ref.js';
-import { containersIn, type ContainerAt } from './lib/pod-spec.js';
+import { containersIn, type ContainerAt, podSpecMatch } from './lib/pod-spec.js';
 
 export interface ImagePolicySettings {
   /** `registry[/repository path][/]` prefixes, matched at a path boundary; empty allows any registry. */
@@ -134,27 +134,7 @@ function changedImages(
 export default definePlugin({
   name: 'image-policy',
   description: 'Allows images from trusted registries only, forbids :latest, and can rewrite images to a mirror',
-  match: {
-    rules: [
-      {
-        operations: ['CREATE', 'UPDATE'],
-        apiGroups: ['', 'apps', 'batch'],
-        apiVersions: ['*'],
-        resources: [
-          'pods',
-          'pods/ephemeralcontainers',
-          'deployments',
-          'replicasets',
-          'statefulsets',
-          'daemonsets',
-          'jobs',
-          'cronjobs',
-          'replicationcontrollers',
-          'podtemplates',
-        ],
-      },
-    ],
-  },
+  match: podSpecMatch(['CREATE', 'UPDATE'], ['pods/ephemeralcontainers']),
   settings: parseSettings,
   mutate(ctx) {
     const { mirrors } = ctx.settings;

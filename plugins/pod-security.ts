@@ -16,7 +16,15 @@ import {
   settingsObject,
   type KubeObject,
 } from '../server/plugin-api/index.js';
-import { containersOf, isObject, objectField, podSpecsOf, type ContainerAt, type PodSpecAt } from './lib/pod-spec.js';
+import {
+  containersOf,
+  isObject,
+  objectField,
+  podSpecsOf,
+  type ContainerAt,
+  type PodSpecAt,
+  podSpecMatch,
+} from './lib/pod-spec.js';
 
 export interface PodSecuritySettings {
   readonly allowPrivileged: boolean;
@@ -155,27 +163,7 @@ function violations(object: Readonly<KubeObject> | undefined, settings: PodSecur
 export default definePlugin({
   name: 'pod-security',
   description: 'Refuses privileged containers, host access and containers that may run as root',
-  match: {
-    rules: [
-      {
-        operations: ['CREATE', 'UPDATE'],
-        apiGroups: ['', 'apps', 'batch'],
-        apiVersions: ['*'],
-        resources: [
-          'pods',
-          'pods/ephemeralcontainers',
-          'deployments',
-          'replicasets',
-          'statefulsets',
-          'daemonsets',
-          'jobs',
-          'cronjobs',
-          'replicationcontrollers',
-          'podtemplates',
-        ],
-      },
-    ],
-  },
+  match: podSpecMatch(['CREATE', 'UPDATE'], ['pods/ephemeralcontainers']),
   settings: parseSettings,
   validate({ object, oldObject, settings }) {
     const existing = new Set(violations(oldObject, settings));

@@ -6,7 +6,7 @@
  * - no default limit below the request the user set.
  */
 import { SettingsError, definePlugin, settingsObject } from '../server/plugin-api/index.js';
-import { containersIn, isObject, type Container, type JsonObject } from './lib/pod-spec.js';
+import { containersIn, isObject, type Container, type JsonObject, podSpecMatch } from './lib/pod-spec.js';
 import { parseQuantity, quantityValue } from './lib/quantity.js';
 
 export interface Quantity {
@@ -123,26 +123,7 @@ function defaultContainer(container: Container, settings: ResourceDefaultsSettin
 export default definePlugin({
   name: 'resource-defaults',
   description: 'Adds default resource requests and limits to containers that do not declare them',
-  match: {
-    rules: [
-      {
-        operations: ['CREATE'],
-        apiGroups: ['', 'apps', 'batch'],
-        apiVersions: ['*'],
-        resources: [
-          'pods',
-          'deployments',
-          'replicasets',
-          'statefulsets',
-          'daemonsets',
-          'jobs',
-          'cronjobs',
-          'replicationcontrollers',
-          'podtemplates',
-        ],
-      },
-    ],
-  },
+  match: podSpecMatch(['CREATE']),
   settings: parseSettings,
   mutate({ object, settings }) {
     for (const { container } of containersIn(object, ['containers', 'initContainers'])) {

@@ -5,10 +5,40 @@
  * The types name the fields the shipped plugins read, but a request may carry anything: every field is
  * `unknown` until narrowed, because a plugin that throws on a malformed object fails the whole request.
  */
-import type { KubeObject } from '../../server/plugin-api/index.js';
+import type { KubeObject, Match } from '../../server/plugin-api/index.js';
 
 /** A JSON object (never an array or null). */
 export type JsonObject = Record<string, unknown>;
+
+/** Every resource whose objects carry a PodSpec that podSpecsOf reads (groups '', apps, batch). */
+export const POD_SPEC_RESOURCES = [
+  'pods',
+  'deployments',
+  'replicasets',
+  'statefulsets',
+  'daemonsets',
+  'jobs',
+  'cronjobs',
+  'replicationcontrollers',
+  'podtemplates',
+] as const;
+
+/** A match for CREATE (and UPDATE) of everything that carries a PodSpec, plus extra resources such as subresources. */
+export function podSpecMatch(
+  operations: ReadonlyArray<'CREATE' | 'UPDATE'>,
+  extraResources: readonly string[] = [],
+): Match {
+  return {
+    rules: [
+      {
+        operations,
+        apiGroups: ['', 'apps', 'batch'],
+        apiVersions: ['*'],
+        resources: [...POD_SPEC_RESOURCES, ...extraResources],
+      },
+    ],
+  };
+}
 
 export interface Container extends JsonObject {
   name?: unknown;

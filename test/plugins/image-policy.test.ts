@@ -107,7 +107,6 @@ describe('image-policy', () => {
             apiVersions: ['*'],
             resources: [
               'pods',
-              'pods/ephemeralcontainers',
               'deployments',
               'replicasets',
               'statefulsets',
@@ -116,6 +115,7 @@ describe('image-policy', () => {
               'cronjobs',
               'replicationcontrollers',
               'podtemplates',
+              'pods/ephemeralcontainers',
             ],
           },
         ],

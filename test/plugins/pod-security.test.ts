@@ -77,7 +77,6 @@ describe('pod-security', () => {
             apiVersions: ['*'],
             resources: [
               'pods',
-              'pods/ephemeralcontainers',
               'deployments',
               'replicasets',
               'statefulsets',
@@ -86,6 +85,7 @@ describe('pod-security', () => {
               'cronjobs',
               'replicationcontrollers',
               'podtemplates',
+              'pods/ephemeralcontainers',
             ],
           },
         ],
