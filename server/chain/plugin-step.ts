@@ -9,21 +9,11 @@ import type {
   ValidateContext,
   Verdict,
 } from '../plugin-api/types.js';
-import type { CompiledMatch } from './match.js';
-import type { Step, StepDecision, StepInvocation } from './step.js';
+import type { Step, StepDecision, StepInvocation, StepPlacement } from './step.js';
 
 /** The chain entry's resolved settings for one plugin (config defaults and the plugin's own applied). */
-export interface PluginStepOptions {
-  /** Step name: the plugin's name unless the chain entry renames it. */
-  readonly name: string;
-  readonly match: CompiledMatch;
-  readonly matchSpec: unknown;
-  readonly failurePolicy: Step['failurePolicy'];
-  readonly timeoutMs: number;
-  readonly mode: Step['mode'];
-  readonly sideEffects: Step['sideEffects'];
-  readonly reinvocationPolicy: Step['reinvocationPolicy'];
-  readonly order: number;
+export interface PluginStepOptions extends StepPlacement {
+  /** Parsed by the plugin's settings function at start. */
   readonly settings: unknown;
 }
 

@@ -5,6 +5,7 @@
 import type { Phase } from '../admission/types.js';
 import type {
   AdmissionRequest,
+  Match,
   FailurePolicy,
   JsonPatchOperation,
   KubeObject,
@@ -58,3 +59,12 @@ export interface Step {
   /** Describes the step for `/chain`. */
   describe(): StepStatus;
 }
+
+/** How a chain entry is placed and guarded: what plugin and provider steps share. */
+export type StepPlacement = Pick<
+  Step,
+  'name' | 'match' | 'failurePolicy' | 'timeoutMs' | 'mode' | 'sideEffects' | 'reinvocationPolicy' | 'order'
+> & {
+  /** The match as written, for /chain. */
+  readonly matchSpec: Match;
+};

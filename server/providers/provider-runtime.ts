@@ -115,9 +115,9 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   const entryPolicy = entry.failurePolicy ?? STEP_DEFAULTS.failurePolicy;
   const entryMatch = entry.match ?? MATCH_EVERYTHING;
 
-  /** Until discovery succeeds, the entry's phases are steps that fail with the discovery error. */
-  const placeholder = (phase: Phase): Step => {
-    const step = createProviderStep({
+  /** A step for one of the entry's phases, as configured (no discovery). */
+  const entryStep = (phase: Phase): Step =>
+    createProviderStep({
       ...common,
       name: entry.name,
       phase,
@@ -126,6 +126,10 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       failurePolicy: entryPolicy,
       timeoutMs: entryTimeoutMs,
     });
+
+  /** Until discovery succeeds, the entry's phases are steps that fail with the discovery error. */
+  const placeholder = (phase: Phase): Step => {
+    const step = entryStep(phase);
     return {
       ...step,
       invoke: () => {
@@ -141,19 +145,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   };
 
   const build = (): Step[] => {
-    if (!entry.discovery) {
-      return entry.phases.map((phase) =>
-        createProviderStep({
-          ...common,
-          name: entry.name,
-          phase,
-          match: compileMatch(entryMatch),
-          matchSpec: entryMatch,
-          failurePolicy: entryPolicy,
-          timeoutMs: entryTimeoutMs,
-        }),
-      );
-    }
+    if (!entry.discovery) return entry.phases.map(entryStep);
     if (!handlers) return entry.phases.map(placeholder);
     return handlers.map((h) => {
       const match = h.match ?? entryMatch;

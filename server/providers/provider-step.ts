@@ -1,24 +1,13 @@
 /** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
 import type { Phase } from '../admission/types.js';
-import type { CompiledMatch } from '../chain/match.js';
-import type { Step, StepDecision } from '../chain/step.js';
+import type { Step, StepDecision, StepPlacement } from '../chain/step.js';
 import { ProviderCallError, StepFailedError } from '../errors.js';
-import type { Match } from '../plugin-api/types.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
 
-export interface ProviderStepOptions {
-  readonly name: string;
+export interface ProviderStepOptions extends StepPlacement {
   readonly provider: string;
   readonly phase: Phase;
-  readonly match: CompiledMatch;
-  readonly matchSpec: Match;
-  readonly failurePolicy: Step['failurePolicy'];
-  readonly timeoutMs: number;
-  readonly mode: Step['mode'];
-  readonly sideEffects: Step['sideEffects'];
-  readonly reinvocationPolicy: Step['reinvocationPolicy'];
-  readonly order: number;
   readonly url: string;
   /** Path to POST to, when it differs from the provider URL's (a discovered handler). */
   readonly path?: string;
