@@ -7,6 +7,7 @@ import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
 import type { Gateway } from '../gateway.js';
 import type { ReadinessCheck } from '../http/ops-app.js';
+import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../plugin-api/types.js';
 import type { ProviderRuntime } from '../providers/provider-runtime.js';
 import type { BackoffOptions } from './informer-runner.js';
@@ -35,7 +36,14 @@ export function createClusterMode(
   log: Logger,
   options: ClusterModeOptions = {},
 ): ClusterMode {
-  const namespaces = createNamespaceLabelCache(kc, log, options.backoff);
+  // Metrics exist once the gateway does; the informers only start in attach(), after that.
+  let metrics: Metrics | undefined;
+  const connection = (resource: string) => (connected: boolean) =>
+    metrics?.kubeWatchConnected.set({ resource }, connected ? 1 : 0);
+  const namespaces = createNamespaceLabelCache(kc, log, {
+    ...(options.backoff ? { backoff: options.backoff } : {}),
+    onConnectionChange: connection('namespaces'),
+  });
   let watcher: ProviderWatcher | undefined;
   const watching = config.kube.watchProviders;
 
@@ -53,6 +61,7 @@ export function createClusterMode(
       : [],
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
     attach(gateway) {
+      metrics = gateway.metrics;
       void namespaces.runner.start();
       if (!watching) return;
       watcher = createProviderWatcher({
@@ -61,7 +70,10 @@ export function createClusterMode(
         configProviders: config.chain.filter((e): e is ProviderEntry => e.kind === 'provider'),
         reservedNames: new Set(config.chain.map((e) => e.name)),
         log,
-        ...(options.backoff ? { backoff: options.backoff } : {}),
+        informer: {
+          ...(options.backoff ? { backoff: options.backoff } : {}),
+          onConnectionChange: connection('admissionproviders'),
+        },
         ...(options.statusIntervalMs !== undefined ? { statusIntervalMs: options.statusIntervalMs } : {}),
         ...(options.resyncMs !== undefined ? { resyncMs: options.resyncMs } : {}),
       });

@@ -4,8 +4,8 @@
  * the first list has synced (for /readyz).
  */
 import type { Informer, KubernetesObject } from '@kubernetes/client-node';
-import { errorMessage } from '../errors.js';
 import type { Logger } from '../plugin-api/types.js';
+import { kubeErrorMessage } from './kube-errors.js';
 
 export interface InformerRunner {
   /** True once a list has completed since start (stays true across later reconnects: the cache is kept). */
@@ -21,14 +21,20 @@ export interface BackoffOptions {
   readonly maxMs?: number;
 }
 
+export interface InformerRunnerOptions {
+  readonly backoff?: BackoffOptions;
+  /** Told when the list/watch connects or loses its connection (for a metric). */
+  readonly onConnectionChange?: (connected: boolean) => void;
+}
+
 export function runInformer<T extends KubernetesObject>(
   name: string,
   informer: Informer<T>,
   log: Logger,
-  backoff: BackoffOptions = {},
+  options: InformerRunnerOptions = {},
 ): InformerRunner {
-  const initial = backoff.initialMs ?? 500;
-  const max = backoff.maxMs ?? 30_000;
+  const initial = options.backoff?.initialMs ?? 500;
+  const max = options.backoff?.maxMs ?? 30_000;
   let delay = initial;
   let synced = false;
   let stopped = true;
@@ -52,12 +58,14 @@ export function runInformer<T extends KubernetesObject>(
       synced = true;
       failure = undefined;
       delay = initial;
+      options.onConnectionChange?.(true);
     }
   };
 
   informer.on('error', (err?: unknown) => {
     if (stopped) return;
-    failure = errorMessage(err);
+    failure = kubeErrorMessage(err);
+    options.onConnectionChange?.(false);
     log.warn({ informer: name, err: failure, retryInMs: delay }, 'list/watch failed; retrying');
     clearTimeout(timer);
     timer = setTimeout(() => void connect(), delay);

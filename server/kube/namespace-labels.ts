@@ -6,7 +6,8 @@ import { CoreV1Api, makeInformer, type KubeConfig, type V1Namespace } from '@kub
 import type { Labels } from '../chain/label-selector.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { Logger } from '../plugin-api/types.js';
-import { runInformer, type BackoffOptions, type InformerRunner } from './informer-runner.js';
+import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';
+import { kubeErrorMessage } from './kube-errors.js';
 
 const NAME_LABEL = 'kubernetes.io/metadata.name';
 
@@ -19,10 +20,14 @@ export interface NamespaceLabelCache extends NamespaceLabelSource {
   readonly runner: InformerRunner;
 }
 
-export function createNamespaceLabelCache(kc: KubeConfig, log: Logger, backoff?: BackoffOptions): NamespaceLabelCache {
+export function createNamespaceLabelCache(
+  kc: KubeConfig,
+  log: Logger,
+  options?: InformerRunnerOptions,
+): NamespaceLabelCache {
   const core = kc.makeApiClient(CoreV1Api);
   const informer = makeInformer<V1Namespace>(kc, '/api/v1/namespaces', () => core.listNamespace());
-  const runner = runInformer('namespaces', informer, log, backoff);
+  const runner = runInformer('namespaces', informer, log, options);
   return {
     runner,
     async labels(namespace) {
@@ -32,7 +37,7 @@ export function createNamespaceLabelCache(kc: KubeConfig, log: Logger, backoff?:
         const fetched = await core.readNamespace({ name: namespace });
         return withNameLabel(namespace, fetched.metadata?.labels);
       } catch (err) {
-        log.debug({ namespace, err: String(err) }, 'namespace lookup failed');
+        log.debug({ namespace, err: kubeErrorMessage(err) }, 'namespace lookup failed');
         return undefined;
       }
     },

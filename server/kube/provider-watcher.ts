@@ -24,7 +24,8 @@ import {
   type AdmissionProvider,
   type ProviderResolution,
 } from './admission-provider.js';
-import { runInformer, type BackoffOptions, type InformerRunner } from './informer-runner.js';
+import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';
+import { kubeErrorMessage } from './kube-errors.js';
 import { desiredStatus, sameStatus } from './provider-status.js';
 
 export interface ProviderWatcherOptions {
@@ -35,7 +36,7 @@ export interface ProviderWatcherOptions {
   /** Step names taken by gateway.yaml entries. */
   readonly reservedNames: ReadonlySet<string>;
   readonly log: Logger;
-  readonly backoff?: BackoffOptions;
+  readonly informer?: InformerRunnerOptions;
   /** Minimum time between two status writes of one resource. Default 1 s. */
   readonly statusIntervalMs?: number;
   /** Periodic re-check of every resource's status. Default 5 min. */
@@ -69,7 +70,7 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
         plural: PROVIDER_PLURAL,
       }) as Promise<KubernetesListObject<AdmissionProvider & { metadata: { name: string } }>>,
   );
-  const runner = runInformer('admissionproviders', informer, o.log, o.backoff);
+  const runner = runInformer('admissionproviders', informer, o.log, o.informer);
   const tracked = new Map<string, Tracked>();
   const statusInterval = o.statusIntervalMs ?? 1000;
   const statusTimers = new Map<string, NodeJS.Timeout>();
@@ -113,7 +114,8 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
     const previous = tracked.get(name);
     const lastGood = resolution.entry ?? previous?.lastGood;
     tracked.set(name, { resolution, ...(lastGood ? { lastGood } : {}) });
-    if (resolution.error) {
+    // Our own status writes come back as updates: warn once per distinct problem.
+    if (resolution.error && resolution.error.message !== previous?.resolution.error?.message) {
       o.log.warn(
         { provider: name, reason: resolution.error.reason, err: resolution.error.message },
         'invalid AdmissionProvider',
@@ -164,7 +166,7 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
     } catch (err) {
       const code = (err as { code?: number }).code;
       if (code !== 404)
-        o.log.warn({ provider: name, err: errorMessage(err) }, 'writing AdmissionProvider status failed');
+        o.log.warn({ provider: name, err: kubeErrorMessage(err) }, 'writing AdmissionProvider status failed');
       if (code !== 404 && code !== 409) scheduleStatus(name);
     }
   }

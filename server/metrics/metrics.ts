@@ -84,6 +84,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['phase'] as const,
       registers,
     }),
+    kubeWatchConnected: new Gauge({
+      name: `${METRIC_PREFIX}kube_watch_connected`,
+      help: 'Cluster mode: 1 while the list/watch of a resource is connected, 0 while it reconnects (the cache is kept).',
+      labelNames: ['resource'] as const,
+      registers,
+    }),
     certificateExpiry: new Gauge({
       name: `${METRIC_PREFIX}serving_certificate_expiry_timestamp_seconds`,
       help: 'notAfter of the serving certificate in use.',

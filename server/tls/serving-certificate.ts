@@ -148,7 +148,15 @@ export function watchServingCertificate(opts: WatchServingCertificateOptions): C
   const dirs = [...new Set([opts.certFile, opts.keyFile, opts.clientCAFile].filter(isSet).map((f) => dirname(f)))];
   const watchers: FSWatcher[] = [];
   try {
-    for (const dir of dirs) watchers.push(watchDirectory(dir, () => reloader.schedule(), opts.log));
+    for (const dir of dirs) {
+      const names = new Set(
+        [opts.certFile, opts.keyFile, opts.clientCAFile]
+          .filter(isSet)
+          .filter((f) => dirname(f) === dir)
+          .map((f) => basename(f)),
+      );
+      watchers.push(watchDirectory(dir, names, () => reloader.schedule(), opts.log));
+    }
   } catch (err) {
     for (const w of watchers) w.close();
     throw err;
@@ -259,8 +267,20 @@ function sameMaterial(a: TlsMaterial, b: TlsMaterial): boolean {
   return a.fingerprint256 === b.fingerprint256 && a.key.equals(b.key) && sameCa;
 }
 
-function watchDirectory(dir: string, onChange: () => void, log: TlsLogger): FSWatcher {
-  const watcher = watch(dir, { persistent: false }, () => onChange());
+/** Whether a directory event may have changed one of `names` (Secret volumes swap a `..data` symlink). */
+export function concernsCertificate(filename: string | null, names: ReadonlySet<string>): boolean {
+  return filename === null || names.has(filename) || filename.startsWith('..');
+}
+
+/**
+ * Reacts to events on the watched files only (other files may share the directory — a log file there would
+ * otherwise trigger a reload per line), plus Kubernetes Secret volumes' `..data` symlink swaps, and events
+ * the platform reports without a name.
+ */
+function watchDirectory(dir: string, names: ReadonlySet<string>, onChange: () => void, log: TlsLogger): FSWatcher {
+  const watcher = watch(dir, { persistent: false }, (_event, filename) => {
+    if (concernsCertificate(filename, names)) onChange();
+  });
   // Without a listener an 'error' (e.g. the directory was deleted) would crash the process.
   watcher.on('error', (err) => log.warn({ dir, err }, 'TLS certificate directory watch failed; reload disabled'));
   return watcher;

@@ -45,10 +45,10 @@ function scriptEnv(): NodeJS.ProcessEnv {
   };
 }
 
-async function script(name: string, timeoutMs: number): Promise<string> {
+async function script(name: string, timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<string> {
   try {
     const { stdout } = await run('bash', [path.join(SCRIPTS, name), CLUSTER_DIR], {
-      env: scriptEnv(),
+      env: { ...scriptEnv(), ...env },
       timeout: timeoutMs,
       maxBuffer: 64 * 1024 * 1024,
     });
@@ -135,16 +135,53 @@ export async function stopCluster(): Promise<void> {
   await script('stop-cluster.sh', 60_000);
 }
 
-let loaded: KubeConfig | undefined;
+/** Whether `pid` is a live process (a zombie nobody has reaped yet counts as gone). */
+async function alive(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
 
-export function kubeConfig(): KubeConfig {
-  if (loaded) return loaded;
+/**
+ * Kills the suite's kube-apiserver (by its PID file, after checking it is the one on our port) and waits
+ * until it is gone and its port closed; etcd and its data keep running. SIGKILL, a crash: the apiserver keeps
+ * no state of its own, and clients see their watches cut at once rather than drained.
+ */
+export async function stopApiserver(): Promise<void> {
+  const pid = await pidFile('apiserver');
+  if (pid === undefined) throw new Error(`no ${RUN_DIR}/apiserver.pid: the suite's cluster is not running`);
+  const cmd = await commandLine(pid);
+  if (!cmd?.includes(`--secure-port=${APISERVER_PORT}`)) {
+    throw new Error(`pid ${pid} (${RUN_DIR}/apiserver.pid) is not the suite's kube-apiserver: ${cmd ?? 'not running'}`);
+  }
+  process.kill(pid, 'SIGKILL');
+  await eventually(`kube-apiserver (pid ${pid}) to exit and port ${APISERVER_PORT} to close`, async () =>
+    (await alive(pid)) || (await listening(APISERVER_PORT)) ? undefined : true,
+  );
+}
+
+/** Starts kube-apiserver again against the running etcd (start-cluster.sh with APISERVER_ONLY=1); waits for /readyz. */
+export async function startApiserver(): Promise<void> {
+  await script('start-cluster.sh', START_TIMEOUT_MS, { APISERVER_ONLY: '1' });
+}
+
+/** A KubeConfig of its own, loaded from the suite's kubeconfig (e.g. for a gateway in cluster mode). */
+export function newKubeConfig(): KubeConfig {
   const file = process.env[KUBECONFIG_ENV];
   if (!file) throw new Error(`${KUBECONFIG_ENV} is not set: run the suite with npm run test:e2e (test/e2e/setup.ts)`);
   const kc = new KubeConfig();
   kc.loadFromFile(file);
-  loaded = kc;
   return kc;
+}
+
+let loaded: KubeConfig | undefined;
+
+export function kubeConfig(): KubeConfig {
+  loaded ??= newKubeConfig();
+  return loaded;
 }
 
 export const core = (): CoreV1Api => kubeConfig().makeApiClient(CoreV1Api);

@@ -17,19 +17,23 @@ import {
   type V1ValidatingWebhook,
 } from '@kubernetes/client-node';
 import pino from 'pino';
+import type { Registry } from 'prom-client';
 import { parse, stringify } from 'yaml';
 import { plugins as shippedPlugins } from '../../plugins/index.js';
 import type { Route } from '../../server/chain/chain.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../server/config/load.js';
 import { startGateway, type Gateway } from '../../server/gateway.js';
+import { createClusterMode, type ClusterMode, type ClusterModeOptions } from '../../server/kube/cluster-mode.js';
 import { createLogger } from '../../server/log.js';
 import {
+  KUBECONFIG_ENV,
   SUITE_LABEL,
   admissionRegistration,
   core,
   createNamespace,
   eventually,
+  newKubeConfig,
   randomSuffix,
   warningTexts,
 } from './cluster.js';
@@ -64,6 +68,12 @@ export interface E2EGatewayOptions {
    * see which AdmissionReview apiVersion the apiserver sent and the gateway answered.
    */
   readonly tap?: boolean;
+  /**
+   * Run in cluster mode against the e2e apiserver, as `serve` does with a kubeconfig: createClusterMode
+   * with these options (namespace labels from an informer, AdmissionProviders watched into the chain and
+   * their status written back), attached right after the gateway started.
+   */
+  readonly clusterMode?: ClusterModeOptions;
 }
 
 /** One call the apiserver made through the tap. */
@@ -85,6 +95,10 @@ export interface E2EGateway {
   readonly caBundle: string;
   /** Calls recorded by the tap (empty without `tap: true`). */
   readonly exchanges: readonly TapExchange[];
+  /** The cluster mode attached to the gateway (with `clusterMode`). */
+  readonly cluster: ClusterMode | undefined;
+  /** The gateway log so far, one parsed JSON object per line. */
+  logLines(): Promise<Record<string, unknown>[]>;
   /** Full name of a registered webhook, as the apiserver quotes it in denials. */
   webhookName(name: string): string;
   /** A fresh namespace selected by this file's webhooks. */
@@ -165,7 +179,9 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       },
       shutdownTimeoutSeconds: 5,
     },
-    kube: { enabled: false },
+    kube: options.clusterMode
+      ? { enabled: true, watchProviders: true, kubeconfig: process.env[KUBECONFIG_ENV] ?? '' }
+      : { enabled: false },
     log: { level: 'debug' },
     chain: [...(chain as unknown[]), ...PROBE_ENTRIES],
   });
@@ -175,11 +191,22 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
 
   const destination = pino.destination({ dest: logFile, sync: true });
   const log = createLogger(config.log.level, destination);
+  const cluster = options.clusterMode
+    ? createClusterMode(newKubeConfig(), config, log, options.clusterMode)
+    : undefined;
   const gateway = await startGateway({
     config,
     plugins: [...shippedPlugins, ...testPlugins, ...(options.plugins ?? [])],
     log,
+    ...(cluster
+      ? {
+          namespaceLabels: cluster.namespaceLabels,
+          readiness: cluster.readiness,
+          onProviderChange: cluster.onProviderChange,
+        }
+      : {}),
   });
+  cluster?.attach(gateway);
   const webhookName = (name: string) => `${name}.${suite}.e2e.admissiongateway.io`;
   const exchanges: TapExchange[] = [];
   let tap: Tap | undefined;
@@ -195,6 +222,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
     // The dir (config, certificates, gateway.log) stays for debugging.
     await deregister(suite).catch(() => undefined);
     await tap?.close();
+    await cluster?.stop();
     await gateway.close();
     destination.flushSync();
     const message = err instanceof Error ? err.message : JSON.stringify(err);
@@ -206,6 +234,15 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
     dir,
     caBundle,
     exchanges,
+    cluster,
+    async logLines() {
+      destination.flushSync();
+      const text = await readFile(logFile, 'utf8');
+      return text
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    },
     webhookName,
     namespace: () => createNamespace(suite),
     async metrics() {
@@ -225,6 +262,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
         });
       } finally {
         await tap?.close();
+        await cluster?.stop();
         await gateway.close();
         destination.flushSync();
         if (!keepDir && !process.env.E2E_KEEP) await rm(dir, { recursive: true, force: true });
@@ -407,6 +445,20 @@ export function metricValue(
   }
   if (found.length > 1) throw new Error(`${name}${JSON.stringify(labels)} matches ${found.length} series`);
   return found[0];
+}
+
+/** The value of `name{labels}` (all given labels equal) read from a prom-client Registry, or undefined. */
+export async function registryValue(
+  registry: Registry,
+  name: string,
+  labels: Readonly<Record<string, string>>,
+): Promise<number | undefined> {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) return undefined;
+  const { values } = await metric.get();
+  const found = values.filter((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value));
+  if (found.length > 1) throw new Error(`${name}${JSON.stringify(labels)} matches ${found.length} series`);
+  return found[0]?.value;
 }
 
 /** Mocha helper: whether any test of the current file failed (to keep the gateway's dir for debugging). */

@@ -13,6 +13,7 @@ import {
   type CertificateBundle,
 } from '../../../certs/generate.js';
 import {
+  concernsCertificate,
   ensureServingCertificate,
   loadTlsMaterial,
   secureContextOptions,
@@ -484,5 +485,21 @@ describe('server/tls/serving-certificate', () => {
         watcher.close();
       }
     });
+  });
+});
+
+describe('concernsCertificate()', () => {
+  const names = new Set(['tls.crt', 'tls.key']);
+  it('is true for the watched files, Secret volume swaps and unnamed events', () => {
+    assert.deepEqual(
+      ['tls.crt', 'tls.key', '..data', '..2026_11_22_15_00_00.123', null].map((f) => concernsCertificate(f, names)),
+      [true, true, true, true, true],
+    );
+  });
+  it('is false for other files in the directory, such as a log written beside the certificate', () => {
+    assert.deepEqual(
+      ['gateway.log', 'ca.crt', '.tls.crt.tmp'].map((f) => concernsCertificate(f, names)),
+      [false, false, false],
+    );
   });
 });
