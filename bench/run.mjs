@@ -1,0 +1,948 @@
+#!/usr/bin/env node
+// `npm run bench` — measures the gateway against a raw Node HTTPS server on this machine, side by side, in
+// one run. See bench/README.md for what each scenario means and how to read the output.
+//
+// Every server (the raw one, each gateway, the remote providers' peers excepted) runs as a child process
+// pinned to the server core; the load generator (a child) and this orchestrator are pinned to the client
+// core. The gateway runs from dist/ (built first when stale), with log.level info and its stdout going to
+// a file, as in production the per-review log line is part of the cost.
+/* global process, console, setTimeout, clearTimeout, setInterval, clearInterval, fetch, Buffer */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { URL, fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import YAML from 'yaml';
+import { Connection, readProc, requestBuilder, uidFor } from './lib.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BENCH = path.join(ROOT, 'bench');
+const RESULTS = path.join(BENCH, 'results');
+const FIXTURE = path.join(ROOT, 'test/fixtures/reviews/pod-create.json');
+const MUTATE_PATH = '/mutate?timeout=10s';
+const VALIDATE_PATH = '/validate?timeout=10s';
+const startedAt = new Date();
+
+// ---------------------------------------------------------------------------------------------- options
+const HELP = `usage: npm run bench [-- options]
+
+  --warmup S           warm-up before each closed-loop run, not recorded (default 2)
+  --closed S           closed-loop measurement per scenario (default 8; 0 skips the closed-loop runs)
+  --fixed S            fixed-rate measurement per scenario (default 8)
+  --rate N             fixed rate, reviews/s (default 1000)
+  --rss-rate N         rate of the peak-RSS run of the plugin chain (default 2000)
+  --connections N      closed-loop keep-alive connections (default 16)
+  --extra N            extra trivial plugins in the "plugins+N" scenario (default 8)
+  --only LIST          comma-separated scenario keys to run (raw is always run: ratios need it)
+  --soak S             instead of the default run: the plugin chain at --soak-rate for S seconds,
+                       RSS sampled every 5 s (e.g. --soak 300)
+  --soak-rate N        rate of the soak (default 2000)
+  --server-core N      core for the servers under test (default 0)
+  --client-core N      core for the load generator, providers and this process (default 1)
+  --no-build           do not build dist/ even when stale
+  --keep               keep the temporary directory (configs, logs, certificates)`;
+
+const { values: argv } = parseArgs({
+  options: {
+    help: { type: 'boolean', short: 'h' },
+    warmup: { type: 'string', default: '2' },
+    closed: { type: 'string', default: '8' },
+    fixed: { type: 'string', default: '8' },
+    rate: { type: 'string', default: '1000' },
+    'rss-rate': { type: 'string', default: '2000' },
+    connections: { type: 'string', default: '16' },
+    extra: { type: 'string', default: '8' },
+    only: { type: 'string' },
+    soak: { type: 'string' },
+    'soak-rate': { type: 'string', default: '2000' },
+    'server-core': { type: 'string', default: '0' },
+    'client-core': { type: 'string', default: '1' },
+    'no-build': { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+if (argv.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+function num(name, min = 0) {
+  const n = Number(argv[name]);
+  if (!Number.isFinite(n) || n < min) {
+    console.error(`bench: --${name}: expected a number >= ${min}, got "${argv[name]}"`);
+    process.exit(2);
+  }
+  return n;
+}
+const opts = {
+  warmupS: num('warmup'),
+  closedS: num('closed'),
+  fixedS: num('fixed', 1),
+  rate: num('rate', 1),
+  rssRate: num('rss-rate', 1),
+  connections: num('connections', 1),
+  extra: num('extra', 1),
+  soakS: argv.soak === undefined ? 0 : num('soak', 10),
+  soakRate: num('soak-rate', 1),
+  serverCore: num('server-core'),
+  clientCore: num('client-core'),
+  fixedConnections: 64,
+};
+
+// ------------------------------------------------------------------------------- child process tracking
+/** Every child this process started, by PID, so that all of them are stopped on any exit path. */
+const children = new Map();
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'admission-gateway-bench-'));
+const timers = new Set();
+let interrupted = false;
+
+function startChild(name, command, args, options) {
+  const child = spawn(command, args, options);
+  if (child.pid === undefined) throw new Error(`could not start ${name} (${command})`);
+  children.set(child.pid, { name, child });
+  child.once('exit', () => children.delete(child.pid));
+  return child;
+}
+
+const exited = (child) => child.exitCode !== null || child.signalCode !== null;
+
+async function stopChild(child, graceMs = 3000) {
+  if (exited(child)) return;
+  const gone = once(child, 'exit');
+  child.kill('SIGTERM');
+  if (await Promise.race([gone.then(() => true), sleep(graceMs).then(() => false)])) return;
+  child.kill('SIGKILL');
+  await gone;
+}
+
+function killAllSync() {
+  for (const t of timers) clearInterval(t);
+  for (const [pid] of children) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  children.clear();
+}
+
+process.on('exit', () => {
+  killAllSync();
+  if (!argv.keep) fs.rmSync(tmp, { recursive: true, force: true });
+});
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+]) {
+  process.on(signal, () => {
+    interrupted = true;
+    console.error(`\nbench: ${signal}: stopping ${children.size} child process(es)`);
+    void Promise.race([Promise.all([...children.values()].map(({ child }) => stopChild(child, 1000))), sleep(1500)])
+      .catch(() => undefined)
+      .finally(() => process.exit(code));
+  });
+}
+
+// -------------------------------------------------------------------------------------------- helpers
+const round = (v, digits = 2) => (v === null || v === undefined ? null : Math.round(v * 10 ** digits) / 10 ** digits);
+const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+const pinned = (core, args) => ['-c', String(core), process.execPath, ...args];
+
+function tail(file, lines = 15) {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function build() {
+  if (argv['no-build']) return;
+  const result = spawnSync(process.execPath, ['scripts/build-if-needed.mjs'], { cwd: ROOT, stdio: 'inherit' });
+  if (result.status !== 0)
+    throw new Error('building dist/ failed (npm run build); the gateway under test runs from dist/');
+}
+
+function pinSelf() {
+  if (os.availableParallelism() < 2) {
+    console.warn('bench: fewer than 2 cores: server and load generator share a core; ratios are still comparable');
+    opts.serverCore = 0;
+    opts.clientCore = 0;
+  }
+  execFileSync('taskset', ['-a', '-cp', String(opts.clientCore), String(process.pid)], { stdio: 'ignore' });
+}
+
+async function makeCertificates() {
+  const generate = await import(pathToFileURL(path.join(ROOT, 'dist/certs/generate.js')).href);
+  const bundle = generate.generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+  const files = await generate.writeCertificates(path.join(tmp, 'certs'), bundle);
+  return { ...files, caBundle: generate.caBundle(bundle.caCert) };
+}
+
+/** One request on a fresh connection; returns the decoded AdmissionReview response. */
+async function reviewOnce(port, ca, reqPath, n) {
+  const conn = new Connection({ host: '127.0.0.1', port, ca });
+  await conn.connect();
+  try {
+    const uid = uidFor(n);
+    const builder = requestBuilder(FIXTURE, { host: `127.0.0.1:${port}`, path: reqPath });
+    const { status, body } = await new Promise((resolve, reject) =>
+      conn.send(builder.build(uid), (err, s, b) => (err ? reject(err) : resolve({ status: s, body: b }))),
+    );
+    const review = JSON.parse(body.toString('utf8'));
+    const response = review.response ?? {};
+    if (status !== 200 || response.uid !== uid || response.allowed !== true) {
+      throw new Error(`unexpected answer: HTTP ${status} ${body.toString('utf8').slice(0, 400)}`);
+    }
+    const patch = response.patch ? JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) : [];
+    return { patchOps: patch.length, warnings: response.warnings ?? [] };
+  } finally {
+    conn.close();
+  }
+}
+
+async function metricsText(opsUrl) {
+  const res = await fetch(`${opsUrl}/metrics`);
+  return res.text();
+}
+
+function metricValue(text, name, labels) {
+  let sum = null;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+    sum = (sum ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+/** Where the gateway's memory is, from prom-client's default metrics (prefixed admission_gateway_) (MiB, at the end of a scenario). */
+function memoryFromMetrics(text) {
+  const mib = (name) => round((metricValue(text, name, {}) ?? 0) / 1048576, 1);
+  return {
+    rssMiB: mib('admission_gateway_process_resident_memory_bytes'),
+    heapTotalMiB: mib('admission_gateway_nodejs_heap_size_total_bytes'),
+    heapUsedMiB: mib('admission_gateway_nodejs_heap_size_used_bytes'),
+    externalMiB: mib('admission_gateway_nodejs_external_memory_bytes'),
+  };
+}
+
+// -------------------------------------------------------------------------------------------- servers
+/** Starts bench/servers.mjs (allow | hang) pinned to `core`; resolves with its pid and port. */
+async function startEchoServer(name, mode, core, certs) {
+  const errFile = path.join(tmp, `${name}.err`);
+  const err = fs.openSync(errFile, 'a');
+  const child = startChild(
+    name,
+    'taskset',
+    pinned(core, [path.join(BENCH, 'servers.mjs'), mode, certs.certFile, certs.keyFile]),
+    { stdio: ['ignore', 'pipe', err] },
+  );
+  fs.closeSync(err);
+  let out = '';
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${tail(errFile)}`)), 10_000);
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const line = out.split('\n')[0];
+      if (out.includes('\n')) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line).port);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${name} exited (${code}): ${tail(errFile)}`)));
+  });
+  return {
+    name,
+    pid: child.pid,
+    port,
+    /** Stops the server; resolves with what it reports: { served, connections }. */
+    async stop() {
+      await stopChild(child);
+      try {
+        const { served, connections } = JSON.parse(tail(errFile, 1));
+        return { served, tlsConnections: connections };
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+function gatewayConfig(shipped, certs, chain) {
+  return {
+    apiVersion: 'admissiongateway.io/v1alpha1',
+    kind: 'GatewayConfig',
+    server: {
+      ...shipped.server,
+      host: '127.0.0.1',
+      port: 0,
+      opsHost: '127.0.0.1',
+      opsPort: 0,
+      tls: { certFile: certs.certFile, keyFile: certs.keyFile, generate: false },
+      shutdownTimeoutSeconds: 1,
+    },
+    kube: { enabled: false, watchProviders: false },
+    log: { level: 'info' },
+    chain,
+  };
+}
+
+/** Starts `node dist/server/main.js serve --config …` pinned to the server core; waits for /readyz. */
+async function startGateway(name, config) {
+  const configFile = path.join(tmp, `${name}.yaml`);
+  fs.writeFileSync(configFile, YAML.stringify(config));
+  const logFile = path.join(tmp, `${name}.log`);
+  const errFile = path.join(tmp, `${name}.err`);
+  const out = fs.openSync(logFile, 'a'); // O_APPEND: the file can be truncated under the writer
+  const err = fs.openSync(errFile, 'a');
+  const child = startChild(
+    name,
+    'taskset',
+    pinned(opts.serverCore, [path.join(ROOT, 'dist/server/main.js'), 'serve', '--config', configFile]),
+    { cwd: tmp, stdio: ['ignore', out, err] },
+  );
+  fs.closeSync(out);
+  fs.closeSync(err);
+  const failure = (why) =>
+    new Error(`gateway ${name} ${why}\n--- stderr ---\n${tail(errFile)}\n--- stdout ---\n${tail(logFile)}`);
+  let urls;
+  for (const deadline = Date.now() + 30_000; !urls; await sleep(50)) {
+    if (exited(child)) throw failure(`exited with ${child.exitCode ?? child.signalCode}`);
+    if (Date.now() > deadline) throw failure('did not log "admission-gateway serving" within 30 s');
+    const line = fs
+      .readFileSync(logFile, 'utf8')
+      .split('\n')
+      .find((l) => l.includes('admission-gateway serving'));
+    if (line) {
+      const { webhook, ops } = JSON.parse(line);
+      urls = { webhook, ops };
+    }
+  }
+  for (const deadline = Date.now() + 15_000; ; await sleep(50)) {
+    const ok = await fetch(`${urls.ops}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (exited(child) || Date.now() > deadline) throw failure('never became ready (/readyz)');
+  }
+  fs.copyFileSync(logFile, path.join(tmp, `${name}.startup.log`));
+  // The per-review log lines are written (their cost is real) but not kept: truncate every 2 s.
+  const truncate = setInterval(() => {
+    try {
+      fs.truncateSync(logFile, 0);
+    } catch {
+      // the temporary directory is being removed
+    }
+  }, 2000);
+  timers.add(truncate);
+  return {
+    name,
+    pid: child.pid,
+    port: Number(new URL(urls.webhook).port),
+    opsUrl: urls.ops,
+    async stop() {
+      clearInterval(truncate);
+      timers.delete(truncate);
+      await stopChild(child);
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------- load runs
+async function loadgen(cfg) {
+  const child = startChild(
+    'loadgen',
+    'taskset',
+    pinned(opts.clientCore, [path.join(BENCH, 'loadgen.mjs'), JSON.stringify(cfg)]),
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`load generator exited with ${code}`);
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+function loadCfg(target, reqPath, certs, extra) {
+  return {
+    port: target.port,
+    path: reqPath,
+    caFile: certs.caCertFile,
+    fixture: FIXTURE,
+    clockTicks,
+    pids: { server: target.pid, ...(target.peerPids ?? {}) },
+    ...extra,
+  };
+}
+
+const progress = (text) => process.stdout.write(text);
+
+/**
+ * One scenario: start → sanity check (one review, must be allowed with its uid) → optional priming →
+ * closed loop (warm-up + window) → fixed rate(s) → peak RSS → stop.
+ */
+async function runScenario(index, total, scenario, certs) {
+  progress(`[${index}/${total}] ${scenario.key.padEnd(15)} ${scenario.label}\n`);
+  const target = await scenario.start();
+  let result;
+  try {
+    const sanity = await reviewOnce(target.port, fs.readFileSync(certs.caCertFile), scenario.path, 1);
+    progress(`      answer: allowed, ${sanity.patchOps} patch op(s), ${sanity.warnings.length} warning(s)\n`);
+    if (scenario.prime) await scenario.prime(target);
+    result = { label: scenario.label, path: scenario.path, sanity };
+    if (opts.closedS > 0 && scenario.closed !== false) {
+      progress(`      closed loop: ${opts.connections} connections, ${opts.warmupS}s warm-up + ${opts.closedS}s ...`);
+      result.closed = await loadgen(
+        loadCfg(target, scenario.path, certs, {
+          mode: 'closed',
+          connections: opts.connections,
+          warmupS: opts.warmupS,
+          durationS: opts.closedS,
+        }),
+      );
+      progress(` ${result.closed.rps} req/s\n`);
+    }
+    if (scenario.fixed !== false) {
+      const rate = scenario.rate ?? opts.rate;
+      const warmupS = result.closed ? 1 : Math.max(opts.warmupS, 1);
+      progress(`      fixed rate: ${rate}/s, ${warmupS}s warm-up + ${opts.fixedS}s ...`);
+      result.fixed = await loadgen(
+        loadCfg(target, scenario.path, certs, {
+          mode: 'fixed',
+          rate,
+          connections: opts.fixedConnections,
+          warmupS,
+          durationS: opts.fixedS,
+        }),
+      );
+      progress(` p50 ${result.fixed.latencyMs.p50} ms, p99 ${result.fixed.latencyMs.p99} ms\n`);
+    }
+    result.peakRssMiB = round(readProc(target.pid, clockTicks).hwmMiB, 1);
+    if (target.opsUrl) result.memory = memoryFromMetrics(await metricsText(target.opsUrl));
+    if (scenario.after) Object.assign(result, await scenario.after(target));
+  } finally {
+    const reported = await target.stop();
+    if (result && reported) result.servers = reported;
+  }
+  return result;
+}
+
+async function waitForBreakerOpen(target, provider, ca) {
+  const deadline = Date.now() + 30_000;
+  for (let n = 100; Date.now() < deadline; n++) {
+    const state = metricValue(await metricsText(target.opsUrl), 'admission_gateway_breaker_state', { provider });
+    if (state === 2) return;
+    await reviewOnce(target.port, ca, MUTATE_PATH, n); // Ignore: allowed after the provider's 1 s timeout
+  }
+  throw new Error(`breaker of provider ${provider} did not open within 30 s`);
+}
+
+// ------------------------------------------------------------------------------------------- reporting
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? '–').length)));
+  const line = (cells) => cells.map((c, i) => String(c ?? '–')[i === 0 ? 'padEnd' : 'padStart'](widths[i])).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function check(id, description, value, limit, unit, comparison = '<=') {
+  const pass = value === null || value === undefined ? null : comparison === '<=' ? value <= limit : value >= limit;
+  return { id, description, value: round(value, 3), limit, unit, comparison, pass };
+}
+
+/**
+ * The raw server is measured twice (first and last): contention from other processes only ever lowers a
+ * run, so the better of the two is the limit the gateway scenarios are compared with.
+ */
+function rawLimit(s) {
+  const runs = [s.raw?.closed, s.rawRepeat?.closed].filter(Boolean);
+  if (!runs.length) return { rps: null, cpuUsPerReview: null };
+  return {
+    rps: Math.max(...runs.map((r) => r.rps)),
+    cpuUsPerReview: Math.min(...runs.map((r) => r.procs.server.cpuUsPerReview)),
+  };
+}
+
+function evaluate(s) {
+  const raw = rawLimit(s);
+  const ratio = (key) => (s[key]?.closed && raw.rps ? round(s[key].closed.rps / raw.rps, 3) : null);
+  const cpuRatio = (key) =>
+    s[key]?.closed && raw.cpuUsPerReview
+      ? round(raw.cpuUsPerReview / s[key].closed.procs.server.cpuUsPerReview, 3)
+      : null;
+  const fixed = (key, field) => s[key]?.fixed?.latencyMs?.[field] ?? null;
+  const cpuFixed = (key) => s[key]?.fixed?.procs?.server?.cpuUsPerReview ?? null;
+  const cpuClosed = (key) => s[key]?.closed?.procs?.server?.cpuUsPerReview ?? null;
+  const diff = (a, b) => (a === null || b === null ? null : a - b);
+  const per = (v, n) => (v === null ? null : v / n);
+  const ratios = {
+    emptyChain: ratio('emptyChain'),
+    plugins: ratio('plugins'),
+    provider: ratio('provider'),
+    breakerOpen: ratio('breakerOpen'),
+    pluginsValidate: ratio('pluginsValidate'),
+    pluginsExtra: ratio('pluginsExtra'),
+  };
+  // The same comparison by server CPU per review (1/capacity of one core): less sensitive to contention.
+  const ratiosCpu = Object.fromEntries(Object.keys(ratios).map((key) => [key, cpuRatio(key)]));
+  const derived = {
+    cpuUsPerExtraPluginClosed: round(per(diff(cpuClosed('pluginsExtra'), cpuClosed('plugins')), opts.extra), 1),
+    cpuUsPerExtraPluginFixed: round(per(diff(cpuFixed('pluginsExtra'), cpuFixed('plugins')), opts.extra), 1),
+    p99MsPerExtraPlugin: round(per(diff(fixed('pluginsExtra', 'p99'), fixed('plugins', 'p99')), opts.extra), 3),
+    providerP50DeltaMs: round(diff(fixed('provider', 'p50'), fixed('emptyChain', 'p50')), 3),
+    providerCpuUsPerCallFixed: round(diff(cpuFixed('provider'), cpuFixed('emptyChain')), 1),
+    providerCpuUsPerCallClosed: round(diff(cpuClosed('provider'), cpuClosed('emptyChain')), 1),
+    breakerOpenP50DeltaMs: round(diff(fixed('breakerOpen', 'p50'), fixed('emptyChain', 'p50')), 3),
+    breakerOpenP99DeltaMs: round(diff(fixed('breakerOpen', 'p99'), fixed('emptyChain', 'p99')), 3),
+  };
+  const targets = [
+    check('emptyChain', '(b)/(a) closed-loop throughput, 16 connections', ratios.emptyChain, 0.7, 'ratio', '>='),
+    check('plugins', '(c)/(a) closed-loop throughput, /mutate, shipped chain', ratios.plugins, 0.5, 'ratio', '>='),
+    check(
+      'cpuPerExtraPlugin',
+      `each further trivial plugin: server CPU per review (closed loop, ${opts.extra} extra)`,
+      derived.cpuUsPerExtraPluginClosed,
+      25,
+      'µs',
+    ),
+    check('pluginsP50', `(c) p50 at ${opts.rate}/s`, fixed('plugins', 'p50'), 1, 'ms'),
+    check('pluginsP99', `(c) p99 at ${opts.rate}/s`, fixed('plugins', 'p99'), 5, 'ms'),
+    check(
+      'p99PerExtraPlugin',
+      `each in-process plugin adds to p99 at ${opts.rate}/s`,
+      derived.p99MsPerExtraPlugin,
+      0.25,
+      'ms',
+    ),
+    check('providerP50', `(d) − (b) p50 at ${opts.rate}/s`, derived.providerP50DeltaMs, 1, 'ms'),
+    check('providerCpu', '(d) − (b) gateway CPU per call (fixed rate)', derived.providerCpuUsPerCallFixed, 100, 'µs'),
+    check('breakerOpenP50', `(e) − (b) p50 at ${opts.rate}/s`, derived.breakerOpenP50DeltaMs, 0.1, 'ms'),
+    check('breakerOpenP99', `(e) − (b) p99 at ${opts.rate}/s`, derived.breakerOpenP99DeltaMs, 1, 'ms'),
+    check('peakRss', `(c) peak RSS at ${opts.rssRate}/s (VmHWM)`, s.plugins2000?.peakRssMiB ?? null, 128, 'MiB'),
+  ];
+  return { raw, ratios, ratiosCpu, derived, targets };
+}
+
+function printReport(results) {
+  const s = results.scenarios;
+  const raw = rawLimit(s);
+  const closedRows = Object.entries(s)
+    .filter(([, r]) => r.closed)
+    .map(([key, r]) => [
+      key,
+      r.closed.rps,
+      r.closed.latencyMs.p50,
+      r.closed.latencyMs.p99,
+      r.closed.latencyMs.max,
+      r.peakRssMiB,
+      r.closed.procs.server.cpuUsPerReview,
+      r.closed.procs.server.cpuPct,
+      r.closed.procs.server.runQueueWaitPct,
+      r.closed.procs.loadgen.cpuPct,
+      r.closed.errors,
+      raw.rps ? (r.closed.rps / raw.rps).toFixed(3) : null,
+      raw.cpuUsPerReview ? (raw.cpuUsPerReview / r.closed.procs.server.cpuUsPerReview).toFixed(3) : null,
+    ]);
+  console.log(
+    `\nClosed loop: ${opts.connections} keep-alive connections, ${opts.closedS} s per scenario (latency in ms); ` +
+      `"vs raw" = req/s ÷ ${raw.rps} (the better raw run), "vs raw CPU" = raw CPU/review ÷ this CPU/review`,
+  );
+  console.log(
+    table(
+      [
+        'scenario',
+        'req/s',
+        'p50',
+        'p99',
+        'max',
+        'peakRSS MiB',
+        'CPU µs/rev',
+        'srv CPU%',
+        'srv wait%',
+        'gen CPU%',
+        'errors',
+        'vs raw',
+        'vs raw CPU',
+      ],
+      closedRows,
+    ),
+  );
+  const fixedRows = Object.entries(s)
+    .filter(([, r]) => r.fixed)
+    .map(([key, r]) => [
+      key,
+      r.fixed.targetRate,
+      r.fixed.achievedRate,
+      r.fixed.latencyMs.p50,
+      r.fixed.latencyMs.p99,
+      r.fixed.latencyMs.p999,
+      r.fixed.latencyMs.max,
+      r.fixed.sendLagMs.p99,
+      r.fixed.procs.server.cpuUsPerReview,
+      r.fixed.procs.server.runQueueWaitPct,
+      r.fixed.maxInflight,
+      r.fixed.errors,
+    ]);
+  console.log(`\nFixed rate: latency from the scheduled send time, ${opts.fixedS} s per scenario (ms)`);
+  console.log(
+    table(
+      [
+        'scenario',
+        'rate',
+        'achieved',
+        'p50',
+        'p99',
+        'p99.9',
+        'max',
+        'send lag p99',
+        'CPU µs/rev',
+        'srv wait%',
+        'max inflight',
+        'errors',
+      ],
+      fixedRows,
+    ),
+  );
+  console.log('\nTargets');
+  for (const t of results.targets) {
+    if (t.id === 'soak') {
+      console.log(`  n/a   ${t.description}`);
+      continue;
+    }
+    const verdict = t.pass === null ? 'n/a ' : t.pass ? 'PASS' : 'FAIL';
+    console.log(`  ${verdict}  ${t.description}: ${t.value ?? '–'} ${t.unit} (${t.comparison} ${t.limit})`);
+  }
+  console.log(`\nratios vs raw (req/s): ${JSON.stringify(results.ratios)}`);
+  console.log(`ratios vs raw (CPU per review): ${JSON.stringify(results.ratiosCpu)}`);
+  console.log(`peak RSS (max over all gateway processes): ${results.peakRssMiB} MiB`);
+  for (const c of results.caveats) console.log(`caveat: ${c}`);
+}
+
+function caveats(results) {
+  const out = [];
+  const runs = Object.entries(results.scenarios).flatMap(([key, r]) =>
+    [r.closed, r.fixed].filter(Boolean).map((run) => ({ key, run })),
+  );
+  const busiest = Math.max(...runs.map(({ run }) => run.procs.server.runQueueWaitPct));
+  if (busiest > 3) {
+    out.push(
+      `the server core was shared with other processes (up to ${busiest}% of wall time runnable but waiting); ` +
+        `load average ${results.machine.loadavgBefore.join(' ')} before, ${results.machine.loadavgAfter.join(' ')} after — rerun on an idle machine for stable figures`,
+    );
+  }
+  const saturated = runs.filter(({ run }) => run.mode === 'closed' && run.procs.loadgen.cpuPct > 90);
+  if (saturated.length) {
+    out.push(
+      `the load generator used > 90% of its core in: ${saturated.map((r) => r.key).join(', ')} — those req/s are lower bounds`,
+    );
+  }
+  const lagging = runs.filter(({ run }) => run.mode === 'fixed' && run.sendLagMs.p99 > 0.5);
+  if (lagging.length) {
+    out.push(
+      `the fixed-rate generator sent late (send lag p99 > 0.5 ms) in: ${lagging.map((r) => r.key).join(', ')}; that lag is included in their latency`,
+    );
+  }
+  const overloaded = runs.filter(({ run }) => run.mode === 'fixed' && run.achievedRate < 0.95 * run.targetRate);
+  if (overloaded.length) {
+    out.push(
+      `the server could not keep up with the fixed rate in: ${overloaded.map(({ key, run }) => `${key} (${run.achievedRate}/${run.targetRate}/s)`).join(', ')}; ` +
+        'requests queued in the load generator and their latency counts that wait',
+    );
+  }
+  const errors = runs.filter(({ run }) => run.errors > 0);
+  if (errors.length)
+    out.push(`errors in: ${errors.map(({ key, run }) => `${key} (${run.errors}: ${run.firstError})`).join('; ')}`);
+  return out;
+}
+
+function writeResults(name, results) {
+  fs.mkdirSync(RESULTS, { recursive: true });
+  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
+  const text = `${JSON.stringify(results, null, 2)}\n`;
+  fs.writeFileSync(path.join(RESULTS, `${name}.json`), text);
+  fs.writeFileSync(path.join(RESULTS, `${name}-${stamp}.json`), text);
+  return path.relative(ROOT, path.join(RESULTS, `${name}.json`));
+}
+
+function machine(before) {
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? '',
+    node: process.version,
+    serverCore: opts.serverCore,
+    clientCore: opts.clientCore,
+    loadavgBefore: before,
+    loadavgAfter: loadavg(),
+  };
+}
+
+// ------------------------------------------------------------------------------------------ scenarios
+function scenarios(shipped, certs) {
+  const shippedChain = shipped.chain ?? [];
+  const extraChain = [
+    ...shippedChain,
+    ...Array.from({ length: opts.extra }, (_, i) => ({
+      plugin: 'default-labels',
+      name: `extra-${i + 1}`,
+      settings: { labels: { [`x${i + 1}`]: '1' } },
+    })),
+  ];
+  const gateway = (key, chain) => () => startGateway(key, gatewayConfig(shipped, certs, chain));
+  const provider = (name, port, extra) => ({
+    provider: name,
+    url: `https://127.0.0.1:${port}/admit`,
+    phases: ['mutate'],
+    caBundle: certs.caBundle,
+    ...extra,
+  });
+  const withPeer = (peerName, mode, key, chainFor) => async () => {
+    const peer = await startEchoServer(peerName, mode, opts.clientCore, certs);
+    try {
+      const gw = await startGateway(key, gatewayConfig(shipped, certs, chainFor(peer.port)));
+      return {
+        ...gw,
+        peerPids: { [peerName]: peer.pid },
+        async stop() {
+          await gw.stop();
+          return { [peerName]: await peer.stop() };
+        },
+      };
+    } catch (err) {
+      await peer.stop();
+      throw err;
+    }
+  };
+  const ca = fs.readFileSync(certs.caCertFile);
+  return [
+    {
+      key: 'raw',
+      label: '(a) raw node:https server: parse the review, answer allowed with its uid',
+      path: MUTATE_PATH,
+      start: () => startEchoServer('raw', 'allow', opts.serverCore, certs),
+    },
+    {
+      key: 'emptyChain',
+      label: '(b) gateway, empty chain, /mutate',
+      path: MUTATE_PATH,
+      start: gateway('emptyChain', []),
+    },
+    {
+      key: 'plugins',
+      label: `(c) gateway, gateway.yaml chain (${shippedChain.length} plugins), /mutate`,
+      path: MUTATE_PATH,
+      start: gateway('plugins', shippedChain),
+    },
+    {
+      key: 'pluginsValidate',
+      label: '(c/validate) gateway, gateway.yaml chain, /validate (information)',
+      path: VALIDATE_PATH,
+      start: gateway('pluginsValidate', shippedChain),
+    },
+    {
+      key: 'pluginsExtra',
+      label: `(c+${opts.extra}) gateway.yaml chain + ${opts.extra} extra default-labels steps, /mutate`,
+      path: MUTATE_PATH,
+      start: gateway('pluginsExtra', extraChain),
+    },
+    {
+      key: 'provider',
+      label: '(d) gateway, one healthy remote provider on loopback, /mutate',
+      path: MUTATE_PATH,
+      start: withPeer('healthy', 'allow', 'provider', (port) => [
+        provider('healthy', port, { timeoutSeconds: 2, failurePolicy: 'Fail' }),
+      ]),
+      async after(t) {
+        const calls = metricValue(await metricsText(t.opsUrl), 'admission_gateway_step_calls_total', {
+          step: 'healthy',
+        });
+        return { providerCalls: calls };
+      },
+    },
+    {
+      key: 'breakerOpen',
+      label: '(e) gateway, hanging provider with its breaker open (failurePolicy Ignore), /mutate',
+      path: MUTATE_PATH,
+      start: withPeer('hanging', 'hang', 'breakerOpen', (port) => [
+        provider('hanging', port, {
+          timeoutSeconds: 1,
+          failurePolicy: 'Ignore',
+          circuitBreaker: { volumeThreshold: 1, errorThresholdPercentage: 1, resetTimeoutSeconds: 600 },
+        }),
+      ]),
+      prime: (t) => waitForBreakerOpen(t, 'hanging', ca),
+      async after(t) {
+        const state = metricValue(await metricsText(t.opsUrl), 'admission_gateway_breaker_state', {
+          provider: 'hanging',
+        });
+        if (state !== 2) throw new Error(`the breaker of "hanging" left the open state (${state}) during the run`);
+        return { breakerStateAfter: state };
+      },
+    },
+    {
+      key: 'plugins2000',
+      label: `(c@${opts.rssRate}) gateway.yaml chain at ${opts.rssRate}/s, fresh process: peak RSS`,
+      path: MUTATE_PATH,
+      closed: false,
+      rate: opts.rssRate,
+      start: gateway('plugins2000', shippedChain),
+    },
+    {
+      key: 'rawRepeat',
+      label: '(a) the raw server again, closed loop only (the ratios use the better raw run)',
+      path: MUTATE_PATH,
+      fixed: false,
+      start: () => startEchoServer('raw-repeat', 'allow', opts.serverCore, certs),
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------- main
+async function defaultRun(shipped, certs) {
+  const all = scenarios(shipped, certs);
+  // raw always runs (the ratios need it); rawRepeat only in the full run or when asked for.
+  const only = argv.only ? new Set(['raw', ...argv.only.split(',').map((k) => k.trim())]) : null;
+  const selected = all.filter((s) => (!only || only.has(s.key)) && (s.fixed !== false || opts.closedS > 0));
+  const unknown = only ? [...only].filter((k) => !all.some((s) => s.key === k)) : [];
+  if (unknown.length)
+    throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; known: ${all.map((s) => s.key).join(', ')}`);
+  const before = loadavg();
+  const results = { kind: 'admission-gateway-bench', version: 1, startedAt: startedAt.toISOString() };
+  const scenarioResults = {};
+  let i = 0;
+  for (const scenario of selected)
+    scenarioResults[scenario.key] = await runScenario(++i, selected.length, scenario, certs);
+  const { raw, ratios, ratiosCpu, derived, targets } = evaluate(scenarioResults);
+  const gatewayRss = Object.entries(scenarioResults)
+    .filter(([key]) => !key.startsWith('raw'))
+    .map(([, r]) => r.peakRssMiB);
+  const wallSeconds = round((Date.now() - startedAt.getTime()) / 1000, 1);
+  targets.push(check('runTime', '`npm run bench` run time (this run, build included)', wallSeconds, 300, 's'));
+  Object.assign(results, {
+    finishedAt: new Date().toISOString(),
+    wallSeconds,
+    machine: machine(before),
+    options: opts,
+    reviewBytes: requestBuilder(FIXTURE, { host: 'x', path: MUTATE_PATH }).bodyBytes,
+    raw,
+    ratios,
+    ratiosCpu,
+    peakRssMiB: gatewayRss.length ? Math.max(...gatewayRss) : null,
+    peakRssMiBAtRssRate: scenarioResults.plugins2000?.peakRssMiB ?? null,
+    derived,
+    targets,
+    scenarios: scenarioResults,
+  });
+  results.caveats = caveats(results);
+  results.targets.push({
+    id: 'soak',
+    description: 'RSS flat over a 5-minute soak at 2,000/s: not part of the default run (npm run bench -- --soak 300)',
+    value: null,
+    pass: null,
+  });
+  printReport(results);
+  console.log(`\nwrote ${writeResults('latest', results)} (and a timestamped copy) in ${wallSeconds} s`);
+}
+
+/** Least-squares slope of RSS (MiB/s) over the samples. */
+function slope(samples) {
+  const n = samples.length;
+  if (n < 2) return 0;
+  const mt = samples.reduce((a, s) => a + s.t, 0) / n;
+  const mr = samples.reduce((a, s) => a + s.rssMiB, 0) / n;
+  const num = samples.reduce((a, s) => a + (s.t - mt) * (s.rssMiB - mr), 0);
+  const den = samples.reduce((a, s) => a + (s.t - mt) ** 2, 0);
+  return den === 0 ? 0 : num / den;
+}
+
+async function soakRun(shipped, certs) {
+  const before = loadavg();
+  progress(`soak: gateway.yaml chain on /mutate at ${opts.soakRate}/s for ${opts.soakS} s, RSS every 5 s\n`);
+  const gw = await startGateway('soak', gatewayConfig(shipped, certs, shipped.chain ?? []));
+  let run;
+  try {
+    await reviewOnce(gw.port, fs.readFileSync(certs.caCertFile), MUTATE_PATH, 1);
+    run = await loadgen(
+      loadCfg(gw, MUTATE_PATH, certs, {
+        mode: 'fixed',
+        rate: opts.soakRate,
+        connections: opts.fixedConnections,
+        warmupS: Math.max(opts.warmupS, 1),
+        durationS: opts.soakS,
+        rssEveryS: 5,
+      }),
+    );
+    run.peakRssMiB = round(readProc(gw.pid, clockTicks).hwmMiB, 1);
+  } finally {
+    await gw.stop();
+  }
+  const samples = run.samples;
+  const rss = samples.map((s) => s.rssMiB);
+  // Trend after the first fifth (heap growth to its working size is expected there, not a leak).
+  const settled = samples.filter((s) => s.t >= opts.soakS / 5);
+  const growthMiB = round(slope(settled) * opts.soakS, 1);
+  const allowance = Math.max(4, 0.05 * (settled[0]?.rssMiB ?? 0));
+  const soak = {
+    rate: opts.soakRate,
+    seconds: opts.soakS,
+    minRssMiB: Math.min(...rss),
+    maxRssMiB: Math.max(...rss),
+    lastRssMiB: rss[rss.length - 1],
+    peakRssMiB: run.peakRssMiB,
+    trendGrowthMiB: growthMiB,
+    flat: growthMiB <= allowance,
+    flatCriterion: `least-squares RSS trend after the first ${opts.soakS / 5} s projects ≤ ${round(allowance, 1)} MiB growth over the soak`,
+  };
+  const results = {
+    kind: 'admission-gateway-bench-soak',
+    version: 1,
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    machine: machine(before),
+    options: opts,
+    peakRssMiB: run.peakRssMiB,
+    soak,
+    targets: [
+      check('peakRss', `peak RSS at ${opts.soakRate}/s`, run.peakRssMiB, 128, 'MiB'),
+      { ...check('soakFlat', 'RSS flat over the soak', soak.flat ? 1 : 0, 1, '', '>='), value: soak.flat },
+    ],
+    run,
+  };
+  console.log(
+    `\nsoak: RSS min ${soak.minRssMiB} / max ${soak.maxRssMiB} / last ${soak.lastRssMiB} MiB, peak (VmHWM) ${soak.peakRssMiB} MiB, ` +
+      `trend ${growthMiB} MiB over ${opts.soakS} s → ${soak.flat ? 'flat' : 'GROWING'}`,
+  );
+  console.log(
+    `      latency at ${opts.soakRate}/s: p50 ${run.latencyMs.p50} ms, p99 ${run.latencyMs.p99} ms, max ${run.latencyMs.max} ms, ` +
+      `achieved ${run.achievedRate}/s, errors ${run.errors}`,
+  );
+  for (const t of results.targets) console.log(`  ${t.pass ? 'PASS' : 'FAIL'}  ${t.description}: ${t.value} ${t.unit}`);
+  console.log(`\nwrote ${writeResults('soak', results)} (and a timestamped copy)`);
+}
+
+try {
+  build();
+  pinSelf();
+  const shipped = YAML.parse(fs.readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8')) ?? {};
+  const certs = await makeCertificates();
+  progress(
+    `admission-gateway bench: servers on core ${opts.serverCore}, load generator on core ${opts.clientCore}; ` +
+      `review ${requestBuilder(FIXTURE, { host: 'x', path: MUTATE_PATH }).bodyBytes} bytes; load average ${loadavg().join(' ')}\n`,
+  );
+  if (opts.soakS > 0) await soakRun(shipped, certs);
+  else await defaultRun(shipped, certs);
+} catch (err) {
+  if (!interrupted) console.error(`\nbench: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+} finally {
+  await Promise.all([...children.values()].map(({ child }) => stopChild(child, 2000)));
+  for (const t of timers) clearInterval(t);
+}
