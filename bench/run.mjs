@@ -43,7 +43,9 @@ const HELP = `usage: npm run bench [-- options]
   --server-core N      core for the servers under test (default 0)
   --client-core N      core for the load generator, providers and this process (default 1)
   --no-build           do not build dist/ even when stale
-  --keep               keep the temporary directory (configs, logs, certificates)`;
+  --keep               keep the temporary directory (configs, logs, certificates)
+  --profile DIR        run each gateway with --cpu-prof, writing <DIR>/<scenario>.cpuprofile (open in
+                       Chrome DevTools or summarise with node bench/profile-summary.mjs FILE)`;
 
 const { values: argv } = parseArgs({
   options: {
@@ -62,6 +64,7 @@ const { values: argv } = parseArgs({
     'client-core': { type: 'string', default: '1' },
     'no-build': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    profile: { type: 'string' },
   },
   strict: true,
 });
@@ -305,7 +308,15 @@ async function startGateway(name, config) {
   const child = startChild(
     name,
     'taskset',
-    pinned(opts.serverCore, [path.join(ROOT, 'dist/server/main.js'), 'serve', '--config', configFile]),
+    pinned(opts.serverCore, [
+      ...(argv.profile
+        ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(argv.profile)}`, `--cpu-prof-name=${name}.cpuprofile`]
+        : []),
+      path.join(ROOT, 'dist/server/main.js'),
+      'serve',
+      '--config',
+      configFile,
+    ]),
     { cwd: tmp, stdio: ['ignore', out, err] },
   );
   fs.closeSync(out);

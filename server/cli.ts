@@ -19,7 +19,6 @@ import type { GatewayConfig } from './config/types.js';
 import { ConfigError, PluginRegistrationError, ReviewDecodeError, errorMessage } from './errors.js';
 import { createChainForConfig, startGateway } from './gateway.js';
 import { createLogger } from './log.js';
-import { createClusterMode } from './kube/cluster-mode.js';
 import { loadKubeConfig } from './kube/kube-config.js';
 import { createMetrics } from './metrics/metrics.js';
 import { applyPatchInPlace } from './patch/apply.js';
@@ -128,7 +127,7 @@ async function serve(values: Values, io: CliIO): Promise<number> {
   const config = withOverrides(await configFrom(values, io), values);
   const log = createLogger(config.log.level);
   const kc = await loadKubeConfig(config.kube, io.env);
-  const cluster = kc ? createClusterMode(kc, config, log) : undefined;
+  const cluster = kc ? (await import('./kube/cluster-mode.js')).createClusterMode(kc, config, log) : undefined;
   log.info({ cluster: kc?.getCurrentCluster()?.server ?? null }, kc ? 'cluster mode' : 'standalone mode (no cluster)');
   const gateway = await startGateway({
     config,

@@ -21,7 +21,7 @@ import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps }
 import type { GatewayLogger } from './log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
-import { createWebhookApp } from './http/webhook-app.js';
+import { createWebhookListener } from './http/webhook-app.js';
 import {
   ensureServingCertificate,
   loadTlsMaterial,
@@ -155,12 +155,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     'serving certificate loaded',
   );
 
-  const webhookApp = createWebhookApp({ reviewer, metrics, log, maxRequestBytes: serverConfig.maxRequestBytes });
-  const webhookHandler = webhookApp.callback();
   const webhookServer = https.createServer(
     // Keep-alive beyond the apiserver's idle timeout (90 s) so pooled connections are not cut under it.
     { ...secureContextOptions(material), keepAliveTimeout: 95_000, requestTimeout: 60_000 },
-    (req, res) => void webhookHandler(req, res),
+    createWebhookListener({ reviewer, metrics, log, maxRequestBytes: serverConfig.maxRequestBytes }),
   );
   const watcher = watchServingCertificate({
     certFile: tls.certFile,

@@ -5,21 +5,81 @@
  */
 import { StepFailedError, errorMessage } from '../errors.js';
 import type { KubeObject, Logger } from '../plugin-api/types.js';
+import { readOnlyView } from '../patch/tracked-object.js';
+import type { ReviewNotes } from './notes.js';
 import type { Step, StepDecision, StepInvocation } from './step.js';
 
 export type InvokeResult =
   | { readonly decision: StepDecision; readonly failure?: undefined }
   | { readonly decision?: undefined; readonly failure: StepFailedError };
 
-/** What the dispatcher provides for one invocation. */
+/** What the dispatcher provides for one invocation: plain data, no per-call closures (the hot path). */
 export interface InvocationInput {
   readonly request: StepInvocation['request'];
+  /** The view the step works on (tracked working copy, or read-only). */
   readonly object: KubeObject | undefined;
-  readonly oldObject: () => KubeObject | undefined;
   readonly plainObject: KubeObject | undefined;
-  readonly log: () => Logger;
-  readonly warn: (message: string) => void;
-  readonly annotate: (key: string, value: string) => void;
+  /** The request's old object; handed out as a read-only view only when a step reads it. */
+  readonly oldObject: KubeObject | null | undefined;
+  readonly notes: ReviewNotes;
+  readonly stepLog: (step: string) => Logger;
+}
+
+/**
+ * A StepInvocation with everything costly created on first use: the AbortController, the logger, the
+ * read-only view of oldObject and the warn/annotate functions bound to the step.
+ */
+class Invocation implements StepInvocation {
+  readonly request: StepInvocation['request'];
+  readonly object: KubeObject | undefined;
+  readonly plainObject: KubeObject | undefined;
+  expired = false;
+  private controller: AbortController | undefined;
+  private oldView: KubeObject | undefined;
+  private oldViewMade = false;
+  private boundWarn: ((message: string) => void) | undefined;
+  private boundAnnotate: ((key: string, value: string) => void) | undefined;
+
+  constructor(
+    private readonly step: string,
+    private readonly input: InvocationInput,
+    readonly timeoutMs: number,
+  ) {
+    this.request = input.request;
+    this.object = input.object;
+    this.plainObject = input.plainObject;
+  }
+
+  get oldObject(): KubeObject | undefined {
+    if (!this.oldViewMade) {
+      this.oldView = readOnlyView(this.input.oldObject, this.step);
+      this.oldViewMade = true;
+    }
+    return this.oldView;
+  }
+
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    if (this.expired && !this.controller.signal.aborted) this.controller.abort(timeoutError(this.timeoutMs));
+    return this.controller.signal;
+  }
+
+  get log(): Logger {
+    return this.input.stepLog(this.step);
+  }
+
+  get warn(): (message: string) => void {
+    return (this.boundWarn ??= (message) => this.input.notes.warn(this.step, message));
+  }
+
+  get annotate(): (key: string, value: string) => void {
+    return (this.boundAnnotate ??= (key, value) => this.input.notes.annotate(this.step, key, value));
+  }
+
+  expire(): void {
+    this.expired = true;
+    this.controller?.abort(timeoutError(this.timeoutMs));
+  }
 }
 
 const TIMED_OUT = Symbol('timed out');
@@ -60,34 +120,7 @@ export async function invokeStep(step: Step, input: InvocationInput, timeoutMs: 
   if (timeoutMs <= 0) {
     return { failure: new StepFailedError(step.name, 'timeout', 'no time left in the request deadline') };
   }
-  let controller: AbortController | undefined;
-  let expired = false;
-  let oldObject: KubeObject | undefined;
-  let oldObjectRead = false;
-  const invocation: StepInvocation = {
-    request: input.request,
-    object: input.object,
-    plainObject: input.plainObject,
-    timeoutMs,
-    get oldObject() {
-      if (!oldObjectRead) {
-        oldObject = input.oldObject();
-        oldObjectRead = true;
-      }
-      return oldObject;
-    },
-    get signal() {
-      controller ??= new AbortController();
-      if (expired && !controller.signal.aborted) controller.abort(timeoutError(timeoutMs));
-      return controller.signal;
-    },
-    get log() {
-      return input.log();
-    },
-    warn: input.warn,
-    annotate: input.annotate,
-  };
-
+  const invocation = new Invocation(step.name, input, timeoutMs);
   let returned: unknown;
   try {
     returned = step.invoke(invocation);
@@ -104,8 +137,7 @@ export async function invokeStep(step: Step, input: InvocationInput, timeoutMs: 
   try {
     const settled = await Promise.race([pending, deadline]);
     if (settled === TIMED_OUT) {
-      expired = true;
-      controller?.abort(timeoutError(timeoutMs));
+      invocation.expire();
       // The step keeps running in the background; its late outcome must never surface as an unhandled rejection.
       pending.catch(() => undefined);
       return { failure: new StepFailedError(step.name, 'timeout', `did not answer within ${timeoutMs} ms`) };

@@ -6,8 +6,9 @@
  */
 import { PatchApplyError, StepFailedError } from '../errors.js';
 import type { JsonPatchOperation, KubeObject } from '../plugin-api/types.js';
-import { applyPatchInPlace, diffPatch } from '../patch/apply.js';
-import { readOnlyView, trackObject } from '../patch/tracked-object.js';
+import { applyPatchInPlace, diffWritten } from '../patch/apply.js';
+import { cloneJson } from '../patch/clone.js';
+import { trackObject } from '../patch/tracked-object.js';
 import { invokeStep } from './invoke-step.js';
 import {
   recordSkip,
@@ -43,7 +44,7 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
       recordSkip(ctx, step, `nothing to mutate on ${request.operation}`);
       return undefined;
     }
-    if (patchable) working ??= structuredClone(request.object!);
+    if (patchable) working ??= cloneJson(request.object!);
     const session = working ? trackObject(working, step.name) : undefined;
     const started = ctx.now();
     const result = await invokeStep(
@@ -52,10 +53,9 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
         request,
         object: session?.view,
         plainObject: working ?? request.object ?? undefined,
-        oldObject: () => readOnlyView(request.oldObject, step.name),
-        log: () => ctx.stepLog(step.name),
-        warn: (message) => ctx.notes.warn(step.name, message),
-        annotate: (key, value) => ctx.notes.annotate(step.name, key, value),
+        oldObject: request.oldObject,
+        notes: ctx.notes,
+        stepLog: ctx.stepLog,
       },
       timeLeft(ctx, step),
     );
@@ -122,7 +122,8 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
   }
 
   if (!working || changes === 0) return {};
-  const patch = diffPatch(request.object!, working);
+  // Only what some step wrote can differ: diff those subtrees, not the whole object.
+  const patch = diffWritten(request.object!, working, writers.keys());
   return patch.length > 0 ? { patch } : {};
 }
 

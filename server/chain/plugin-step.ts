@@ -3,6 +3,7 @@ import type { Phase } from '../admission/types.js';
 import type {
   JsonPatchOperation,
   KubeObject,
+  Logger,
   MutateContext,
   MutateOutcome,
   Plugin,
@@ -30,30 +31,41 @@ function isThenable<T>(value: unknown): value is PromiseLike<T> {
 }
 
 /**
- * One context object per call, with lazy getters: a plugin that never reads `signal`, `log` or
- * `oldObject` costs no AbortController, child logger or view (object spread would evaluate them).
+ * The context a plugin callback receives. Prototype getters, not an object literal: a plugin that never
+ * reads `signal`, `log`, `oldObject` or `warn` costs no AbortController, child logger, view or closure.
  */
-function pluginContext(settings: unknown, inv: StepInvocation): MutateContext<unknown> & ValidateContext<unknown> {
-  return {
-    request: inv.request,
-    operation: inv.request.operation,
-    settings,
-    dryRun: inv.request.dryRun === true,
-    get object() {
-      return inv.object!;
-    },
-    get oldObject() {
-      return inv.oldObject;
-    },
-    get signal() {
-      return inv.signal;
-    },
-    get log() {
-      return inv.log;
-    },
-    warn: inv.warn,
-    annotate: inv.annotate,
-  };
+class PluginContext implements MutateContext<unknown>, ValidateContext<unknown> {
+  readonly request: StepInvocation['request'];
+  readonly operation: StepInvocation['request']['operation'];
+  readonly dryRun: boolean;
+
+  constructor(
+    readonly settings: unknown,
+    private readonly inv: StepInvocation,
+  ) {
+    this.request = inv.request;
+    this.operation = inv.request.operation;
+    this.dryRun = inv.request.dryRun === true;
+  }
+
+  get object(): KubeObject {
+    return this.inv.object!;
+  }
+  get oldObject(): KubeObject | undefined {
+    return this.inv.oldObject;
+  }
+  get signal(): AbortSignal {
+    return this.inv.signal;
+  }
+  get log(): Logger {
+    return this.inv.log;
+  }
+  get warn(): (message: string) => void {
+    return this.inv.warn;
+  }
+  get annotate(): (key: string, value: string) => void {
+    return this.inv.annotate;
+  }
 }
 
 export function createPluginSteps(plugin: Plugin<unknown, KubeObject>, options: PluginStepOptions): Step[] {
@@ -92,7 +104,7 @@ export function createPluginSteps(plugin: Plugin<unknown, KubeObject>, options: 
       // In-process mutators edit the object; without one (DELETE, CONNECT) there is nothing for them to do.
       needsObject: true,
       invoke(inv) {
-        const outcome = mutate(pluginContext(options.settings, inv));
+        const outcome = mutate(new PluginContext(options.settings, inv));
         return isThenable<MutateOutcome>(outcome) ? Promise.resolve(outcome).then(toDecision) : toDecision(outcome);
       },
     });
@@ -103,7 +115,7 @@ export function createPluginSteps(plugin: Plugin<unknown, KubeObject>, options: 
       ...common('validate'),
       needsObject: false,
       invoke(inv) {
-        return validate(pluginContext(options.settings, inv));
+        return validate(new PluginContext(options.settings, inv));
       },
     });
   }

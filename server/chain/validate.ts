@@ -40,10 +40,9 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
           request,
           object: readOnlyView(request.object, step.name),
           plainObject: request.object ?? undefined,
-          oldObject: () => readOnlyView(request.oldObject, step.name),
-          log: () => ctx.stepLog(step.name),
-          warn: (message) => ctx.notes.warn(step.name, message),
-          annotate: (key, value) => ctx.notes.annotate(step.name, key, value),
+          oldObject: request.oldObject,
+          notes: ctx.notes,
+          stepLog: ctx.stepLog,
         },
         timeLeft(ctx, step),
       );

@@ -39,19 +39,13 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
       cleanup();
       reject(err);
     };
-    const onAborted = () => {
-      cleanup();
-      reject(new Error('client closed the connection before sending the whole body'));
-    };
     function cleanup() {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
-      req.off('aborted', onAborted);
     }
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
-    req.on('aborted', onAborted);
   });
 }

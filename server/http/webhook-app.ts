@@ -5,6 +5,7 @@
  * be read; an unexpected internal error gets HTTP 500 so the apiserver applies the webhook's own
  * failurePolicy — and never takes the process down.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import { checkContentType, decodeReview, encodeReview } from '../admission/codec.js';
 import { errored } from '../admission/responses.js';
@@ -25,13 +26,58 @@ export interface WebhookAppDeps {
 
 const PATHS: ReadonlyMap<string, Route> = new Map(ROUTES.map((route) => [`/${route}`, route]));
 
+const TIMEOUT_PARAM = /(?:^|&)timeout=([^&]*)/;
+
+/** `?timeout=` as the apiserver sends it (URLSearchParams would cost more than the rest of the routing). */
 function timeoutParam(querystring: string): number | undefined {
-  if (!querystring) return undefined;
-  return parseTimeoutParam(new URLSearchParams(querystring).get('timeout'));
+  const m = querystring ? TIMEOUT_PARAM.exec(querystring) : null;
+  return m ? parseTimeoutParam(decodeURIComponent(m[1]!)) : undefined;
 }
 
-export function createWebhookApp(deps: WebhookAppDeps): Koa {
+/** An answer to one review request. */
+interface Answer {
+  readonly status: number;
+  readonly body: string;
+  /** After refusing an oversized or unread body the connection cannot be reused safely. */
+  readonly close?: boolean;
+}
+
+/** Decode → review → encode, always in protocol; never throws. */
+async function answerReview(
+  deps: WebhookAppDeps,
+  req: IncomingMessage,
+  route: Route,
+  querystring: string,
+): Promise<Answer> {
   const { reviewer, metrics, log, maxRequestBytes } = deps;
+  let uid = '';
+  let apiVersion: AdmissionApiVersion = ADMISSION_V1;
+  metrics.inflight.inc();
+  try {
+    checkContentType(req.headers['content-type']);
+    const decoded = decodeReview(await readBody(req, maxRequestBytes));
+    uid = decoded.request.uid;
+    apiVersion = decoded.apiVersion;
+    const { response } = await reviewer.review(decoded.request, route, timeoutParam(querystring));
+    return { status: 200, body: encodeReview(apiVersion, response) };
+  } catch (err) {
+    const decodeError = err instanceof ReviewDecodeError ? err : undefined;
+    const status = decodeError?.status ?? 500;
+    const message = decodeError ? decodeError.message : `internal error: ${errorMessage(err)}`;
+    if (decodeError) {
+      uid ||= decodeError.uid;
+      if (decodeError.apiVersion) apiVersion = decodeError.apiVersion as AdmissionApiVersion;
+    }
+    metrics.invalidRequests.inc({ code: String(status) });
+    log[status === 500 ? 'error' : 'warn']({ uid, route, status, err: message }, 'review not processed');
+    return { status, body: encodeReview(apiVersion, errored(uid, status, message)), close: status === 413 };
+  } finally {
+    metrics.inflight.dec();
+  }
+}
+
+/** The Koa app: every route, including the reviews (the request listener below short-cuts those). */
+export function createWebhookApp(deps: WebhookAppDeps): Koa {
   const app = new Koa();
   // Koa would log every thrown error itself; the gateway answers in protocol and logs once.
   app.silent = true;
@@ -49,36 +95,44 @@ export function createWebhookApp(deps: WebhookAppDeps): Koa {
       ctx.body = { error: `${ctx.method} ${ctx.path}: expected POST with an AdmissionReview` };
       return;
     }
-
-    let uid = '';
-    let apiVersion: AdmissionApiVersion = ADMISSION_V1;
-    metrics.inflight.inc();
-    try {
-      checkContentType(ctx.get('content-type') || undefined);
-      const decoded = decodeReview(await readBody(ctx.req, maxRequestBytes));
-      uid = decoded.request.uid;
-      apiVersion = decoded.apiVersion;
-      const { response } = await reviewer.review(decoded.request, route, timeoutParam(ctx.querystring));
-      ctx.type = 'application/json';
-      ctx.body = encodeReview(apiVersion, response);
-    } catch (err) {
-      const decodeError = err instanceof ReviewDecodeError ? err : undefined;
-      const status = decodeError?.status ?? 500;
-      const message = decodeError ? decodeError.message : `internal error: ${errorMessage(err)}`;
-      if (decodeError) {
-        uid ||= decodeError.uid;
-        if (decodeError.apiVersion) apiVersion = decodeError.apiVersion as AdmissionApiVersion;
-      }
-      metrics.invalidRequests.inc({ code: String(status) });
-      log[status === 500 ? 'error' : 'warn']({ uid, route, status, err: message }, 'review not processed');
-      ctx.status = status;
-      ctx.type = 'application/json';
-      // After refusing an oversized or unread body the connection cannot be reused safely.
-      if (status === 413) ctx.set('Connection', 'close');
-      ctx.body = encodeReview(apiVersion, errored(uid, status, message));
-    } finally {
-      metrics.inflight.dec();
-    }
+    const answer = await answerReview(deps, ctx.req, route, ctx.querystring);
+    ctx.status = answer.status;
+    ctx.type = 'application/json';
+    if (answer.close) ctx.set('Connection', 'close');
+    ctx.body = answer.body;
   });
   return app;
+}
+
+/**
+ * The webhook server's request listener: `POST /mutate…` and `/validate…` go straight to the review
+ * (no Koa context, router or body parser on the path of every write in the cluster); anything else —
+ * probes of wrong paths or methods — goes through the Koa app.
+ */
+export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const koa = createWebhookApp(deps).callback();
+  return (req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const route = req.method === 'POST' ? PATHS.get(q < 0 ? url : url.slice(0, q)) : undefined;
+    if (!route) {
+      void koa(req, res);
+      return;
+    }
+    void answerReview(deps, req, route, q < 0 ? '' : url.slice(q + 1)).then(
+      (answer) => {
+        res.writeHead(answer.status, {
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(answer.body),
+          ...(answer.close ? { connection: 'close' } : {}),
+        });
+        res.end(answer.body);
+      },
+      (err: unknown) => {
+        // answerReview never rejects; a failure here is writing to a broken socket.
+        deps.log.warn({ err: errorMessage(err) }, 'could not send a review answer');
+        res.destroy();
+      },
+    );
+  };
 }

@@ -5,7 +5,7 @@
 import { access } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { KubeConfigSection } from '../config/types.js';
 
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -46,7 +46,9 @@ export async function loadKubeConfig(
     }
     return undefined;
   }
-  const kc = new KubeConfig();
+  // client-node is large (tens of MiB of heap): standalone gateways never load it.
+  const { KubeConfig: Config } = await import('@kubernetes/client-node');
+  const kc = new Config();
   if (source === 'in-cluster') kc.loadFromCluster();
   else kc.loadFromFile(source);
   if (!kc.getCurrentCluster()) throw new Error(`kubeconfig ${source} has no current cluster`);

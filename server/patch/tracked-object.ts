@@ -22,14 +22,15 @@ export interface TrackedSession<T extends object> {
   rollback(): void;
 }
 
-const escapePointer = (key: string): string => key.replace(/~/g, '~0').replace(/\//g, '~1');
+const escapePointer = (key: string): string =>
+  key.includes('~') || key.includes('/') ? key.replace(/~/g, '~0').replace(/\//g, '~1') : key;
 
 function isContainer(value: unknown): value is Container {
   return typeof value === 'object' && value !== null;
 }
 
 /** Proxies in `value` are replaced by their targets so the document never holds a view. */
-function unwrap(value: unknown, targets: WeakMap<object, object>, seen = new Set<object>()): unknown {
+function unwrap(value: unknown, targets: ReadonlyMap<object, object>, seen = new Set<object>()): unknown {
   if (!isContainer(value)) return value;
   const target = targets.get(value);
   if (target) return target;
@@ -51,9 +52,11 @@ export function trackObject<T extends object>(root: T, owner: string, readOnly =
   let open = true;
   const writes: string[] = [];
   const snapshots = new Map<Container, Container>();
-  const proxies = new WeakMap<object, object>();
-  const targets = new WeakMap<object, object>();
-  const paths = new WeakMap<object, string>();
+  // Plain Maps, not WeakMaps: a session lives for one step call, and ephemeron tables are costly to collect.
+  const proxies = new Map<object, object>();
+  const targets = new Map<object, object>();
+  /** JSON pointer of each container, fixed when its view is first handed out. */
+  const paths = new Map<object, string>();
 
   const refuse = (): never => {
     throw new TypeError(
@@ -75,8 +78,7 @@ export function trackObject<T extends object>(root: T, owner: string, readOnly =
     get(target, key, receiver) {
       const value: unknown = Reflect.get(target, key, receiver);
       if (typeof key === 'symbol' || !isContainer(value) || !Object.hasOwn(target, key)) return value;
-      paths.set(value, `${paths.get(target) ?? ''}/${escapePointer(key)}`);
-      return viewOf(value);
+      return proxies.get(value) ?? viewOf(value, `${paths.get(target) ?? ''}/${escapePointer(key)}`);
     },
     set(target, key, value: unknown) {
       if (!open || readOnly) refuse();
@@ -104,19 +106,16 @@ export function trackObject<T extends object>(root: T, owner: string, readOnly =
     },
   };
 
-  function viewOf(target: Container): object {
-    let proxy = proxies.get(target);
-    if (!proxy) {
-      proxy = new Proxy(target, handler);
-      proxies.set(target, proxy);
-      targets.set(proxy, target);
-    }
+  function viewOf(target: Container, path: string): object {
+    const proxy = new Proxy(target, handler);
+    proxies.set(target, proxy);
+    targets.set(proxy, target);
+    paths.set(target, path);
     return proxy;
   }
 
-  paths.set(root, '');
   return {
-    view: viewOf(root as unknown as Container) as T,
+    view: viewOf(root as unknown as Container, '') as T,
     writes,
     close() {
       open = false;

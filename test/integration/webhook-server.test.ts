@@ -109,9 +109,9 @@ describe('webhook server over HTTPS', function () {
       );
       assert.equal(typeof patch, 'string');
       assert.deepEqual(decodePatch(review.response), [
+        { op: 'add', path: '/metadata/labels/admissiongateway.io~1admitted', value: 'true' },
         { op: 'add', path: '/spec/containers/1/resources/requests', value: { cpu: '100m', memory: '128Mi' } },
         { op: 'add', path: '/spec/containers/1/resources/limits', value: { memory: '512Mi' } },
-        { op: 'add', path: '/metadata/labels/admissiongateway.io~1admitted', value: 'true' },
       ]);
     });
 

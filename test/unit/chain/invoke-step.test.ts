@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { invokeStep, type InvocationInput } from '../../../server/chain/invoke-step.js';
+import { ReviewNotes } from '../../../server/chain/notes.js';
 import { compileMatch } from '../../../server/chain/match.js';
 import type { Step, StepDecision, StepInvocation } from '../../../server/chain/step.js';
 import { StepFailedError } from '../../../server/errors.js';
@@ -27,11 +28,10 @@ const silent = { debug() {}, info() {}, warn() {}, error() {} };
 const input: InvocationInput = {
   request: podCreate().request!,
   object: undefined,
-  oldObject: () => undefined,
+  oldObject: undefined,
   plainObject: undefined,
-  log: () => silent,
-  warn: () => undefined,
-  annotate: () => undefined,
+  notes: new ReviewNotes(),
+  stepLog: () => silent,
 };
 
 describe('invokeStep()', () => {

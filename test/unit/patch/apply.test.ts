@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { applyPatchInPlace, checkPatchShape, diffPatch } from '../../../server/patch/apply.js';
+import { applyPatchInPlace, checkPatchShape, diffPatch, diffWritten } from '../../../server/patch/apply.js';
 import { trackObject } from '../../../server/patch/tracked-object.js';
 import { PatchApplyError } from '../../../server/errors.js';
 
@@ -69,5 +69,83 @@ describe('diffPatch()', () => {
     const applied = structuredClone(original);
     applyPatchInPlace(applied, patch);
     assert.deepEqual(applied, current);
+  });
+});
+
+describe('diffWritten()', () => {
+  /** Edits a copy of `original` through a tracked view and returns the patch from the journal. */
+  function journaled(original: Record<string, unknown>, edit: (doc: Record<string, unknown>) => void) {
+    const current = structuredClone(original);
+    const session = trackObject(current, 'step');
+    edit(session.view);
+    session.close();
+    return { current, patch: diffWritten(original, current, session.writes) };
+  }
+
+  const pod = () => ({
+    metadata: { name: 'web', labels: { app: 'web', 'a/b~c': 'x' } },
+    spec: {
+      containers: [
+        { name: 'a', image: 'nginx:1', resources: {} },
+        { name: 'b', image: 'busybox:1' },
+      ],
+      volumes: [],
+    },
+  });
+
+  const edits: Array<[string, (doc: Record<string, unknown>) => void]> = [
+    ['adds labels, creating nothing', (d) => ((d.metadata as { labels: Record<string, string> }).labels.team = 'a')],
+    ['creates a map and fills it', (d) => ((d.metadata as Record<string, unknown>).annotations = { x: '1' })],
+    [
+      'creates a map, then writes into it through the view',
+      (d) => {
+        const meta = d.metadata as Record<string, Record<string, string>>;
+        meta.annotations = {};
+        meta.annotations.y = '2';
+      },
+    ],
+    [
+      'edits containers inside an array and appends one',
+      (d) => {
+        const containers = (d.spec as { containers: Array<Record<string, unknown>> }).containers;
+        containers[0]!.resources = { requests: { cpu: '100m' } };
+        containers.push({ name: 'c', image: 'c:1' });
+      },
+    ],
+    ['removes an array element', (d) => (d.spec as { containers: unknown[] }).containers.splice(0, 1)],
+    [
+      'deletes and replaces keys with escaped characters',
+      (d) => {
+        const labels = (d.metadata as { labels: Record<string, string> }).labels;
+        delete labels['a/b~c'];
+        labels['x~y/z'] = 'new';
+      },
+    ],
+    ['replaces a map with a string', (d) => ((d.spec as Record<string, unknown>).volumes = 'none')],
+    [
+      'writes a value back unchanged after changing it',
+      (d) => {
+        const meta = d.metadata as { name: string };
+        meta.name = 'other';
+        meta.name = 'web';
+      },
+    ],
+  ];
+  for (const [name, edit] of edits) {
+    it(`${name}: the patch turns the original into the edited object, like a full diff`, () => {
+      const original = pod();
+      const { current, patch } = journaled(original, edit);
+      const applied = structuredClone(original);
+      applyPatchInPlace(applied, patch);
+      assert.deepEqual(applied, current);
+      assert.equal(patch.length === 0, diffPatch(original, current).length === 0);
+    });
+  }
+
+  it('emits exactly the operations for the written paths', () => {
+    const { patch } = journaled(pod(), (d) => {
+      (d.metadata as { labels: Record<string, string> }).labels.team = 'a';
+    });
+    assert.deepEqual(patch, [{ op: 'add', path: '/metadata/labels/team', value: 'a' }]);
   });
 });
