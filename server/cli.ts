@@ -133,13 +133,7 @@ async function serve(values: Values, io: CliIO): Promise<number> {
     config,
     plugins: io.plugins ?? availablePlugins,
     log,
-    ...(cluster
-      ? {
-          namespaceLabels: cluster.namespaceLabels,
-          readiness: cluster.readiness,
-          onProviderChange: cluster.onProviderChange,
-        }
-      : {}),
+    ...cluster?.gatewayOptions,
   });
   cluster?.attach(gateway);
   const signal = await io.stopSignal();

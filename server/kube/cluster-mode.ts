@@ -21,10 +21,12 @@ export interface ClusterModeOptions {
 }
 
 export interface ClusterMode {
-  /** For startGateway. */
-  readonly namespaceLabels: NamespaceLabelSource;
-  readonly readiness: readonly ReadinessCheck[];
-  readonly onProviderChange: (runtime: ProviderRuntime) => void;
+  /** What startGateway takes from cluster mode: `startGateway({ ...options, ...cluster.gatewayOptions })`. */
+  readonly gatewayOptions: {
+    readonly namespaceLabels: NamespaceLabelSource;
+    readonly readiness: readonly ReadinessCheck[];
+    readonly onProviderChange: (runtime: ProviderRuntime) => void;
+  };
   /** Starts the informers against the running gateway's chain; returns at once (readiness tells sync). */
   attach(gateway: Gateway): void;
   stop(): Promise<void>;
@@ -47,7 +49,7 @@ export function createClusterMode(
   let watcher: ProviderWatcher | undefined;
   const watching = config.kube.watchProviders;
 
-  return {
+  const gatewayOptions: ClusterMode['gatewayOptions'] = {
     namespaceLabels: namespaces,
     readiness: watching
       ? [
@@ -60,6 +62,10 @@ export function createClusterMode(
         ]
       : [],
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
+  };
+
+  return {
+    gatewayOptions,
     attach(gateway) {
       metrics = gateway.metrics;
       void namespaces.runner.start();

@@ -198,13 +198,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
     config,
     plugins: [...shippedPlugins, ...testPlugins, ...(options.plugins ?? [])],
     log,
-    ...(cluster
-      ? {
-          namespaceLabels: cluster.namespaceLabels,
-          readiness: cluster.readiness,
-          onProviderChange: cluster.onProviderChange,
-        }
-      : {}),
+    ...cluster?.gatewayOptions,
   });
   cluster?.attach(gateway);
   const webhookName = (name: string) => `${name}.${suite}.e2e.admissiongateway.io`;
