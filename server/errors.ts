@@ -2,6 +2,7 @@
  * Every error the gateway raises on purpose, each with a stable code (fastify/opossum style). Startup
  * errors stop the process with exit code 2; request-path errors become in-protocol answers.
  */
+import type { AdmissionApiVersion } from './admission/types.js';
 
 /** Invalid configuration: names the file and field path, and what was expected. */
 export class ConfigError extends Error {
@@ -33,7 +34,7 @@ export class ReviewDecodeError extends Error {
     readonly status: 400 | 413 | 415,
     /** The request uid when it could be read, so the answer can still echo it. */
     readonly uid = '',
-    readonly apiVersion?: string,
+    readonly apiVersion?: AdmissionApiVersion,
   ) {
     super(message);
     this.name = 'ReviewDecodeError';

@@ -15,17 +15,21 @@ export interface CompiledMatch {
   readonly needsNamespaceLabels: boolean;
 }
 
-const any = (list: readonly string[], value: string): boolean => list.includes('*') || list.includes(value);
+/** A set test where `*` matches anything; built once per rule. */
+function anyOf(list: readonly string[]): (value: string) => boolean {
+  if (list.includes('*')) return () => true;
+  const set = new Set(list);
+  return (value) => set.has(value);
+}
 
-function resourceMatches(patterns: readonly string[], resource: string, subResource: string): boolean {
-  for (const pattern of patterns) {
-    if (pattern === '*/*') return true;
+/** `resource`, `resource/sub`, `*`, `*\/sub`, `resource/*`, `*\/*`, split once (apiserver rules.go semantics). */
+function resourcesOf(patterns: readonly string[]): (resource: string, subResource: string) => boolean {
+  const split = patterns.map((pattern) => {
     const slash = pattern.indexOf('/');
-    const res = slash < 0 ? pattern : pattern.slice(0, slash);
-    const sub = slash < 0 ? '' : pattern.slice(slash + 1);
-    if ((res === '*' || res === resource) && (sub === '*' || sub === subResource)) return true;
-  }
-  return false;
+    return slash < 0 ? { res: pattern, sub: '' } : { res: pattern.slice(0, slash), sub: pattern.slice(slash + 1) };
+  });
+  return (resource, subResource) =>
+    split.some(({ res, sub }) => (res === '*' || res === resource) && (sub === '*' || sub === subResource));
 }
 
 /** Namespace objects are cluster-scoped; for them the apiserver sets request.namespace to their own name. */
@@ -46,15 +50,17 @@ function scopeMatches(rule: RuleWithOperations, request: AdmissionRequest): bool
   }
 }
 
-function ruleMatches(rule: RuleWithOperations, request: AdmissionRequest): boolean {
-  const { group, version, resource } = request.resource;
-  return (
-    any(rule.operations, request.operation) &&
-    any(rule.apiGroups, group) &&
-    any(rule.apiVersions, version) &&
-    resourceMatches(rule.resources, resource, request.subResource ?? '') &&
-    scopeMatches(rule, request)
-  );
+function compileRule(rule: RuleWithOperations): (request: AdmissionRequest) => boolean {
+  const operation = anyOf(rule.operations);
+  const group = anyOf(rule.apiGroups);
+  const version = anyOf(rule.apiVersions);
+  const resources = resourcesOf(rule.resources);
+  return (request) =>
+    operation(request.operation) &&
+    group(request.resource.group) &&
+    version(request.resource.version) &&
+    resources(request.resource.resource, request.subResource ?? '') &&
+    scopeMatches(rule, request);
 }
 
 function labelsOf(object: KubeObject | null | undefined): Labels | undefined {
@@ -85,7 +91,7 @@ export function namespaceToLookUp(request: AdmissionRequest): string | undefined
 }
 
 export function compileMatch(match: Match): CompiledMatch {
-  const rules = match.rules;
+  const rules = match.rules.map(compileRule);
   const nsSelector = compileSelector(match.namespaceSelector);
   const objSelector = compileSelector(match.objectSelector);
   const hasNsSelector = !isEmptySelector(match.namespaceSelector);
@@ -95,7 +101,7 @@ export function compileMatch(match: Match): CompiledMatch {
     !!object && objSelector(labelsOf(object) ?? {});
 
   const matches: Matcher = (request, namespaceLabels) => {
-    if (!rules.some((rule) => ruleMatches(rule, request))) return 'rules do not match';
+    if (!rules.some((rule) => rule(request))) return 'rules do not match';
     // A cluster-scoped object other than a Namespace is never exempted by a namespaceSelector.
     if (hasNsSelector && (request.namespace || isNamespaceResource(request))) {
       const labels = namespaceLabelsFromObject(request) ?? namespaceLabels;

@@ -11,6 +11,7 @@ import { cloneJson } from '../patch/clone.js';
 import { trackObject } from '../patch/tracked-object.js';
 import { invokeStep } from './invoke-step.js';
 import {
+  elapsedMs,
   recordSkip,
   settleDenial,
   settleFailure,
@@ -84,7 +85,7 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
       }
     }
     session?.close();
-    const ms = ctx.now() - started;
+    const ms = elapsedMs(ctx, started);
     seenChanges.set(step, changes);
 
     if (failure || result.decision?.allowed === false) {

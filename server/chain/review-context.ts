@@ -56,9 +56,13 @@ export function recordSkip(ctx: ReviewContext, step: Step, reason: string): void
   ctx.metrics.stepCalls.inc({ step: step.name, phase: ctx.phase, outcome: 'skipped' });
 }
 
+/** Milliseconds since `started`, to the microsecond: plenty for logs, and it keeps the review line short. */
+export function elapsedMs(ctx: ReviewContext, started: number): number {
+  return Math.round((ctx.now() - started) * 1000) / 1000;
+}
+
 function record(ctx: ReviewContext, step: Step, report: StepReport): void {
-  // Microsecond precision is plenty for logs and keeps the review line short.
-  ctx.reports.push({ ...report, ms: Math.round(report.ms * 1000) / 1000 });
+  ctx.reports.push(report);
   ctx.metrics.stepCalls.inc({ step: step.name, phase: ctx.phase, outcome: report.outcome });
   ctx.metrics.stepDuration.observe({ step: step.name, phase: ctx.phase }, report.ms / 1000);
 }

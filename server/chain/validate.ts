@@ -6,6 +6,7 @@ import { StepFailedError } from '../errors.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import { invokeStep } from './invoke-step.js';
 import {
+  elapsedMs,
   recordSkip,
   settleDenial,
   settleFailure,
@@ -46,7 +47,7 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
         },
         timeLeft(ctx, step),
       );
-      return { step, result, ms: ctx.now() - started };
+      return { step, result, ms: elapsedMs(ctx, started) };
     }),
   );
 

@@ -3,6 +3,8 @@
  * Errors name the file and the field path (exit code 2 at start).
  */
 import path from 'node:path';
+import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
+import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
 import { readMatch } from './match-schema.js';
 import { Reader, childPath } from './reader.js';
@@ -51,8 +53,6 @@ const PROVIDER_FIELDS = [
   'admissionReviewVersions',
 ];
 
-export const DEFAULT_SERVICE = { name: 'admission-gateway', namespace: 'admission-gateway' } as const;
-
 function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   const p = 'server';
   const m = r.map(value, p, [
@@ -73,6 +73,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     name: r.string(svc.name, `${p}.service.name`) ?? DEFAULT_SERVICE.name,
     namespace: r.string(svc.namespace, `${p}.service.namespace`) ?? DEFAULT_SERVICE.namespace,
   };
+  const sans = defaultSans(service);
   const file = (key: string, fallback: string): string => {
     const v = r.string(tls[key], `${p}.tls.${key}`) ?? fallback;
     return v === '' ? '' : path.resolve(baseDir, v);
@@ -96,14 +97,11 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
       keyFile,
       clientCAFile: file('clientCAFile', ''),
       generate: r.boolean(tls.generate, `${p}.tls.generate`) ?? true,
-      dnsNames: r.stringList(tls.dnsNames, `${p}.tls.dnsNames`) ?? [
-        `${service.name}.${service.namespace}.svc`,
-        `${service.name}.${service.namespace}.svc.cluster.local`,
-        'localhost',
-      ],
-      ipAddresses: r.stringList(tls.ipAddresses, `${p}.tls.ipAddresses`) ?? ['127.0.0.1', '::1'],
+      dnsNames: r.stringList(tls.dnsNames, `${p}.tls.dnsNames`) ?? sans.dnsNames,
+      ipAddresses: r.stringList(tls.ipAddresses, `${p}.tls.ipAddresses`) ?? sans.ipAddresses,
     },
-    maxRequestBytes: r.integer(m.maxRequestBytes, `${p}.maxRequestBytes`, 1024, 64 * 1024 * 1024) ?? 7 * 1024 * 1024,
+    maxRequestBytes:
+      r.integer(m.maxRequestBytes, `${p}.maxRequestBytes`, 1024, 64 * 1024 * 1024) ?? DEFAULT_MAX_REQUEST_BYTES,
     deadlineMarginMs,
     defaultTimeoutSeconds,
     shutdownTimeoutSeconds: r.integer(m.shutdownTimeoutSeconds, `${p}.shutdownTimeoutSeconds`, 1, 300) ?? 25,

@@ -66,7 +66,7 @@ async function answerReview(
     const message = decodeError ? decodeError.message : `internal error: ${errorMessage(err)}`;
     if (decodeError) {
       uid ||= decodeError.uid;
-      if (decodeError.apiVersion) apiVersion = decodeError.apiVersion as AdmissionApiVersion;
+      if (decodeError.apiVersion) apiVersion = decodeError.apiVersion;
     }
     metrics.invalidRequests.inc({ code: String(status) });
     log[status === 500 ? 'error' : 'warn']({ uid, route, status, err: message }, 'review not processed');
@@ -76,30 +76,19 @@ async function answerReview(
   }
 }
 
-/** The Koa app: every route, including the reviews (the request listener below short-cuts those). */
-export function createWebhookApp(deps: WebhookAppDeps): Koa {
+/** The Koa app for everything but a review: unknown paths (404) and wrong methods (405). */
+function createFallbackApp(): Koa {
   const app = new Koa();
-  // Koa would log every thrown error itself; the gateway answers in protocol and logs once.
   app.silent = true;
-
-  app.use(async (ctx) => {
-    const route = PATHS.get(ctx.path);
-    if (!route) {
+  app.use((ctx) => {
+    if (!PATHS.has(ctx.path)) {
       ctx.status = 404;
       ctx.body = { error: `no webhook at ${ctx.path}; routes: ${[...PATHS.keys()].join(', ')}` };
       return;
     }
-    if (ctx.method !== 'POST') {
-      ctx.status = 405;
-      ctx.set('Allow', 'POST');
-      ctx.body = { error: `${ctx.method} ${ctx.path}: expected POST with an AdmissionReview` };
-      return;
-    }
-    const answer = await answerReview(deps, ctx.req, route, ctx.querystring);
-    ctx.status = answer.status;
-    ctx.type = 'application/json';
-    if (answer.close) ctx.set('Connection', 'close');
-    ctx.body = answer.body;
+    ctx.status = 405;
+    ctx.set('Allow', 'POST');
+    ctx.body = { error: `${ctx.method} ${ctx.path}: expected POST with an AdmissionReview` };
   });
   return app;
 }
@@ -110,13 +99,13 @@ export function createWebhookApp(deps: WebhookAppDeps): Koa {
  * probes of wrong paths or methods — goes through the Koa app.
  */
 export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const koa = createWebhookApp(deps).callback();
+  const fallback = createFallbackApp().callback();
   return (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const route = req.method === 'POST' ? PATHS.get(q < 0 ? url : url.slice(0, q)) : undefined;
     if (!route) {
-      void koa(req, res);
+      void fallback(req, res);
       return;
     }
     void answerReview(deps, req, route, q < 0 ? '' : url.slice(q + 1)).then(

@@ -9,7 +9,7 @@ import { Agent } from 'undici';
 import { generateCertificates, writeCertificates } from '../../certs/generate.js';
 import type { AdmissionReview } from '../../server/admission/types.js';
 import type { Reviewer } from '../../server/chain/reviewer.js';
-import { createWebhookApp } from '../../server/http/webhook-app.js';
+import { createWebhookListener } from '../../server/http/webhook-app.js';
 import { createLogger } from '../../server/log.js';
 import { createMetrics } from '../../server/metrics/metrics.js';
 import type { KubeObject } from '../../server/plugin-api/index.js';
@@ -518,9 +518,13 @@ chain:
           return Promise.resolve({ response: { uid: request.uid, allowed: true }, reports: [] });
         },
       };
-      const app = createWebhookApp({ reviewer, metrics, log: createLogger('silent'), maxRequestBytes: 1 << 20 });
-      const handler = app.callback();
-      const webhook = https.createServer({ cert: bundle.cert, key: bundle.key }, (req, res) => void handler(req, res));
+      const listener = createWebhookListener({
+        reviewer,
+        metrics,
+        log: createLogger('silent'),
+        maxRequestBytes: 1 << 20,
+      });
+      const webhook = https.createServer({ cert: bundle.cert, key: bundle.key }, listener);
       server = webhook;
       await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
       const url = `https://127.0.0.1:${(webhook.address() as AddressInfo).port}/mutate`;
