@@ -29,7 +29,8 @@ export const CLUSTER_DIR = process.env.KUBE_E2E_DIR || path.join(os.homedir(), '
 /** Non-default ports, so the suite does not collide with a cluster started by hand on 6443/2379. */
 export const APISERVER_PORT = Number(process.env.KUBE_E2E_APISERVER_PORT || 16443);
 export const ETCD_PORT = Number(process.env.KUBE_E2E_ETCD_PORT || 12379);
-export const RUN_DIR = path.join(CLUSTER_DIR, 'run');
+/** PIDs, logs and etcd data; KUBE_E2E_RUN_DIR (with other ports) lets several suites run at once. */
+export const RUN_DIR = process.env.KUBE_E2E_RUN_DIR || path.join(CLUSTER_DIR, 'run');
 /** Set by the global setup; test files load the kubeconfig from it. */
 export const KUBECONFIG_ENV = 'ADMISSION_GATEWAY_E2E_KUBECONFIG';
 
@@ -42,6 +43,7 @@ function scriptEnv(): NodeJS.ProcessEnv {
     KUBE_E2E_DIR: CLUSTER_DIR,
     KUBE_E2E_APISERVER_PORT: String(APISERVER_PORT),
     KUBE_E2E_ETCD_PORT: String(ETCD_PORT),
+    KUBE_E2E_RUN_DIR: RUN_DIR,
   };
 }
 
