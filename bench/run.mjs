@@ -298,6 +298,16 @@ function gatewayConfig(shipped, certs, chain) {
 }
 
 /** Starts `node dist/server/main.js serve --config …` pinned to the server core; waits for /readyz. */
+/**
+ * The gateway runs with the NODE_OPTIONS the shipped Deployment sets (its heap limit decides how far the heap
+ * grows before a major GC), so RSS figures are the ones a pod would show.
+ */
+function deploymentNodeOptions() {
+  const deployment = YAML.parse(fs.readFileSync(path.join(ROOT, 'manifests/deployment.yaml'), 'utf8'));
+  const env = deployment?.spec?.template?.spec?.containers?.[0]?.env ?? [];
+  return env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+}
+
 async function startGateway(name, config) {
   const configFile = path.join(tmp, `${name}.yaml`);
   fs.writeFileSync(configFile, YAML.stringify(config));
@@ -317,7 +327,7 @@ async function startGateway(name, config) {
       '--config',
       configFile,
     ]),
-    { cwd: tmp, stdio: ['ignore', out, err] },
+    { cwd: tmp, stdio: ['ignore', out, err], env: { ...process.env, NODE_OPTIONS: deploymentNodeOptions() } },
   );
   fs.closeSync(out);
   fs.closeSync(err);
@@ -910,6 +920,7 @@ async function soakRun(shipped, certs) {
     peakRssMiB: run.peakRssMiB,
     trendGrowthMiB: growthMiB,
     flat: growthMiB <= allowance,
+    samples: samples.map((s) => ({ t: s.t, rssMiB: s.rssMiB })),
     flatCriterion: `least-squares RSS trend after the first ${opts.soakS / 5} s projects ≤ ${round(allowance, 1)} MiB growth over the soak`,
   };
   const results = {

@@ -76,6 +76,7 @@ export const DEFAULT_SERVICE = Object.freeze({ name: 'admission-gateway', namesp
 /** Backdating of `notBefore`, so a node whose clock runs slightly behind still accepts a fresh certificate. */
 const CLOCK_SKEW_MS = 5 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
+const DAY_SECONDS = 24 * 60 * 60;
 const CA_COMMON_NAME = 'admission-gateway CA';
 const ORGANIZATION = 'admission-gateway';
 
@@ -121,6 +122,69 @@ export function generateCertificates(opts: GenerateCertificatesOptions): Certifi
     cert: forge.pki.certificateToPem(cert),
     key: leafKeys.privatePem,
   };
+}
+
+/** A CA as PEM (certificate + unencrypted PKCS#8 key), e.g. the signing CA kept in a Secret. */
+export interface CertificateAuthority {
+  cert: string;
+  key: string;
+}
+
+/** Options for {@link generateCa}. */
+export interface GenerateCaOptions {
+  /** CA lifetime in seconds (seconds, not days, so tests can rotate in seconds). */
+  validitySeconds: number;
+  /** Default 2048 (at least 2048). */
+  keyBits?: number;
+  /** Issue time; default `Date.now()`. */
+  now?: number;
+}
+
+/** Options for {@link issueServingCertificate}. */
+export interface IssueServingCertificateOptions {
+  ca: CertificateAuthority;
+  sans: SubjectAltNames;
+  /** Leaf lifetime in seconds; the leaf never outlives its CA (notAfter is capped at the CA's). */
+  validitySeconds: number;
+  commonName?: string;
+  keyBits?: number;
+  now?: number;
+}
+
+/** A fresh self-signed CA valid from now (backdated for clock skew) for `validitySeconds`. */
+export function generateCa(opts: GenerateCaOptions): CertificateAuthority {
+  const keyBits = opts.keyBits ?? 2048;
+  requirePositiveInteger('validitySeconds', opts.validitySeconds);
+  if (!Number.isInteger(keyBits) || keyBits < 2048) {
+    throw new RangeError(`generateCa: keyBits ${keyBits}: expected an integer >= 2048`);
+  }
+  const keys = generateRsaKeyPair(keyBits);
+  const cert = buildCaCertificate(keys, opts.now ?? Date.now(), opts.validitySeconds / DAY_SECONDS);
+  return { cert: forge.pki.certificateToPem(cert), key: keys.privatePem };
+}
+
+/**
+ * A serving certificate signed by `ca`, valid for `validitySeconds` but never past the CA's notAfter (a
+ * leaf that outlives its CA fails verification at the CA's expiry anyway; capping makes that visible).
+ */
+export function issueServingCertificate(opts: IssueServingCertificateOptions): { cert: string; key: string } {
+  validateOptions({ dnsNames: opts.sans.dnsNames, ipAddresses: opts.sans.ipAddresses }, 1, 1, opts.keyBits ?? 2048);
+  requirePositiveInteger('validitySeconds', opts.validitySeconds);
+  const caCert = forge.pki.certificateFromPem(opts.ca.cert);
+  const caKey = forge.pki.privateKeyFromPem(opts.ca.key);
+  const now = opts.now ?? Date.now();
+  const leafKeys = generateRsaKeyPair(opts.keyBits ?? 2048);
+  const cert = buildServingCertificate(leafKeys, caCert, caKey, {
+    commonName: opts.commonName ?? opts.sans.dnsNames[0] ?? ORGANIZATION,
+    sans: opts.sans,
+    now,
+    validityDays: opts.validitySeconds / DAY_SECONDS,
+  });
+  if (cert.validity.notAfter.getTime() > caCert.validity.notAfter.getTime()) {
+    cert.validity.notAfter = new Date(caCert.validity.notAfter.getTime());
+    cert.sign(caKey, forge.md.sha256.create());
+  }
+  return { cert: forge.pki.certificateToPem(cert), key: leafKeys.privatePem };
 }
 
 /**

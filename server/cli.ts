@@ -20,6 +20,9 @@ import { ConfigError, PluginRegistrationError, ReviewDecodeError, errorMessage }
 import { createChainForConfig, startGateway } from './gateway.js';
 import { createLogger } from './log.js';
 import { loadKubeConfig } from './kube/kube-config.js';
+import { runManifests } from './manifests/command.js';
+import { loadManifestsConfig } from './manifests/config-source.js';
+import { ManifestsUsageError, parseManifestsOptions } from './manifests/options.js';
 import { createMetrics } from './metrics/metrics.js';
 import { applyPatchInPlace } from './patch/apply.js';
 import { ensureServingCertificate } from './tls/serving-certificate.js';
@@ -53,6 +56,7 @@ commands:
   serve     run the webhook (HTTPS) and operations (HTTP) servers (default)
   certs     generate the CA and serving certificate if missing, print the caBundle
   review    run an AdmissionReview file through the configured chain offline
+  manifests render the webhook configurations for the configured chain
 
 Run "admission-gateway <command> --help" for a command's options.`,
   serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--log-level LEVEL]
@@ -78,6 +82,39 @@ mutated object.
 
   --config FILE       gateway configuration (default: gateway.yaml, env GATEWAY_CONFIG)
   --route ROUTE       all (default), ${ROUTES.join(', ')}`,
+  manifests: `usage: admission-gateway manifests [--config FILE] [--service NAMESPACE/NAME[:PORT] | --url https://HOST[:PORT]]
+                                   [--ca FILE | --no-ca-bundle] [--name NAME] [--output yaml|json]
+                                   [--namespace-label KEY=VALUE]... [--exclude-namespace NAME]... [--all-resources]
+
+Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration that send the apiserver's
+requests to the gateway for the configured chain (pipe into "kubectl apply -f -"):
+  - mutate.admissiongateway.io on /mutate: the whole mutate phase in one webhook (split by failure policy
+    it would run out of chain order); failurePolicy Fail if any mutate step is Fail, else Ignore;
+    reinvocationPolicy IfNeeded if any mutate step is.
+  - validate-fail.admissiongateway.io on /validate/fail and validate-ignore.admissiongateway.io on
+    /validate/ignore: the validating steps of each failure policy.
+  A webhook whose route has no step is left out. rules: the union of its steps' rules (equal operations,
+  groups, versions and scope merged; rules and resources another rule covers dropped). timeoutSeconds: the
+  largest step timeout plus server.deadlineMarginMs, rounded up, at most 30. sideEffects: NoneOnDryRun when
+  a step declares sideEffects Some (the gateway skips it on dry-run), else None. namespaceSelector: only
+  the exclusions (kube-system, kube-node-lease, the gateway's namespace, namespaces labelled
+  admissiongateway.io/exclude); step selectors are evaluated by the gateway itself.
+AdmissionProviders added at run time only see what these rules send: with kube.watchProviders on, a note
+says so on stderr; --all-resources renders every route with a catch-all rule instead.
+--config also takes the ConfigMap that carries gateway.yaml (manifests/config.yaml).
+
+  --config FILE             gateway configuration (default: gateway.yaml, env GATEWAY_CONFIG)
+  --service NS/NAME[:PORT]  call this Service (default: server.service of the config, port 443)
+  --url https://HOST[:PORT] call this URL instead (e.g. a gateway outside the cluster)
+  --ca FILE                 CA certificate for caBundle (default: ca.crt next to server.tls.certFile,
+                            generated with the serving certificate when both are missing, as certs does)
+  --no-ca-bundle         leave caBundle out: the gateway in cluster mode patches it in, and re-applying
+                         the output keeps what it patched (apply never removes a field it did not set)
+  --name NAME               metadata.name of both configurations (default: admission-gateway)
+  --output, -o FORMAT       yaml (default: documents with a comment header) or json (a v1 List)
+  --namespace-label K=V     only select namespaces with this label (repeatable)
+  --exclude-namespace NAME  exclude this namespace too (repeatable)
+  --all-resources           catch-all rules on every route, for AdmissionProviders added at run time`,
 };
 
 const OPTIONS = {
@@ -88,6 +125,14 @@ const OPTIONS = {
   'log-level': { type: 'string' },
   route: { type: 'string' },
   ca: { type: 'string' },
+  service: { type: 'string' },
+  url: { type: 'string' },
+  'no-ca-bundle': { type: 'boolean' },
+  name: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  'namespace-label': { type: 'string', multiple: true },
+  'exclude-namespace': { type: 'string', multiple: true },
+  'all-resources': { type: 'boolean' },
 } satisfies ParseArgsConfig['options'];
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -127,8 +172,17 @@ async function serve(values: Values, io: CliIO): Promise<number> {
   const config = withOverrides(await configFrom(values, io), values);
   const log = createLogger(config.log.level);
   const kc = await loadKubeConfig(config.kube, io.env);
+  if (!kc && config.kube.certificate.secretName) {
+    throw new ConfigError(
+      config.file,
+      'kube.certificate.secretName',
+      'needs cluster mode, but no kubeconfig or in-cluster service account was found',
+    );
+  }
   const cluster = kc ? (await import('./kube/cluster-mode.js')).createClusterMode(kc, config, log) : undefined;
   log.info({ cluster: kc?.getCurrentCluster()?.server ?? null }, kc ? 'cluster mode' : 'standalone mode (no cluster)');
+  // The managed certificate Secret must be read (or created) before the webhook server can listen.
+  await cluster?.prepare();
   const gateway = await startGateway({
     config,
     plugins: io.plugins ?? availablePlugins,
@@ -167,6 +221,32 @@ async function certs(values: Values, io: CliIO): Promise<number> {
   }
   io.stdout(`${caBundle(pem)}\n`);
   return EXIT_OK;
+}
+
+async function manifests(argv: readonly string[], positionals: string[], values: Values, io: CliIO): Promise<number> {
+  if (positionals.length > 0) throw new UsageError(`manifests: unexpected argument "${positionals[0]}"`);
+  try {
+    const options = parseManifestsOptions(values);
+    const explicit = values.config ?? io.env.GATEWAY_CONFIG;
+    const config = await loadManifestsConfig(explicit ?? 'gateway.yaml', {
+      isDefaultLocation: explicit === undefined,
+      cwd: io.cwd,
+    });
+    // The command line minus the command word, for the "Rendered by" header.
+    const args = argv.filter((_, i) => i !== argv.indexOf('manifests'));
+    await runManifests(options, {
+      config,
+      plugins: io.plugins ?? availablePlugins,
+      cwd: io.cwd,
+      stdout: io.stdout,
+      stderr: io.stderr,
+      args,
+    });
+    return EXIT_OK;
+  } catch (err) {
+    if (err instanceof ManifestsUsageError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 function printable(result: ReviewResult, apiVersion: Parameters<typeof encodeReview>[0]) {
@@ -272,6 +352,8 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         return await serve(values, io);
       case 'certs':
         return await certs(values, io);
+      case 'manifests':
+        return await manifests(argv, rest, values, io);
       default:
         return await review(rest, values, io);
     }

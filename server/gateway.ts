@@ -22,6 +22,7 @@ import type { GatewayLogger } from './log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { createWebhookListener } from './http/webhook-app.js';
+import { drainServer } from './http/drain.js';
 import {
   ensureServingCertificate,
   loadTlsMaterial,
@@ -29,6 +30,7 @@ import {
   watchServingCertificate,
   type TlsMaterial,
 } from './tls/serving-certificate.js';
+import type { CertificateSource } from './tls/certificate-source.js';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -43,6 +45,11 @@ export interface GatewayOptions {
   readonly onProviderChange?: (runtime: ProviderRuntime) => void;
   /** More readiness conditions (e.g. the provider watch has synced). */
   readonly readiness?: readonly ReadinessCheck[];
+  /**
+   * Where the serving certificate comes from instead of server.tls's files (cluster mode's managed Secret):
+   * the initial material and every change, swapped in with setSecureContext.
+   */
+  readonly certificates?: CertificateSource;
 }
 
 export interface Gateway {
@@ -94,6 +101,13 @@ export async function createChainForConfig(
   return manager;
 }
 
+/**
+ * On shutdown, how long an idle keep-alive connection may still carry one more review (answered with
+ * Connection: close) before the gateway closes it: a busy apiserver reuses its pooled connections within
+ * milliseconds, so only connections idle for this long are closed under a client that might be writing.
+ */
+const DRAIN_IDLE_GRACE_MS = 2000;
+
 function listen(server: http.Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -141,41 +155,53 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const { tls } = serverConfig;
-  const { generated } = await ensureServingCertificate({
-    certFile: tls.certFile,
-    keyFile: tls.keyFile,
-    generateIfMissing: tls.generate,
-    sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
-    log,
-  });
-  let material = await loadTlsMaterial(tls.certFile, tls.keyFile, tls.clientCAFile || undefined);
+  let material: TlsMaterial;
+  if (options.certificates) {
+    material = options.certificates.initial;
+  } else {
+    const { generated } = await ensureServingCertificate({
+      certFile: tls.certFile,
+      keyFile: tls.keyFile,
+      generateIfMissing: tls.generate,
+      sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
+      log,
+    });
+    material = await loadTlsMaterial(tls.certFile, tls.keyFile, tls.clientCAFile || undefined);
+    log.info(
+      { certFile: tls.certFile, generated, notAfter: material.notAfter.toISOString() },
+      'serving certificate loaded',
+    );
+  }
   metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
-  log.info(
-    { certFile: tls.certFile, generated, notAfter: material.notAfter.toISOString() },
-    'serving certificate loaded',
-  );
 
   const webhookServer = https.createServer(
     // Keep-alive beyond the apiserver's idle timeout (90 s) so pooled connections are not cut under it.
     { ...secureContextOptions(material), keepAliveTimeout: 95_000, requestTimeout: 60_000 },
-    createWebhookListener({ reviewer, metrics, log, maxRequestBytes: serverConfig.maxRequestBytes }),
+    createWebhookListener({
+      reviewer,
+      metrics,
+      log,
+      maxRequestBytes: serverConfig.maxRequestBytes,
+      draining: () => closing,
+    }),
   );
-  const watcher = watchServingCertificate({
-    certFile: tls.certFile,
-    keyFile: tls.keyFile,
-    ...(tls.clientCAFile ? { clientCAFile: tls.clientCAFile } : {}),
-    initial: material,
-    log,
-    onReload: (next) => {
-      webhookServer.setSecureContext(secureContextOptions(next));
-      material = next;
-      metrics.certificateExpiry.set(next.notAfter.getTime() / 1000);
-      log.info(
-        { notAfter: next.notAfter.toISOString(), fingerprint: next.fingerprint256 },
-        'serving certificate reloaded',
-      );
-    },
-  });
+  // New handshakes use the new context; established connections keep the one they negotiated.
+  const swap = (next: TlsMaterial, message: string): void => {
+    webhookServer.setSecureContext(secureContextOptions(next));
+    material = next;
+    metrics.certificateExpiry.set(next.notAfter.getTime() / 1000);
+    log.info({ notAfter: next.notAfter.toISOString(), fingerprint: next.fingerprint256 }, message);
+  };
+  const watcher = options.certificates
+    ? { close: options.certificates.onChange((next) => swap(next, 'serving certificate swapped')) }
+    : watchServingCertificate({
+        certFile: tls.certFile,
+        keyFile: tls.keyFile,
+        ...(tls.clientCAFile ? { clientCAFile: tls.clientCAFile } : {}),
+        initial: material,
+        log,
+        onReload: (next) => swap(next, 'serving certificate reloaded'),
+      });
 
   let closing = false;
   const checks: ReadinessCheck[] = [
@@ -204,6 +230,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const webhookUrl = `https://${urlHost(serverConfig.host)}:${webhookAddress.port}`;
   const opsUrl = `http://${urlHost(serverConfig.opsHost)}:${opsAddress.port}`;
   log.info({ webhook: webhookUrl, ops: opsUrl }, 'admission-gateway serving');
+  let closed: Promise<void> | undefined;
 
   return {
     metrics,
@@ -213,24 +240,35 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     chain: () => chains.current(),
     chains,
     tls: () => material,
-    async close() {
-      closing = true;
-      watcher.close();
-      const drained = new Promise<void>((resolve) => webhookServer.close(() => resolve()));
-      webhookServer.closeIdleConnections();
-      // In-flight reviews finish; idle keep-alive sockets close now, busy ones after their response.
-      const idleSweep = setInterval(() => webhookServer.closeIdleConnections(), 50);
-      const deadline = new Promise<void>((resolve) =>
-        setTimeout(resolve, serverConfig.shutdownTimeoutSeconds * 1000).unref(),
-      );
-      await Promise.race([drained, deadline]);
-      clearInterval(idleSweep);
-      webhookServer.closeAllConnections();
-      await chains.close();
-      await new Promise<void>((resolve) => {
-        opsServer.close(() => resolve());
-        opsServer.closeAllConnections();
-      });
+    close() {
+      // Idempotent: a second call (a second signal, a test's cleanup) waits for the same drain.
+      closed ??= (async () => {
+        closing = true;
+        watcher.close();
+        const boundMs = serverConfig.shutdownTimeoutSeconds * 1000;
+        const boundAt = Date.now() + boundMs;
+        // Readiness is 503 from here; answers carry Connection: close; in-flight reviews finish (drain.ts).
+        await drainServer(webhookServer, {
+          boundMs,
+          idleGraceMs: DRAIN_IDLE_GRACE_MS,
+          onBound: (connections) =>
+            log.warn(
+              { connections, boundSeconds: serverConfig.shutdownTimeoutSeconds },
+              'shutdown bound reached: closing connections with reviews in flight',
+            ),
+        });
+        // Provider pools close gracefully, i.e. wait for calls in flight; a call left over from a review cut
+        // at the bound must not hold the process past it.
+        await Promise.race([
+          chains.close(),
+          new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, boundAt - Date.now())).unref()),
+        ]);
+        await new Promise<void>((resolve) => {
+          opsServer.close(() => resolve());
+          opsServer.closeAllConnections();
+        });
+      })();
+      return closed;
     },
   };
 }

@@ -2,6 +2,9 @@
 /** Process entry point: wires the CLI to the real process (stdio, env, signals, exit code). */
 import { runCli } from './cli.js';
 
+/** After the command returned, how long pending output may take before the process exits anyway. */
+const EXIT_GRACE_MS = 500;
+
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -18,16 +21,33 @@ process.on('uncaughtException', (err) => {
   );
 });
 
+/**
+ * Resolves on the first SIGTERM/SIGINT once `serve` waits for it; a second one means "now": exit without
+ * draining (the listeners stay, so the default action — death by signal — never cuts a drain short).
+ */
+function stopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      signals++;
+      if (signals === 1) return resolve(signal);
+      process.stderr.write(`${JSON.stringify({ level: 'warn', msg: `second ${signal}: exiting without draining` })}\n`);
+      process.exit(1);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}
+
 const code = await runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   stdin: readStdin,
   env: process.env,
   cwd: process.cwd(),
-  stopSignal: () =>
-    new Promise((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
-    }),
+  stopSignal,
 });
 process.exitCode = code;
+// `serve` returns once drained or cut at server.shutdownTimeoutSeconds; a provider call abandoned at the
+// bound may still hold a socket until its own timeout. Let output flush, then go regardless.
+setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();

@@ -10,7 +10,7 @@ import { SettingsError } from '../plugin-api/settings.js';
 import { compileMatch } from './match.js';
 import { createPluginSteps } from './plugin-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
-import type { Step } from './step.js';
+import { effectiveFailurePolicy, type Step } from './step.js';
 
 /** The webhook routes (DESIGN §2.1): a phase, optionally only the steps with one failure policy. */
 export const ROUTES = [
@@ -59,7 +59,9 @@ export function createChain(steps: readonly Step[]): Chain {
   const needsNs = new Map<Route, boolean>();
   for (const route of ROUTES) {
     const [phase, policy] = route.split('/') as [Phase, 'fail' | 'ignore' | undefined];
-    const list = ordered.filter((s) => s.phase === phase && (!policy || s.failurePolicy.toLowerCase() === policy));
+    const list = ordered.filter(
+      (s) => s.phase === phase && (!policy || effectiveFailurePolicy(s).toLowerCase() === policy),
+    );
     routes.set(route, Object.freeze(list));
     needsNs.set(
       route,

@@ -60,6 +60,16 @@ export interface Step {
   describe(): StepStatus;
 }
 
+/**
+ * The failure policy a step acts on: a step in warn or audit mode never blocks, not even when it fails, so it
+ * is an Ignore step whatever its `failurePolicy` says. The split routes (`/validate/fail`, …) and the rendered
+ * webhook configurations use this, so the apiserver's own failurePolicy for an unreachable gateway matches
+ * what the steps behind it would have done.
+ */
+export function effectiveFailurePolicy(step: Pick<Step, 'failurePolicy' | 'mode'>): FailurePolicy {
+  return step.mode === 'enforce' ? step.failurePolicy : 'Ignore';
+}
+
 /** How a chain entry is placed and guarded: what plugin and provider steps share. */
 export type StepPlacement = Pick<
   Step,

@@ -42,6 +42,33 @@ export interface KubeConfigSection {
   readonly watchProviders: boolean;
   /** Explicit kubeconfig path; default: KUBECONFIG, ~/.kube/config, then the in-cluster service account. */
   readonly kubeconfig: string;
+  /** The serving certificate kept in a Secret and rotated by the gateway (cluster mode only). */
+  readonly certificate: ManagedCertificateConfig;
+}
+
+/** `kube.certificate`: the gateway keeps its serving certificate in a Secret (instead of server.tls files). */
+export interface ManagedCertificateConfig {
+  /** The Secret (type kubernetes.io/tls). `''` (default) = off: server.tls files as in standalone mode. */
+  readonly secretName: string;
+  /** Default server.service.namespace. */
+  readonly secretNamespace: string;
+  /** Webhook configurations whose every webhook gets the CA bundle as caBundle. Default [admission-gateway]. */
+  readonly mutatingWebhookConfigurations: readonly string[];
+  readonly validatingWebhookConfigurations: readonly string[];
+  /** CA lifetime. Default 5 years. */
+  readonly caValiditySeconds: number;
+  /** Serving certificate lifetime (never past its CA's). Default 1 year. */
+  readonly certValiditySeconds: number;
+  /** Start a CA rotation this long before the CA expires. Default a third of caValiditySeconds. */
+  readonly caRenewBeforeSeconds: number;
+  /** Reissue the serving certificate this long before it expires. Default a third of certValiditySeconds. */
+  readonly certRenewBeforeSeconds: number;
+  /** Wait after the webhooks carry a new bundle before serving from the new CA. Default 60. */
+  readonly propagationSeconds: number;
+  /** Keep trusting the old CA this long after the switch. Default 900. */
+  readonly overlapSeconds: number;
+  /** Re-read the Secret and re-check the webhooks' caBundle this often (repairs drift). Default 30. */
+  readonly resyncSeconds: number;
 }
 
 export interface LogConfig {

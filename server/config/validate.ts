@@ -15,6 +15,7 @@ import type {
   GatewayConfig,
   KubeConfigSection,
   LogConfig,
+  ManagedCertificateConfig,
   ProviderEntry,
   ServerConfig,
   ServiceReference,
@@ -109,16 +110,98 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   };
 }
 
-function readKube(r: Reader, value: unknown): KubeConfigSection {
-  const m = r.map(value, 'kube', ['enabled', 'watchProviders', 'kubeconfig']);
+function readKube(r: Reader, value: unknown, serviceNamespace: string): KubeConfigSection {
+  const m = r.map(value, 'kube', ['enabled', 'watchProviders', 'kubeconfig', 'certificate']);
   let enabled: KubeConfigSection['enabled'] = 'auto';
   if (m.enabled !== undefined && m.enabled !== 'auto') {
     enabled = r.boolean(m.enabled, 'kube.enabled') ?? 'auto';
+  }
+  const certificate = readManagedCertificate(r, m.certificate, serviceNamespace);
+  if (certificate.secretName && enabled === false) {
+    r.fail('kube.certificate.secretName', 'needs cluster mode, but kube.enabled is false');
   }
   return {
     enabled,
     watchProviders: r.boolean(m.watchProviders, 'kube.watchProviders') ?? true,
     kubeconfig: r.string(m.kubeconfig, 'kube.kubeconfig') ?? '',
+    certificate,
+  };
+}
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const YEAR_SECONDS = 365 * 24 * 60 * 60;
+
+function readManagedCertificate(r: Reader, value: unknown, serviceNamespace: string): ManagedCertificateConfig {
+  const p = 'kube.certificate';
+  const m = r.map(value, p, [
+    'secretName',
+    'secretNamespace',
+    'mutatingWebhookConfigurations',
+    'validatingWebhookConfigurations',
+    'caValiditySeconds',
+    'certValiditySeconds',
+    'caRenewBeforeSeconds',
+    'certRenewBeforeSeconds',
+    'propagationSeconds',
+    'overlapSeconds',
+    'resyncSeconds',
+  ]);
+  const name = (v: unknown, field: string): string => {
+    const s = r.string(v, field) ?? '';
+    if (s !== '' && (!DNS_SUBDOMAIN.test(s) || s.length > 253)) r.fail(field, 'expected a DNS subdomain name', s);
+    return s;
+  };
+  const names = (v: unknown, field: string): string[] => {
+    const list = r.stringList(v, field) ?? ['admission-gateway'];
+    list.forEach((item, i) => {
+      if (item === '') r.fail(`${field}[${i}]`, 'is required (a non-empty string)');
+      name(item, `${field}[${i}]`);
+    });
+    return list;
+  };
+  const secretName = name(m.secretName, `${p}.secretName`);
+  const secretNamespace = name(m.secretNamespace, `${p}.secretNamespace`) || serviceNamespace;
+  const caValiditySeconds =
+    r.integer(m.caValiditySeconds, `${p}.caValiditySeconds`, 10, 100 * YEAR_SECONDS) ?? 5 * YEAR_SECONDS;
+  const certValiditySeconds =
+    r.integer(m.certValiditySeconds, `${p}.certValiditySeconds`, 10, 100 * YEAR_SECONDS) ??
+    Math.min(YEAR_SECONDS, caValiditySeconds);
+  if (certValiditySeconds > caValiditySeconds) {
+    r.fail(`${p}.certValiditySeconds`, `must not exceed caValiditySeconds (${caValiditySeconds})`, certValiditySeconds);
+  }
+  const caRenewBeforeSeconds =
+    r.integer(m.caRenewBeforeSeconds, `${p}.caRenewBeforeSeconds`, 1, caValiditySeconds - 1) ??
+    Math.floor(caValiditySeconds / 3);
+  const certRenewBeforeSeconds =
+    r.integer(m.certRenewBeforeSeconds, `${p}.certRenewBeforeSeconds`, 1, certValiditySeconds - 1) ??
+    Math.floor(certValiditySeconds / 3);
+  const propagationSeconds = r.number(m.propagationSeconds, `${p}.propagationSeconds`, 0, 86_400) ?? 60;
+  const overlapSeconds = r.number(m.overlapSeconds, `${p}.overlapSeconds`, 0, 30 * 86_400) ?? 900;
+  const resyncSeconds = r.number(m.resyncSeconds, `${p}.resyncSeconds`, 0.1, 86_400) ?? 30;
+  // A rotation must be able to finish before the old CA (and the certificates it signed) expires.
+  if (caRenewBeforeSeconds <= propagationSeconds + resyncSeconds) {
+    r.fail(
+      `${p}.caRenewBeforeSeconds`,
+      `must exceed propagationSeconds + resyncSeconds (${propagationSeconds + resyncSeconds})`,
+      caRenewBeforeSeconds,
+    );
+  }
+  // A replica whose watch is down learns of the new certificate at its next resync: keep the old CA until then.
+  if (overlapSeconds < resyncSeconds) {
+    r.fail(`${p}.overlapSeconds`, `must be at least resyncSeconds (${resyncSeconds})`, overlapSeconds);
+  }
+  return {
+    secretName,
+    secretNamespace,
+    mutatingWebhookConfigurations: names(m.mutatingWebhookConfigurations, `${p}.mutatingWebhookConfigurations`),
+    validatingWebhookConfigurations: names(m.validatingWebhookConfigurations, `${p}.validatingWebhookConfigurations`),
+    caValiditySeconds,
+    certValiditySeconds,
+    caRenewBeforeSeconds,
+    certRenewBeforeSeconds,
+    propagationSeconds,
+    overlapSeconds,
+    resyncSeconds,
   };
 }
 
@@ -278,10 +361,11 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
       );
     names.set(entry.name, entry.path);
   }
+  const server = readServer(r, m.server, baseDir);
   return {
     file,
-    server: readServer(r, m.server, baseDir),
-    kube: readKube(r, m.kube),
+    server,
+    kube: readKube(r, m.kube, server.service.namespace),
     log: readLog(r, m.log),
     chain,
   };

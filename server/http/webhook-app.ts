@@ -22,6 +22,12 @@ export interface WebhookAppDeps {
   readonly metrics: Metrics;
   readonly log: BindableLogger;
   readonly maxRequestBytes: number;
+  /**
+   * True once the gateway is shutting down: every answer then carries `Connection: close`, so a keep-alive
+   * client (the apiserver's pool) sends its next review on a new connection — to a replica that is still
+   * serving — instead of writing it onto a socket about to close (see drain.ts).
+   */
+  readonly draining?: () => boolean;
 }
 
 const PATHS: ReadonlyMap<string, Route> = new Map(ROUTES.map((route) => [`/${route}`, route]));
@@ -105,6 +111,7 @@ export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessa
     const q = url.indexOf('?');
     const route = req.method === 'POST' ? PATHS.get(q < 0 ? url : url.slice(0, q)) : undefined;
     if (!route) {
+      if (deps.draining?.()) res.setHeader('connection', 'close');
       void fallback(req, res);
       return;
     }
@@ -113,7 +120,7 @@ export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessa
         res.writeHead(answer.status, {
           'content-type': 'application/json; charset=utf-8',
           'content-length': Buffer.byteLength(answer.body),
-          ...(answer.close ? { connection: 'close' } : {}),
+          ...(answer.close || deps.draining?.() ? { connection: 'close' } : {}),
         });
         res.end(answer.body);
       },

@@ -1,7 +1,9 @@
 /**
  * Cluster mode: namespace labels from an informer cache, AdmissionProviders watched into the chain, their
- * status written back, and readiness held until the first provider list has synced.
+ * status written back, readiness held until the first provider list has synced, and (with
+ * kube.certificate.secretName) the serving certificate kept and rotated in a Secret.
  */
+import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
@@ -10,7 +12,9 @@ import type { ReadinessCheck } from '../http/ops-app.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../plugin-api/types.js';
 import type { ProviderRuntime } from '../providers/provider-runtime.js';
+import type { CertificateSource } from '../tls/certificate-source.js';
 import type { BackoffOptions } from './informer-runner.js';
+import { createManagedCertificate, type RotationStep } from './managed-certificate.js';
 import { createNamespaceLabelCache } from './namespace-labels.js';
 import { createProviderWatcher, type ProviderWatcher } from './provider-watcher.js';
 
@@ -21,12 +25,21 @@ export interface ClusterModeOptions {
 }
 
 export interface ClusterMode {
-  /** What startGateway takes from cluster mode: `startGateway({ ...options, ...cluster.gatewayOptions })`. */
+  /**
+   * What startGateway takes from cluster mode: `startGateway({ ...options, ...cluster.gatewayOptions })`.
+   * With a managed certificate, `certificates` exists only after prepare() (reading it earlier throws).
+   */
   readonly gatewayOptions: {
     readonly namespaceLabels: NamespaceLabelSource;
     readonly readiness: readonly ReadinessCheck[];
     readonly onProviderChange: (runtime: ProviderRuntime) => void;
+    readonly certificates?: CertificateSource;
   };
+  /**
+   * Before startGateway: with kube.certificate.secretName, creates or reads the certificate Secret (retrying
+   * while the apiserver is unreachable). A no-op otherwise.
+   */
+  prepare(): Promise<void>;
   /** Starts the informers against the running gateway's chain; returns at once (readiness tells sync). */
   attach(gateway: Gateway): void;
   stop(): Promise<void>;
@@ -49,6 +62,24 @@ export function createClusterMode(
   let watcher: ProviderWatcher | undefined;
   const watching = config.kube.watchProviders;
 
+  // prepare() may create the Secret before the gateway (and its metrics) exist: counted at attach().
+  const stepsBeforeAttach: RotationStep[] = [];
+  const managed = config.kube.certificate.secretName
+    ? createManagedCertificate({
+        kc,
+        config: config.kube.certificate,
+        sans: { dnsNames: [...config.server.tls.dnsNames], ipAddresses: [...config.server.tls.ipAddresses] },
+        log,
+        ...(options.backoff ? { backoff: options.backoff } : {}),
+        onStep: (step) => {
+          if (metrics) metrics.certificateRotationSteps.inc({ step });
+          else stepsBeforeAttach.push(step);
+        },
+        onConnectionChange: connection('secrets'),
+      })
+    : undefined;
+  let certificates: CertificateSource | undefined;
+
   const gatewayOptions: ClusterMode['gatewayOptions'] = {
     namespaceLabels: namespaces,
     readiness: watching
@@ -64,10 +95,29 @@ export function createClusterMode(
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
   };
 
+  if (managed) {
+    // A getter (enumerable, so `...gatewayOptions` copies it): spreading before prepare() fails loudly
+    // instead of silently serving the server.tls files.
+    Object.defineProperty(gatewayOptions, 'certificates', {
+      enumerable: true,
+      get(): CertificateSource {
+        if (!certificates) throw new Error('cluster mode: call prepare() before startGateway (managed certificate)');
+        return certificates;
+      },
+    });
+  }
+
   return {
     gatewayOptions,
+    async prepare() {
+      if (!managed || certificates) return;
+      const file = config.server.tls.clientCAFile;
+      certificates = await managed.prepare(file ? await readClientCA(file) : undefined);
+    },
     attach(gateway) {
       metrics = gateway.metrics;
+      for (const step of stepsBeforeAttach.splice(0)) metrics.certificateRotationSteps.inc({ step });
+      managed?.start();
       void namespaces.runner.start();
       if (!watching) return;
       watcher = createProviderWatcher({
@@ -86,7 +136,17 @@ export function createClusterMode(
       void watcher.start();
     },
     async stop() {
-      await Promise.all([namespaces.runner.stop(), watcher?.stop()]);
+      await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop()]);
     },
   };
+}
+
+async function readClientCA(file: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (err) {
+    throw new Error(`cannot read TLS client CA file "${file}": ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
 }

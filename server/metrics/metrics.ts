@@ -95,6 +95,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       help: 'notAfter of the serving certificate in use.',
       registers,
     }),
+    certificateRotationSteps: new Counter({
+      name: `${METRIC_PREFIX}certificate_rotation_steps_total`,
+      help: 'Cluster mode: certificate Secret writes by this replica, by step (create, stage, promote, prune, reissue, regenerate).',
+      labelNames: ['step'] as const,
+      registers,
+    }),
   };
 }
 

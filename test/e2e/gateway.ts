@@ -194,6 +194,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
   const cluster = options.clusterMode
     ? createClusterMode(newKubeConfig(), config, log, options.clusterMode)
     : undefined;
+  await cluster?.prepare();
   const gateway = await startGateway({
     config,
     plugins: [...shippedPlugins, ...testPlugins, ...(options.plugins ?? [])],

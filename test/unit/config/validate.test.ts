@@ -45,7 +45,24 @@ describe('parseConfigText()', () => {
         shutdownTimeoutSeconds: 25,
         service: { name: 'admission-gateway', namespace: 'admission-gateway' },
       });
-      assert.deepEqual(config.kube, { enabled: 'auto', watchProviders: true, kubeconfig: '' });
+      assert.deepEqual(config.kube, {
+        enabled: 'auto',
+        watchProviders: true,
+        kubeconfig: '',
+        certificate: {
+          secretName: '',
+          secretNamespace: 'admission-gateway',
+          mutatingWebhookConfigurations: ['admission-gateway'],
+          validatingWebhookConfigurations: ['admission-gateway'],
+          caValiditySeconds: 5 * 365 * 86_400,
+          certValiditySeconds: 365 * 86_400,
+          caRenewBeforeSeconds: Math.floor((5 * 365 * 86_400) / 3),
+          certRenewBeforeSeconds: Math.floor((365 * 86_400) / 3),
+          propagationSeconds: 60,
+          overlapSeconds: 900,
+          resyncSeconds: 30,
+        },
+      });
       assert.deepEqual(config.log, { level: 'info' });
       assert.deepEqual(config.chain, []);
     });

@@ -1,0 +1,161 @@
+/**
+ * `admission-gateway manifests`: resolves the configured chain (plugin defaults and settings checked as at
+ * start, providers discovered once), finds the caBundle the way `certs` does, renders the webhook
+ * configurations and prints them. Notes go to stderr so stdout can be piped into kubectl.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { caBundle as caBundleOf } from '../../certs/generate.js';
+import type { AnyPlugin } from '../chain/plugin-registry.js';
+import type { GatewayConfig } from '../config/types.js';
+import { errorMessage } from '../errors.js';
+import { createChainForConfig } from '../gateway.js';
+import { createMetrics } from '../metrics/metrics.js';
+import { ensureServingCertificate, type TlsLogger } from '../tls/serving-certificate.js';
+import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
+import { toJson, toYaml } from './output.js';
+import {
+  EXCLUDE_LABEL,
+  excludedNamespaces,
+  renderWebhookConfigurations,
+  type RenderStep,
+  type WebhookTarget,
+} from './render.js';
+import { renderStepsOf } from './steps.js';
+
+export interface ManifestsDeps {
+  readonly config: GatewayConfig;
+  readonly plugins: readonly AnyPlugin[];
+  readonly cwd: string;
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  /** The command line after `manifests`, repeated in the YAML header so the file says how to regenerate it. */
+  readonly args: readonly string[];
+}
+
+function note(deps: ManifestsDeps, text: string): void {
+  deps.stderr(`admission-gateway: ${text}\n`);
+}
+
+/** The chain's steps; providers with discovery get one attempt, as `review` does. */
+async function resolveSteps(deps: ManifestsDeps): Promise<RenderStep[]> {
+  const chains = await createChainForConfig(deps.config, deps.plugins, {
+    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+    // Discovery problems are reported below in one line each, not as JSON log lines.
+    log: pino({ level: 'silent' }),
+    onChain: () => undefined,
+  });
+  try {
+    await Promise.all(chains.runtimes().map((r) => r.discover()));
+    for (const runtime of chains.runtimes()) {
+      const status = runtime.status();
+      if (!status.ready) {
+        note(
+          deps,
+          `provider "${runtime.name}" could not be discovered (${status.lastError ?? 'no answer'}): ` +
+            `its configured phases are rendered with its configured match`,
+        );
+      }
+    }
+    return renderStepsOf(chains.current());
+  } finally {
+    await chains.close();
+  }
+}
+
+/** The TLS module's logger, as plain lines on stderr (it only speaks when it generates a certificate). */
+function tlsLogger(deps: ManifestsDeps): TlsLogger {
+  const line = (_obj: object, msg: string) => note(deps, msg);
+  return { info: line, warn: line, error: line };
+}
+
+async function readCaBundle(options: ManifestsOptions, deps: ManifestsDeps): Promise<string> {
+  const how = options.caBundle;
+  if (how.kind === 'empty') return '';
+  const { tls } = deps.config.server;
+  let caFile: string;
+  if (how.kind === 'file') {
+    caFile = path.resolve(deps.cwd, how.file);
+  } else {
+    try {
+      await ensureServingCertificate({
+        certFile: tls.certFile,
+        keyFile: tls.keyFile,
+        generateIfMissing: tls.generate,
+        sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
+        log: tlsLogger(deps),
+      });
+    } catch (err) {
+      throw new ManifestsUsageError(
+        `${errorMessage(err)}; pass --ca FILE, or --no-ca-bundle when the gateway patches the caBundle in`,
+      );
+    }
+    caFile = path.join(path.dirname(tls.certFile), 'ca.crt');
+  }
+  let pem: string;
+  try {
+    pem = await readFile(caFile, 'utf8');
+  } catch {
+    throw new ManifestsUsageError(
+      `cannot read the CA certificate "${caFile}"; pass --ca FILE (the CA that signed ${tls.certFile})`,
+    );
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new ManifestsUsageError(`"${caFile}" holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)`);
+  }
+  return caBundleOf(pem);
+}
+
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+function header(options: ManifestsOptions, deps: ManifestsDeps, excluded: readonly string[], ca: string): string[] {
+  const command = ['admission-gateway', 'manifests', ...deps.args].map(shellWord).join(' ');
+  return [
+    `Rendered by \`${command}\`:`,
+    'regenerate it from the configured chain, do not edit it by hand.',
+    ...(ca === ''
+      ? [
+          'No caBundle: the gateway in cluster mode patches it in, and re-applying this file keeps it (or render with --ca).',
+        ]
+      : []),
+    `Namespaces ${excluded.join(', ')} and any labelled ${EXCLUDE_LABEL} are excluded,`,
+    'so the gateway can never lock the cluster (or itself) out.',
+    ...(options.allResources
+      ? ['--all-resources: every request goes to the gateway, for AdmissionProviders added at run time.']
+      : []),
+  ];
+}
+
+export async function runManifests(options: ManifestsOptions, deps: ManifestsDeps): Promise<void> {
+  const { config } = deps;
+  const service = config.server.service;
+  const target: WebhookTarget = options.target ?? { kind: 'service', ...service, port: DEFAULT_SERVICE_PORT };
+  const gatewayNamespace = target.kind === 'service' ? target.namespace : service.namespace;
+  const steps = await resolveSteps(deps);
+  const caBundle = await readCaBundle(options, deps);
+  const objects = renderWebhookConfigurations(steps, {
+    name: options.name,
+    target,
+    caBundle,
+    gatewayNamespace,
+    excludeNamespaces: options.excludeNamespaces,
+    namespaceLabels: options.namespaceLabels,
+    allResources: options.allResources,
+    deadlineMarginMs: config.server.deadlineMarginMs,
+    defaultTimeoutSeconds: config.server.defaultTimeoutSeconds,
+  });
+  if (config.kube.enabled !== false && config.kube.watchProviders && !options.allResources) {
+    note(
+      deps,
+      'kube.watchProviders is on: AdmissionProviders added at run time only see the requests these rules match ' +
+        '(and only on the routes rendered here); render with --all-resources to send every request to the gateway',
+    );
+  }
+  if (objects.length === 0) note(deps, `the chain of ${config.file} has no steps: no webhook configuration rendered`);
+  const excluded = excludedNamespaces(gatewayNamespace, options.excludeNamespaces);
+  deps.stdout(options.output === 'json' ? toJson(objects) : toYaml(objects, header(options, deps, excluded, caBundle)));
+}

@@ -1,0 +1,153 @@
+/**
+ * The `manifests` command's flags, checked before anything is read or generated; every problem is a
+ * ManifestsUsageError (exit 2) that names the flag, what was expected and what was given.
+ */
+import type { WebhookTarget } from './render.js';
+
+export class ManifestsUsageError extends Error {}
+
+/** The flags as parseArgs returns them (strings and booleans; repeatable flags as lists). */
+export interface ManifestsFlags {
+  readonly service?: string | undefined;
+  readonly url?: string | undefined;
+  readonly ca?: string | undefined;
+  readonly 'no-ca-bundle'?: boolean | undefined;
+  readonly name?: string | undefined;
+  readonly output?: string | undefined;
+  readonly 'all-resources'?: boolean | undefined;
+  readonly 'namespace-label'?: readonly string[] | undefined;
+  readonly 'exclude-namespace'?: readonly string[] | undefined;
+}
+
+export interface ManifestsOptions {
+  /** Undefined: the config's server.service on port 443. */
+  readonly target: WebhookTarget | undefined;
+  readonly caBundle:
+    { readonly kind: 'empty' } | { readonly kind: 'file'; readonly file: string } | { readonly kind: 'serving' };
+  readonly name: string;
+  readonly output: 'yaml' | 'json';
+  readonly allResources: boolean;
+  readonly namespaceLabels: Readonly<Record<string, string>>;
+  readonly excludeNamespaces: readonly string[];
+}
+
+export const DEFAULT_NAME = 'admission-gateway';
+export const DEFAULT_SERVICE_PORT = 443;
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A label key: optional DNS-subdomain prefix, then a name of alphanumerics, `-`, `_`, `.` (≤ 63). */
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+function isLabel(value: string): boolean {
+  return value.length <= 63 && DNS_LABEL.test(value);
+}
+
+function isLabelKey(key: string): boolean {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash < 0 ? undefined : key.slice(0, slash);
+  const name = slash < 0 ? key : key.slice(slash + 1);
+  return LABEL_NAME.test(name) && (prefix === undefined || (prefix.length <= 253 && DNS_SUBDOMAIN.test(prefix)));
+}
+
+/** `NAMESPACE/NAME[:PORT]`. */
+export function parseService(value: string): WebhookTarget {
+  const m = /^([^/:]+)\/([^/:]+)(?::(.*))?$/.exec(value);
+  const expected = 'expected NAMESPACE/NAME[:PORT]';
+  if (!m) throw new ManifestsUsageError(`--service: ${expected}, got "${value}"`);
+  const [, namespace = '', name = '', portText] = m;
+  if (!isLabel(namespace)) {
+    throw new ManifestsUsageError(
+      `--service: namespace "${namespace}" is not a lower-case DNS-1123 label (${expected})`,
+    );
+  }
+  if (!isLabel(name)) {
+    throw new ManifestsUsageError(`--service: name "${name}" is not a lower-case DNS-1123 label (${expected})`);
+  }
+  const port = portText === undefined ? DEFAULT_SERVICE_PORT : Number(portText);
+  if (!/^\d+$/.test(portText ?? '443') || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new ManifestsUsageError(`--service: expected a port from 1 to 65535 after ":", got "${portText}"`);
+  }
+  return { kind: 'service', namespace, name, port };
+}
+
+/**
+ * `https://HOST[:PORT]`: the apiserver only calls https URLs, and the routes are appended, so a path,
+ * query, fragment or user info would produce a URL the gateway does not serve.
+ */
+export function parseUrl(value: string): WebhookTarget {
+  const expected =
+    'expected https://HOST[:PORT] (the routes /mutate, /validate/fail and /validate/ignore are appended)';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ManifestsUsageError(`--url: ${expected}, got "${value}"`);
+  }
+  if (url.protocol !== 'https:') {
+    throw new ManifestsUsageError(`--url: the apiserver only calls https URLs; ${expected}, got "${value}"`);
+  }
+  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
+    throw new ManifestsUsageError(`--url: ${expected}, without a path, query, fragment or user, got "${value}"`);
+  }
+  return { kind: 'url', url: `https://${url.host}` };
+}
+
+function parseNamespaceLabels(values: readonly string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const item of values) {
+    const eq = item.indexOf('=');
+    const key = eq < 0 ? item : item.slice(0, eq);
+    const value = eq < 0 ? '' : item.slice(eq + 1);
+    if (eq < 0 || !isLabelKey(key) || !LABEL_VALUE.test(value)) {
+      throw new ManifestsUsageError(
+        `--namespace-label: expected KEY=VALUE with a valid label key and value, got "${item}"`,
+      );
+    }
+    if (key in labels && labels[key] !== value) {
+      throw new ManifestsUsageError(`--namespace-label: "${key}" is given twice with different values`);
+    }
+    labels[key] = value;
+  }
+  return labels;
+}
+
+export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
+  if (flags.service !== undefined && flags.url !== undefined) {
+    throw new ManifestsUsageError(
+      '--service and --url exclude each other: the webhooks call either a Service or a URL',
+    );
+  }
+  if (flags.ca !== undefined && flags['no-ca-bundle']) {
+    throw new ManifestsUsageError('--ca and --no-ca-bundle exclude each other');
+  }
+  const name = flags.name ?? DEFAULT_NAME;
+  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+    throw new ManifestsUsageError(`--name: expected a lower-case DNS-1123 subdomain, got "${name}"`);
+  }
+  const output = flags.output ?? 'yaml';
+  if (output !== 'yaml' && output !== 'json') {
+    throw new ManifestsUsageError(`--output: expected yaml or json, got "${output}"`);
+  }
+  const excludeNamespaces = flags['exclude-namespace'] ?? [];
+  for (const ns of excludeNamespaces) {
+    if (!isLabel(ns)) throw new ManifestsUsageError(`--exclude-namespace: expected a namespace name, got "${ns}"`);
+  }
+  let target: WebhookTarget | undefined;
+  if (flags.service !== undefined) target = parseService(flags.service);
+  if (flags.url !== undefined) target = parseUrl(flags.url);
+  return {
+    target,
+    caBundle: flags['no-ca-bundle']
+      ? { kind: 'empty' }
+      : flags.ca !== undefined
+        ? { kind: 'file', file: flags.ca }
+        : { kind: 'serving' },
+    name,
+    output,
+    allResources: flags['all-resources'] === true,
+    namespaceLabels: parseNamespaceLabels(flags['namespace-label'] ?? []),
+    excludeNamespaces,
+  };
+}

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { parseConfigText } from '../../../server/config/load.js';
+import { ConfigError } from '../../../server/errors.js';
+
+const parse = (yaml: string) => parseConfigText(yaml, 'gateway.yaml', '/etc/gateway');
+
+function configError(yaml: string): string {
+  try {
+    parse(yaml);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    return err.message;
+  }
+  assert.fail('the config was accepted');
+}
+
+describe('kube.certificate', () => {
+  it('takes every field, with the Secret namespace defaulting to the Service namespace', () => {
+    const config = parse(`
+server: { service: { name: gw, namespace: gw-system } }
+kube:
+  certificate:
+    secretName: gw-tls
+    mutatingWebhookConfigurations: [gw-mutating]
+    validatingWebhookConfigurations: []
+    caValiditySeconds: 120
+    certValiditySeconds: 60
+    caRenewBeforeSeconds: 90
+    certRenewBeforeSeconds: 20
+    propagationSeconds: 2
+    overlapSeconds: 3
+    resyncSeconds: 0.5
+`);
+    assert.deepEqual(config.kube.certificate, {
+      secretName: 'gw-tls',
+      secretNamespace: 'gw-system',
+      mutatingWebhookConfigurations: ['gw-mutating'],
+      validatingWebhookConfigurations: [],
+      caValiditySeconds: 120,
+      certValiditySeconds: 60,
+      caRenewBeforeSeconds: 90,
+      certRenewBeforeSeconds: 20,
+      propagationSeconds: 2,
+      overlapSeconds: 3,
+      resyncSeconds: 0.5,
+    });
+  });
+
+  it('derives the renew points from the lifetimes (a third before expiry)', () => {
+    const config = parse('kube: { certificate: { secretName: s, caValiditySeconds: 3000, certValiditySeconds: 300 } }');
+    assert.equal(config.kube.certificate.caRenewBeforeSeconds, 1000);
+    assert.equal(config.kube.certificate.certRenewBeforeSeconds, 100);
+  });
+
+  const invalid: [string, string, string][] = [
+    [
+      'a Secret with kube disabled',
+      'kube: { enabled: false, certificate: { secretName: s } }',
+      'gateway.yaml: kube.certificate.secretName: needs cluster mode, but kube.enabled is false',
+    ],
+    [
+      'an invalid Secret name',
+      'kube: { certificate: { secretName: My_Secret } }',
+      'gateway.yaml: kube.certificate.secretName: expected a DNS subdomain name, got "My_Secret"',
+    ],
+    [
+      'an empty webhook configuration name',
+      'kube: { certificate: { secretName: s, validatingWebhookConfigurations: [""] } }',
+      'gateway.yaml: kube.certificate.validatingWebhookConfigurations[0]: is required (a non-empty string)',
+    ],
+    [
+      'a serving certificate outliving its CA',
+      'kube: { certificate: { secretName: s, caValiditySeconds: 100, certValiditySeconds: 200 } }',
+      'gateway.yaml: kube.certificate.certValiditySeconds: must not exceed caValiditySeconds (100), got 200',
+    ],
+    [
+      'a CA renewal too late to finish a rotation',
+      'kube: { certificate: { secretName: s, caValiditySeconds: 100, caRenewBeforeSeconds: 10, propagationSeconds: 8, resyncSeconds: 2 } }',
+      'gateway.yaml: kube.certificate.caRenewBeforeSeconds: must exceed propagationSeconds + resyncSeconds (10), got 10',
+    ],
+    [
+      'an overlap shorter than the resync',
+      'kube: { certificate: { secretName: s, overlapSeconds: 10 } }',
+      'gateway.yaml: kube.certificate.overlapSeconds: must be at least resyncSeconds (30), got 10',
+    ],
+    [
+      'an unknown field',
+      'kube: { certificate: { secret: s } }',
+      'gateway.yaml: kube.certificate.secret: unknown field (known: secretName, ',
+    ],
+  ];
+  for (const [name, yaml, message] of invalid) {
+    it(`refuses ${name}, naming the field`, () => {
+      const got = configError(yaml);
+      assert.ok(got.startsWith(message), `got: ${got}`);
+    });
+  }
+});

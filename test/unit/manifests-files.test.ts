@@ -1,0 +1,496 @@
+/**
+ * manifests/ as an operator gets it: every file parses, each kustomization lists exactly its directory's
+ * files (kubectl kustomize renders them, when kubectl is installed), and the objects agree with each other
+ * (Service → Deployment → ConfigMap → the gateway's own config validation, RBAC ↔ ServiceAccount, PDB,
+ * webhooks → Service, ServiceMonitor → Service). The Grafana dashboard queries only metrics a running
+ * gateway exports. The apiserver's own verdict on the same files is test/e2e/install-manifests.e2e.ts.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type {
+  V1ClusterRoleBinding,
+  V1ConfigMap,
+  V1Deployment,
+  V1MutatingWebhookConfiguration,
+  V1Namespace,
+  V1PodDisruptionBudget,
+  V1RoleBinding,
+  V1Service,
+  V1ServiceAccount,
+  V1ValidatingWebhookConfiguration,
+} from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { compileSelector } from '../../server/chain/label-selector.js';
+import { parseConfigText } from '../../server/config/load.js';
+import type { GatewayConfig } from '../../server/config/types.js';
+import type { LabelSelector } from '../../server/plugin-api/types.js';
+import { podCreate } from '../fixtures/reviews/index.js';
+import { startHarness } from '../helpers/gateway-harness.js';
+import {
+  MANIFESTS_DIR,
+  describeDocument,
+  isRecord,
+  kustomizationDocuments,
+  objectId,
+  readDocuments,
+  readKustomization,
+  yamlFiles,
+  type ManifestDocument,
+  type Wire,
+} from '../helpers/manifest-files.js';
+
+const run = promisify(execFile);
+
+/** Kinds the manifests use that are cluster-scoped (everything else must be in the gateway's namespace). */
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'MutatingWebhookConfiguration',
+  'ValidatingWebhookConfiguration',
+]);
+
+/** The webhook server's routes (DESIGN §2.1). */
+const ROUTES = ['/mutate', '/validate', '/mutate/fail', '/mutate/ignore', '/validate/fail', '/validate/ignore'];
+
+/** The one document of `kind` (and apiVersion, when given) among `docs`. */
+function one<T>(docs: readonly ManifestDocument[], kind: string, apiVersion?: string): T {
+  const found = docs.filter((d) => d.object.kind === kind && (!apiVersion || d.object.apiVersion === apiVersion));
+  assert.equal(found.length, 1, `expected exactly one ${apiVersion ?? ''} ${kind}, found ${found.length}`);
+  return found[0]!.object as T;
+}
+
+function all<T>(docs: readonly ManifestDocument[], kind: string): T[] {
+  return docs.filter((d) => d.object.kind === kind).map((d) => d.object as T);
+}
+
+describe('manifests/ files', function () {
+  let files: string[];
+  let docs: ManifestDocument[];
+  /** What `kubectl apply -k manifests/` sends. */
+  let base: ManifestDocument[];
+  let namespace: string;
+  let deployment: V1Deployment;
+  let podLabels: Record<string, string>;
+  let service: V1Service;
+  let config: GatewayConfig;
+
+  before(async function () {
+    files = await yamlFiles();
+    docs = (await Promise.all(files.map((f) => readDocuments(f)))).flat();
+    base = await kustomizationDocuments('');
+    namespace = one<V1Namespace>(base, 'Namespace').metadata!.name!;
+    deployment = one<V1Deployment>(base, 'Deployment');
+    podLabels = deployment.spec!.template.metadata!.labels!;
+    service = one<V1Service>(base, 'Service');
+    const configMap = one<V1ConfigMap>(base, 'ConfigMap');
+    config = parseConfigText(configMap.data!['gateway.yaml']!, 'manifests/config.yaml gateway.yaml', '/');
+  });
+
+  const container = () => deployment.spec!.template.spec!.containers[0]!;
+  const containerPort = (name: string) => container().ports!.find((p) => p.name === name)?.containerPort;
+
+  describe('syntax and layout', function () {
+    it('parses every manifests/**/*.yaml, each document with apiVersion, kind and metadata.name', function () {
+      assert.ok(
+        files.includes('deployment.yaml') && files.includes('monitoring/servicemonitor.yaml'),
+        files.join(', '),
+      );
+      const problems = docs.flatMap((d) => {
+        const meta = d.object.metadata;
+        const missing = [
+          typeof d.object.apiVersion === 'string' && d.object.apiVersion ? undefined : 'apiVersion',
+          typeof d.object.kind === 'string' && d.object.kind ? undefined : 'kind',
+          // kustomization.yaml files are kustomize's, not the apiserver's: no metadata.
+          d.file.endsWith('kustomization.yaml') || (isRecord(meta) && typeof meta.name === 'string' && meta.name)
+            ? undefined
+            : 'metadata.name',
+        ].filter((m) => m !== undefined);
+        return missing.length > 0 ? [`${describeDocument(d)}: no ${missing.join(', ')}`] : [];
+      });
+      assert.deepEqual(problems, []);
+    });
+
+    it('has a kustomization in every directory, listing exactly the YAML files beside it', async function () {
+      const dirs = [...new Set(files.map((f) => path.dirname(f)))].map((d) => (d === '.' ? '' : d));
+      const problems: string[] = [];
+      for (const dir of dirs) {
+        const here = files
+          .filter((f) => path.dirname(f) === (dir || '.') && path.basename(f) !== 'kustomization.yaml')
+          .map((f) => path.basename(f))
+          .sort();
+        if (!files.includes(path.join(dir, 'kustomization.yaml'))) {
+          problems.push(`manifests/${dir}: no kustomization.yaml for ${here.join(', ')}`);
+          continue;
+        }
+        const k = await readKustomization(dir);
+        const listedFiles = [...k.resources, ...k.patches].filter((r) => !r.includes('/') && r !== '..' && r !== '.');
+        const duplicates = listedFiles.filter((f, i) => listedFiles.indexOf(f) !== i);
+        if (duplicates.length > 0)
+          problems.push(`manifests/${dir} kustomization.yaml lists twice: ${duplicates.join(', ')}`);
+        const notListed = here.filter((f) => !listedFiles.includes(f));
+        const missing = listedFiles.filter((f) => !here.includes(f));
+        if (notListed.length > 0) problems.push(`manifests/${dir} does not list ${notListed.join(', ')}`);
+        if (missing.length > 0) problems.push(`manifests/${dir} lists missing ${missing.join(', ')}`);
+      }
+      assert.deepEqual(problems, []);
+    });
+
+    it('keeps the optional parts out of `kubectl apply -k manifests/`', async function () {
+      const root = await readKustomization('');
+      assert.equal(root.kind, 'Kustomization');
+      assert.deepEqual(
+        root.resources.filter((r) => !r.endsWith('.yaml')),
+        [],
+        'manifests/ includes no directory (monitoring/ and k8s-1.20/ are opt-in)',
+      );
+      const kinds = base.map((d) => `${String(d.object.apiVersion)} ${String(d.object.kind)}`);
+      assert.ok(!kinds.some((k) => k.startsWith('monitoring.coreos.com/')), 'works without prometheus-operator CRDs');
+      assert.ok(kinds.includes('policy/v1 PodDisruptionBudget'), kinds.join(', '));
+      assert.equal((await readKustomization('monitoring')).kind, 'Kustomization');
+      assert.equal((await readKustomization('k8s-1.20')).kind, 'Component');
+    });
+
+    it('renders with kubectl kustomize to exactly these files (skipped without kubectl)', async function () {
+      this.timeout(120_000);
+      const kustomize = async (dir: string): Promise<string[]> => {
+        const { stdout } = await run('kubectl', ['kustomize', dir], { timeout: 100_000, maxBuffer: 16 << 20 });
+        return stdout
+          .split(/^---$/m)
+          .map((d) => parse(d) as unknown)
+          .filter(isRecord)
+          .map(objectId)
+          .sort();
+      };
+      try {
+        await run('kubectl', ['version', '--client'], { timeout: 30_000 });
+      } catch {
+        this.skip();
+      }
+      const ids = (d: readonly ManifestDocument[]) => d.map((x) => objectId(x.object)).sort();
+      assert.deepEqual(await kustomize(MANIFESTS_DIR), ids(base));
+      assert.deepEqual(
+        await kustomize(path.join(MANIFESTS_DIR, 'monitoring')),
+        ids(await kustomizationDocuments('monitoring')),
+      );
+      // The ≤1.20 component, used the way the README says: from an overlay outside manifests/.
+      const overlay = await mkdtemp(path.join(tmpdir(), 'manifests-1.20-'));
+      try {
+        const rel = path.relative(overlay, MANIFESTS_DIR);
+        await writeFile(
+          path.join(overlay, 'kustomization.yaml'),
+          `resources: [${rel}]\ncomponents: [${rel}/k8s-1.20]\n`,
+        );
+        const legacy = await kustomize(overlay);
+        const expected = ids(base)
+          .filter((id) => id !== `policy/v1 PodDisruptionBudget ${namespace}/admission-gateway`)
+          .concat(`policy/v1beta1 PodDisruptionBudget ${namespace}/admission-gateway`)
+          .sort();
+        assert.deepEqual(legacy, expected);
+      } finally {
+        await rm(overlay, { recursive: true, force: true });
+      }
+    });
+
+    it('puts namespaced objects in the gateway namespace and no namespace on cluster-scoped ones', function () {
+      const problems = docs
+        .filter((d) => !d.file.endsWith('kustomization.yaml'))
+        .flatMap((d) => {
+          const ns = isRecord(d.object.metadata) ? d.object.metadata.namespace : undefined;
+          if (CLUSTER_SCOPED.has(String(d.object.kind))) {
+            return ns === undefined
+              ? []
+              : [`${describeDocument(d)}: cluster-scoped, yet namespace ${JSON.stringify(ns)}`];
+          }
+          return ns === namespace
+            ? []
+            : [`${describeDocument(d)}: namespace ${JSON.stringify(ns)}, expected ${namespace}`];
+        });
+      assert.deepEqual(problems, []);
+    });
+  });
+
+  describe('cross-references', function () {
+    it('the Service selects the Deployment pods and targets named container ports the config listens on', function () {
+      assert.ok(compileSelector({ matchLabels: service.spec!.selector! })(podLabels), 'selector matches pods');
+      assert.deepEqual(deployment.spec!.selector.matchLabels, service.spec!.selector);
+      for (const port of service.spec!.ports!) {
+        assert.equal(typeof port.targetPort, 'string', `Service port ${port.name} targets a port by name`);
+        assert.ok(containerPort(String(port.targetPort)), `container has a port named ${String(port.targetPort)}`);
+      }
+      assert.equal(containerPort('webhook'), config.server.port, 'webhook container port = server.port');
+      assert.equal(containerPort('ops'), config.server.opsPort, 'ops container port = server.opsPort');
+    });
+
+    it('the ServiceAccount, the Deployment and every RBAC binding name the same account; roleRefs exist', function () {
+      const account = one<V1ServiceAccount>(base, 'ServiceAccount').metadata!;
+      assert.equal(deployment.spec!.template.spec!.serviceAccountName, account.name);
+      const bindings = [
+        ...all<V1ClusterRoleBinding>(base, 'ClusterRoleBinding'),
+        ...all<V1RoleBinding>(base, 'RoleBinding'),
+      ];
+      assert.ok(bindings.length > 0, 'at least one binding');
+      for (const binding of bindings) {
+        const where = `${binding.kind}/${binding.metadata!.name}`;
+        assert.deepEqual(
+          binding.subjects,
+          [{ kind: 'ServiceAccount', name: account.name, namespace: account.namespace }],
+          where,
+        );
+        const roles = base.filter(
+          (d) =>
+            d.object.kind === binding.roleRef.kind &&
+            (d.object.metadata as Wire).name === binding.roleRef.name &&
+            (binding.kind === 'ClusterRoleBinding' ||
+              (d.object.metadata as Wire).namespace === binding.metadata!.namespace),
+        );
+        assert.equal(roles.length, 1, `${where}: roleRef ${binding.roleRef.kind}/${binding.roleRef.name} exists`);
+        assert.equal(binding.roleRef.apiGroup, 'rbac.authorization.k8s.io', where);
+      }
+    });
+
+    it('the Deployment mounts the ConfigMap key its --config names, and that gateway.yaml is valid', function () {
+      const configMap = one<V1ConfigMap>(base, 'ConfigMap');
+      const args = container().args!;
+      const file = args[args.indexOf('--config') + 1]!;
+      assert.ok(args.includes('--config') && file, `args name a config file: ${args.join(' ')}`);
+      const mount = container().volumeMounts!.find((m) => path.dirname(file) === m.mountPath);
+      assert.ok(mount, `a volume is mounted at ${path.dirname(file)}`);
+      const volume = deployment.spec!.template.spec!.volumes!.find((v) => v.name === mount.name);
+      assert.equal(volume?.configMap?.name, configMap.metadata!.name);
+      assert.ok(configMap.data?.[path.basename(file)], `ConfigMap has the key ${path.basename(file)}`);
+      // parseConfigText (in before) throws ConfigError naming the field; reaching here means it passed.
+      assert.equal(config.server.port, 8443);
+    });
+
+    it('the Deployment is what DESIGN §4 asks: replicas, rollout, spread, non-root, probes, preStop, resources', function () {
+      const spec = deployment.spec!;
+      const pod = spec.template.spec!;
+      assert.ok(spec.replicas! >= 2, 'at least 2 replicas');
+      assert.deepEqual(spec.strategy, { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+      assert.deepEqual(
+        pod.topologySpreadConstraints!.map((c) => [c.topologyKey, c.maxSkew, c.labelSelector?.matchLabels]),
+        [
+          ['kubernetes.io/hostname', 1, podLabels],
+          ['topology.kubernetes.io/zone', 1, podLabels],
+        ],
+      );
+      assert.equal(pod.securityContext?.runAsNonRoot, true);
+      const c = container();
+      assert.deepEqual(c.securityContext, {
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ['ALL'] },
+      });
+      for (const probe of [c.startupProbe, c.livenessProbe, c.readinessProbe]) {
+        assert.equal(probe?.httpGet?.port, 'ops', 'probes use the ops port');
+      }
+      assert.equal(c.readinessProbe!.httpGet!.path, '/readyz');
+      assert.equal(c.livenessProbe!.httpGet!.path, '/healthz');
+      assert.ok(c.resources?.requests?.cpu && c.resources.requests.memory && c.resources.limits?.memory);
+      // No Secret volume: the gateway keeps its certificate in the Secret through the API (rbac.yaml).
+      assert.deepEqual(
+        pod.volumes!.filter((v) => v.secret),
+        [],
+      );
+      // preStop sleep + the gateway's drain must fit in the grace period, or SIGKILL cuts in-flight reviews.
+      const sleepMs = Number(
+        /setTimeout\(\(\) => \{\}, (\d+)\)/.exec(c.lifecycle!.preStop!.exec!.command!.join(' '))?.[1],
+      );
+      assert.ok(sleepMs > 0, 'preStop sleeps');
+      assert.ok(
+        pod.terminationGracePeriodSeconds! > sleepMs / 1000 + config.server.shutdownTimeoutSeconds,
+        `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} > ${sleepMs / 1000} s preStop + ${config.server.shutdownTimeoutSeconds} s drain`,
+      );
+    });
+
+    it('the PodDisruptionBudget selects the Deployment pods; its ≤1.20 variant is the same budget', async function () {
+      const pdb = one<V1PodDisruptionBudget>(base, 'PodDisruptionBudget', 'policy/v1');
+      assert.ok(compileSelector(pdb.spec!.selector as LabelSelector)(podLabels), 'selects the gateway pods');
+      assert.equal(pdb.spec!.maxUnavailable, 1);
+      assert.equal(pdb.spec!.minAvailable, undefined);
+
+      const component = await readKustomization('k8s-1.20');
+      const [deletion] = (
+        await Promise.all(component.patches.map((p) => readDocuments(path.join('k8s-1.20', p))))
+      ).flat();
+      assert.equal(deletion?.object.$patch, 'delete');
+      assert.equal(objectId(deletion.object), objectId(pdb as unknown as Wire), 'the component deletes this PDB');
+      const legacy = one<Wire>(await kustomizationDocuments('k8s-1.20'), 'PodDisruptionBudget', 'policy/v1beta1');
+      assert.deepEqual(legacy.metadata, pdb.metadata);
+      const { unhealthyPodEvictionPolicy, ...rest } = pdb.spec!;
+      assert.equal(unhealthyPodEvictionPolicy, 'AlwaysAllow');
+      assert.deepEqual(legacy.spec, rest, 'the same spec without the 1.26+ field');
+    });
+
+    it('the webhooks call the Service on gateway routes, sideEffects None, both review versions, never kube-system or the gateway namespace', function () {
+      const configurations = [
+        ...all<V1MutatingWebhookConfiguration>(base, 'MutatingWebhookConfiguration'),
+        ...all<V1ValidatingWebhookConfiguration>(base, 'ValidatingWebhookConfiguration'),
+      ];
+      const webhooks = configurations.flatMap((c) => c.webhooks ?? []);
+      assert.ok(
+        configurations.map((c) => c.kind).includes('MutatingWebhookConfiguration') &&
+          configurations.map((c) => c.kind).includes('ValidatingWebhookConfiguration'),
+      );
+      const gatewayNamespace = one<V1Namespace>(base, 'Namespace').metadata!;
+      // The labels the namespaces carry on a cluster (kubernetes.io/metadata.name is set by the apiserver).
+      const kubeSystem = { 'kubernetes.io/metadata.name': 'kube-system' };
+      const own = { ...gatewayNamespace.labels, 'kubernetes.io/metadata.name': namespace };
+      const ordinary = { 'kubernetes.io/metadata.name': 'default' };
+      for (const webhook of webhooks) {
+        const where = webhook.name;
+        assert.equal(webhook.sideEffects, 'None', where);
+        assert.deepEqual(webhook.admissionReviewVersions, ['v1', 'v1beta1'], where);
+        assert.ok(webhook.timeoutSeconds! >= 1 && webhook.timeoutSeconds! <= 30, where);
+        const ref = webhook.clientConfig.service!;
+        assert.equal(ref.name, service.metadata!.name, where);
+        assert.equal(ref.namespace, service.metadata!.namespace, where);
+        const servicePort = service.spec!.ports!.find((p) => p.port === (ref.port ?? 443));
+        assert.equal(servicePort?.targetPort, 'webhook', `${where}: port ${ref.port} reaches the webhook server`);
+        assert.ok(ROUTES.includes(ref.path!), `${where}: ${ref.path} is a gateway route`);
+        const split = /\/(fail|ignore)$/.exec(ref.path!)?.[1];
+        if (split) assert.equal(webhook.failurePolicy, split === 'fail' ? 'Fail' : 'Ignore', where);
+        const selects = compileSelector(webhook.namespaceSelector as LabelSelector);
+        assert.equal(selects(kubeSystem), false, `${where} excludes kube-system`);
+        assert.equal(selects(own), false, `${where} excludes ${namespace}`);
+        assert.equal(selects(ordinary), true, `${where} still selects ordinary namespaces`);
+      }
+    });
+
+    it('the ServiceMonitor scrapes /metrics on the ops port of the Service', async function () {
+      const monitor = one<Wire>(await kustomizationDocuments('monitoring'), 'ServiceMonitor');
+      const spec = monitor.spec as {
+        selector: LabelSelector;
+        namespaceSelector: { matchNames: string[] };
+        endpoints: { port: string; path: string }[];
+      };
+      assert.ok(compileSelector(spec.selector)(service.metadata!.labels!), 'selects the Service');
+      assert.deepEqual(spec.namespaceSelector.matchNames, [namespace]);
+      assert.equal(spec.endpoints.length, 1);
+      const port = service.spec!.ports!.find((p) => p.name === spec.endpoints[0]!.port);
+      assert.equal(port?.targetPort, 'ops', 'the Service port leads to the ops server');
+      assert.equal(spec.endpoints[0]!.path, '/metrics');
+    });
+  });
+
+  describe('grafana-dashboard.json', function () {
+    interface Target {
+      readonly expr: string;
+      readonly datasource?: { uid?: string };
+    }
+    interface Panel {
+      readonly id: number;
+      readonly type: string;
+      readonly title: string;
+      readonly datasource?: { uid?: string };
+      readonly targets?: readonly Target[];
+      readonly gridPos?: object;
+    }
+    interface Dashboard {
+      readonly uid: string;
+      readonly title: string;
+      readonly panels: readonly Panel[];
+      readonly templating: {
+        list: readonly { name: string; type: string; query: unknown; definition?: string }[];
+      };
+    }
+    let dashboard: Dashboard;
+
+    before(async function () {
+      dashboard = JSON.parse(await readFile(path.join(MANIFESTS_DIR, 'grafana-dashboard.json'), 'utf8')) as Dashboard;
+    });
+
+    /** Every metric name the dashboard queries (panel targets and template variable queries). */
+    const queriedMetrics = (): string[] => {
+      const exprs = [
+        ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)),
+        ...dashboard.templating.list.map((v) => v.definition ?? ''),
+      ];
+      return [...new Set(exprs.flatMap((e) => e.match(/\badmission_gateway_[a-z0-9_]+/g) ?? []))].sort();
+    };
+
+    it('parses, takes its Prometheus data source from a template variable and hard-codes none', function () {
+      assert.equal(dashboard.uid, 'admission-gateway');
+      const datasource = dashboard.templating.list.find((v) => v.type === 'datasource');
+      assert.deepEqual(datasource && [datasource.name, datasource.query], ['datasource', 'prometheus']);
+      const queryPanels = dashboard.panels.filter((p) => p.type !== 'row');
+      assert.ok(queryPanels.length >= 10, `${queryPanels.length} panels`);
+      for (const panel of queryPanels) {
+        assert.equal(panel.datasource?.uid, '${datasource}', panel.title);
+        assert.ok(panel.gridPos, panel.title);
+        assert.ok((panel.targets ?? []).length > 0, `${panel.title} queries something`);
+        for (const t of panel.targets!) assert.equal(t.datasource?.uid, '${datasource}', panel.title);
+      }
+      const ids = dashboard.panels.map((p) => p.id);
+      assert.equal(new Set(ids).size, ids.length, 'panel ids are unique');
+    });
+
+    it('shows rate, p50/p99 by phase, per-step latency and outcomes, breakers, fail-opens, conflicts, inflight, certificate, watches', function () {
+      const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join('\n');
+      for (const wanted of [
+        /sum by \(phase, allowed\) \(rate\(admission_gateway_requests_total/,
+        /histogram_quantile\(0\.5, sum by \(le, phase\) \(rate\(admission_gateway_request_duration_seconds_bucket/,
+        /histogram_quantile\(0\.99, sum by \(le, phase\) \(rate\(admission_gateway_request_duration_seconds_bucket/,
+        /histogram_quantile\(0\.99, sum by \(le, step, phase\) \(rate\(admission_gateway_step_duration_seconds_bucket/,
+        /sum by \(step, outcome\) \(rate\(admission_gateway_step_calls_total/,
+        /admission_gateway_breaker_state/,
+        /admission_gateway_fail_open_total/,
+        /admission_gateway_patch_conflicts_total/,
+        /admission_gateway_inflight_requests/,
+        /admission_gateway_serving_certificate_expiry_timestamp_seconds\{[^}]*\}\) - time\(\)/,
+        /admission_gateway_kube_watch_connected/,
+      ]) {
+        assert.match(exprs, wanted);
+      }
+    });
+
+    it('queries only metrics a running gateway exports on /metrics', async function () {
+      this.timeout(60_000);
+      const harness = await startHarness({
+        yaml: 'chain:\n  - plugin: default-labels\n    settings: { labels: { team: platform } }\n',
+      });
+      let exposition: string;
+      try {
+        const answer = await harness.review('/mutate', podCreate());
+        assert.equal(answer.response.allowed, true);
+        const metrics = await harness.ops('/metrics');
+        assert.equal(metrics.status, 200);
+        exposition = metrics.text;
+      } finally {
+        await harness.close();
+      }
+      // Names from the TYPE lines (present even before a labelled series has a sample), with the series a
+      // histogram or summary exposes.
+      const exported = new Set<string>();
+      for (const [, name, type] of exposition.matchAll(/^# TYPE (\S+) (\S+)$/gm)) {
+        exported.add(name!);
+        if (type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) exported.add(name! + s);
+        if (type === 'summary') for (const s of ['_sum', '_count']) exported.add(name! + s);
+      }
+      assert.ok(exported.has('admission_gateway_requests_total'), 'the exposition was read');
+      const queried = queriedMetrics();
+      assert.ok(queried.length >= 10, queried.join(', '));
+      assert.deepEqual(
+        queried.filter((m) => !exported.has(m)),
+        [],
+        'queried by the dashboard but not exported',
+      );
+    });
+  });
+});
+
+describe('manifests/ directory listing', function () {
+  it('holds only YAML manifests and the dashboard', async function () {
+    const entries = await readdir(MANIFESTS_DIR, { recursive: true, withFileTypes: true });
+    const others = entries
+      .filter((e) => e.isFile() && !e.name.endsWith('.yaml'))
+      .map((e) => path.relative(MANIFESTS_DIR, path.join(e.parentPath, e.name)));
+    assert.deepEqual(others, ['grafana-dashboard.json']);
+  });
+});
