@@ -269,7 +269,7 @@ describe('webhook configurations rendered by `admission-gateway manifests`', fun
     );
     assert.deepEqual(
       service.flatMap((c) => (c.webhooks ?? []).map((w) => w.clientConfig.service?.path)),
-      ['/mutate', '/validate/fail'],
+      ['/mutate', '/validate/ignore'],
     );
     // Nothing stored: a dry run.
     assert.equal(await readStatus(() => api.readMutatingWebhookConfiguration({ name: dryName })), 404);
