@@ -297,7 +297,6 @@ function gatewayConfig(shipped, certs, chain) {
   };
 }
 
-/** Starts `node dist/server/main.js serve --config …` pinned to the server core; waits for /readyz. */
 /**
  * The gateway runs with the NODE_OPTIONS the shipped Deployment sets (its heap limit decides how far the heap
  * grows before a major GC), so RSS figures are the ones a pod would show.
@@ -308,6 +307,7 @@ function deploymentNodeOptions() {
   return env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
 }
 
+/** Starts `node dist/server/main.js serve --config …` pinned to the server core; waits for /readyz. */
 async function startGateway(name, config) {
   const configFile = path.join(tmp, `${name}.yaml`);
   fs.writeFileSync(configFile, YAML.stringify(config));

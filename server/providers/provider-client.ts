@@ -1,20 +1,26 @@
 /**
- * Calls one remote provider over HTTPS with an AdmissionReview. One keep-alive connection pool per
- * provider (undici), trusting only the provider's caBundle when one is given; an optional client
+ * Calls one remote provider over HTTPS with an AdmissionReview. One small pool of keep-alive TLS
+ * connections per provider (https-pool.ts: node:tls, one pre-built request buffer per call, a minimal
+ * HTTP/1.1 response parser), trusting only the provider's caBundle when one is given; an optional client
  * certificate for mTLS. A fresh uid per call, `?timeout=` set to the time granted, the response size
  * capped, redirects never followed. Every failure is a ProviderCallError with a reason.
  */
 import { randomUUID } from 'node:crypto';
-import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
 import { ProviderCallError, errorMessage } from '../errors.js';
 import type { AdmissionRequest, KubeObject } from '../plugin-api/types.js';
+import { HttpsPool, ResponseTooLargeError, type HttpResponse } from './https-pool.js';
 import { InvalidProviderResponse, verifyProviderResponse, type ProviderAnswer } from './provider-response.js';
 
 /** Big enough for any object the apiserver accepts plus a patch of it; the same cap as the apiserver's. */
 export const MAX_RESPONSE_BYTES = 20 * 1024 * 1024;
 /** Header carrying the entry's `settings` (a JSON object of strings) to the provider. */
 export const SETTINGS_HEADER = 'x-admission-gateway-settings';
+/** Connections per provider; calls beyond wait in a queue of MAX_QUEUED_CALLS (then fail as `connection`). */
+export const MAX_CONNECTIONS = 64;
+export const MAX_QUEUED_CALLS = 1024;
+/** An idle keep-alive connection is closed after this long (a provider's own idle timeout may be shorter). */
+const IDLE_TIMEOUT_MS = 30_000;
 
 export interface ProviderTarget {
   readonly url: string;
@@ -24,6 +30,8 @@ export interface ProviderTarget {
   readonly apiVersion: AdmissionApiVersion;
   readonly settings?: Readonly<Record<string, string>>;
   readonly maxResponseBytes?: number;
+  readonly maxConnections?: number;
+  readonly maxQueuedCalls?: number;
 }
 
 export interface ProviderCall {
@@ -50,19 +58,15 @@ const TLS_CODE = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
+  'ECONNABORTED',
   'EPIPE',
   'ENOTFOUND',
   'EAI_AGAIN',
   'EHOSTUNREACH',
   'ENETUNREACH',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-]);
-const TIMEOUT_CODES = new Set([
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ETIMEDOUT',
+  'ERR_CONNECTION_CLOSED',
+  'ERR_POOL_FULL',
+  'ERR_POOL_CLOSED',
 ]);
 
 /** Classifies a transport error: timeout, tls or connection. */
@@ -73,59 +77,25 @@ export function classifyTransportError(err: unknown, url: string): ProviderCallE
   const code = typeof rawCode === 'string' ? rawCode : '';
   const name = err instanceof Error ? err.name : '';
   const detail = errorMessage(err);
-  if (
-    name === 'AbortError' ||
-    name === 'TimeoutError' ||
-    TIMEOUT_CODES.has(code) ||
-    err instanceof undiciErrors.RequestAbortedError
-  ) {
+  if (name === 'AbortError' || name === 'TimeoutError' || code === 'ETIMEDOUT') {
     return new ProviderCallError('timeout', `no answer from ${url} in time`, { cause: err });
   }
   if (TLS_CODE.test(code))
     return new ProviderCallError('tls', `TLS with ${url} failed: ${code}: ${detail}`, { cause: err });
-  if (CONNECTION_CODES.has(code) || code.startsWith('UND_ERR')) {
+  if (CONNECTION_CODES.has(code)) {
     return new ProviderCallError('connection', `cannot reach ${url}: ${code}: ${detail}`, { cause: err });
   }
   return new ProviderCallError('connection', `calling ${url} failed: ${detail}`, { cause: err });
 }
 
 /**
- * Drops a body the client will not use. A bare destroy() makes undici emit a RequestAbortedError 'error'
- * event that nobody listens to (an uncaught exception); dump() swallows it, and reads at most 128 KiB so a
- * small error page keeps the keep-alive connection usable.
+ * The caller's AbortSignal is the deadline (the step's, or discovery's AbortSignal.timeout). The pool's own
+ * timer is only a backstop well behind it, for a signal that never aborts.
  */
-function discard(body: Dispatcher.ResponseData['body']): void {
-  void body.dump().catch(() => undefined);
-}
-
-/**
- * undici's headersTimeout/bodyTimeout run on its coarse "fast timers" (500 ms ticks: while other requests
- * are in flight they fire up to about half a second before their delay), so they cannot be the deadline: a
- * provider granted 750 ms was cut off after ~600. The caller's AbortSignal is the deadline (the step's, or
- * discovery's AbortSignal.timeout); undici's timers are only a backstop well behind it.
- */
-const UNDICI_TIMER_BACKSTOP_MS = 1000;
+const TIMER_BACKSTOP_MS = 1000;
 
 function timeoutParam(ms: number): string {
   return `${Math.max(1, Math.floor(ms))}ms`;
-}
-
-async function readCapped(
-  body: AsyncIterable<Buffer> & { destroy(err?: Error): void },
-  limit: number,
-  url: string,
-): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      throw new ProviderCallError('invalid_response', `response from ${url} exceeds ${limit} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size).toString('utf8');
 }
 
 /** Headers are Latin-1; escape the rest so any setting value survives. */
@@ -136,77 +106,84 @@ function asciiJson(value: unknown): string {
   );
 }
 
+/** A request target must be visible ASCII; percent-encode anything else as UTF-8 (a discovered handler's path). */
+function requestTarget(path: string): string {
+  if (/^[\x21-\x7e]*$/.test(path)) return path;
+  return path.replace(/[^\x21-\x7e]/gu, (c) =>
+    [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
+}
+
+/** One buffer: request line (`path` already encoded), headers (each ending CRLF), Content-Length, body. */
+function requestBytes(method: 'POST' | 'GET', path: string, headers: string, body: string | undefined): Buffer {
+  const length = body === undefined ? 0 : Buffer.byteLength(body);
+  const head = `${method} ${path} HTTP/1.1\r\n${headers}${body === undefined ? '' : `Content-Length: ${length}\r\n`}\r\n`;
+  const bytes = Buffer.allocUnsafe(head.length + length);
+  bytes.write(head, 0, 'latin1');
+  if (body !== undefined) bytes.write(body, head.length, 'utf8');
+  return bytes;
+}
+
 export function createProviderClient(target: ProviderTarget): ProviderClient {
   const url = new URL(target.url);
+  if (url.protocol !== 'https:') throw new Error(`provider URL ${target.url} is not https`);
   const limit = target.maxResponseBytes ?? MAX_RESPONSE_BYTES;
-  const pool = new Pool(url.origin, {
-    connect: {
-      ...(target.ca ? { ca: target.ca } : {}),
-      ...(target.clientCert ? { cert: target.clientCert.cert, key: target.clientCert.key } : {}),
-      rejectUnauthorized: true,
-    },
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 60_000,
-    pipelining: 1,
+  const pool = new HttpsPool({
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port ? Number(url.port) : 443,
+    ...(target.ca ? { ca: target.ca } : {}),
+    ...(target.clientCert ? { cert: target.clientCert.cert, key: target.clientCert.key } : {}),
+    maxConnections: target.maxConnections ?? MAX_CONNECTIONS,
+    maxQueued: target.maxQueuedCalls ?? MAX_QUEUED_CALLS,
+    idleTimeoutMs: IDLE_TIMEOUT_MS,
   });
   const basePath = url.pathname || '/';
+  const baseTarget = requestTarget(basePath);
   const settingsHeader =
     target.settings && Object.keys(target.settings).length > 0 ? asciiJson(target.settings) : undefined;
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json',
-    ...(settingsHeader ? { [SETTINGS_HEADER]: settingsHeader } : {}),
-  };
+  const getHeaders = `Host: ${url.host}\r\nAccept: application/json\r\n`;
+  const postHeaders =
+    `${getHeaders}Content-Type: application/json\r\n` +
+    (settingsHeader ? `X-Admission-Gateway-Settings: ${settingsHeader}\r\n` : '');
+  // The review's envelope is the same on every call; only `request` is serialised per call.
+  const envelopeStart = `{"apiVersion":${JSON.stringify(target.apiVersion)},"kind":"AdmissionReview","request":`;
+  const accept = (status: number) => status === 200;
 
-  async function send(
-    method: 'POST' | 'GET',
-    path: string,
-    body: string | undefined,
-    timeoutMs: number,
-    signal: AbortSignal,
-  ) {
-    const ms = Math.max(1, Math.floor(timeoutMs));
+  async function send(bytes: Buffer, timeoutMs: number, signal: AbortSignal): Promise<HttpResponse> {
+    let res: HttpResponse;
     try {
-      const res = await pool.request({
-        method,
-        path,
-        headers: body === undefined ? { accept: 'application/json' } : headers,
-        ...(body !== undefined ? { body } : {}),
+      res = await pool.request(bytes, {
         signal,
-        headersTimeout: ms + UNDICI_TIMER_BACKSTOP_MS,
-        bodyTimeout: ms + UNDICI_TIMER_BACKSTOP_MS,
+        timeoutMs: Math.max(1, Math.floor(timeoutMs)) + TIMER_BACKSTOP_MS,
+        maxBodyBytes: limit,
+        accept,
       });
-      const declared = Number(res.headers['content-length']);
-      if (declared > limit) {
-        discard(res.body);
+    } catch (err) {
+      if (err instanceof ResponseTooLargeError) {
         throw new ProviderCallError(
           'invalid_response',
-          `response from ${target.url} declares ${declared} bytes, over ${limit}`,
+          err.declared === undefined
+            ? `response from ${target.url} exceeds ${limit} bytes`
+            : `response from ${target.url} declares ${err.declared} bytes, over ${limit}`,
         );
       }
-      if (res.statusCode !== 200) {
-        discard(res.body);
-        const location = res.headers.location ? ` (redirect to ${String(res.headers.location)} not followed)` : '';
-        throw new ProviderCallError('http_status', `${target.url} answered HTTP ${res.statusCode}${location}`);
-      }
-      return await readCapped(res.body, limit, target.url);
-    } catch (err) {
       throw classifyTransportError(err, target.url);
     }
+    if (res.status !== 200) {
+      const location = res.headers.location ? ` (redirect to ${res.headers.location} not followed)` : '';
+      throw new ProviderCallError('http_status', `${target.url} answered HTTP ${res.status}${location}`);
+    }
+    return res;
   }
 
   return {
     async call({ request, object, mutating, timeoutMs, signal, path: handlerPath }) {
       const uid = randomUUID();
-      const review = {
-        apiVersion: target.apiVersion,
-        kind: 'AdmissionReview',
-        request: { ...request, uid, object: object ?? null },
-      };
-      const path = `${handlerPath ?? basePath}?timeout=${timeoutParam(timeoutMs)}`;
-      const text = await send('POST', path, JSON.stringify(review), timeoutMs, signal);
+      const body = `${envelopeStart}${JSON.stringify({ ...request, uid, object: object ?? null })}}`;
+      const path = `${handlerPath === undefined ? baseTarget : requestTarget(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
+      const res = await send(requestBytes('POST', path, postHeaders, body), timeoutMs, signal);
       try {
-        return verifyProviderResponse(text, { uid, apiVersion: target.apiVersion, mutating });
+        return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion: target.apiVersion, mutating });
       } catch (err) {
         if (err instanceof InvalidProviderResponse) {
           throw new ProviderCallError('invalid_response', `${target.url}: ${err.message}`, { cause: err });
@@ -218,15 +195,13 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
       const path = `${basePath.replace(/\/+$/, '')}/${subPath.replace(/^\/+/, '')}`;
       // AbortSignal.timeout takes whole milliseconds only (timeoutSeconds 1.005 → 1004.9999… would throw).
       const deadline = AbortSignal.timeout(Math.max(1, Math.floor(timeoutMs)));
-      const text = await send(
-        'GET',
-        path,
-        undefined,
+      const res = await send(
+        requestBytes('GET', requestTarget(path), getHeaders, undefined),
         timeoutMs,
         signal ? AbortSignal.any([signal, deadline]) : deadline,
       );
       try {
-        return JSON.parse(text) as unknown;
+        return JSON.parse(res.body.toString('utf8')) as unknown;
       } catch {
         throw new ProviderCallError('invalid_response', `${target.url}/${subPath}: response is not JSON`);
       }
