@@ -244,7 +244,16 @@ async function startEchoServer(name, mode, core, certs) {
   const child = startChild(
     name,
     'taskset',
-    pinned(core, [path.join(BENCH, 'servers.mjs'), mode, certs.certFile, certs.keyFile]),
+    pinned(core, [
+      // The raw server (on the server core) is profiled too, so gateway profiles have a baseline to diff.
+      ...(argv.profile && core === opts.serverCore
+        ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(argv.profile)}`, `--cpu-prof-name=${name}.cpuprofile`]
+        : []),
+      path.join(BENCH, 'servers.mjs'),
+      mode,
+      certs.certFile,
+      certs.keyFile,
+    ]),
     { stdio: ['ignore', 'pipe', err] },
   );
   fs.closeSync(err);

@@ -122,6 +122,10 @@ export function settleFailure(
   ctx.metrics.failOpen.inc({ step: step.name });
   ctx.notes.annotate(step.name, 'failed-open', `${failure.reason}: ${failure.message}`);
   ctx.notes.warn(step.name, `failed open (${failure.reason}): ${failure.message}`);
-  ctx.log().warn({ step: step.name, reason: failure.reason, err: failure.message }, 'step failed, failing open');
+  // An open breaker fails every review fast: its opening was logged once (warn), and each review's line
+  // records circuit_open + failedOpen; a warn line per review on top would be thousands a second of noise.
+  if (failure.reason !== 'breaker_open') {
+    ctx.log().warn({ step: step.name, reason: failure.reason, err: failure.message }, 'step failed, failing open');
+  }
   return undefined;
 }

@@ -65,8 +65,17 @@ export function createProviderBreaker(
   events.on('halfOpen', enter('half-open'));
   events.on('close', enter('closed'));
 
+  // While open every call fails the same way; opossum would build a new Error (and capture its stack) per
+  // rejected call, the largest cost of a review behind an open breaker. One error per provider does.
+  const openError = new ProviderCallError('breaker_open', `circuit breaker of "${provider}" is open`);
+  let fastRejects = 0;
+
   return {
     async fire<T>(call: () => Promise<T>): Promise<T> {
+      if (breaker.opened) {
+        fastRejects++;
+        throw openError;
+      }
       try {
         return (await breaker.fire(call)) as T;
       } catch (err) {
@@ -86,7 +95,12 @@ export function createProviderBreaker(
     state: () => state,
     stats: () => {
       const s = breaker.stats;
-      return { fires: s.fires, failures: s.failures, rejects: s.rejects, successes: s.successes };
+      return {
+        fires: s.fires + fastRejects,
+        failures: s.failures,
+        rejects: s.rejects + fastRejects,
+        successes: s.successes,
+      };
     },
     shutdown: () => breaker.shutdown(),
   };

@@ -17,6 +17,7 @@ export interface ProviderStepOptions extends StepPlacement {
 
 export function createProviderStep(o: ProviderStepOptions): Step {
   const mutating = o.phase === 'mutate';
+  let openFailure: StepFailedError | undefined;
   return {
     name: o.name,
     source: 'provider',
@@ -48,6 +49,12 @@ export function createProviderStep(o: ProviderStepOptions): Step {
         return answer.patch ? { allowed: true, patch: answer.patch } : { allowed: true };
       } catch (err) {
         if (err instanceof ProviderCallError) {
+          // An open breaker rejects with one shared error; answer it with one shared failure as well.
+          if (err.reason === 'breaker_open') {
+            if (openFailure?.cause !== err)
+              openFailure = new StepFailedError(o.name, err.reason, err.message, { cause: err });
+            throw openFailure;
+          }
           throw new StepFailedError(o.name, err.reason, err.message, { cause: err });
         }
         throw err;

@@ -137,6 +137,9 @@ chain:
     assert.equal(fake.calls.length, 0);
     assert.equal(await g.metric(CALLS, { step: 'flaky', phase: 'validate', outcome: 'error' }), 2);
     assert.equal(await g.metric(CALLS, { step: 'flaky', phase: 'validate', outcome: 'circuit_open' }), 1);
+    // The fast failure counts as a fire and a reject (state not checked: it may be half-open by now).
+    const { step } = await breakerOf(g);
+    assert.deepEqual([step?.fires, step?.failures, step?.rejects], [3, 2, 1]);
 
     // After resetTimeout: half-open (awaited through the metric, no fixed sleep).
     await eventually('the breaker is half-open', async () => (await g.metric(STATE, { provider: 'flaky' })) === 1);
@@ -196,5 +199,27 @@ chain:
     assert.equal(await g.metric(FAIL_OPEN, { step: 'flaky' }), 3);
     assert.equal(await g.metric(CALLS, { step: 'flaky', phase: 'validate', outcome: 'error' }), 2);
     assert.equal(await g.metric(CALLS, { step: 'flaky', phase: 'validate', outcome: 'circuit_open' }), 1);
+
+    // Logs: a warn line per real failure and one for the opening; reviews failing fast while it is open add
+    // none (each review's own line records circuit_open and failedOpen).
+    await validate(g);
+    const lines = g.logs.filter((l) => l.level === 'warn' || l.msg === 'review');
+    assert.deepEqual(
+      lines.map((l) => [l.msg, l.reason ?? null]),
+      [
+        ['step failed, failing open', 'invalid_response'],
+        ['review', null],
+        ['circuit breaker open', null],
+        ['step failed, failing open', 'invalid_response'],
+        ['review', null],
+        ['review', null],
+        ['review', null],
+      ],
+    );
+    const steps = lines.at(-1)?.steps as { step: string; outcome: string; reason?: string; failedOpen?: boolean }[];
+    assert.deepEqual(
+      steps.map(({ step, outcome, reason, failedOpen }) => ({ step, outcome, reason, failedOpen })),
+      [{ step: 'flaky', outcome: 'circuit_open', reason: 'breaker_open', failedOpen: true }],
+    );
   });
 });
