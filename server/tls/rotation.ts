@@ -12,19 +12,18 @@
  */
 import { subjectAltNameText, type CertificateState, type ParseResult } from './managed-secret.js';
 import type { SubjectAltNames } from '../../certs/generate.js';
+import type { ManagedCertificateConfig } from '../config/types.js';
 
-export interface RotationPolicy {
-  readonly caValiditySeconds: number;
-  readonly certValiditySeconds: number;
-  /** Stage a new CA this long before the signing CA expires. */
-  readonly caRenewBeforeSeconds: number;
-  /** Reissue the serving certificate this long before it expires. */
-  readonly certRenewBeforeSeconds: number;
-  /** After staging, and once the webhooks carry the bundle, wait this long before promoting. */
-  readonly propagationSeconds: number;
-  /** After promoting, keep trusting the old CA this long. */
-  readonly overlapSeconds: number;
-}
+/** The lifetimes and delays that drive rotation: the `kube.certificate` settings of the same names. */
+export type RotationPolicy = Pick<
+  ManagedCertificateConfig,
+  | 'caValiditySeconds'
+  | 'certValiditySeconds'
+  | 'caRenewBeforeSeconds'
+  | 'certRenewBeforeSeconds'
+  | 'propagationSeconds'
+  | 'overlapSeconds'
+>;
 
 export interface RotationInput {
   /** undefined: the Secret does not exist. */

@@ -33,6 +33,7 @@ import net, { type AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { caBundle, generateCertificates, type CertificateBundle } from '../../certs/generate.js';
 import { SETTINGS_HEADER } from '../../server/providers/provider-client.js';
+import { conditions } from './wait.js';
 
 export const PROVIDER_PATCH = [{ op: 'add', path: '/metadata/labels/provider', value: 'patched' }] as const;
 export const DENY_MESSAGE = 'denied by fake';
@@ -235,7 +236,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   const trusted = options.untrusted ? certs.other : certs.server;
   const calls: MutableRecord[] = [];
   const routes = new Map<string, string>(Object.entries(options.routes ?? {}));
-  const listeners = new Set<() => void>();
+  const waits = conditions(5000);
   const timers = new Set<NodeJS.Timeout>();
   const sockets = new Map<TLSSocket, number>();
   let connections = 0;
@@ -244,9 +245,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   let discoveryReleased = false;
   const heldDiscovery = new Set<() => void>();
 
-  const notify = () => {
-    for (const listener of [...listeners]) listener();
-  };
+  const notify = waits.notify;
 
   const respond = async (req: IncomingMessage, res: ServerResponse, text: string): Promise<void> => {
     const url = new URL(req.url ?? '/', 'https://127.0.0.1');
@@ -414,22 +413,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       heldDiscovery.clear();
     },
     reset: () => void calls.splice(0),
-    until(what, check, timeoutMs = 5000) {
-      if (check()) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const listener = () => {
-          if (!check()) return;
-          clearTimeout(timer);
-          listeners.delete(listener);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(listener);
-          reject(new Error(`timed out after ${timeoutMs} ms waiting until ${what}`));
-        }, timeoutMs);
-        listeners.add(listener);
-      });
-    },
+    until: waits.until,
     close() {
       closed ??= new Promise<void>((resolve) => {
         for (const timer of timers) clearTimeout(timer);

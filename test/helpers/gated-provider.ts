@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { caBundle, generateCertificates } from '../../certs/generate.js';
+import { conditions } from './wait.js';
 
 export interface GatedProviderOptions {
   /** How long each answer takes while the gate is open. Default 0. */
@@ -46,14 +47,12 @@ function uidOf(text: string): string {
 export async function startGatedProvider(options: GatedProviderOptions = {}): Promise<GatedProvider> {
   const certs = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
   const waiting = new Set<() => void>();
-  const listeners = new Set<() => void>();
+  const waits = conditions(20_000);
   const timers = new Set<NodeJS.Timeout>();
   let gateShut = false;
   let received = 0;
   let answered = 0;
-  const notify = () => {
-    for (const listener of [...listeners]) listener();
-  };
+  const notify = waits.notify;
 
   const answer = (res: ServerResponse, uid: string) => {
     if (res.destroyed) return;
@@ -123,22 +122,7 @@ export async function startGatedProvider(options: GatedProviderOptions = {}): Pr
       for (const release of [...waiting]) release();
       notify();
     },
-    until(what, check, timeoutMs = 20_000) {
-      if (check()) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const listener = () => {
-          if (!check()) return;
-          clearTimeout(timer);
-          listeners.delete(listener);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(listener);
-          reject(new Error(`timed out after ${timeoutMs} ms waiting until ${what}`));
-        }, timeoutMs);
-        listeners.add(listener);
-      });
-    },
+    until: waits.until,
     close() {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { KeepAliveConnection, type ConnectOptions, type Outcome } from './keepalive-client.js';
+import { conditions } from './wait.js';
 
 export interface LoadRecord {
   readonly connection: number;
@@ -35,12 +36,10 @@ export interface Load {
 
 export function startLoad(options: LoadOptions): Load {
   const records: LoadRecord[] = [];
-  const listeners = new Set<() => void>();
+  const waits = conditions(20_000);
   let stopped = false;
   let opened = 0;
-  const notify = () => {
-    for (const listener of [...listeners]) listener();
-  };
+  const notify = waits.notify;
 
   // One loop per connection: reuse it until the server says `Connection: close` or closes it, then open
   // another; a refused connection ends the loop (the Service would send the apiserver elsewhere).
@@ -74,22 +73,7 @@ export function startLoad(options: LoadOptions): Load {
     get opened() {
       return opened;
     },
-    until(what, check, timeoutMs = 20_000) {
-      if (check()) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const listener = () => {
-          if (!check()) return;
-          clearTimeout(timer);
-          listeners.delete(listener);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(listener);
-          reject(new Error(`timed out after ${timeoutMs} ms waiting until ${what}`));
-        }, timeoutMs);
-        listeners.add(listener);
-      });
-    },
+    until: waits.until,
     finished,
     stop() {
       stopped = true;

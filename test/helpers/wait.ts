@@ -17,3 +17,36 @@ export async function eventually(
     await delay(intervalMs);
   }
 }
+
+/** Conditions re-checked whenever their owner says something happened (a request, a close, an answer). */
+export interface Conditions {
+  /** Re-checks every pending `until`. */
+  readonly notify: () => void;
+  /** Resolves once `check()` holds (checked now and on every notify); rejects after `timeoutMs` naming `what`. */
+  readonly until: (what: string, check: () => boolean, timeoutMs?: number) => Promise<void>;
+}
+
+export function conditions(defaultTimeoutMs: number): Conditions {
+  const listeners = new Set<() => void>();
+  return {
+    notify: () => {
+      for (const listener of [...listeners]) listener();
+    },
+    until: (what, check, timeoutMs = defaultTimeoutMs) => {
+      if (check()) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const listener = () => {
+          if (!check()) return;
+          clearTimeout(timer);
+          listeners.delete(listener);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(listener);
+          reject(new Error(`timed out after ${timeoutMs} ms waiting until ${what}`));
+        }, timeoutMs);
+        listeners.add(listener);
+      });
+    },
+  };
+}

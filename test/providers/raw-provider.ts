@@ -9,6 +9,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { generateCertificates, type CertificateBundle } from '../../certs/generate.js';
+import { conditions } from '../helpers/wait.js';
 
 export interface RawRequest {
   readonly method: string;
@@ -137,14 +138,12 @@ export async function startRawProvider(handler: RawHandler, options: RawProvider
   const requests: RawRequest[] = [];
   const servernames: (string | false)[] = [];
   const clientNames: string[] = [];
-  const listeners = new Set<() => void>();
+  const waits = conditions(5000);
   const sockets = new Set<TLSSocket>();
   let current = handler;
   let connections = 0;
   let closed = 0;
-  const notify = () => {
-    for (const listener of [...listeners]) listener();
-  };
+  const notify = waits.notify;
 
   const server = tls.createServer(
     {
@@ -216,22 +215,7 @@ export async function startRawProvider(handler: RawHandler, options: RawProvider
     handle(next) {
       current = next;
     },
-    until(what, check, timeoutMs = 5000) {
-      if (check()) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const listener = () => {
-          if (!check()) return;
-          clearTimeout(timer);
-          listeners.delete(listener);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(listener);
-          reject(new Error(`timed out after ${timeoutMs} ms waiting until ${what}`));
-        }, timeoutMs);
-        listeners.add(listener);
-      });
-    },
+    until: waits.until,
     close() {
       return new Promise<void>((resolve) => {
         server.close(() => resolve());
