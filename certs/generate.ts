@@ -11,7 +11,8 @@
  * certificates are inspected with `X509Certificate`, never verified with forge (see STACK.md, CVE-2026-85393).
  */
 import forge from 'node-forge';
-import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPair, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -138,6 +139,8 @@ export interface GenerateCaOptions {
   keyBits?: number;
   /** Issue time; default `Date.now()`. */
   now?: number;
+  /** A key pair made beforehand (see {@link newKeyPair}); default: generated here, synchronously. */
+  keyPair?: PemKeyPair;
 }
 
 /** Options for {@link issueServingCertificate}. */
@@ -149,6 +152,8 @@ export interface IssueServingCertificateOptions {
   commonName?: string;
   keyBits?: number;
   now?: number;
+  /** A key pair made beforehand (see {@link newKeyPair}); default: generated here, synchronously. */
+  keyPair?: PemKeyPair;
 }
 
 /** A fresh self-signed CA valid from now (backdated for clock skew) for `validitySeconds`. */
@@ -158,7 +163,7 @@ export function generateCa(opts: GenerateCaOptions): CertificateAuthority {
   if (!Number.isInteger(keyBits) || keyBits < 2048) {
     throw new RangeError(`generateCa: keyBits ${keyBits}: expected an integer >= 2048`);
   }
-  const keys = generateRsaKeyPair(keyBits);
+  const keys = opts.keyPair ? forgeKeys(opts.keyPair) : generateRsaKeyPair(keyBits);
   const cert = buildCaCertificate(keys, opts.now ?? Date.now(), opts.validitySeconds / DAY_SECONDS);
   return { cert: forge.pki.certificateToPem(cert), key: keys.privatePem };
 }
@@ -173,7 +178,7 @@ export function issueServingCertificate(opts: IssueServingCertificateOptions): {
   const caCert = forge.pki.certificateFromPem(opts.ca.cert);
   const caKey = forge.pki.privateKeyFromPem(opts.ca.key);
   const now = opts.now ?? Date.now();
-  const leafKeys = generateRsaKeyPair(opts.keyBits ?? 2048);
+  const leafKeys = opts.keyPair ? forgeKeys(opts.keyPair) : generateRsaKeyPair(opts.keyBits ?? 2048);
   const cert = buildServingCertificate(leafKeys, caCert, caKey, {
     commonName: opts.commonName ?? opts.sans.dnsNames[0] ?? ORGANIZATION,
     sans: opts.sans,
@@ -274,19 +279,45 @@ function requirePositiveInteger(field: string, value: number): void {
   }
 }
 
-/** Native keygen (milliseconds) instead of forge's pure-JS prime search (seconds), converted to forge keys via PEM. */
-function generateRsaKeyPair(bits: number): RsaKeyPair {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
+/** An RSA key pair as PEM (PKCS#8 private, SPKI public). */
+export interface PemKeyPair {
+  readonly privateKey: string;
+  readonly publicKey: string;
+}
+
+const generateKeyPairAsync = promisify(generateKeyPair);
+
+/**
+ * A key pair generated on libuv's thread pool. RSA 2048 keygen takes 100–200 ms of CPU: a gateway that
+ * rotates while serving makes its keys here first, so reviews are not held up behind it.
+ */
+export async function newKeyPair(bits = 2048): Promise<PemKeyPair> {
+  return generateKeyPairAsync('rsa', {
     modulusLength: bits,
     publicExponent: 0x10001,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
+}
+
+function forgeKeys(pair: PemKeyPair): RsaKeyPair {
   return {
-    privatePem: privateKey,
-    forgePrivate: forge.pki.privateKeyFromPem(privateKey),
-    forgePublic: forge.pki.publicKeyFromPem(publicKey),
+    privatePem: pair.privateKey,
+    forgePrivate: forge.pki.privateKeyFromPem(pair.privateKey),
+    forgePublic: forge.pki.publicKeyFromPem(pair.publicKey),
   };
+}
+
+/** Native keygen (milliseconds) instead of forge's pure-JS prime search (seconds), converted to forge keys via PEM. */
+function generateRsaKeyPair(bits: number): RsaKeyPair {
+  return forgeKeys(
+    generateKeyPairSync('rsa', {
+      modulusLength: bits,
+      publicExponent: 0x10001,
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    }),
+  );
 }
 
 /**

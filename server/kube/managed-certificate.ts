@@ -6,13 +6,13 @@
  * written to disk (the pod's root filesystem is read-only).
  */
 import { ListWatch, Watch, CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import type { SubjectAltNames } from '../../certs/generate.js';
-import { caBundle } from '../../certs/generate.js';
+import { caBundle, newKeyPair, type PemKeyPair, type SubjectAltNames } from '../../certs/generate.js';
 import type { ManagedCertificateConfig } from '../config/types.js';
 import type { Logger } from '../plugin-api/types.js';
 import { materialFromPem, type CertificateSource } from '../tls/certificate-source.js';
 import {
   ANNOTATIONS,
+  KEY_PAIRS_NEEDED,
   initialContent,
   parseManagedSecret,
   promoteContent,
@@ -108,15 +108,32 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
     }
   };
 
-  const params = (): IssueParams => ({
+  const paramsWith = (keyPairs: readonly PemKeyPair[]): IssueParams => ({
     sans,
     caValiditySeconds: config.caValiditySeconds,
     certValiditySeconds: config.certValiditySeconds,
     now: now(),
+    keyPairs,
   });
 
-  const transition = (action: RotationAction, parsed: ParseResult | undefined): SecretContent | undefined => {
+  const KEY_PAIRS: Record<RotationAction['kind'], number> = {
+    create: KEY_PAIRS_NEEDED.initial,
+    regenerate: KEY_PAIRS_NEEDED.initial,
+    stage: KEY_PAIRS_NEEDED.stage,
+    promote: KEY_PAIRS_NEEDED.promote,
+    reissue: KEY_PAIRS_NEEDED.reissue,
+    prune: KEY_PAIRS_NEEDED.prune,
+    wait: 0,
+  };
+
+  const transition = async (
+    action: RotationAction,
+    parsed: ParseResult | undefined,
+  ): Promise<SecretContent | undefined> => {
     const state = parsed?.ok ? parsed.state : undefined;
+    // Keys are made on the thread pool first: RSA keygen is 100–200 ms of CPU the reviews must not wait behind.
+    const keyPairs = await Promise.all(Array.from({ length: KEY_PAIRS[action.kind] }, () => newKeyPair()));
+    const params = () => paramsWith(keyPairs);
     switch (action.kind) {
       case 'create':
       case 'regenerate':
@@ -187,7 +204,7 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
         if (patched) continue;
         return action;
       }
-      const content = transition(action, parsed);
+      const content = await transition(action, parsed);
       if (!content) return action;
       const outcome = await store.write(secret, content);
       if (outcome === 'conflict') {

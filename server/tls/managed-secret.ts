@@ -16,6 +16,7 @@ import {
   generateCa,
   issueServingCertificate,
   type CertificateAuthority,
+  type PemKeyPair,
   type SubjectAltNames,
 } from '../../certs/generate.js';
 
@@ -81,6 +82,17 @@ export interface IssueParams {
   readonly caValiditySeconds: number;
   readonly certValiditySeconds: number;
   readonly now: Date;
+  /** Key pairs made beforehand off the event loop, used in order; when absent or used up, keys are made here. */
+  readonly keyPairs?: readonly PemKeyPair[];
+}
+
+/** How many new key pairs a transition makes: a CA and a serving certificate, or one of them. */
+export const KEY_PAIRS_NEEDED = { initial: 2, stage: 1, promote: 1, reissue: 1, prune: 0 } as const;
+
+/** The n-th key pair made beforehand, if there is one. */
+function keyPair(params: IssueParams, n: number): { keyPair?: PemKeyPair } {
+  const pair = params.keyPairs?.[n];
+  return pair ? { keyPair: pair } : {};
 }
 
 class Problem extends Error {}
@@ -158,13 +170,21 @@ function ipText(ip: string): string {
 
 /** A first CA and serving certificate; the bundle trusts that CA only. */
 export function initialContent(params: IssueParams): SecretContent {
-  const ca = generateCa({ validitySeconds: params.caValiditySeconds, now: params.now.getTime() });
-  return steadyContent(ca, [ca.cert], params);
+  const ca = generateCa({
+    validitySeconds: params.caValiditySeconds,
+    now: params.now.getTime(),
+    ...keyPair(params, 0),
+  });
+  return steadyContent(ca, [ca.cert], params, 1);
 }
 
 /** Stage: a new CA joins the bundle (old + next); the serving certificate is unchanged. */
 export function stageContent(state: CertificateState, params: IssueParams): SecretContent {
-  const next = generateCa({ validitySeconds: params.caValiditySeconds, now: params.now.getTime() });
+  const next = generateCa({
+    validitySeconds: params.caValiditySeconds,
+    now: params.now.getTime(),
+    ...keyPair(params, 0),
+  });
   return {
     data: {
       ...servingData(state.serving.pem, state.serving.key),
@@ -213,12 +233,18 @@ export function reissueContent(state: CertificateState, params: IssueParams): Se
   return { data: content.data, annotations: {} };
 }
 
-function steadyContent(ca: CertificateAuthority, bundle: readonly string[], params: IssueParams): SecretContent {
+function steadyContent(
+  ca: CertificateAuthority,
+  bundle: readonly string[],
+  params: IssueParams,
+  keyIndex = 0,
+): SecretContent {
   const leaf = issueServingCertificate({
     ca,
     sans: params.sans,
     validitySeconds: params.certValiditySeconds,
     now: params.now.getTime(),
+    ...keyPair(params, keyIndex),
   });
   return {
     data: {

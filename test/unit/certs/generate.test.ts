@@ -7,7 +7,10 @@ import forge from 'node-forge';
 import {
   caBundle,
   defaultSans,
+  generateCa,
   generateCertificates,
+  issueServingCertificate,
+  newKeyPair,
   writeCertificates,
   type CertificateBundle,
 } from '../../../certs/generate.js';
@@ -299,6 +302,26 @@ describe('certs/generate', () => {
       assert.equal(files.certFile, join(dir, 'serving.pem'));
       assert.equal(files.keyFile, join(dir, 'serving-key.pem'));
       assert.deepEqual((await readdir(dir)).sort(), ['ca.crt', 'ca.key', 'serving-key.pem', 'serving.pem']);
+    });
+  });
+
+  describe('newKeyPair() with generateCa() and issueServingCertificate()', () => {
+    it('signs with the key pairs made beforehand (off the event loop) instead of making new ones', async () => {
+      const [caPair, leafPair] = await Promise.all([newKeyPair(), newKeyPair()]);
+      const ca = generateCa({ validitySeconds: 3600, keyPair: caPair });
+      const leaf = issueServingCertificate({
+        ca,
+        sans: { dnsNames: ['gw.example'], ipAddresses: [] },
+        validitySeconds: 600,
+        keyPair: leafPair,
+      });
+      assert.equal(ca.key, caPair.privateKey);
+      assert.equal(leaf.key, leafPair.privateKey);
+      const caCert = new X509Certificate(ca.cert);
+      const leafCert = new X509Certificate(leaf.cert);
+      assert.equal(caCert.publicKey.export({ type: 'spki', format: 'pem' }), caPair.publicKey);
+      assert.equal(leafCert.publicKey.export({ type: 'spki', format: 'pem' }), leafPair.publicKey);
+      assert.ok(leafCert.verify(caCert.publicKey), 'the leaf is signed by the CA made from the given key');
     });
   });
 
