@@ -43,6 +43,29 @@ chain:
     assert.deepEqual(chain.route('mutate/ignore'), []);
   });
 
+  it('routes a warn or audit step as Ignore whatever its failurePolicy: it never blocks, so its webhook must not', () => {
+    const chain = chainFrom(`
+chain:
+  - { plugin: validator, name: enforced }
+  - { plugin: validator, name: warned, mode: warn, failurePolicy: Fail }
+  - { plugin: validator, name: audited, mode: audit }
+  - { plugin: both, name: both-warned, mode: warn }
+`);
+    assert.deepEqual(
+      chain.route('validate/fail').map((s) => s.name),
+      ['enforced'],
+    );
+    assert.deepEqual(
+      chain.route('validate/ignore').map((s) => s.name),
+      ['warned', 'audited', 'both-warned'],
+    );
+    assert.deepEqual(
+      chain.route('mutate/ignore').map((s) => s.name),
+      ['both-warned'],
+    );
+    assert.deepEqual(chain.route('mutate/fail'), []);
+  });
+
   it('breaks order ties by name', () => {
     const steps = chainFrom('chain: [{ plugin: validator, name: b }, { plugin: validator, name: a }]').steps;
     const reordered = createChain(steps.map((s) => ({ ...s, order: 5 })));
