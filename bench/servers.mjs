@@ -2,16 +2,18 @@
 //   allow — reads the body, parses the AdmissionReview and answers allowed with the request's uid. As the
 //           "raw" scenario it is the physical limit of a Node HTTPS server doing the least a gateway must do;
 //           as the "healthy" remote provider it is the cheapest possible provider.
+//   allow-deferred — the same, but writes each answer from setImmediate, after the poll phase, as the gateway
+//           does: under load the answers of one event-loop turn go out together (fewer wake-ups per review).
 //   hang  — reads the request and never answers (the connection stays open), for the open-breaker scenario.
-// usage: node bench/servers.mjs allow|hang CERT_FILE KEY_FILE
+// usage: node bench/servers.mjs allow|allow-deferred|hang CERT_FILE KEY_FILE
 // Prints one JSON line {"port": N} on stdout once listening on 127.0.0.1 (ephemeral port).
-/* global process, Buffer */
+/* global process, Buffer, setImmediate */
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 
 const [mode, certFile, keyFile] = process.argv.slice(2);
-if (!['allow', 'hang'].includes(mode ?? '') || !certFile || !keyFile) {
-  process.stderr.write('usage: node bench/servers.mjs allow|hang CERT_FILE KEY_FILE\n');
+if (!['allow', 'allow-deferred', 'hang'].includes(mode ?? '') || !certFile || !keyFile) {
+  process.stderr.write('usage: node bench/servers.mjs allow|allow-deferred|hang CERT_FILE KEY_FILE\n');
   process.exit(2);
 }
 
@@ -37,8 +39,12 @@ const server = https.createServer(
         response: { uid: review.request?.uid ?? '', allowed: true },
       });
       served++;
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
+      const answer = () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+      };
+      if (mode === 'allow-deferred') setImmediate(answer);
+      else answer();
     });
   },
 );
