@@ -91,14 +91,19 @@ function valueAt(document: unknown, segments: readonly string[]): { found: boole
 }
 
 /**
- * Where to diff for a written pointer: the pointer itself, or the first array on its way in either
- * document (an element write may have shifted its neighbours, so the whole array is compared).
+ * Where to diff for a written pointer: the pointer itself, or the first array on its way whose length
+ * changed (an insertion or removal shifts the neighbours, so the whole array is compared). An array of the
+ * same length in both documents is descended into: every element a step shifted or replaced was itself
+ * written, so each written element is diffed on its own — a container edited in place costs that
+ * container's fields, not a comparison of the whole list.
  */
 function diffRoot(original: unknown, current: unknown, segments: readonly string[]): string[] {
   let a: unknown = original;
   let b: unknown = current;
   for (let i = 0; i < segments.length; i++) {
-    if (Array.isArray(a) || Array.isArray(b)) return segments.slice(0, i);
+    if (Array.isArray(a) || Array.isArray(b)) {
+      if (!(Array.isArray(a) && Array.isArray(b) && a.length === b.length)) return segments.slice(0, i);
+    }
     const key = segments[i]!;
     a = isContainer(a) && Object.hasOwn(a, key) ? (a as Record<string, unknown>)[key] : undefined;
     b = isContainer(b) && Object.hasOwn(b, key) ? (b as Record<string, unknown>)[key] : undefined;

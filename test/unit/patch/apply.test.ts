@@ -123,6 +123,26 @@ describe('diffWritten()', () => {
     ],
     ['replaces a map with a string', (d) => ((d.spec as Record<string, unknown>).volumes = 'none')],
     [
+      'reverses an array in place (same length, every element moved)',
+      (d) => (d.spec as { containers: unknown[] }).containers.reverse(),
+    ],
+    [
+      'sorts containers and then edits one (same length)',
+      (d) => {
+        const containers = (d.spec as { containers: Array<Record<string, unknown>> }).containers;
+        containers.sort((x, y) => String(y.name).localeCompare(String(x.name)));
+        containers[1]!.image = 'nginx:2';
+      },
+    ],
+    [
+      'replaces an element and edits its neighbour (same length)',
+      (d) => {
+        const containers = (d.spec as { containers: Array<Record<string, unknown>> }).containers;
+        containers.splice(0, 1, { name: 'z', image: 'z:1' });
+        delete containers[1]!.image;
+      },
+    ],
+    [
       'writes a value back unchanged after changing it',
       (d) => {
         const meta = d.metadata as { name: string };
@@ -141,6 +161,16 @@ describe('diffWritten()', () => {
       assert.equal(patch.length === 0, diffPatch(original, current).length === 0);
     });
   }
+
+  it('diffs an element edited in place inside a same-length array on its own, not the whole array', () => {
+    const { patch } = journaled(pod(), (d) => {
+      const containers = (d.spec as { containers: Array<Record<string, unknown>> }).containers;
+      containers[1]!.resources = { requests: { cpu: '100m' } };
+    });
+    assert.deepEqual(patch, [
+      { op: 'add', path: '/spec/containers/1/resources', value: { requests: { cpu: '100m' } } },
+    ]);
+  });
 
   it('emits exactly the operations for the written paths', () => {
     const { patch } = journaled(pod(), (d) => {
