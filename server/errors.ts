@@ -47,9 +47,8 @@ export type FailureReason =
 
 /** A step failed to decide: thrown, timed out, or answered something unusable. failurePolicy applies. */
 export class StepFailedError extends Error {
-  readonly code = 'GW_ERR_STEP_FAILED';
+  readonly code: string = 'GW_ERR_STEP_FAILED';
   constructor(
-    readonly step: string,
     readonly reason: FailureReason,
     message: string,
     options?: { cause?: unknown },
@@ -59,15 +58,18 @@ export class StepFailedError extends Error {
   }
 }
 
-/** A remote provider call that did not produce a usable answer; `reason` classifies why. */
-export class ProviderCallError extends Error {
-  readonly code = 'GW_ERR_PROVIDER_CALL';
+/**
+ * A remote provider call that did not produce a usable answer; `reason` classifies why. It is the provider
+ * step's failure as it stands (the step settles it through its failurePolicy like any other).
+ */
+export class ProviderCallError extends StepFailedError {
+  override readonly code: string = 'GW_ERR_PROVIDER_CALL';
   constructor(
-    readonly reason: Exclude<FailureReason, 'error' | 'invalid_patch'>,
+    override readonly reason: Exclude<FailureReason, 'error' | 'invalid_patch'>,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
+    super(reason, message, options);
     this.name = 'ProviderCallError';
   }
 }

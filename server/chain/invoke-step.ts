@@ -100,7 +100,6 @@ function checkDecision(step: Step, value: unknown): InvokeResult {
   }
   return {
     failure: new StepFailedError(
-      step.name,
       'error',
       `returned ${value === null ? 'null' : typeof value}, expected a verdict from allow() or deny()`,
     ),
@@ -111,14 +110,14 @@ function classify(step: Step, err: unknown): InvokeResult {
   if (err instanceof StepFailedError) return { failure: err };
   const name = err instanceof Error || err instanceof DOMException ? err.name : '';
   if (name === 'TimeoutError' || name === 'AbortError') {
-    return { failure: new StepFailedError(step.name, 'timeout', `timed out: ${errorMessage(err)}`, { cause: err }) };
+    return { failure: new StepFailedError('timeout', `timed out: ${errorMessage(err)}`, { cause: err }) };
   }
-  return { failure: new StepFailedError(step.name, 'error', errorMessage(err), { cause: err }) };
+  return { failure: new StepFailedError('error', errorMessage(err), { cause: err }) };
 }
 
 export async function invokeStep(step: Step, input: InvocationInput, timeoutMs: number): Promise<InvokeResult> {
   if (timeoutMs <= 0) {
-    return { failure: new StepFailedError(step.name, 'timeout', 'no time left in the request deadline') };
+    return { failure: new StepFailedError('timeout', 'no time left in the request deadline') };
   }
   const invocation = new Invocation(step.name, input, timeoutMs);
   let returned: unknown;
@@ -140,7 +139,7 @@ export async function invokeStep(step: Step, input: InvocationInput, timeoutMs: 
       invocation.expire();
       // The step keeps running in the background; its late outcome must never surface as an unhandled rejection.
       pending.catch(() => undefined);
-      return { failure: new StepFailedError(step.name, 'timeout', `did not answer within ${timeoutMs} ms`) };
+      return { failure: new StepFailedError('timeout', `did not answer within ${timeoutMs} ms`) };
     }
     return checkDecision(step, settled);
   } catch (err) {

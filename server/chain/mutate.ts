@@ -64,7 +64,6 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
     if (result.decision?.allowed && result.decision.patch?.length) {
       if (!session) {
         failure = new StepFailedError(
-          step.name,
           'invalid_patch',
           `returned a patch, but a ${request.operation} request's object cannot be modified`,
         );
@@ -73,14 +72,9 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
           applyPatchInPlace(session.view, result.decision.patch);
         } catch (err) {
           if (!(err instanceof PatchApplyError)) throw err;
-          failure = new StepFailedError(
-            step.name,
-            'invalid_patch',
-            `returned a patch that does not apply: ${err.message}`,
-            {
-              cause: err,
-            },
-          );
+          failure = new StepFailedError('invalid_patch', `returned a patch that does not apply: ${err.message}`, {
+            cause: err,
+          });
         }
       }
     }

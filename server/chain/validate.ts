@@ -57,7 +57,7 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
     if (result.failure) rejection = settleFailure(ctx, step, ms, result.failure, 0);
     else if (!result.decision.allowed) rejection = settleDenial(ctx, step, ms, result.decision, 0);
     else if (result.decision.patch?.length) {
-      const failure = new StepFailedError(step.name, 'invalid_response', 'a validating step may not return a patch');
+      const failure = new StepFailedError('invalid_response', 'a validating step may not return a patch');
       rejection = settleFailure(ctx, step, ms, failure, 0);
     } else settleSuccess(ctx, step, ms, false, 0);
     if (rejection) rejections.push(rejection);

@@ -134,11 +134,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       ...step,
       invoke: () => {
         const why = lastError ?? { reason: 'connection' as const, message: 'discovery has not completed yet' };
-        throw new StepFailedError(
-          entry.name,
-          why.reason,
-          `provider "${entry.name}" is not discovered yet: ${why.message}`,
-        );
+        throw new StepFailedError(why.reason, `provider "${entry.name}" is not discovered yet: ${why.message}`);
       },
       describe: () => ({ ...step.describe(), discovered: false, lastError: lastError?.message }),
     };

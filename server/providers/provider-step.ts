@@ -1,7 +1,6 @@
 /** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
 import type { Phase } from '../admission/types.js';
 import type { Step, StepDecision, StepPlacement } from '../chain/step.js';
-import { ProviderCallError, StepFailedError } from '../errors.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
 
@@ -17,7 +16,6 @@ export interface ProviderStepOptions extends StepPlacement {
 
 export function createProviderStep(o: ProviderStepOptions): Step {
   const mutating = o.phase === 'mutate';
-  let openFailure: StepFailedError | undefined;
   return {
     name: o.name,
     source: 'provider',
@@ -31,34 +29,22 @@ export function createProviderStep(o: ProviderStepOptions): Step {
     order: o.order,
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
+    // A failed call rejects with a ProviderCallError, itself the step's failure (a StepFailedError).
     async invoke(inv): Promise<StepDecision> {
-      try {
-        const answer = await o.breaker.fire(() =>
-          o.client.call({
-            request: inv.request,
-            object: inv.plainObject,
-            mutating,
-            timeoutMs: inv.timeoutMs,
-            signal: inv.signal,
-            ...(o.path ? { path: o.path } : {}),
-          }),
-        );
-        for (const warning of answer.warnings) inv.warn(warning);
-        for (const [key, value] of Object.entries(answer.auditAnnotations)) inv.annotate(key, value);
-        if (!answer.allowed) return { allowed: false, message: answer.message, code: answer.code };
-        return answer.patch ? { allowed: true, patch: answer.patch } : { allowed: true };
-      } catch (err) {
-        if (err instanceof ProviderCallError) {
-          // An open breaker rejects with one shared error; answer it with one shared failure as well.
-          if (err.reason === 'breaker_open') {
-            if (openFailure?.cause !== err)
-              openFailure = new StepFailedError(o.name, err.reason, err.message, { cause: err });
-            throw openFailure;
-          }
-          throw new StepFailedError(o.name, err.reason, err.message, { cause: err });
-        }
-        throw err;
-      }
+      const answer = await o.breaker.fire(() =>
+        o.client.call({
+          request: inv.request,
+          object: inv.plainObject,
+          mutating,
+          timeoutMs: inv.timeoutMs,
+          signal: inv.signal,
+          ...(o.path ? { path: o.path } : {}),
+        }),
+      );
+      for (const warning of answer.warnings) inv.warn(warning);
+      for (const [key, value] of Object.entries(answer.auditAnnotations)) inv.annotate(key, value);
+      if (!answer.allowed) return { allowed: false, message: answer.message, code: answer.code };
+      return answer.patch ? { allowed: true, patch: answer.patch } : { allowed: true };
     },
     describe: () => ({
       name: o.name,

@@ -73,7 +73,7 @@ describe('invokeStep()', () => {
       50,
     );
     assert.ok(failure instanceof StepFailedError);
-    assert.deepEqual([failure.step, failure.reason, failure.message], ['under-test', 'error', 'boom']);
+    assert.deepEqual([failure.reason, failure.message], ['error', 'boom']);
   });
 
   it('turns a non-verdict return value into an error failure', async () => {
