@@ -5,7 +5,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { caBundle } from '../certs/generate.js';
 import { availablePlugins } from '../plugins/index.js';
 import { decodeReview, encodeReview } from './admission/codec.js';
 import { ROUTES, type Chain, type Route } from './chain/chain.js';
@@ -25,7 +24,7 @@ import { loadManifestsConfig } from './manifests/config-source.js';
 import { ManifestsUsageError, parseManifestsOptions } from './manifests/options.js';
 import { createMetrics } from './metrics/metrics.js';
 import { applyPatchInPlace } from './patch/apply.js';
-import { ensureServingCertificate } from './tls/serving-certificate.js';
+import { ensureConfiguredCertificate, servingCaBundle } from './tls/serving-certificate.js';
 import { Registry } from 'prom-client';
 import pino from 'pino';
 
@@ -203,23 +202,12 @@ async function certs(values: Values, io: CliIO): Promise<number> {
   const config = await configFrom(values, io);
   const { tls } = config.server;
   const log = pino({ level: 'warn' }, pino.destination(2));
-  await ensureServingCertificate({
-    certFile: tls.certFile,
-    keyFile: tls.keyFile,
-    generateIfMissing: tls.generate,
-    sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
-    log,
+  await ensureConfiguredCertificate(tls, log);
+  const caFile = values.ca ? path.resolve(io.cwd, values.ca) : undefined;
+  const bundle = await servingCaBundle(tls.certFile, caFile).catch((err: unknown) => {
+    throw new UsageError(errorMessage(err));
   });
-  const caFile = values.ca ? path.resolve(io.cwd, values.ca) : path.join(path.dirname(tls.certFile), 'ca.crt');
-  let pem: string;
-  try {
-    pem = await readFile(caFile, 'utf8');
-  } catch {
-    throw new UsageError(
-      `cannot read the CA certificate "${caFile}"; pass --ca FILE (the CA that signed ${tls.certFile})`,
-    );
-  }
-  io.stdout(`${caBundle(pem)}\n`);
+  io.stdout(`${bundle}\n`);
   return EXIT_OK;
 }
 

@@ -24,7 +24,7 @@ import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { createWebhookListener } from './http/webhook-app.js';
 import { drainServer } from './http/drain.js';
 import {
-  ensureServingCertificate,
+  ensureConfiguredCertificate,
   loadTlsMaterial,
   secureContextOptions,
   watchServingCertificate,
@@ -159,13 +159,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (options.certificates) {
     material = options.certificates.initial;
   } else {
-    const { generated } = await ensureServingCertificate({
-      certFile: tls.certFile,
-      keyFile: tls.keyFile,
-      generateIfMissing: tls.generate,
-      sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
-      log,
-    });
+    const { generated } = await ensureConfiguredCertificate(tls, log);
     material = await loadTlsMaterial(tls.certFile, tls.keyFile, tls.clientCAFile || undefined);
     log.info(
       { certFile: tls.certFile, generated, notAfter: material.notAfter.toISOString() },

@@ -3,17 +3,15 @@
  * start, providers discovered once), finds the caBundle the way `certs` does, renders the webhook
  * configurations and prints them. Notes go to stderr so stdout can be piped into kubectl.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { caBundle as caBundleOf } from '../../certs/generate.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { GatewayConfig } from '../config/types.js';
 import { errorMessage } from '../errors.js';
 import { createChainForConfig } from '../gateway.js';
 import { createMetrics } from '../metrics/metrics.js';
-import { ensureServingCertificate, type TlsLogger } from '../tls/serving-certificate.js';
+import { ensureConfiguredCertificate, servingCaBundle, type TlsLogger } from '../tls/serving-certificate.js';
 import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
 import { toJson, toYaml } from './output.js';
 import {
@@ -75,37 +73,19 @@ async function readCaBundle(options: ManifestsOptions, deps: ManifestsDeps): Pro
   const how = options.caBundle;
   if (how.kind === 'empty') return '';
   const { tls } = deps.config.server;
-  let caFile: string;
-  if (how.kind === 'file') {
-    caFile = path.resolve(deps.cwd, how.file);
-  } else {
+  if (how.kind !== 'file') {
     try {
-      await ensureServingCertificate({
-        certFile: tls.certFile,
-        keyFile: tls.keyFile,
-        generateIfMissing: tls.generate,
-        sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
-        log: tlsLogger(deps),
-      });
+      await ensureConfiguredCertificate(tls, tlsLogger(deps));
     } catch (err) {
       throw new ManifestsUsageError(
         `${errorMessage(err)}; pass --ca FILE, or --no-ca-bundle when the gateway patches the caBundle in`,
       );
     }
-    caFile = path.join(path.dirname(tls.certFile), 'ca.crt');
   }
-  let pem: string;
-  try {
-    pem = await readFile(caFile, 'utf8');
-  } catch {
-    throw new ManifestsUsageError(
-      `cannot read the CA certificate "${caFile}"; pass --ca FILE (the CA that signed ${tls.certFile})`,
-    );
-  }
-  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new ManifestsUsageError(`"${caFile}" holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)`);
-  }
-  return caBundleOf(pem);
+  const caFile = how.kind === 'file' ? path.resolve(deps.cwd, how.file) : undefined;
+  return servingCaBundle(tls.certFile, caFile).catch((err: unknown) => {
+    throw new ManifestsUsageError(errorMessage(err));
+  });
 }
 
 function shellWord(word: string): string {

@@ -22,7 +22,14 @@ import { type FSWatcher, watch } from 'node:fs';
 import { stat, readFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
-import { generateCertificates, writeCertificates, type SubjectAltNames } from '../../certs/generate.js';
+import type { TlsConfig } from '../config/types.js';
+import {
+  DEFAULT_FILE_NAMES,
+  caBundle,
+  generateCertificates,
+  writeCertificates,
+  type SubjectAltNames,
+} from '../../certs/generate.js';
 
 /** The logging this module needs; a pino logger satisfies it. */
 export interface TlsLogger {
@@ -106,6 +113,17 @@ export async function ensureServingCertificate(opts: EnsureServingCertificateOpt
   }
   await generateInto(opts);
   return { generated: true };
+}
+
+/** {@link ensureServingCertificate} for `server.tls` as configured (what serve, certs and manifests all do). */
+export function ensureConfiguredCertificate(tls: TlsConfig, log: TlsLogger): Promise<{ generated: boolean }> {
+  return ensureServingCertificate({
+    certFile: tls.certFile,
+    keyFile: tls.keyFile,
+    generateIfMissing: tls.generate,
+    sans: { dnsNames: [...tls.dnsNames], ipAddresses: [...tls.ipAddresses] },
+    log,
+  });
 }
 
 /**
@@ -353,4 +371,22 @@ function errorCode(err: unknown): string | undefined {
 
 function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * The caBundle (base64 PEM) of the CA that signed the serving certificate: `caFile`, or the `ca.crt`
+ * generated next to `certFile`. Throws an Error that names the file and says how to pass another.
+ */
+export async function servingCaBundle(certFile: string, caFile?: string): Promise<string> {
+  const file = caFile ?? join(dirname(certFile), DEFAULT_FILE_NAMES.caCert);
+  let pem: string;
+  try {
+    pem = await readFile(file, 'utf8');
+  } catch {
+    throw new Error(`cannot read the CA certificate "${file}"; pass --ca FILE (the CA that signed ${certFile})`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    throw new Error(`"${file}" holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)`);
+  }
+  return caBundle(pem);
 }
