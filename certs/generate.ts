@@ -11,7 +11,7 @@
  * certificates are inspected with `X509Certificate`, never verified with forge (see STACK.md, CVE-2026-85393).
  */
 import forge from 'node-forge';
-import { generateKeyPair, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPair, generateKeyPairSync, randomBytes, randomUUID, type RSAKeyPairOptions } from 'node:crypto';
 import { promisify } from 'node:util';
 import { chmod, mkdir, open, rename, rm } from 'node:fs/promises';
 import { isIP } from 'node:net';
@@ -287,17 +287,22 @@ export interface PemKeyPair {
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
+/** RSA with e = 65537, as PEM: PKCS#8 private, SPKI public. */
+function rsaPemOptions(bits: number): RSAKeyPairOptions<'pem', 'pem'> {
+  return {
+    modulusLength: bits,
+    publicExponent: 0x10001,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  };
+}
+
 /**
  * A key pair generated on libuv's thread pool. RSA 2048 keygen takes 100–200 ms of CPU: a gateway that
  * rotates while serving makes its keys here first, so reviews are not held up behind it.
  */
 export async function newKeyPair(bits = 2048): Promise<PemKeyPair> {
-  return generateKeyPairAsync('rsa', {
-    modulusLength: bits,
-    publicExponent: 0x10001,
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-  });
+  return generateKeyPairAsync('rsa', rsaPemOptions(bits));
 }
 
 function forgeKeys(pair: PemKeyPair): RsaKeyPair {
@@ -310,14 +315,7 @@ function forgeKeys(pair: PemKeyPair): RsaKeyPair {
 
 /** Native keygen (milliseconds) instead of forge's pure-JS prime search (seconds), converted to forge keys via PEM. */
 function generateRsaKeyPair(bits: number): RsaKeyPair {
-  return forgeKeys(
-    generateKeyPairSync('rsa', {
-      modulusLength: bits,
-      publicExponent: 0x10001,
-      publicKeyEncoding: { type: 'spki', format: 'pem' },
-      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-    }),
-  );
+  return forgeKeys(generateKeyPairSync('rsa', rsaPemOptions(bits)));
 }
 
 /**

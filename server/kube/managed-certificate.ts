@@ -6,13 +6,12 @@
  * written to disk (the pod's root filesystem is read-only).
  */
 import { ListWatch, Watch, CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { caBundle, newKeyPair, type PemKeyPair, type SubjectAltNames } from '../../certs/generate.js';
+import { caBundle, newKeyPair, type SubjectAltNames } from '../../certs/generate.js';
 import type { ManagedCertificateConfig } from '../config/types.js';
 import type { Logger } from '../plugin-api/types.js';
 import { materialFromPem, type CertificateSource } from '../tls/certificate-source.js';
 import {
   ANNOTATIONS,
-  KEY_PAIRS_NEEDED,
   initialContent,
   parseManagedSecret,
   promoteContent,
@@ -59,6 +58,21 @@ export interface ManagedCertificate {
   reconcile(): Promise<RotationAction | undefined>;
   stop(): Promise<void>;
 }
+
+/**
+ * New key pairs each step makes, in the order the transitions of managed-secret.ts use them (initial: the
+ * CA, then the serving certificate). They are made first, on the thread pool: RSA keygen is 100–200 ms of CPU
+ * the reviews must not wait behind.
+ */
+const KEY_PAIRS: Readonly<Record<RotationAction['kind'], number>> = {
+  create: 2,
+  regenerate: 2,
+  stage: 1,
+  promote: 1,
+  reissue: 1,
+  prune: 0,
+  wait: 0,
+};
 
 /** Enough passes for create → patch → stage → patch in one go, and to re-decide after conflicts. */
 const MAX_PASSES = 6;
@@ -108,46 +122,33 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
     }
   };
 
-  const paramsWith = (keyPairs: readonly PemKeyPair[]): IssueParams => ({
-    sans,
-    caValiditySeconds: config.caValiditySeconds,
-    certValiditySeconds: config.certValiditySeconds,
-    now: now(),
-    keyPairs,
-  });
-
-  const KEY_PAIRS: Record<RotationAction['kind'], number> = {
-    create: KEY_PAIRS_NEEDED.initial,
-    regenerate: KEY_PAIRS_NEEDED.initial,
-    stage: KEY_PAIRS_NEEDED.stage,
-    promote: KEY_PAIRS_NEEDED.promote,
-    reissue: KEY_PAIRS_NEEDED.reissue,
-    prune: KEY_PAIRS_NEEDED.prune,
-    wait: 0,
-  };
-
   const transition = async (
     action: RotationAction,
     parsed: ParseResult | undefined,
   ): Promise<SecretContent | undefined> => {
     const state = parsed?.ok ? parsed.state : undefined;
-    // Keys are made on the thread pool first: RSA keygen is 100–200 ms of CPU the reviews must not wait behind.
     const keyPairs = await Promise.all(Array.from({ length: KEY_PAIRS[action.kind] }, () => newKeyPair()));
-    const params = () => paramsWith(keyPairs);
+    const params: IssueParams = {
+      sans,
+      caValiditySeconds: config.caValiditySeconds,
+      certValiditySeconds: config.certValiditySeconds,
+      now: now(),
+      keyPairs,
+    };
     switch (action.kind) {
       case 'create':
       case 'regenerate':
-        return initialContent(params());
+        return initialContent(params);
       // Key generation takes a while on a busy node: the phase timestamps (start of the propagation delay and
       // of the overlap) are taken after it, right before the write, so neither delay is cut short.
       case 'stage':
-        return state && restamp(stageContent(state, params()), ANNOTATIONS.stagedAt, now());
+        return state && restamp(stageContent(state, params), ANNOTATIONS.stagedAt, now());
       case 'promote':
-        return state && restamp(promoteContent(state, params()), ANNOTATIONS.promotedAt, now());
+        return state && restamp(promoteContent(state, params), ANNOTATIONS.promotedAt, now());
       case 'prune':
         return state && pruneContent(state);
       case 'reissue':
-        return state && reissueContent(state, params());
+        return state && reissueContent(state, params);
       case 'wait':
         return undefined;
     }

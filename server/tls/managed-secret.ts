@@ -86,9 +86,6 @@ export interface IssueParams {
   readonly keyPairs?: readonly PemKeyPair[];
 }
 
-/** How many new key pairs a transition makes: a CA and a serving certificate, or one of them. */
-export const KEY_PAIRS_NEEDED = { initial: 2, stage: 1, promote: 1, reissue: 1, prune: 0 } as const;
-
 /** The n-th key pair made beforehand, if there is one. */
 function keyPair(params: IssueParams, n: number): { keyPair?: PemKeyPair } {
   const pair = params.keyPairs?.[n];
