@@ -38,6 +38,7 @@ import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiserverGet, getChain, getReadiness, mutateOrder, postReview, type ChainView } from './http.js';
 import { manifestDocuments, toModel, toWire } from './manifests.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
+import { pausePod } from './objects.js';
 
 // A gateway in cluster mode (as `serve` runs with a kubeconfig) whose chain is two `record-order` steps
 // at orders 10 and 20 (each records the label keys it saw); AdmissionProviders pointing at a fake provider
@@ -45,6 +46,7 @@ import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
 const SUITE = 'admission-provider';
 const CRD_NAME = `${PROVIDER_PLURAL}.${PROVIDER_GROUP}`;
 const POD_LABEL = 'e2e-provider';
+const pod = (name: string, provider: string) => pausePod(name, { [POD_LABEL]: provider });
 const CHAIN = `
 - plugin: record-order
   name: first
@@ -173,13 +175,6 @@ async function chainWhere(opsUrl: string, what: string, check: (chain: ChainView
 }
 
 const hasStep = (name: string) => (chain: ChainView) => chain.mutate.some((s) => s.name === name);
-
-function pod(name: string, provider: string): V1Pod {
-  return {
-    metadata: { name, labels: { [POD_LABEL]: provider } },
-    spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.9' }] },
-  };
-}
 
 /** What `record-order` writes for a Pod of pod() when it saw these label keys. */
 const seen = (...labels: string[]) => `image=registry.k8s.io/pause:3.9;cpu=none;labels=${labels.sort().join('|')}`;

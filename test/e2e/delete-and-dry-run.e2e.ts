@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import type { V1ConfigMap, V1Pod } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import { apiError, core, randomSuffix, readStatus, statusOf } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { ORDER_ANNOTATION } from './plugins.js';
+import { pausePod } from './objects.js';
 
 // `side-effects` declares sideEffects: Some, so the gateway skips it on dry-run requests (the webhook
 // registration itself says sideEffects: None, which the apiserver requires for dry-run).
@@ -18,10 +19,6 @@ const CHAIN = `
 
 function configMap(name: string, labels: Record<string, string>): V1ConfigMap {
   return { metadata: { name, labels }, data: { key: 'value' } };
-}
-
-function pod(name: string): V1Pod {
-  return { metadata: { name }, spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.9' }] } };
 }
 
 describe('DELETE and server-side dry-run through a real kube-apiserver', function () {
@@ -95,7 +92,7 @@ describe('DELETE and server-side dry-run through a real kube-apiserver', functio
 
   it('answers a dry-run create with the mutations applied but stores nothing', async function () {
     const name = `dry-run-${randomSuffix()}`;
-    const answered = await core().createNamespacedPod({ namespace, body: pod(name), dryRun: 'All' });
+    const answered = await core().createNamespacedPod({ namespace, body: pausePod(name), dryRun: 'All' });
     assert.deepEqual(answered.metadata?.labels, { 'admissiongateway.io/admitted': 'true' });
     assert.equal(
       answered.metadata?.annotations?.[ORDER_ANNOTATION],
@@ -107,7 +104,7 @@ describe('DELETE and server-side dry-run through a real kube-apiserver', functio
 
   it('runs the step with side effects on a real create', async function () {
     const name = `real-${randomSuffix()}`;
-    await core().createNamespacedPod({ namespace, body: pod(name) });
+    await core().createNamespacedPod({ namespace, body: pausePod(name) });
     const stored = await core().readNamespacedPod({ name, namespace });
     assert.deepEqual(stored.metadata?.labels, { 'admissiongateway.io/admitted': 'true' });
     assert.equal(stored.metadata?.annotations?.[ORDER_ANNOTATION], 'side-effects');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import type { V1Pod } from '@kubernetes/client-node';
 import { apiError, core, plain, randomSuffix, readStatus, statusOf, warningTexts } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { EXPLOSION, ORDER_ANNOTATION } from './plugins.js';
+import { pausePod } from './objects.js';
 
 // Two webhooks split by failure policy (routes /mutate/fail and /mutate/ignore). The same throwing
 // plugin runs twice: as `explode-fail` (failurePolicy Fail) for Pods labelled e2e-explode=fail and as
@@ -35,12 +35,7 @@ const CHAIN = `
 
 const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
 
-function pod(name: string, explode: string): V1Pod {
-  return {
-    metadata: { name, labels: { 'e2e-explode': explode } },
-    spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.9' }] },
-  };
-}
+const pod = (name: string, explode: string) => pausePod(name, { 'e2e-explode': explode });
 
 describe('failurePolicy of a failing step through a real kube-apiserver', function () {
   let gw: E2EGateway | undefined;

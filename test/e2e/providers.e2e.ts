@@ -5,11 +5,13 @@ import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.j
 import { apiError, core, eventually, plain, randomSuffix, readStatus, statusOf, warningTexts } from './cluster.js';
 import { anyFailed, metricValue, registryValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { getChain } from './http.js';
+import { pausePod } from './objects.js';
 
 // Remote providers in the chain, between in-process plugins, each selected by the Pod label
 // `e2e-provider`: `hanging` (/hang, Ignore, 1 s, a breaker that opens after 2 failed calls and stays
 // open for 5 minutes), `failing` (/500, Fail) and `patcher` (/patch, after default-labels).
 const POD_LABEL = 'e2e-provider';
+const pod = (name: string, provider: string) => pausePod(name, { [POD_LABEL]: provider });
 const ADMITTED = 'admissiongateway.io/admitted';
 
 function podMatch(value: string): object {
@@ -43,13 +45,6 @@ function chain(fake: FakeProvider): string {
       settings: { requests: { cpu: '50m', memory: '32Mi' }, limits: { memory: '128Mi' } },
     },
   ]);
-}
-
-function pod(name: string, provider: string): V1Pod {
-  return {
-    metadata: { name, labels: { [POD_LABEL]: provider } },
-    spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.9' }] },
-  };
 }
 
 const DEFAULTED_RESOURCES = { requests: { cpu: '50m', memory: '32Mi' }, limits: { memory: '128Mi' } };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { V1Deployment } from '@kubernetes/client-node';
 import { apiError, apps, randomSuffix, readStatus, statusOf } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { pauseDeployment } from './objects.js';
 
 const CHAIN = `
 - plugin: require-labels
@@ -11,27 +11,9 @@ const CHAIN = `
 
 // Not `privileged: true` for the pod-security denial: this apiserver runs without --allow-privileged,
 // so its own validation (which runs before validating webhooks) refuses privileged containers first.
-function deployment(name: string, labels: Record<string, string>, addCapability?: string): V1Deployment {
-  return {
-    metadata: { name, labels },
-    spec: {
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          securityContext: { runAsNonRoot: true },
-          containers: [
-            {
-              name: 'api',
-              image: 'registry.k8s.io/pause:3.9',
-              ...(addCapability ? { securityContext: { capabilities: { add: [addCapability] } } } : {}),
-            },
-          ],
-        },
-      },
-    },
-  };
-}
+const withCapability = (capability: string) => ({
+  container: { securityContext: { capabilities: { add: [capability] } } },
+});
 
 describe('validating plugins in enforce mode through a real kube-apiserver', function () {
   let gw: E2EGateway | undefined;
@@ -61,7 +43,7 @@ describe('validating plugins in enforce mode through a real kube-apiserver', fun
   it('refuses a Deployment without the team label with require-labels message, and stores nothing', async function () {
     const name = `no-team-${randomSuffix()}`;
     const err = await apiError(
-      apps().createNamespacedDeployment({ namespace, body: deployment(name, { 'cost-center': 'c42' }) }),
+      apps().createNamespacedDeployment({ namespace, body: pauseDeployment(name, { 'cost-center': 'c42' }) }),
     );
     assert.equal(err.code, 403);
     const status = statusOf(err);
@@ -72,7 +54,7 @@ describe('validating plugins in enforce mode through a real kube-apiserver', fun
 
   it('names every missing label in one message', async function () {
     const name = `no-labels-${randomSuffix()}`;
-    const err = await apiError(apps().createNamespacedDeployment({ namespace, body: deployment(name, {}) }));
+    const err = await apiError(apps().createNamespacedDeployment({ namespace, body: pauseDeployment(name, {}) }));
     assert.equal(statusOf(err).message, `${denied}require-labels: missing required labels: team, cost-center`);
     assert.equal(await readStatus(() => apps().readNamespacedDeployment({ name, namespace })), 404);
   });
@@ -80,7 +62,10 @@ describe('validating plugins in enforce mode through a real kube-apiserver', fun
   it('reports the denials of all validating steps, each prefixed with its step, in chain order', async function () {
     const name = `two-denials-${randomSuffix()}`;
     const err = await apiError(
-      apps().createNamespacedDeployment({ namespace, body: deployment(name, { 'cost-center': 'c42' }, 'NET_ADMIN') }),
+      apps().createNamespacedDeployment({
+        namespace,
+        body: pauseDeployment(name, { 'cost-center': 'c42' }, withCapability('NET_ADMIN')),
+      }),
     );
     assert.equal(
       statusOf(err).message,
@@ -95,7 +80,7 @@ describe('validating plugins in enforce mode through a real kube-apiserver', fun
     const name = `with-team-${randomSuffix()}`;
     await apps().createNamespacedDeployment({
       namespace,
-      body: deployment(name, { team: 'payments', 'cost-center': 'c42' }),
+      body: pauseDeployment(name, { team: 'payments', 'cost-center': 'c42' }),
     });
     const stored = await apps().readNamespacedDeployment({ name, namespace });
     assert.deepEqual(stored.metadata?.labels, { team: 'payments', 'cost-center': 'c42' });

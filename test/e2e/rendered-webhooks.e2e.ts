@@ -13,7 +13,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type {
   V1ConfigMap,
-  V1Deployment,
   V1MutatingWebhookConfiguration,
   V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
@@ -34,6 +33,7 @@ import {
 } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { PROBE_ANNOTATION_PREFIX, PROBE_LABEL, testPlugins } from './plugins.js';
+import { pauseDeployment } from './objects.js';
 
 const SUITE = 'rendered';
 const NAME = `${SUITE}.e2e.admissiongateway.io`;
@@ -73,23 +73,6 @@ async function render(args: readonly string[], expectedStderr = ''): Promise<Ren
   assert.equal(code, 0, stderr);
   assert.equal(stderr, expectedStderr);
   return (JSON.parse(stdout) as RenderedList).items;
-}
-
-function deployment(name: string, labels: Record<string, string>, hostPath = false): V1Deployment {
-  return {
-    metadata: { name, labels },
-    spec: {
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: {
-          securityContext: { runAsNonRoot: true },
-          containers: [{ name: 'api', image: 'registry.k8s.io/pause:3.9' }],
-          ...(hostPath ? { volumes: [{ name: 'host', hostPath: { path: '/var/log' } }] } : {}),
-        },
-      },
-    },
-  };
 }
 
 /** The fields the renderer set, as the apiserver stored them (it adds defaults such as scope and objectSelector). */
@@ -214,7 +197,7 @@ describe('webhook configurations rendered by `admission-gateway manifests`', fun
 
   it('route a Deployment to the Fail validating webhook, which refuses it', async function () {
     const name = `deploy-${randomSuffix()}`;
-    const err = await apiError(apps().createNamespacedDeployment({ namespace, body: deployment(name, {}) }));
+    const err = await apiError(apps().createNamespacedDeployment({ namespace, body: pauseDeployment(name, {}) }));
 
     assert.equal(err.code, 403);
     assert.equal(
@@ -228,7 +211,11 @@ describe('webhook configurations rendered by `admission-gateway manifests`', fun
     const name = `deploy-${randomSuffix()}`;
     const { headers } = await apps().createNamespacedDeploymentWithHttpInfo({
       namespace,
-      body: deployment(name, { team: 'infra' }, true),
+      body: pauseDeployment(
+        name,
+        { team: 'infra' },
+        { pod: { volumes: [{ name: 'host', hostPath: { path: '/var/log' } }] } },
+      ),
     });
 
     assert.deepEqual(warningTexts(headers), [

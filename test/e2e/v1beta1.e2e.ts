@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { V1Pod } from '@kubernetes/client-node';
 import { apiError, core, randomSuffix, readStatus, statusOf } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { pausePod } from './objects.js';
 
 const CHAIN = `
 - plugin: default-labels
@@ -11,10 +11,6 @@ const CHAIN = `
 `;
 
 const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
-
-function pod(name: string, labels: Record<string, string>): V1Pod {
-  return { metadata: { name, labels }, spec: { containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.9' }] } };
-}
 
 // The webhooks go through the suite's recording pass-through, so the test sees the AdmissionReview
 // versions on the wire, not only the outcome.
@@ -40,7 +36,7 @@ describe('a webhook registered with admissionReviewVersions [v1beta1]', function
   it('is sent admission.k8s.io/v1beta1 reviews, answers in kind, and its patch is applied', async function () {
     const name = `beta-${randomSuffix()}`;
     const before = gw!.exchanges.length;
-    await core().createNamespacedPod({ namespace, body: pod(name, { team: 'infra' }) });
+    await core().createNamespacedPod({ namespace, body: pausePod(name, { team: 'infra' }) });
     const stored = await core().readNamespacedPod({ name, namespace });
     assert.deepEqual(stored.metadata?.labels, { team: 'infra', 'admissiongateway.io/admitted': 'true' });
 
@@ -65,7 +61,7 @@ describe('a webhook registered with admissionReviewVersions [v1beta1]', function
 
   it('refuses through a v1beta1 review with the plugin message', async function () {
     const name = `beta-no-team-${randomSuffix()}`;
-    const err = await apiError(core().createNamespacedPod({ namespace, body: pod(name, {}) }));
+    const err = await apiError(core().createNamespacedPod({ namespace, body: pausePod(name, {}) }));
     assert.equal(err.code, 403);
     assert.equal(
       statusOf(err).message,

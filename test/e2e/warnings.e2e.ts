@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { core, randomSuffix, warningTexts } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { pausePod } from './objects.js';
 
 const CHAIN = `
 - plugin: pod-security
@@ -17,20 +18,10 @@ const HOST_PATH_WARNING =
 // A hostPath volume rather than `privileged: true`: this apiserver runs without --allow-privileged, so
 // its own validation refuses privileged containers (422) before any validating webhook is called.
 function hostPathPod(name: string, labels: Record<string, string>): V1Pod {
-  return {
-    metadata: { name, labels },
-    spec: {
-      securityContext: { runAsNonRoot: true },
-      volumes: [{ name: 'host', hostPath: { path: '/var/log' } }],
-      containers: [
-        {
-          name: 'tool',
-          image: 'registry.k8s.io/pause:3.9',
-          volumeMounts: [{ name: 'host', mountPath: '/host/var/log', readOnly: true }],
-        },
-      ],
-    },
-  };
+  return pausePod(name, labels, {
+    pod: { securityContext: { runAsNonRoot: true }, volumes: [{ name: 'host', hostPath: { path: '/var/log' } }] },
+    container: { volumeMounts: [{ name: 'host', mountPath: '/host/var/log', readOnly: true }] },
+  });
 }
 
 // client-node's `...WithHttpInfo` calls return the response headers next to the body; the apiserver

@@ -162,7 +162,7 @@ describe('diffWritten()', () => {
     });
   }
 
-  it('diffs an element edited in place inside a same-length array on its own, not the whole array', () => {
+  it('gives one operation for a field of an element edited in place in a same-length array', () => {
     const { patch } = journaled(pod(), (d) => {
       const containers = (d.spec as { containers: Array<Record<string, unknown>> }).containers;
       containers[1]!.resources = { requests: { cpu: '100m' } };
