@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { runCli as cli } from '../../server/cli.js';
+import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -194,18 +195,7 @@ describe('admission-gateway manifests', function () {
               rules: [
                 {
                   ...podRule,
-                  resources: [
-                    'pods',
-                    'deployments',
-                    'replicasets',
-                    'statefulsets',
-                    'daemonsets',
-                    'jobs',
-                    'cronjobs',
-                    'replicationcontrollers',
-                    'podtemplates',
-                    'pods/ephemeralcontainers',
-                  ],
+                  resources: [...POD_SPEC_RESOURCES, 'pods/ephemeralcontainers'],
                 },
               ],
             },

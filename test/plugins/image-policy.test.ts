@@ -12,6 +12,7 @@ import {
   setAt,
 } from '../fixtures/reviews/index.js';
 import { parseSettings, runMutate, runValidate } from '../helpers/plugin-context.js';
+import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
 const DIGEST = 'sha256:2bb6a2e1d3e0c1a7e4a3b8c6f0d9e5a1b7c3d2e4f6a8b0c2d4e6f8a0b2c4d6e8';
 const MIRROR_HUB = { mirrors: { 'docker.io': 'mirror.acme.io' } };
@@ -105,18 +106,7 @@ describe('image-policy', () => {
             operations: ['CREATE', 'UPDATE'],
             apiGroups: ['', 'apps', 'batch'],
             apiVersions: ['*'],
-            resources: [
-              'pods',
-              'deployments',
-              'replicasets',
-              'statefulsets',
-              'daemonsets',
-              'jobs',
-              'cronjobs',
-              'replicationcontrollers',
-              'podtemplates',
-              'pods/ephemeralcontainers',
-            ],
+            resources: [...POD_SPEC_RESOURCES, 'pods/ephemeralcontainers'],
           },
         ],
       });

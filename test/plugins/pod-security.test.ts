@@ -12,6 +12,7 @@ import {
   setAt,
 } from '../fixtures/reviews/index.js';
 import { parseSettings, runValidate } from '../helpers/plugin-context.js';
+import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
 const denied = (message: string) => ({ allowed: false, message, code: 403 });
 const NON_ROOT_HINT = 'must run as non-root: set securityContext.runAsNonRoot: true or a non-zero runAsUser';
@@ -75,18 +76,7 @@ describe('pod-security', () => {
             operations: ['CREATE', 'UPDATE'],
             apiGroups: ['', 'apps', 'batch'],
             apiVersions: ['*'],
-            resources: [
-              'pods',
-              'deployments',
-              'replicasets',
-              'statefulsets',
-              'daemonsets',
-              'jobs',
-              'cronjobs',
-              'replicationcontrollers',
-              'podtemplates',
-              'pods/ephemeralcontainers',
-            ],
+            resources: [...POD_SPEC_RESOURCES, 'pods/ephemeralcontainers'],
           },
         ],
       });

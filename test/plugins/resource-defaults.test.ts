@@ -10,6 +10,7 @@ import {
   valueAt,
 } from '../fixtures/reviews/index.js';
 import { parseSettings, runMutate } from '../helpers/plugin-context.js';
+import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
 const DEFAULTED = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
 
@@ -96,17 +97,7 @@ describe('resource-defaults', () => {
             operations: ['CREATE'],
             apiGroups: ['', 'apps', 'batch'],
             apiVersions: ['*'],
-            resources: [
-              'pods',
-              'deployments',
-              'replicasets',
-              'statefulsets',
-              'daemonsets',
-              'jobs',
-              'cronjobs',
-              'replicationcontrollers',
-              'podtemplates',
-            ],
+            resources: POD_SPEC_RESOURCES,
           },
         ],
       });
