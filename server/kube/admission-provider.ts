@@ -12,7 +12,6 @@ import type { FailurePolicy, Mode } from '../plugin-api/types.js';
 export const PROVIDER_GROUP = 'admissiongateway.io';
 export const PROVIDER_VERSION = 'v1alpha1';
 export const PROVIDER_PLURAL = 'admissionproviders';
-export const PROVIDER_KIND = 'AdmissionProvider';
 /** Where a provider without spec.order sits: after config entries of chains up to 99 steps. */
 export const DEFAULT_PROVIDER_ORDER = 1000;
 
