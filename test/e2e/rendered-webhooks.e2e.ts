@@ -17,7 +17,7 @@ import type {
   V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import { plugins as shippedPlugins } from '../../plugins/index.js';
-import { runCli } from '../../server/cli.js';
+import { runCliCaptured } from '../helpers/cli.js';
 import {
   SUITE_LABEL,
   admissionRegistration,
@@ -59,15 +59,8 @@ interface RenderedList {
 
 /** Runs `admission-gateway manifests <args> -o json` in this process; stderr must be `expectedStderr`. */
 async function render(args: readonly string[], expectedStderr = ''): Promise<RenderedList['items']> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(['manifests', ...args, '-o', 'json'], {
-    stdout: (text) => (stdout += text),
-    stderr: (text) => (stderr += text),
-    stdin: () => Promise.resolve(''),
-    env: {},
+  const { code, stdout, stderr } = await runCliCaptured(['manifests', ...args, '-o', 'json'], {
     cwd: ROOT,
-    stopSignal: () => Promise.reject(new Error('not serving')),
     plugins: [...shippedPlugins, ...testPlugins],
   });
   assert.equal(code, 0, stderr);

@@ -8,32 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { runCli as cli } from '../../server/cli.js';
+import { runCliCaptured, type CliRun } from '../helpers/cli.js';
 import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+type Run = CliRun;
 
-async function runCli(args: readonly string[], cwd = ROOT): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const env = { ...process.env };
-  delete env.GATEWAY_CONFIG;
-  const code = await cli(args, {
-    stdout: (text) => (stdout += text),
-    stderr: (text) => (stderr += text),
-    stdin: () => Promise.resolve(''),
-    env,
-    cwd,
-    stopSignal: () => Promise.reject(new Error('not serving in these tests')),
-  });
-  return { code, stdout, stderr };
-}
+const runCli = (args: readonly string[], cwd = ROOT): Promise<Run> => runCliCaptured(args, { cwd });
 
 interface Webhook {
   name: string;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent } from 'undici';
 import { caBundle } from '../../certs/generate.js';
-import { runCli as cli } from '../../server/cli.js';
+import { runCliCaptured, type CliRun } from '../helpers/cli.js';
 import { podCreate, requestOf } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
 import { decodePatch } from '../helpers/patch.js';
@@ -17,11 +17,7 @@ const MAIN = join(ROOT, 'server', 'main.ts');
 const UID = '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21';
 const KNOWN_PLUGINS = 'default-labels, image-policy, pod-security, require-labels, resource-defaults';
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+type Run = CliRun;
 
 function spawnCli(args: readonly string[]): ChildProcess {
   const env = { ...process.env };
@@ -54,25 +50,9 @@ function runProcess(args: readonly string[], options: { stdin?: string; timeoutM
   });
 }
 
-/**
- * Runs the CLI in this process through the same entry the binary uses (server/cli.ts runCli) with captured
- * standard streams: what main.ts adds (signals, process.exitCode) is covered by the runProcess tests.
- */
-async function runCli(args: readonly string[], options: { stdin?: string } = {}): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const env = { ...process.env };
-  delete env.GATEWAY_CONFIG;
-  const code = await cli(args, {
-    stdout: (text) => (stdout += text),
-    stderr: (text) => (stderr += text),
-    stdin: () => Promise.resolve(options.stdin ?? ''),
-    env,
-    cwd: ROOT,
-    stopSignal: () => Promise.reject(new Error('serve is only run as a process in these tests')),
-  });
-  return { code, stdout, stderr };
-}
+/** The CLI in this process; what main.ts adds (signals, process.exitCode) is covered by the runProcess tests. */
+const runCli = (args: readonly string[], options: { stdin?: string } = {}): Promise<Run> =>
+  runCliCaptured(args, options);
 
 describe('admission-gateway command line', function () {
   this.timeout(30000);

@@ -1,0 +1,36 @@
+/**
+ * Runs the CLI in this process through the entry the binary uses (server/cli.ts runCli), with captured
+ * standard streams and without GATEWAY_CONFIG from the environment. `serve` is not run this way: it waits
+ * for a signal; the process-level tests spawn it.
+ */
+import { fileURLToPath } from 'node:url';
+import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
+import { runCli } from '../../server/cli.js';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export async function runCliCaptured(
+  args: readonly string[],
+  options: { stdin?: string; cwd?: string; plugins?: readonly AnyPlugin[] } = {},
+): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const env = { ...process.env };
+  delete env.GATEWAY_CONFIG;
+  const code = await runCli(args, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    stdin: () => Promise.resolve(options.stdin ?? ''),
+    env,
+    cwd: options.cwd ?? REPO_ROOT,
+    stopSignal: () => Promise.reject(new Error('serve is only run as a process in these tests')),
+    ...(options.plugins ? { plugins: options.plugins } : {}),
+  });
+  return { code, stdout, stderr };
+}
