@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { ADMISSION_V1 } from '../../server/admission/types.js';
-import { ProviderCallError } from '../../server/errors.js';
 import {
   createProviderClient,
   type ProviderClient,
@@ -24,6 +23,7 @@ import {
   type RawHandler,
   type RawProvider,
 } from './raw-provider.js';
+import { callFailure } from './call-failure.js';
 
 const REQUEST = requestOf(podCreate());
 const ALLOWED: ProviderAnswer = { allowed: true, message: '', code: 403, warnings: [], auditAnnotations: {} };
@@ -72,16 +72,6 @@ describe('provider client on the wire (raw TLS provider)', function () {
 
   function call(client: ProviderClient, signal = new AbortController().signal): Promise<ProviderAnswer> {
     return client.call({ request: REQUEST, object: REQUEST.object, mutating: true, timeoutMs: 5000, signal });
-  }
-
-  async function failure(promise: Promise<unknown>): Promise<ProviderCallError> {
-    try {
-      await promise;
-    } catch (err) {
-      if (err instanceof ProviderCallError) return err;
-      throw err;
-    }
-    return assert.fail('expected the call to fail with a ProviderCallError');
   }
 
   describe('the request', function () {
@@ -180,7 +170,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
       provider.handle((_request, socket) => void socket.write('HTPT/1.1 200 OK\r\nContent-Length: 0\r\n\r\n'));
       const { client } = clientFor();
 
-      const err = await failure(call(client));
+      const err = await callFailure(call(client));
 
       assert.equal(err.reason, 'connection');
       assert.equal(err.message, `calling ${provider.url('/admit')} failed: invalid status line "HTPT/1.1 200 OK"`);
@@ -198,7 +188,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
       });
       const { client, seen } = clientFor();
 
-      const err = await failure(call(client));
+      const err = await callFailure(call(client));
       assert.equal(err.reason, 'http_status');
       assert.equal(err.message, `${provider.url('/admit')} answered HTTP 500`);
       assert.deepEqual(await call(client), ALLOWED);
@@ -214,7 +204,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
       const { client } = clientFor({ maxResponseBytes: 1000 });
       const closedBefore = provider.closed;
 
-      const err = await failure(call(client));
+      const err = await callFailure(call(client));
 
       assert.equal(err.reason, 'invalid_response');
       assert.equal(err.message, `response from ${provider.url('/admit')} exceeds 1000 bytes`);
@@ -262,7 +252,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
       provider.handle((_request, socket) => void socket.destroy());
       const { client, seen } = clientFor();
 
-      const err = await failure(call(client));
+      const err = await callFailure(call(client));
 
       assert.equal(err.reason, 'connection');
       assert.match(
@@ -281,7 +271,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
       const { client, seen } = clientFor();
 
       assert.deepEqual(await call(client), ALLOWED);
-      const err = await failure(call(client));
+      const err = await callFailure(call(client));
 
       assert.equal(err.reason, 'connection');
       assert.match(
@@ -300,7 +290,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
 
       const first = call(client);
       const second = call(client);
-      const third = await failure(call(client));
+      const third = await callFailure(call(client));
       assert.equal(third.reason, 'connection');
       assert.equal(
         third.message,
@@ -322,7 +312,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
       const { client, seen } = clientFor({ maxConnections: 1 });
       const first = call(client);
       const controller = new AbortController();
-      const queued = failure(call(client, controller.signal));
+      const queued = callFailure(call(client, controller.signal));
       await provider.until('the first call arrives', () => held.length === 1);
 
       controller.abort(new DOMException('step deadline exceeded', 'TimeoutError'));
@@ -365,7 +355,7 @@ describe('provider client on the wire (raw TLS provider)', function () {
         clients.push(withCert, without);
 
         assert.deepEqual(await call(withCert), ALLOWED);
-        const err = await failure(call(without));
+        const err = await callFailure(call(without));
 
         assert.deepEqual(mtls.clientNames, ['admission-gateway-client']);
         assert.ok(err.reason === 'tls' || err.reason === 'connection', `reason ${err.reason}: ${err.message}`);

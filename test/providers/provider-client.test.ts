@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../../server/admission/types.js';
-import { ProviderCallError } from '../../server/errors.js';
 import type { KubeObject } from '../../server/plugin-api/types.js';
 import {
   MAX_RESPONSE_BYTES,
@@ -26,6 +25,7 @@ import {
   startFakeProvider,
   type FakeProvider,
 } from '../helpers/fake-provider.js';
+import { callFailure } from './call-failure.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const REQUEST = requestOf(podCreate());
@@ -75,16 +75,6 @@ describe('provider client (real HTTPS fake provider)', function () {
       timeoutMs: options.timeoutMs ?? 2000,
       signal: options.signal ?? new AbortController().signal,
     });
-  }
-
-  async function failure(promise: Promise<unknown>): Promise<ProviderCallError> {
-    try {
-      await promise;
-    } catch (err) {
-      if (err instanceof ProviderCallError) return err;
-      throw err;
-    }
-    return assert.fail('expected the call to fail with a ProviderCallError');
   }
 
   describe('well-formed answers', function () {
@@ -180,7 +170,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('v1beta1-only with the default [v1, v1beta1]: v1 is preferred, so the provider refuses it (http_status)', async function () {
       const url = fake.url('/v1beta1-only');
 
-      const err = await failure(call(clientFor(url, { apiVersion: apiVersionFor(['v1', 'v1beta1']) })));
+      const err = await callFailure(call(clientFor(url, { apiVersion: apiVersionFor(['v1', 'v1beta1']) })));
 
       assert.equal(err.reason, 'http_status');
       assert.equal(err.message, `${url} answered HTTP 400`);
@@ -224,7 +214,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('500 → http_status', async function () {
       const url = fake.url('/500');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'http_status');
       assert.equal(err.message, `${url} answered HTTP 500`);
@@ -233,7 +223,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('garbage → invalid_response', async function () {
       const url = fake.url('/garbage');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'invalid_response');
       assert.equal(err.message, `${url}: response body is not JSON (starts with "<html>this is not JSON</html>")`);
@@ -242,7 +232,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('wrong uid → invalid_response naming the uid that was sent', async function () {
       const url = fake.url('/wrong-uid');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       const sent = fake.calls[0]?.uid ?? '';
       assert.match(sent, UUID);
@@ -253,7 +243,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('redirect → http_status, and the redirect is not followed', async function () {
       const url = fake.url('/redirect');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'http_status');
       assert.equal(err.message, `${url} answered HTTP 302 (redirect to /allow not followed)`);
@@ -268,7 +258,7 @@ describe('provider client (real HTTPS fake provider)', function () {
       const url = fake.url('/oversized');
       assert.ok(OVERSIZED_BYTES > MAX_RESPONSE_BYTES);
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'invalid_response');
       assert.equal(err.message, `response from ${url} exceeds ${MAX_RESPONSE_BYTES} bytes`);
@@ -278,7 +268,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('a Content-Length over the cap → invalid_response before reading the body', async function () {
       const url = fake.url('/oversized-declared');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'invalid_response');
       assert.equal(err.message, `response from ${url} declares ${OVERSIZED_BYTES} bytes, over ${MAX_RESPONSE_BYTES}`);
@@ -288,7 +278,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('honours an injected maxResponseBytes', async function () {
       const url = fake.url('/oversized-2000');
 
-      const err = await failure(call(clientFor(url, { maxResponseBytes: 1000 })));
+      const err = await callFailure(call(clientFor(url, { maxResponseBytes: 1000 })));
 
       assert.equal(err.reason, 'invalid_response');
       assert.equal(err.message, `response from ${url} exceeds 1000 bytes`);
@@ -299,7 +289,7 @@ describe('provider client (real HTTPS fake provider)', function () {
       extraFakes.push(untrusted);
       const url = untrusted.url('/allow');
 
-      const err = await failure(call(clientFor(url, {}, untrusted.caPem)));
+      const err = await callFailure(call(clientFor(url, {}, untrusted.caPem)));
 
       assert.equal(err.reason, 'tls');
       assert.match(err.message, new RegExp(`^TLS with ${escape(url)} failed: UNABLE_TO_VERIFY_LEAF_SIGNATURE: `));
@@ -312,7 +302,7 @@ describe('provider client (real HTTPS fake provider)', function () {
       extraFakes.push(mismatch);
       const url = mismatch.url('/allow');
 
-      const err = await failure(call(clientFor(url, {}, mismatch.caPem)));
+      const err = await callFailure(call(clientFor(url, {}, mismatch.caPem)));
 
       assert.equal(err.reason, 'tls');
       assert.match(err.message, new RegExp(`^TLS with ${escape(url)} failed: ERR_TLS_CERT_ALTNAME_INVALID: `));
@@ -322,7 +312,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('connection refused → connection', async function () {
       const url = await closedPortUrl('/allow');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'connection');
       assert.match(err.message, new RegExp(`^cannot reach ${escape(url)}: ECONNREFUSED: `));
@@ -331,7 +321,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('hang with a signal that never aborts → timeout from the backstop timer, and the fake sees the connection closed', async function () {
       const url = fake.url('/hang');
 
-      const err = await failure(call(clientFor(url), { timeoutMs: 150 }));
+      const err = await callFailure(call(clientFor(url), { timeoutMs: 150 }));
 
       assert.equal(err.reason, 'timeout');
       assert.equal(err.message, `no answer from ${url} in time`);
@@ -344,7 +334,7 @@ describe('provider client (real HTTPS fake provider)', function () {
       // 998 ms grant, each at another phase of the ticker, would (almost surely) have met one early firing.
       this.timeout(10_000);
       const inFlight = new AbortController();
-      const hanging = failure(call(clientFor(fake.url('/hang')), { timeoutMs: 8000, signal: inFlight.signal }));
+      const hanging = callFailure(call(clientFor(fake.url('/hang')), { timeoutMs: 8000, signal: inFlight.signal }));
       await fake.until('the other call is in flight', () => fake.calls.length === 1);
       const client = clientFor(fake.url('/slow-900'));
 
@@ -369,7 +359,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('hang until the step signal aborts → timeout, and the fake sees the connection closed', async function () {
       const url = fake.url('/hang');
       const controller = new AbortController();
-      const pending = failure(call(clientFor(url), { timeoutMs: 10_000, signal: controller.signal }));
+      const pending = callFailure(call(clientFor(url), { timeoutMs: 10_000, signal: controller.signal }));
 
       await fake.until('the request reaches the fake', () => fake.calls.length === 1);
       controller.abort(new DOMException('step deadline exceeded', 'TimeoutError'));
@@ -383,7 +373,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('a patch from a validating call → invalid_response', async function () {
       const url = fake.url('/patch');
 
-      const err = await failure(call(clientFor(url), { mutating: false }));
+      const err = await callFailure(call(clientFor(url), { mutating: false }));
 
       assert.equal(err.reason, 'invalid_response');
       assert.equal(err.message, `${url}: validating webhook may not return response.patch`);
@@ -392,7 +382,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('a patch without patchType from a v1 provider → invalid_response', async function () {
       const url = fake.url('/patch-without-type');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'invalid_response');
       assert.equal(err.message, `${url}: webhook returned response.patch but not response.patchType`);
@@ -401,7 +391,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('an unknown path (404) → http_status', async function () {
       const url = fake.url('/nothing-here');
 
-      const err = await failure(call(clientFor(url)));
+      const err = await callFailure(call(clientFor(url)));
 
       assert.equal(err.reason, 'http_status');
       assert.equal(err.message, `${url} answered HTTP 404`);
