@@ -333,7 +333,7 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
     let stop = false;
 
     // Watch the Secret: a full rotation is a CA staged after the load started, promoted, then pruned.
-    const seen: { phase: string; signing: string; next?: string }[] = [];
+    const seen: { phase: string; signing: string; next?: string; bundle: string[] }[] = [];
     const knownCas = new Map<string, X509Certificate>();
     const poller = (async () => {
       while (!stop) {
@@ -348,6 +348,7 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
             phase,
             signing: state.signing.fingerprint256,
             ...(state.next ? { next: state.next.fingerprint256 } : {}),
+            bundle: state.bundle.map((c) => c.fingerprint256),
           };
           const last = seen.at(-1);
           if (!last || last.phase !== entry.phase || last.signing !== entry.signing) seen.push(entry);
@@ -423,6 +424,11 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
       await Promise.all([loader, poller, sampler]);
     }
     const newCa = rotation.to;
+    // The overlap as the Secret stored it: once the new CA signs, the bundle still trusts the old one.
+    const promotedStates = seen.filter((s) => s.phase === 'promoted' && s.signing === newCa);
+    assert.ok(promotedStates.length > 0, JSON.stringify(seen));
+    for (const s of promotedStates)
+      assert.deepEqual([...s.bundle].sort(), [rotation.from, newCa].sort(), 'promoted bundle');
 
     // Order of events as sampled: the apiserver trusted the new CA before any replica served a certificate
     // it issued, and kept trusting the old CA until both replicas served the new one (the overlap).
