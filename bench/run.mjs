@@ -45,7 +45,8 @@ const HELP = `usage: npm run bench [-- options]
   --no-build           do not build dist/ even when stale
   --keep               keep the temporary directory (configs, logs, certificates)
   --profile DIR        run each gateway with --cpu-prof, writing <DIR>/<scenario>.cpuprofile (open in
-                       Chrome DevTools or summarise with node bench/profile-summary.mjs FILE)`;
+                       Chrome DevTools or summarise with node bench/profile-summary.mjs FILE)
+  --node-flags FLAGS   extra node flags for the gateways (e.g. "--single-threaded-gc"), to try a setting`;
 
 const { values: argv } = parseArgs({
   options: {
@@ -65,6 +66,7 @@ const { values: argv } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    'node-flags': { type: 'string', default: '' },
   },
   strict: true,
 });
@@ -331,6 +333,7 @@ async function startGateway(name, config) {
       ...(argv.profile
         ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(argv.profile)}`, `--cpu-prof-name=${name}.cpuprofile`]
         : []),
+      ...argv['node-flags'].split(/\s+/).filter(Boolean),
       path.join(ROOT, 'dist/server/main.js'),
       'serve',
       '--config',

@@ -73,12 +73,17 @@ function quantitiesIn(resources: JsonObject, field: Field): JsonObject | undefin
   return isObject(value) ? value : undefined;
 }
 
+// Loops rather than spread-and-filter: this runs for every container of every created workload.
 function missingRequests(
   defaults: ReadonlyMap<string, Quantity>,
   requests: JsonObject,
   limits: JsonObject,
 ): Array<[string, Quantity]> {
-  return [...defaults].filter(([resource]) => !Object.hasOwn(requests, resource) && !Object.hasOwn(limits, resource));
+  const missing: Array<[string, Quantity]> = [];
+  for (const entry of defaults) {
+    if (!Object.hasOwn(requests, entry[0]) && !Object.hasOwn(limits, entry[0])) missing.push(entry);
+  }
+  return missing;
 }
 
 function missingLimits(
@@ -86,23 +91,26 @@ function missingLimits(
   requests: JsonObject,
   limits: JsonObject,
 ): Array<[string, Quantity]> {
-  return [...defaults].filter(([resource, limit]) => {
-    if (Object.hasOwn(limits, resource)) return false;
-    if (!Object.hasOwn(requests, resource)) return true;
-    // An unreadable request cannot be compared; adding a limit could only make it worse.
-    const request = quantityValue(requests[resource]);
-    return request !== undefined && request <= limit.value;
-  });
+  const missing: Array<[string, Quantity]> = [];
+  for (const entry of defaults) {
+    const [resource, limit] = entry;
+    if (Object.hasOwn(limits, resource)) continue;
+    if (Object.hasOwn(requests, resource)) {
+      // An unreadable request cannot be compared; adding a limit could only make it worse.
+      const request = quantityValue(requests[resource]);
+      if (request === undefined || request > limit.value) continue;
+    }
+    missing.push(entry);
+  }
+  return missing;
 }
 
 function addQuantities(resources: JsonObject, field: Field, additions: ReadonlyArray<[string, Quantity]>): void {
   if (additions.length === 0) return;
   const existing = resources[field];
-  if (isObject(existing)) {
-    for (const [resource, quantity] of additions) existing[resource] = quantity.text;
-  } else {
-    resources[field] = Object.fromEntries(additions.map(([resource, quantity]) => [resource, quantity.text]));
-  }
+  const target: JsonObject = isObject(existing) ? existing : {};
+  for (const [resource, quantity] of additions) target[resource] = quantity.text;
+  if (target !== existing) resources[field] = target;
 }
 
 function defaultContainer(container: Container, settings: ResourceDefaultsSettings): void {

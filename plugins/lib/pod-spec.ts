@@ -88,7 +88,7 @@ export function objectField(parent: JsonObject, key: string): JsonObject | undef
 const TEMPLATE_SPEC = ['spec', 'template', 'spec'];
 
 /** Where each workload kind keeps its PodSpec, and the API groups it is served from (extensions: legacy). */
-const POD_SPEC_LOCATIONS: ReadonlyMap<string, { groups: readonly string[]; path: readonly string[] }> = new Map([
+const POD_SPEC_PATHS: ReadonlyArray<[string, { groups: readonly string[]; path: readonly string[] }]> = [
   ['Pod', { groups: [''], path: ['spec'] }],
   ['PodTemplate', { groups: [''], path: ['template', 'spec'] }],
   ['ReplicationController', { groups: [''], path: TEMPLATE_SPEC }],
@@ -98,7 +98,11 @@ const POD_SPEC_LOCATIONS: ReadonlyMap<string, { groups: readonly string[]; path:
   ['StatefulSet', { groups: ['apps'], path: TEMPLATE_SPEC }],
   ['Job', { groups: ['batch'], path: TEMPLATE_SPEC }],
   ['CronJob', { groups: ['batch'], path: ['spec', 'jobTemplate', 'spec', 'template', 'spec'] }],
-]);
+];
+
+/** The same, with each path also written out once (the dotted form used in messages). */
+const POD_SPEC_LOCATIONS: ReadonlyMap<string, { groups: readonly string[]; path: readonly string[]; dotted: string }> =
+  new Map(POD_SPEC_PATHS.map(([kind, at]) => [kind, { ...at, dotted: at.path.join('.') }]));
 
 /** `apps/v1` → `apps`, `v1` → `` (the core group). */
 function apiGroupOf(apiVersion: unknown): string | undefined {
@@ -119,18 +123,22 @@ export function podSpecsOf(object: KubeObject | null | undefined): PodSpecAt[] {
   if (!location || group === undefined || !location.groups.includes(group)) return [];
   let node: unknown = object;
   for (const key of location.path) node = isObject(node) ? node[key] : undefined;
-  return isObject(node) ? [{ spec: node, path: location.path.join('.') }] : [];
+  return isObject(node) ? [{ spec: node, path: location.dotted }] : [];
 }
 
 /** The containers of one PodSpec; entries that are not objects are skipped but keep their index in paths. */
 export function containersOf(pod: PodSpecAt, fields: readonly ContainerField[] = CONTAINER_FIELDS): ContainerAt[] {
-  return fields.flatMap((field) => {
+  // Loops rather than flatMap: every mutating review of a workload walks its containers.
+  const found: ContainerAt[] = [];
+  for (const field of fields) {
     const list = pod.spec[field];
-    if (!Array.isArray(list)) return [];
-    return list.flatMap((container: unknown, index) =>
-      isObject(container) ? [{ container, path: `${pod.path}.${field}[${index}]`, field }] : [],
-    );
-  });
+    if (!Array.isArray(list)) continue;
+    for (let index = 0; index < list.length; index++) {
+      const container: unknown = list[index];
+      if (isObject(container)) found.push({ container, path: `${pod.path}.${field}[${index}]`, field });
+    }
+  }
+  return found;
 }
 
 /** Every container of every PodSpec in `object`. */
@@ -138,5 +146,6 @@ export function containersIn(
   object: KubeObject | null | undefined,
   fields: readonly ContainerField[] = CONTAINER_FIELDS,
 ): ContainerAt[] {
-  return podSpecsOf(object).flatMap((pod) => containersOf(pod, fields));
+  const pods = podSpecsOf(object);
+  return pods.length === 1 ? containersOf(pods[0]!, fields) : pods.flatMap((pod) => containersOf(pod, fields));
 }

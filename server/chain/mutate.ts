@@ -7,9 +7,9 @@
 import { PatchApplyError, StepFailedError } from '../errors.js';
 import type { JsonPatchOperation, KubeObject } from '../plugin-api/types.js';
 import { applyPatchInPlace, diffWritten } from '../patch/apply.js';
-import { cloneJson } from '../patch/clone.js';
-import { trackObject } from '../patch/tracked-object.js';
-import { invokeStep } from './invoke-step.js';
+import { trackObject, type TrackedSession } from '../patch/tracked-object.js';
+import { WorkingCopy } from '../patch/working-copy.js';
+import { invokeStep, type InvokeResult } from './invoke-step.js';
 import {
   elapsedMs,
   recordSkip,
@@ -34,32 +34,20 @@ const UNPATCHABLE = new Set(['DELETE', 'CONNECT']);
 export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext): Promise<MutateOutcome> {
   const { request } = ctx;
   const patchable = !!request.object && !UNPATCHABLE.has(request.operation);
-  let working: KubeObject | undefined;
+  let working: WorkingCopy<KubeObject> | undefined;
   /** Which step last wrote each JSON pointer, for conflict detection. */
   const writers = new Map<string, string>();
   let changes = 0;
   const seenChanges = new Map<Step, number>();
 
-  const runStep = async (step: Step, round: number): Promise<Rejection | undefined> => {
-    if (step.needsObject && !patchable) {
-      recordSkip(ctx, step, `nothing to mutate on ${request.operation}`);
-      return undefined;
-    }
-    if (patchable) working ??= cloneJson(request.object!);
-    const session = working ? trackObject(working, step.name) : undefined;
-    const started = ctx.now();
-    const result = await invokeStep(
-      step,
-      {
-        request,
-        object: session?.view,
-        plainObject: working ?? request.object ?? undefined,
-        oldObject: request.oldObject,
-        notes: ctx.notes,
-        stepLog: ctx.stepLog,
-      },
-      timeLeft(ctx, step),
-    );
+  /** What a step's result does to the review; undefined when the chain goes on. */
+  const settle = (
+    step: Step,
+    round: number,
+    session: TrackedSession<KubeObject> | undefined,
+    started: number,
+    result: InvokeResult,
+  ): Rejection | undefined => {
     let failure = result.failure;
     if (result.decision?.allowed && result.decision.patch?.length) {
       if (!session) {
@@ -98,6 +86,32 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
     return undefined;
   };
 
+  /** Runs one step; synchronous when the step answers synchronously. */
+  const runStep = (step: Step, round: number): Rejection | undefined | Promise<Rejection | undefined> => {
+    if (step.needsObject && !patchable) {
+      recordSkip(ctx, step, `nothing to mutate on ${request.operation}`);
+      return undefined;
+    }
+    if (patchable) working ??= new WorkingCopy(request.object!);
+    const session = working ? trackObject(working, step.name) : undefined;
+    const started = ctx.now();
+    const result = invokeStep(
+      step,
+      {
+        request,
+        object: session?.view,
+        plainObject: working?.root ?? request.object ?? undefined,
+        oldObject: request.oldObject,
+        notes: ctx.notes,
+        stepLog: ctx.stepLog,
+      },
+      timeLeft(ctx, step),
+    );
+    return result instanceof Promise
+      ? result.then((settled) => settle(step, round, session, started, settled))
+      : settle(step, round, session, started, result);
+  };
+
   const invoked: Step[] = [];
   for (const step of steps) {
     const skip = skipReason(step, ctx);
@@ -106,19 +120,21 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
       continue;
     }
     invoked.push(step);
-    const rejection = await runStep(step, 0);
+    const ran = runStep(step, 0);
+    const rejection = ran instanceof Promise ? await ran : ran;
     if (rejection) return { rejection };
   }
   // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale.
   for (const step of invoked) {
     if (step.reinvocationPolicy !== 'IfNeeded' || (seenChanges.get(step) ?? 0) === changes) continue;
-    const rejection = await runStep(step, 1);
+    const ran = runStep(step, 1);
+    const rejection = ran instanceof Promise ? await ran : ran;
     if (rejection) return { rejection };
   }
 
   if (!working || changes === 0) return {};
   // Only what some step wrote can differ: diff those subtrees, not the whole object.
-  const patch = diffWritten(request.object!, working, writers.keys());
+  const patch = diffWritten(request.object!, working.root, writers.keys());
   return patch.length > 0 ? { patch } : {};
 }
 

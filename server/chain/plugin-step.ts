@@ -97,7 +97,7 @@ export function createPluginSteps(plugin: Plugin<unknown, KubeObject>, options: 
     }),
   });
 
-  const mutate = plugin.mutate?.bind(plugin);
+  const mutate = plugin.mutates?.(options.settings) === false ? undefined : plugin.mutate?.bind(plugin);
   if (mutate) {
     steps.push({
       ...common('mutate'),

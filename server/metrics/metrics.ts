@@ -3,7 +3,8 @@
  * Label values are bounded: phases, operations, step names from config, outcomes — never a uid, name or
  * namespace.
  */
-import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { Counter, Gauge, collectDefaultMetrics, type Registry } from 'prom-client';
+import { HotCounter, HotGauge, HotHistogram } from './hot-metrics.js';
 
 export const METRIC_PREFIX = 'admission_gateway_';
 
@@ -17,13 +18,13 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
   const registers = [registry];
   return {
     registry,
-    requests: new Counter({
+    requests: new HotCounter({
       name: `${METRIC_PREFIX}requests_total`,
       help: 'AdmissionReviews answered, by phase, operation and verdict.',
       labelNames: ['phase', 'operation', 'allowed'] as const,
       registers,
     }),
-    requestDuration: new Histogram({
+    requestDuration: new HotHistogram({
       name: `${METRIC_PREFIX}request_duration_seconds`,
       help: 'Time from a decoded AdmissionReview to its answer, by phase.',
       labelNames: ['phase'] as const,
@@ -36,13 +37,13 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['code'] as const,
       registers,
     }),
-    stepCalls: new Counter({
+    stepCalls: new HotCounter({
       name: `${METRIC_PREFIX}step_calls_total`,
       help: 'Step outcomes: allowed, denied, patched, skipped, error, timeout, circuit_open.',
       labelNames: ['step', 'phase', 'outcome'] as const,
       registers,
     }),
-    stepDuration: new Histogram({
+    stepDuration: new HotHistogram({
       name: `${METRIC_PREFIX}step_duration_seconds`,
       help: 'Time spent in one step call.',
       labelNames: ['step', 'phase'] as const,
@@ -73,7 +74,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['step'] as const,
       registers,
     }),
-    inflight: new Gauge({
+    inflight: new HotGauge({
       name: `${METRIC_PREFIX}inflight_requests`,
       help: 'AdmissionReviews being processed.',
       registers,

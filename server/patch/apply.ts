@@ -80,77 +80,92 @@ function isContainer(value: unknown): value is Record<string, unknown> | unknown
   return typeof value === 'object' && value !== null;
 }
 
-/** The value at `pointer`, and whether it exists. */
-function valueAt(document: unknown, segments: readonly string[]): { found: boolean; value: unknown } {
-  let value = document;
-  for (const segment of segments) {
-    if (!isContainer(value) || !Object.hasOwn(value, segment)) return { found: false, value: undefined };
-    value = (value as Record<string, unknown>)[segment];
-  }
-  return { found: true, value };
+const ABSENT = Symbol('absent');
+
+/** `value[key]` when `value` is a container that has it, else ABSENT. */
+function member(value: unknown, key: string): unknown {
+  return isContainer(value) && Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : ABSENT;
+}
+
+/** Where to diff for one written pointer, and the values there before and after. */
+interface DiffRoot {
+  /** How many of the pointer's segments lead to it. */
+  readonly depth: number;
+  readonly before: unknown;
+  readonly after: unknown;
 }
 
 /**
- * Where to diff for a written pointer: the pointer itself, or the first array on its way whose length
- * changed (an insertion or removal shifts the neighbours, so the whole array is compared). An array of the
- * same length in both documents is descended into: every element a step shifted or replaced was itself
- * written, so each written element is diffed on its own — a container edited in place costs that
- * container's fields, not a comparison of the whole list.
+ * Walks a written pointer in both documents at once, down to the pointer itself or to the first array
+ * on the way whose length changed (an insertion or removal shifts the neighbours, so the whole array is
+ * compared). An array of the same length in both documents is descended into: every element a step
+ * shifted or replaced was itself written, so each written element is diffed on its own — a container
+ * edited in place costs that container's fields, not a comparison of the whole list.
  */
-function diffRoot(original: unknown, current: unknown, segments: readonly string[]): string[] {
-  let a: unknown = original;
-  let b: unknown = current;
+function diffRoot(original: unknown, current: unknown, segments: readonly string[]): DiffRoot {
+  let before: unknown = original;
+  let after: unknown = current;
   for (let i = 0; i < segments.length; i++) {
-    if (Array.isArray(a) || Array.isArray(b)) {
-      if (!(Array.isArray(a) && Array.isArray(b) && a.length === b.length)) return segments.slice(0, i);
+    if (Array.isArray(before) || Array.isArray(after)) {
+      if (!(Array.isArray(before) && Array.isArray(after) && before.length === after.length)) {
+        return { depth: i, before, after };
+      }
     }
-    const key = segments[i]!;
-    a = isContainer(a) && Object.hasOwn(a, key) ? (a as Record<string, unknown>)[key] : undefined;
-    b = isContainer(b) && Object.hasOwn(b, key) ? (b as Record<string, unknown>)[key] : undefined;
+    before = member(before, segments[i]!);
+    after = member(after, segments[i]!);
   }
-  return [...segments];
+  return { depth: segments.length, before, after };
 }
 
-const toPointer = (segments: readonly string[]): string =>
-  segments.map((s) => `/${s.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+/** The first `depth` segments of an escaped pointer, still escaped (an escaped segment holds no '/'). */
+function pointerPrefix(pointer: string, depth: number): string {
+  let end = 0;
+  for (let i = 0; i < depth; i++) {
+    end = pointer.indexOf('/', end + 1);
+    if (end === -1) return pointer;
+  }
+  return pointer.slice(0, end);
+}
+
+/** Whether a strict ancestor of `pointer` is among `roots` (a handful: comparing beats hashing slices). */
+function hasAncestorIn(roots: ReadonlyMap<string, unknown>, pointer: string): boolean {
+  for (const root of roots.keys()) {
+    if (root.length < pointer.length && pointer.charCodeAt(root.length) === 47 /* / */ && pointer.startsWith(root))
+      return true;
+  }
+  return false;
+}
 
 /**
  * The patch from `original` to `current` when only the subtrees at `written` pointers can differ: the
- * same result as diffPatch, at the cost of the written parts instead of the whole object.
+ * same result as diffPatch, at the cost of the written parts instead of the whole object. Values in the
+ * patch are shared with `current`, which the caller no longer modifies.
  */
 export function diffWritten(original: object, current: object, written: Iterable<string>): JsonPatchOperation[] {
-  const roots = new Map<string, string[]>();
+  const roots = new Map<string, DiffRoot>();
   for (const pointer of written) {
-    const segments = diffRoot(original, current, pointer.split('/').slice(1).map(unescapeSegment));
-    roots.set(toPointer(segments), segments);
+    const segments = pointer.split('/');
+    segments.shift();
+    if (pointer.includes('~')) for (let i = 0; i < segments.length; i++) segments[i] = unescapeSegment(segments[i]!);
+    const root = diffRoot(original, current, segments);
+    if (root.depth === 0) return diffPatch(original, current);
+    const at = root.depth === segments.length ? pointer : pointerPrefix(pointer, root.depth);
+    if (!roots.has(at)) roots.set(at, root);
   }
   // In write order (the chain's order); a write below another written pointer is covered by that one.
   const ops: JsonPatchOperation[] = [];
-  const covered = (segments: readonly string[]): boolean => {
-    for (let i = segments.length - 1; i >= 0; i--) if (roots.has(toPointer(segments.slice(0, i)))) return true;
-    return false;
-  };
-  for (const pointer of roots.keys()) {
-    const segments = roots.get(pointer)!;
-    if (segments.length === 0) return diffPatch(original, current);
-    if (covered(segments)) continue;
-    const before = valueAt(original, segments);
-    const after = valueAt(current, segments);
-    if (!before.found && after.found)
-      ops.push({ op: 'add', path: pointer, value: jsonpatch.deepClone(after.value) as unknown });
-    else if (before.found && !after.found) ops.push({ op: 'remove', path: pointer });
-    else if (before.found && after.found) {
-      if (
-        isContainer(before.value) &&
-        isContainer(after.value) &&
-        Array.isArray(before.value) === Array.isArray(after.value)
-      ) {
-        for (const op of jsonpatch.compare(before.value, after.value) as JsonPatchOperation[]) {
-          ops.push({ ...op, path: `${pointer}${op.path}`, ...('from' in op ? { from: `${pointer}${op.from}` } : {}) });
-        }
-      } else if (!jsonpatch._areEquals(before.value, after.value)) {
-        ops.push({ op: 'replace', path: pointer, value: jsonpatch.deepClone(after.value) as unknown });
+  for (const [pointer, { before, after }] of roots) {
+    if (hasAncestorIn(roots, pointer)) continue;
+    if (before === ABSENT) {
+      if (after !== ABSENT) ops.push({ op: 'add', path: pointer, value: after });
+    } else if (after === ABSENT) {
+      ops.push({ op: 'remove', path: pointer });
+    } else if (isContainer(before) && isContainer(after) && Array.isArray(before) === Array.isArray(after)) {
+      for (const op of jsonpatch.compare(before, after) as JsonPatchOperation[]) {
+        ops.push({ ...op, path: `${pointer}${op.path}`, ...('from' in op ? { from: `${pointer}${op.from}` } : {}) });
       }
+    } else if (!jsonpatch._areEquals(before, after)) {
+      ops.push({ op: 'replace', path: pointer, value: after });
     }
   }
   return ops;

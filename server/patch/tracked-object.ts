@@ -1,6 +1,6 @@
 /**
- * A write-tracking view of the chain's working copy. The gateway clones the request object once per
- * review; each mutating step edits it through one of these views, which records
+ * A write-tracking view of the chain's working copy (working-copy.ts: copied as views reach it). Each
+ * mutating step edits it through one of these views, which records
  *  - an undo log (a shallow snapshot of every container the step writes to), so a step whose failure is
  *    ignored, or whose deny is only a warning, leaves no half-applied edits behind;
  *  - the JSON pointers the step wrote, for patch-conflict detection;
@@ -8,6 +8,8 @@
  * This keeps the per-step cost to the properties a step actually touches, instead of a clone and a
  * diff per step; the final patch is one diff per review.
  */
+
+import { WorkingCopy } from './working-copy.js';
 
 type Container = Record<string | symbol, unknown> | unknown[];
 
@@ -29,110 +31,177 @@ function isContainer(value: unknown): value is Container {
   return typeof value === 'object' && value !== null;
 }
 
-/** Proxies in `value` are replaced by their targets so the document never holds a view. */
-function unwrap(value: unknown, targets: ReadonlyMap<object, object>, seen = new Set<object>()): unknown {
+/** Read through any view (of any session), it gives the plain container behind it. */
+const VIEW_TARGET = Symbol('view target');
+
+function targetOf(value: Container): Container | undefined {
+  return (value as Record<symbol, Container | undefined>)[VIEW_TARGET];
+}
+
+/** Views in `value` are replaced by their targets so the document never holds a view. */
+function unwrap(value: unknown, seen?: Set<object>): unknown {
   if (!isContainer(value)) return value;
-  const target = targets.get(value);
+  const target = targetOf(value);
   if (target) return target;
+  seen ??= new Set<object>();
   if (seen.has(value)) return value;
   seen.add(value);
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) value[i] = unwrap(value[i], targets, seen);
+    for (let i = 0; i < value.length; i++) value[i] = unwrap(value[i], seen);
   } else {
-    for (const key of Object.keys(value)) value[key] = unwrap(value[key], targets, seen);
+    for (const key of Object.keys(value)) value[key] = unwrap(value[key], seen);
   }
   return value;
 }
 
-/**
- * Starts a tracked session on `root`. With `readOnly`, every write throws a TypeError naming `owner`
- * (validating steps may not modify the object).
- */
-export function trackObject<T extends object>(root: T, owner: string, readOnly = false): TrackedSession<T> {
-  let open = true;
-  const writes: string[] = [];
-  const snapshots = new Map<Container, Container>();
-  // Plain Maps, not WeakMaps: a session lives for one step call, and ephemeron tables are costly to collect.
-  const proxies = new Map<object, object>();
-  const targets = new Map<object, object>();
-  /** JSON pointer of each container, fixed when its view is first handed out. */
-  const paths = new Map<object, string>();
+/** What every view of one session shares. */
+class Session<T extends object> implements TrackedSession<T> {
+  open = true;
+  readonly writes: string[] = [];
+  /**
+   * What rollback() replays backwards, four slots an entry: (container, key, whether it had the key, old
+   * value) for a set; (container, SNAPSHOT, shallow copy, unused) before the first delete in a container,
+   * since deleting and re-adding a key would not restore the key order.
+   */
+  private readonly undo: unknown[] = [];
+  private snapshotted: Set<Container> | undefined;
+  /**
+   * The view of each container below the root, so reading a field twice gives the same view. A plain Map,
+   * not a WeakMap: a session lives for one step call, and ephemeron tables are costly to collect.
+   */
+  private views: Map<object, object> | undefined;
+  readonly view: T;
 
-  const refuse = (): never => {
-    throw new TypeError(
-      readOnly
-        ? `"${owner}" may not modify the object in the validate phase`
-        : `"${owner}" modified the object after its step ended`,
-    );
-  };
-
-  const remember = (target: Container): void => {
-    if (!snapshots.has(target)) snapshots.set(target, Array.isArray(target) ? target.slice() : { ...target });
-  };
-
-  const record = (target: Container, key: string | symbol): void => {
-    if (typeof key === 'string') writes.push(`${paths.get(target) ?? ''}/${escapePointer(key)}`);
-  };
-
-  const handler: ProxyHandler<Container> = {
-    get(target, key, receiver) {
-      const value: unknown = Reflect.get(target, key, receiver);
-      if (typeof key === 'symbol' || !isContainer(value) || !Object.hasOwn(target, key)) return value;
-      return proxies.get(value) ?? viewOf(value, `${paths.get(target) ?? ''}/${escapePointer(key)}`);
-    },
-    set(target, key, value: unknown) {
-      if (!open || readOnly) refuse();
-      const plain = unwrap(value, targets);
-      if (Object.hasOwn(target, key) && Object.is((target as Record<string | symbol, unknown>)[key], plain))
-        return true;
-      // Array length changes are implied by the element writes that caused them.
-      if (!(Array.isArray(target) && key === 'length')) record(target, key);
-      remember(target);
-      return Reflect.set(target, key, plain);
-    },
-    deleteProperty(target, key) {
-      if (!open || readOnly) refuse();
-      if (!Object.hasOwn(target, key)) return true;
-      record(target, key);
-      remember(target);
-      return Reflect.deleteProperty(target, key);
-    },
-    defineProperty() {
-      // Accessors or non-enumerable properties have no JSON meaning; refuse rather than produce a wrong patch.
-      return refuse();
-    },
-    setPrototypeOf() {
-      return refuse();
-    },
-  };
-
-  function viewOf(target: Container, path: string): object {
-    const proxy = new Proxy(target, handler);
-    proxies.set(target, proxy);
-    targets.set(proxy, target);
-    paths.set(target, path);
-    return proxy;
+  constructor(
+    root: T,
+    readonly owner: string,
+    readonly readOnly: boolean,
+    /** When set, each container is made the copy's own before a view of it is handed out. */
+    readonly copy: WorkingCopy<object> | undefined,
+  ) {
+    this.view = new Proxy(root as unknown as Container, new ViewHandler(this, '')) as unknown as T;
   }
 
-  return {
-    view: viewOf(root as unknown as Container, '') as T,
-    writes,
-    close() {
-      open = false;
-    },
-    rollback() {
-      for (const [target, snapshot] of [...snapshots].reverse()) {
-        if (Array.isArray(target)) {
-          target.length = 0;
-          target.push(...(snapshot as unknown[]));
-        } else {
-          for (const key of Object.keys(target)) delete target[key];
-          Object.assign(target, snapshot);
-        }
-      }
-      snapshots.clear();
-    },
-  };
+  viewOf(target: Container, path: string): object {
+    this.views ??= new Map();
+    let view = this.views.get(target);
+    if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, path))));
+    return view;
+  }
+
+  refuse(): never {
+    throw new TypeError(
+      this.readOnly
+        ? `"${this.owner}" may not modify the object in the validate phase`
+        : `"${this.owner}" modified the object after its step ended`,
+    );
+  }
+
+  rememberSet(target: Container, key: string | symbol): void {
+    const had = Object.hasOwn(target, key);
+    this.undo.push(target, key, had, had ? (target as Record<string | symbol, unknown>)[key] : undefined);
+  }
+
+  rememberDelete(target: Container): void {
+    this.snapshotted ??= new Set();
+    if (this.snapshotted.has(target)) return;
+    this.snapshotted.add(target);
+    this.undo.push(target, SNAPSHOT, Array.isArray(target) ? target.slice() : { ...target }, undefined);
+  }
+
+  close(): void {
+    this.open = false;
+  }
+
+  rollback(): void {
+    const { undo } = this;
+    for (let i = undo.length - 4; i >= 0; i -= 4) {
+      const target = undo[i] as Record<string | symbol, unknown>;
+      const key = undo[i + 1] as string | symbol;
+      if (key === SNAPSHOT) restore(target, undo[i + 2] as Container);
+      else if (undo[i + 2]) target[key] = undo[i + 3];
+      else delete target[key];
+    }
+    undo.length = 0;
+    this.snapshotted = undefined;
+  }
+}
+
+const SNAPSHOT = Symbol('snapshot');
+
+function restore(target: Container, snapshot: Container): void {
+  if (Array.isArray(target)) {
+    target.length = 0;
+    target.push(...(snapshot as unknown[]));
+  } else {
+    for (const key of Object.keys(target)) delete target[key];
+    Object.assign(target, snapshot);
+  }
+}
+
+/**
+ * The traps of one view: one small object per container handed out, holding that container's JSON
+ * pointer (the traps themselves live on the prototype).
+ */
+class ViewHandler implements ProxyHandler<Container> {
+  constructor(
+    private readonly session: Session<object>,
+    private readonly path: string,
+  ) {}
+
+  get(target: Container, key: string | symbol): unknown {
+    if (key === VIEW_TARGET) return target;
+    // A JSON document has no accessors, so no receiver is needed.
+    const value: unknown = (target as Record<string | symbol, unknown>)[key];
+    if (typeof key === 'symbol' || !isContainer(value) || !Object.hasOwn(target, key)) return value;
+    const { copy } = this.session;
+    return this.session.viewOf(copy ? copy.own(target, key, value) : value, `${this.path}/${escapePointer(key)}`);
+  }
+
+  set(target: Container, key: string | symbol, value: unknown): boolean {
+    const { session } = this;
+    if (!session.open || session.readOnly) session.refuse();
+    const plain = unwrap(value);
+    if (Object.hasOwn(target, key) && Object.is((target as Record<string | symbol, unknown>)[key], plain)) return true;
+    // Array length changes are implied by the element writes that caused them.
+    if (typeof key === 'string' && !(Array.isArray(target) && key === 'length'))
+      session.writes.push(`${this.path}/${escapePointer(key)}`);
+    session.rememberSet(target, key);
+    return Reflect.set(target, key, plain);
+  }
+
+  deleteProperty(target: Container, key: string | symbol): boolean {
+    const { session } = this;
+    if (!session.open || session.readOnly) session.refuse();
+    if (!Object.hasOwn(target, key)) return true;
+    if (typeof key === 'string') session.writes.push(`${this.path}/${escapePointer(key)}`);
+    session.rememberDelete(target);
+    return Reflect.deleteProperty(target, key);
+  }
+
+  defineProperty(): boolean {
+    // Accessors or non-enumerable properties have no JSON meaning; refuse rather than produce a wrong patch.
+    return this.session.refuse();
+  }
+
+  setPrototypeOf(): boolean {
+    return this.session.refuse();
+  }
+}
+
+/**
+ * Starts a tracked session on `root`: a working copy's root (its containers are copied as the view
+ * reaches them), or a plain object edited in place. With `readOnly`, every write throws a TypeError naming
+ * `owner` (validating steps may not modify the object).
+ */
+export function trackObject<T extends object>(
+  root: T | WorkingCopy<T>,
+  owner: string,
+  readOnly = false,
+): TrackedSession<T> {
+  return root instanceof WorkingCopy
+    ? new Session(root.root, owner, readOnly, root)
+    : new Session(root, owner, readOnly, undefined);
 }
 
 /** A view of `object` that throws on any write (validating steps, `oldObject`). */

@@ -181,6 +181,13 @@ export interface Plugin<S = undefined, T extends KubeObject = KubeObject> {
   readonly defaults?: PluginDefaults;
   /** Runs in the mutate phase (serially, in chain order), only when the request carries an object. */
   mutate?(ctx: MutateContext<S, T>): MutateOutcome | Promise<MutateOutcome>;
+  /**
+   * Whether `mutate` has anything to do under these settings (image-policy rewrites images only when
+   * mirrors are configured). When it returns false the chain entry gets no mutate step: no call on any
+   * review, no metric series, no place in the mutating webhook. Called once per chain entry at start.
+   * Omit it when `mutate` always has work.
+   */
+  mutates?(settings: S): boolean;
   /** Runs in the validate phase (in parallel with the other validating steps). */
   validate?(ctx: ValidateContext<S, T>): Verdict | Promise<Verdict>;
 }

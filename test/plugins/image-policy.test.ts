@@ -114,6 +114,12 @@ describe('image-policy', () => {
   });
 
   describe('mutate', () => {
+    it('has a mutate step only when mirrors are configured (no call per review for nothing to rewrite)', () => {
+      assert.equal(plugin.mutates?.(parseSettings(plugin, {})), false);
+      assert.equal(plugin.mutates?.(parseSettings(plugin, { allowedRegistries: ['ghcr.io'] })), false);
+      assert.equal(plugin.mutates?.(parseSettings(plugin, MIRROR_HUB)), true);
+    });
+
     describe('without mirrors', () => {
       it('changes nothing and annotates nothing', async () => {
         const request = requestOf(podCreate());

@@ -16,7 +16,16 @@ const validator = definePlugin({
   },
   validate: () => allow(),
 });
-const plugins = [both, validator] as AnyPlugin[];
+/** Mutates only when its settings name a label to add. */
+const optional = definePlugin({
+  name: 'optional',
+  match: everything,
+  settings: (raw) => optionalStringList(settingsObject(raw, ['labels']), 'labels') ?? [],
+  mutates: (labels) => labels.length > 0,
+  mutate: () => undefined,
+  validate: () => allow(),
+});
+const plugins = [both, validator, optional] as AnyPlugin[];
 
 function chainFrom(yaml: string) {
   const config = parseConfigText(yaml, 'gateway.yaml', '/');
@@ -66,6 +75,15 @@ chain:
     assert.deepEqual(chain.route('mutate/fail'), []);
   });
 
+  it('gives a plugin no mutate step when mutates(settings) says its settings leave it nothing to do', () => {
+    const chain = chainFrom(`
+chain:
+  - { plugin: optional, name: idle }
+  - { plugin: optional, name: busy, settings: { labels: [team] } }
+`);
+    assert.equal(chain.summary(), 'mutate=[busy] validate=[idle,busy]');
+  });
+
   it('breaks order ties by name', () => {
     const steps = chainFrom('chain: [{ plugin: validator, name: b }, { plugin: validator, name: a }]').steps;
     const reordered = createChain(steps.map((s) => ({ ...s, order: 5 })));
@@ -112,7 +130,7 @@ describe('buildPluginSteps()', () => {
   it('refuses an unknown plugin, listing the known ones', () => {
     assert.throws(() => chainFrom('chain: [{ plugin: defualt-labels }]'), {
       name: 'ConfigError',
-      message: 'gateway.yaml: chain[0].plugin: unknown plugin "defualt-labels" (known: both, validator)',
+      message: 'gateway.yaml: chain[0].plugin: unknown plugin "defualt-labels" (known: both, optional, validator)',
     });
   });
 

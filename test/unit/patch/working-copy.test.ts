@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { applyPatchInPlace, diffWritten } from '../../../server/patch/apply.js';
+import { trackObject } from '../../../server/patch/tracked-object.js';
+import { WorkingCopy } from '../../../server/patch/working-copy.js';
+
+interface Pod {
+  metadata: { name: string; labels: Record<string, string> };
+  spec: {
+    containers: Array<{ name: string; image: string; resources?: Record<string, unknown> }>;
+    volumes: Array<{ name: string; configMap: { name: string } }>;
+  };
+  data?: Record<string, string>;
+}
+
+const pod = (): Pod => ({
+  metadata: { name: 'web', labels: { app: 'web' } },
+  spec: {
+    containers: [
+      { name: 'a', image: 'nginx:1' },
+      { name: 'b', image: 'busybox:1' },
+    ],
+    volumes: [{ name: 'config', configMap: { name: 'web' } }],
+  },
+});
+
+describe('WorkingCopy', () => {
+  it('takes the edits of several steps while the request object stays exactly as it was', () => {
+    const original = pod();
+    const before = structuredClone(original);
+    const copy = new WorkingCopy(original);
+    const first = trackObject(copy, 'labels');
+    first.view.metadata.labels.team = 'a';
+    first.close();
+    const second = trackObject(copy, 'resources');
+    second.view.spec.containers[1]!.resources = { requests: { cpu: '100m' } };
+    second.view.spec.containers.push({ name: 'c', image: 'c:1' });
+    second.close();
+
+    assert.deepEqual(original, before);
+    assert.deepEqual(copy.root, {
+      ...before,
+      metadata: { name: 'web', labels: { app: 'web', team: 'a' } },
+      spec: {
+        ...before.spec,
+        containers: [
+          { name: 'a', image: 'nginx:1' },
+          { name: 'b', image: 'busybox:1', resources: { requests: { cpu: '100m' } } },
+          { name: 'c', image: 'c:1' },
+        ],
+      },
+    });
+    const patch = diffWritten(original, copy.root, [...first.writes, ...second.writes]);
+    const applied = structuredClone(original);
+    applyPatchInPlace(applied, patch);
+    assert.deepEqual(applied, copy.root);
+  });
+
+  it('copies only the containers a view reached: the rest stays shared with the request object', () => {
+    const original = pod();
+    const copy = new WorkingCopy(original);
+    const session = trackObject(copy, 'step');
+    assert.equal(session.view.spec.containers[0]!.image, 'nginx:1');
+    session.close();
+
+    assert.notEqual(copy.root, original);
+    assert.notEqual(copy.root.spec, original.spec);
+    assert.notEqual(copy.root.spec.containers, original.spec.containers);
+    assert.notEqual(copy.root.spec.containers[0], original.spec.containers[0]);
+    assert.equal(copy.root.spec.containers[1], original.spec.containers[1]);
+    assert.equal(copy.root.spec.volumes, original.spec.volumes);
+    assert.equal(copy.root.metadata, original.metadata);
+  });
+
+  it('copies a container once: a later step sees, and edits, what an earlier one left', () => {
+    const original = pod();
+    const copy = new WorkingCopy(original);
+    const first = trackObject(copy, 'first');
+    const labels = first.view.metadata.labels;
+    labels.x = '1';
+    first.close();
+    const second = trackObject(copy, 'second');
+    assert.equal(second.view.metadata.labels.x, '1');
+    second.view.metadata.labels.y = '2';
+    second.close();
+    assert.deepEqual(copy.root.metadata.labels, { app: 'web', x: '1', y: '2' });
+    assert.deepEqual(original.metadata.labels, { app: 'web' });
+  });
+
+  it("rolls back a failed step's edits in the copy and never touches the request object", () => {
+    const original = pod();
+    const before = structuredClone(original);
+    const copy = new WorkingCopy(original);
+    const ok = trackObject(copy, 'ok');
+    ok.view.metadata.labels.team = 'a';
+    ok.close();
+    const failed = trackObject(copy, 'failed');
+    delete (failed.view.metadata.labels as Record<string, string | undefined>).app;
+    failed.view.spec.containers.splice(0, 1);
+    failed.view.spec.volumes[0]!.configMap.name = 'other';
+    failed.close();
+    failed.rollback();
+    assert.deepEqual(original, before);
+    assert.equal(
+      JSON.stringify(copy.root),
+      JSON.stringify({ ...before, metadata: { name: 'web', labels: { app: 'web', team: 'a' } } }),
+    );
+  });
+});
