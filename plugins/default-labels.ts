@@ -9,7 +9,7 @@ import {
   optionalStringMap,
   settingsObject,
 } from '../server/plugin-api/index.js';
-import { isObject, type JsonObject } from './lib/pod-spec.js';
+import { isObject, ownField, type JsonObject } from './lib/pod-spec.js';
 
 export interface DefaultLabelsSettings {
   readonly labels: Readonly<Record<string, string>>;
@@ -78,7 +78,7 @@ function applyDefaults(
   }
   if (!isObject(current)) return;
   for (const [key, value] of entries) {
-    if (overwrite || !Object.hasOwn(current, key)) current[key] = value;
+    if (overwrite || ownField(current, key) === undefined) current[key] = value;
   }
 }
 

@@ -127,7 +127,9 @@ function changedImages(
   const before = imagesByPath(oldObject);
   return containersIn(object).flatMap((at) => {
     const image = at.container.image;
-    return typeof image === 'string' && before.get(at.path) !== image ? [{ ...at, image }] : [];
+    return typeof image === 'string' && before.get(at.path) !== image
+      ? [{ container: at.container, field: at.field, path: at.path, image }]
+      : [];
   });
 }
 

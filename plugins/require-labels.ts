@@ -12,7 +12,7 @@ import {
   settingsObject,
   type KubeObject,
 } from '../server/plugin-api/index.js';
-import { isObject, objectField } from './lib/pod-spec.js';
+import { isObject, objectField, ownField } from './lib/pod-spec.js';
 
 interface ValueRule {
   /** As written in the settings, for messages. */
@@ -52,7 +52,7 @@ function parseSettings(raw: unknown): RequireLabelsSettings {
 }
 
 function labelValue(labels: Record<string, unknown>, key: string): string | undefined {
-  const value = Object.hasOwn(labels, key) ? labels[key] : undefined;
+  const value = ownField(labels, key);
   return typeof value === 'string' ? value : undefined;
 }
 

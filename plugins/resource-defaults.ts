@@ -6,7 +6,7 @@
  * - no default limit below the request the user set.
  */
 import { SettingsError, definePlugin, settingsObject } from '../server/plugin-api/index.js';
-import { containersIn, isObject, type Container, type JsonObject, podSpecMatch } from './lib/pod-spec.js';
+import { containersIn, isObject, ownField, type Container, type JsonObject, podSpecMatch } from './lib/pod-spec.js';
 import { parseQuantity, quantityValue } from './lib/quantity.js';
 
 export interface Quantity {
@@ -81,7 +81,7 @@ function missingRequests(
 ): Array<[string, Quantity]> {
   const missing: Array<[string, Quantity]> = [];
   for (const entry of defaults) {
-    if (!Object.hasOwn(requests, entry[0]) && !Object.hasOwn(limits, entry[0])) missing.push(entry);
+    if (ownField(requests, entry[0]) === undefined && ownField(limits, entry[0]) === undefined) missing.push(entry);
   }
   return missing;
 }
@@ -94,11 +94,12 @@ function missingLimits(
   const missing: Array<[string, Quantity]> = [];
   for (const entry of defaults) {
     const [resource, limit] = entry;
-    if (Object.hasOwn(limits, resource)) continue;
-    if (Object.hasOwn(requests, resource)) {
+    if (ownField(limits, resource) !== undefined) continue;
+    const request = ownField(requests, resource);
+    if (request !== undefined) {
       // An unreadable request cannot be compared; adding a limit could only make it worse.
-      const request = quantityValue(requests[resource]);
-      if (request === undefined || request > limit.value) continue;
+      const value = quantityValue(request);
+      if (value === undefined || value > limit.value) continue;
     }
     missing.push(entry);
   }

@@ -79,13 +79,22 @@ class Session<T extends object> implements TrackedSession<T> {
     /** When set, each container is made the copy's own before a view of it is handed out. */
     readonly copy: WorkingCopy<object> | undefined,
   ) {
-    this.view = new Proxy(root as unknown as Container, new ViewHandler(this, '')) as unknown as T;
+    this.view = new Proxy(root as unknown as Container, new ViewHandler(this, undefined, '')) as unknown as T;
   }
 
-  viewOf(target: Container, path: string): object {
+  /**
+   * The view of `child`, found at `parent`'s `key` (in container `holder`). The first time, a working copy
+   * makes `child` its own (a copy put in its place, which later reads find); the view's JSON pointer is
+   * only worked out when a write needs it.
+   */
+  viewOf(holder: Container, key: string, child: Container, parent: ViewHandler): object {
     this.views ??= new Map();
-    let view = this.views.get(target);
-    if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, path))));
+    let view = this.views.get(child);
+    if (!view) {
+      const target = this.copy ? this.copy.own(holder, key, child) : child;
+      view = this.views.get(target);
+      if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, parent, key))));
+    }
     return view;
   }
 
@@ -140,22 +149,31 @@ function restore(target: Container, snapshot: Container): void {
 }
 
 /**
- * The traps of one view: one small object per container handed out, holding that container's JSON
- * pointer (the traps themselves live on the prototype).
+ * The traps of one view: one small object per container handed out, which knows where that container is
+ * (the traps themselves live on the prototype).
  */
 class ViewHandler implements ProxyHandler<Container> {
+  private pointer: string | undefined;
+
   constructor(
     private readonly session: Session<object>,
-    private readonly path: string,
+    private readonly parent: ViewHandler | undefined,
+    private readonly key: string,
   ) {}
+
+  /** This container's JSON pointer. */
+  private get path(): string {
+    return (this.pointer ??= this.parent ? `${this.parent.path}/${escapePointer(this.key)}` : '');
+  }
 
   get(target: Container, key: string | symbol): unknown {
     if (key === VIEW_TARGET) return target;
     // A JSON document has no accessors, so no receiver is needed.
     const value: unknown = (target as Record<string | symbol, unknown>)[key];
-    if (typeof key === 'symbol' || !isContainer(value) || !Object.hasOwn(target, key)) return value;
-    const { copy } = this.session;
-    return this.session.viewOf(copy ? copy.own(target, key, value) : value, `${this.path}/${escapePointer(key)}`);
+    // Of the containers reachable through a prototype, only Object.prototype is, as "__proto__".
+    if (typeof key === 'symbol' || !isContainer(value) || (key === '__proto__' && !Object.hasOwn(target, key)))
+      return value;
+    return this.session.viewOf(target, key, value, this);
   }
 
   set(target: Container, key: string | symbol, value: unknown): boolean {

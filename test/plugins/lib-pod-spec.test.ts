@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import type { KubeObject } from '../../server/plugin-api/index.js';
-import { containersIn, containersOf, podSpecsOf, type PodSpecAt } from '../../plugins/lib/pod-spec.js';
+import {
+  containersIn,
+  containersOf,
+  podSpecsOf,
+  type ContainerAt,
+  type PodSpecAt,
+} from '../../plugins/lib/pod-spec.js';
 import {
   cronjobCreate,
   deploymentCreate,
@@ -110,8 +116,12 @@ describe('lib/pod-spec', () => {
       },
     };
 
+    /** The found containers as plain records (`path` is worked out on demand). */
+    const listed = (found: readonly ContainerAt[]) =>
+      found.map(({ container, path, field }) => ({ container, path, field }));
+
     it('lists containers, then init containers, then ephemeral containers, with their paths', () => {
-      assert.deepEqual(containersOf(pod), [
+      assert.deepEqual(listed(containersOf(pod)), [
         { container: { name: 'a' }, path: 'spec.containers[0]', field: 'containers' },
         { container: { name: 'b' }, path: 'spec.containers[3]', field: 'containers' },
         { container: { name: 'init' }, path: 'spec.initContainers[0]', field: 'initContainers' },
@@ -120,7 +130,7 @@ describe('lib/pod-spec', () => {
     });
 
     it('lists only the fields asked for', () => {
-      assert.deepEqual(containersOf(pod, ['initContainers']), [
+      assert.deepEqual(listed(containersOf(pod, ['initContainers'])), [
         { container: { name: 'init' }, path: 'spec.initContainers[0]', field: 'initContainers' },
       ]);
     });
