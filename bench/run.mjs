@@ -97,6 +97,11 @@ const opts = {
   fixedConnections: 64,
 };
 
+/** Send lag p99 (ms) above which the fixed-rate generator counts as late (a caveat is printed). */
+const LATE_GENERATOR_MS = 0.5;
+/** Send lag p99 (ms) above which a fixed-rate window is measured once more (a few ms swamp the p99 targets). */
+const RETRY_LATE_GENERATOR_MS = 1;
+
 // ------------------------------------------------------------------------------- child process tracking
 /** Every child this process started, by PID, so that all of them are stopped on any exit path. */
 const children = new Map();
@@ -448,16 +453,27 @@ async function runScenario(index, total, scenario, certs) {
     if (scenario.fixed !== false) {
       const rate = scenario.rate ?? opts.rate;
       const warmupS = result.closed ? 1 : Math.max(opts.warmupS, 1);
+      const fixedRun = () =>
+        loadgen(
+          loadCfg(target, scenario.path, certs, {
+            mode: 'fixed',
+            rate,
+            connections: opts.fixedConnections,
+            warmupS,
+            durationS: opts.fixedS,
+          }),
+        );
       progress(`      fixed rate: ${rate}/s, ${warmupS}s warm-up + ${opts.fixedS}s ...`);
-      result.fixed = await loadgen(
-        loadCfg(target, scenario.path, certs, {
-          mode: 'fixed',
-          rate,
-          connections: opts.fixedConnections,
-          warmupS,
-          durationS: opts.fixedS,
-        }),
-      );
+      result.fixed = await fixedRun();
+      // The generator's own lateness (its send lag, measured per request) is in every latency it reports. When
+      // it was late, the window says more about the generator than about the server: measure it once more
+      // and keep the window in which the generator was on time more often (both are kept in the JSON).
+      if (result.fixed.sendLagMs.p99 > RETRY_LATE_GENERATOR_MS) {
+        progress(` generator late (send lag p99 ${result.fixed.sendLagMs.p99} ms), once more ...`);
+        const again = await fixedRun();
+        result.fixedRuns = [result.fixed, again];
+        if (again.sendLagMs.p99 < result.fixed.sendLagMs.p99) result.fixed = again;
+      }
       progress(` p50 ${result.fixed.latencyMs.p50} ms, p99 ${result.fixed.latencyMs.p99} ms\n`);
     }
     result.peakRssMiB = round(readProc(target.pid, clockTicks).hwmMiB, 1);
@@ -679,7 +695,7 @@ function caveats(results) {
       `the load generator used > 90% of its core in: ${saturated.map((r) => r.key).join(', ')} — those req/s are lower bounds`,
     );
   }
-  const lagging = runs.filter(({ run }) => run.mode === 'fixed' && run.sendLagMs.p99 > 0.5);
+  const lagging = runs.filter(({ run }) => run.mode === 'fixed' && run.sendLagMs.p99 > LATE_GENERATOR_MS);
   if (lagging.length) {
     out.push(
       `the fixed-rate generator sent late (send lag p99 > 0.5 ms) in: ${lagging.map((r) => r.key).join(', ')}; that lag is included in their latency`,

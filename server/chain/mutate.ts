@@ -139,7 +139,8 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
 }
 
 function isAncestorOrSelf(ancestor: string, path: string): boolean {
-  return path === ancestor || path.startsWith(`${ancestor}/`);
+  if (path.length === ancestor.length) return path === ancestor;
+  return path.length > ancestor.length && path.charCodeAt(ancestor.length) === 47 /* / */ && path.startsWith(ancestor);
 }
 
 /**

@@ -68,7 +68,9 @@ function record(ctx: ReviewContext, step: Step, report: StepReport): void {
 }
 
 export function settleSuccess(ctx: ReviewContext, step: Step, ms: number, changed: boolean, round: number): void {
-  record(ctx, step, { step: step.name, outcome: changed ? 'patched' : 'allowed', ms, ...(round ? { round } : {}) });
+  const outcome = changed ? 'patched' : 'allowed';
+  // Every review reports each step: one object of one shape, not a spread of a conditional one.
+  record(ctx, step, round ? { step: step.name, outcome, ms, round } : { step: step.name, outcome, ms });
 }
 
 /** A returned deny: final in enforce mode, a warning in warn mode, an annotation in audit mode. */

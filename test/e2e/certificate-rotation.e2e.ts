@@ -335,6 +335,9 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
     // Watch the Secret: a full rotation is a CA staged after the load started, promoted, then pruned.
     const seen: { phase: string; signing: string; next?: string; bundle: string[] }[] = [];
     const knownCas = new Map<string, X509Certificate>();
+    // The sampler names the CA behind each served certificate from knownCas, so it starts after the first read.
+    let firstRead: () => void = () => undefined;
+    const secretRead = new Promise<void>((resolve) => (firstRead = resolve));
     const poller = (async () => {
       while (!stop) {
         const { state } = await readSecret(namespace).catch(() => ({ state: undefined }));
@@ -343,6 +346,7 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
             const ca = new X509Certificate(pem);
             knownCas.set(ca.fingerprint256, ca);
           }
+          firstRead();
           phase = phaseOf(state);
           const entry = {
             phase,
@@ -355,6 +359,7 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
         }
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
+      firstRead(); // never leave the sampler waiting once the test stops
     })();
     const rotated = (): { from: string; to: string } | undefined => {
       for (let i = 0; i < seen.length; i++) {
@@ -374,6 +379,7 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
     const issuer = (cert: X509Certificate) =>
       [...knownCas.values()].find((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey))?.fingerprint256;
     const sampler = (async () => {
+      await secretRead;
       while (!stop) {
         try {
           const bundle = Buffer.from((await webhookCaBundle()) ?? '', 'base64').toString('utf8');

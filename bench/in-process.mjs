@@ -1,0 +1,105 @@
+// The gateway's review path without HTTP or TLS: decode → review → encode of the bench's Pod review, in a loop,
+// in this process. Two ways to read it:
+//   node bench/in-process.mjs [CHAIN]               CPU µs per review (process.cpuUsage), after a warm-up
+//   node bench/in-process.mjs [CHAIN] --callgrind   instructions per review under valgrind's callgrind: the
+//                                                   difference between runs of 3,000 and 1,000 reviews after
+//                                                   the same warm-up, divided by 2,000. Repeats within ~3% on
+//                                                   a machine whose timings move by ±30%; takes about a minute.
+// CHAIN: shipped (gateway.yaml, the default), empty, or noopN (N default-labels steps that change nothing).
+// Uses dist/ (npm run build first). The log goes to /dev/null at level info, batched as the gateway does.
+/* global process, console */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = path.join(ROOT, 'dist');
+const args = process.argv.slice(2);
+const chainName = args.find((a) => !a.startsWith('--')) ?? 'shipped';
+if (!/^(shipped|empty|noop\d+)$/.test(chainName)) {
+  console.error('usage: node bench/in-process.mjs [shipped|empty|noopN] [--callgrind]');
+  process.exit(2);
+}
+
+if (args.includes('--callgrind')) {
+  const run = async (reviews, core) => {
+    const { stderr } = await promisify(execFile)(
+      'taskset',
+      [
+        '-c',
+        String(core),
+        'valgrind',
+        '--tool=callgrind',
+        '--callgrind-out-file=/dev/null',
+        process.execPath,
+        fileURLToPath(import.meta.url),
+        chainName,
+      ],
+      { env: { ...process.env, IN_PROCESS_REVIEWS: String(reviews), IN_PROCESS_QUIET: '1' }, maxBuffer: 1 << 24 },
+    );
+    const collected = /Collected : (\d+)/.exec(stderr);
+    if (!collected) throw new Error(`callgrind printed no total:\n${stderr}`);
+    return Number(collected[1]);
+  };
+  const cores = cpus().length;
+  const [few, many] = await Promise.all([run(1000, 0), run(3000, cores > 1 ? 1 : 0)]);
+  console.log(`${chainName}: ${Math.round((many - few) / 2000)} instructions per review`);
+  process.exit(0);
+}
+
+const { Registry } = await import('prom-client');
+const pino = (await import('pino')).default;
+const { decodeReview, encodeReview } = await import(`${DIST}/server/admission/codec.js`);
+const { createReviewer, standaloneNamespaceLabels } = await import(`${DIST}/server/chain/reviewer.js`);
+const { createChainForConfig } = await import(`${DIST}/server/gateway.js`);
+const { parseConfigText } = await import(`${DIST}/server/config/load.js`);
+const { createMetrics } = await import(`${DIST}/server/metrics/metrics.js`);
+const { availablePlugins } = await import(`${DIST}/plugins/index.js`);
+const { LineBatch, createLogger } = await import(`${DIST}/server/log.js`);
+
+const body = readFileSync(path.join(ROOT, 'test/fixtures/reviews/pod-create.json'), 'utf8');
+const noop = (n) =>
+  `chain:\n${Array.from({ length: n }, (_, i) => `  - plugin: default-labels\n    name: noop-${i}\n    settings: { labels: { app: web } }\n`).join('')}`;
+const yaml =
+  chainName === 'empty'
+    ? 'chain: []'
+    : chainName.startsWith('noop')
+      ? noop(Number(chainName.slice(4)))
+      : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
+const config = parseConfigText(yaml, 'gateway.yaml', ROOT);
+const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+const devNull = pino.destination({ dest: '/dev/null', sync: false });
+// LineBatch is recent: without it (an older dist/, to compare against), the file stream is used directly.
+const log = createLogger('info', LineBatch ? new LineBatch(devNull) : devNull);
+const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
+const reviewer = createReviewer({
+  chain: () => chains.current(),
+  metrics,
+  log,
+  namespaceLabels: standaloneNamespaceLabels,
+  deadlineMarginMs: 250,
+  defaultTimeoutMs: 10_000,
+});
+
+const review = async () => {
+  const { apiVersion, request } = decodeReview(body);
+  const { response } = await reviewer.review(request, 'mutate', 10_000);
+  return encodeReview(apiVersion, response);
+};
+async function loop(n) {
+  const before = process.cpuUsage();
+  for (let i = 0; i < n; i++) await review();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / n;
+}
+
+await loop(3000); // warm-up: the optimising compiler has settled by then
+const reviews = Number(process.env.IN_PROCESS_REVIEWS ?? 30_000);
+const cpuUs = await loop(reviews);
+if (!process.env.IN_PROCESS_QUIET)
+  console.log(`${chainName}: ${cpuUs.toFixed(1)} µs of CPU per review (${reviews} reviews)`);
+await chains.close();
+log.flush();
