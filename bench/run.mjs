@@ -30,7 +30,8 @@ const startedAt = new Date();
 const HELP = `usage: npm run bench [-- options]
 
   --warmup S           warm-up before each closed-loop run, not recorded (default 2)
-  --closed S           closed-loop measurement per scenario (default 8; 0 skips the closed-loop runs)
+  --closed S           closed-loop measurement per scenario, as two windows of S/2 whose better one counts
+                       (default 8; 0 skips the closed-loop runs)
   --fixed S            fixed-rate measurement per scenario (default 8)
   --rate N             fixed rate, reviews/s (default 1000)
   --rss-rate N         rate of the peak-RSS run of the plugin chain (default 2000)
@@ -439,16 +440,26 @@ async function runScenario(index, total, scenario, certs) {
     if (scenario.prime) await scenario.prime(target);
     result = { label: scenario.label, path: scenario.path, sanity };
     if (opts.closedS > 0 && scenario.closed !== false) {
-      progress(`      closed loop: ${opts.connections} connections, ${opts.warmupS}s warm-up + ${opts.closedS}s ...`);
-      result.closed = await loadgen(
-        loadCfg(target, scenario.path, certs, {
-          mode: 'closed',
-          connections: opts.connections,
-          warmupS: opts.warmupS,
-          durationS: opts.closedS,
-        }),
+      // Two windows of half the time each, and the better one counts: other tenants' load only ever lowers a
+      // window, and on this VM it comes in bursts of seconds. Every server, raw or gateway, is measured alike.
+      const half = opts.closedS / 2;
+      progress(
+        `      closed loop: ${opts.connections} connections, ${opts.warmupS}s warm-up + 2 × ${half}s (the better counts) ...`,
       );
-      progress(` ${result.closed.rps} req/s\n`);
+      const closedRun = (warmupS) =>
+        loadgen(
+          loadCfg(target, scenario.path, certs, {
+            mode: 'closed',
+            connections: opts.connections,
+            warmupS,
+            durationS: half,
+          }),
+        );
+      const first = await closedRun(opts.warmupS);
+      const second = await closedRun(0.5);
+      result.closedRuns = [first, second];
+      result.closed = second.rps > first.rps ? second : first;
+      progress(` ${first.rps} / ${second.rps} req/s\n`);
     }
     if (scenario.fixed !== false) {
       const rate = scenario.rate ?? opts.rate;
@@ -603,7 +614,7 @@ function printReport(results) {
       raw.cpuUsPerReview ? (raw.cpuUsPerReview / r.closed.procs.server.cpuUsPerReview).toFixed(3) : null,
     ]);
   console.log(
-    `\nClosed loop: ${opts.connections} keep-alive connections, ${opts.closedS} s per scenario (latency in ms); ` +
+    `\nClosed loop: ${opts.connections} keep-alive connections, the better of two ${opts.closedS / 2} s windows per scenario (latency in ms); ` +
       `"vs raw" = req/s ÷ ${raw.rps} (the better raw run), "vs raw CPU" = raw CPU/review ÷ this CPU/review`,
   );
   console.log(

@@ -103,6 +103,10 @@ abstract class HotMetric<T extends string, S> {
   reset(): void {
     this.index.clear();
   }
+
+  protected snapshot(values: readonly SampleValue[]): Promise<MetricSnapshot> {
+    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
+  }
 }
 
 interface CounterSeries {
@@ -122,13 +126,7 @@ export class HotCounter<T extends string> extends HotMetric<T, CounterSeries> {
   }
 
   get(): Promise<MetricSnapshot> {
-    return Promise.resolve({
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      aggregator: this.aggregator,
-      values: this.index.entries.map(({ labels, series }) => ({ labels, value: series.value })),
-    });
+    return this.snapshot(this.index.entries.map(({ labels, series }) => ({ labels, value: series.value })));
   }
 }
 
@@ -175,49 +173,27 @@ export class HotHistogram<T extends string> extends HotMetric<T, HistogramSeries
         { labels: { ...labels }, value: series.count, metricName: `${this.name}_count` },
       );
     }
-    return Promise.resolve({
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      aggregator: this.aggregator,
-      values,
-    });
+    return this.snapshot(values);
   }
 }
 
 /** A gauge without labels that is only ever moved by one (requests in flight). */
-export class HotGauge {
-  readonly name: string;
-  readonly help: string;
+export class HotGauge extends HotMetric<never, CounterSeries> {
   readonly type = 'gauge' as const;
-  readonly aggregator = 'sum' as const;
-  private value = 0;
 
   constructor(config: Omit<MetricConfig<never>, 'labelNames'>) {
-    this.name = config.name;
-    this.help = config.help;
-    for (const registry of config.registers) registry.registerMetric(this as unknown as Metric);
+    super({ ...config, labelNames: [] }, () => ({ value: 0 }));
   }
 
   inc(): void {
-    this.value++;
+    this.index.get(undefined).value++;
   }
 
   dec(): void {
-    this.value--;
-  }
-
-  reset(): void {
-    this.value = 0;
+    this.index.get(undefined).value--;
   }
 
   get(): Promise<MetricSnapshot> {
-    return Promise.resolve({
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      aggregator: this.aggregator,
-      values: [{ labels: {}, value: this.value }],
-    });
+    return this.snapshot([{ labels: {}, value: this.index.get(undefined).value }]);
   }
 }
