@@ -181,10 +181,19 @@ class ViewHandler implements ProxyHandler<Container> {
     if (!session.open || session.readOnly) session.refuse();
     const plain = unwrap(value);
     if (Object.hasOwn(target, key) && Object.is((target as Record<string | symbol, unknown>)[key], plain)) return true;
-    // Array length changes are implied by the element writes that caused them.
-    if (typeof key === 'string' && !(Array.isArray(target) && key === 'length'))
-      session.writes.push(`${this.path}/${escapePointer(key)}`);
-    session.rememberSet(target, key);
+    if (Array.isArray(target) && key === 'length') {
+      // A longer length comes with the element writes that fill it, which are recorded. A shorter one drops
+      // elements without a delete each: it is recorded as a write of the first dropped element, and only a
+      // snapshot can bring the dropped ones back.
+      const length = Number(plain);
+      if (length < target.length) {
+        session.writes.push(`${this.path}/${length}`);
+        session.rememberDelete(target);
+      } else session.rememberSet(target, key);
+    } else {
+      if (typeof key === 'string') session.writes.push(`${this.path}/${escapePointer(key)}`);
+      session.rememberSet(target, key);
+    }
     return Reflect.set(target, key, plain);
   }
 

@@ -113,6 +113,8 @@ describe('diffWritten()', () => {
       },
     ],
     ['removes an array element', (d) => (d.spec as { containers: unknown[] }).containers.splice(0, 1)],
+    ['truncates an array by setting its length', (d) => ((d.spec as { containers: unknown[] }).containers.length = 1)],
+    ['empties an array by setting its length', (d) => ((d.spec as { containers: unknown[] }).containers.length = 0)],
     [
       'deletes and replaces keys with escaped characters',
       (d) => {

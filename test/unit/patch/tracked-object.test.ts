@@ -52,6 +52,30 @@ describe('trackObject()', () => {
       assert.equal(JSON.stringify(target), before);
     });
 
+    it('rolls back an array emptied by setting its length, and one shortened by pop()', () => {
+      const target = doc();
+      target.spec.containers.push({ name: 'b', image: 'busybox:1' });
+      const before = JSON.stringify(target);
+      const session = trackObject(target, 'step');
+      session.view.spec.containers.pop();
+      session.view.spec.containers.length = 0;
+      session.view.spec.containers.push({ name: 'c', image: 'c' });
+      session.close();
+      assert.deepEqual(target.spec.containers, [{ name: 'c', image: 'c' }]);
+      session.rollback();
+      assert.equal(JSON.stringify(target), before);
+    });
+
+    it('rolls back an array emptied by setting its length, with no other write', () => {
+      const target = doc();
+      const before = JSON.stringify(target);
+      const session = trackObject(target, 'step');
+      session.view.spec.containers.length = 0;
+      session.close();
+      session.rollback();
+      assert.equal(JSON.stringify(target), before);
+    });
+
     it('stores plain objects, not views, when a view is assigned elsewhere', () => {
       const target = doc();
       const session = trackObject(target, 'step');
