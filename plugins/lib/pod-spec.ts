@@ -113,22 +113,31 @@ export function objectField(parent: JsonObject, key: string): JsonObject | undef
 
 const TEMPLATE_SPEC = ['spec', 'template', 'spec'];
 
-/** Where each workload kind keeps its PodSpec, and the API groups it is served from (extensions: legacy). */
-const POD_SPEC_PATHS: ReadonlyArray<[string, { groups: readonly string[]; path: readonly string[] }]> = [
-  ['Pod', { groups: [''], path: ['spec'] }],
-  ['PodTemplate', { groups: [''], path: ['template', 'spec'] }],
-  ['ReplicationController', { groups: [''], path: TEMPLATE_SPEC }],
-  ['Deployment', { groups: ['apps', 'extensions'], path: TEMPLATE_SPEC }],
-  ['ReplicaSet', { groups: ['apps', 'extensions'], path: TEMPLATE_SPEC }],
-  ['DaemonSet', { groups: ['apps', 'extensions'], path: TEMPLATE_SPEC }],
-  ['StatefulSet', { groups: ['apps'], path: TEMPLATE_SPEC }],
-  ['Job', { groups: ['batch'], path: TEMPLATE_SPEC }],
-  ['CronJob', { groups: ['batch'], path: ['spec', 'jobTemplate', 'spec', 'template', 'spec'] }],
-];
+interface PodSpecLocation {
+  readonly groups: readonly string[];
+  readonly path: readonly string[];
+  /** `path` written out once, as messages show it. */
+  readonly dotted: string;
+}
 
-/** The same, with each path also written out once (the dotted form used in messages). */
-const POD_SPEC_LOCATIONS: ReadonlyMap<string, { groups: readonly string[]; path: readonly string[]; dotted: string }> =
-  new Map(POD_SPEC_PATHS.map(([kind, at]) => [kind, { ...at, dotted: at.path.join('.') }]));
+const at = (groups: readonly string[], path: readonly string[]): PodSpecLocation => ({
+  groups,
+  path,
+  dotted: path.join('.'),
+});
+
+/** Where each workload kind keeps its PodSpec, and the API groups it is served from (extensions: legacy). */
+const POD_SPEC_LOCATIONS: ReadonlyMap<string, PodSpecLocation> = new Map([
+  ['Pod', at([''], ['spec'])],
+  ['PodTemplate', at([''], ['template', 'spec'])],
+  ['ReplicationController', at([''], TEMPLATE_SPEC)],
+  ['Deployment', at(['apps', 'extensions'], TEMPLATE_SPEC)],
+  ['ReplicaSet', at(['apps', 'extensions'], TEMPLATE_SPEC)],
+  ['DaemonSet', at(['apps', 'extensions'], TEMPLATE_SPEC)],
+  ['StatefulSet', at(['apps'], TEMPLATE_SPEC)],
+  ['Job', at(['batch'], TEMPLATE_SPEC)],
+  ['CronJob', at(['batch'], ['spec', 'jobTemplate', 'spec', 'template', 'spec'])],
+]);
 
 /** `apps/v1` → `apps`, `v1` → `` (the core group). */
 function apiGroupOf(apiVersion: unknown): string | undefined {
@@ -172,6 +181,5 @@ export function containersIn(
   object: KubeObject | null | undefined,
   fields: readonly ContainerField[] = CONTAINER_FIELDS,
 ): ContainerAt[] {
-  const pods = podSpecsOf(object);
-  return pods.length === 1 ? containersOf(pods[0]!, fields) : pods.flatMap((pod) => containersOf(pod, fields));
+  return podSpecsOf(object).flatMap((pod) => containersOf(pod, fields));
 }

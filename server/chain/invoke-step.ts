@@ -88,7 +88,7 @@ function isThenable<T>(value: unknown): value is PromiseLike<T> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
 
-function checkDecision(step: Step, value: unknown): InvokeResult {
+function checkDecision(value: unknown): InvokeResult {
   if (typeof value === 'object' && value !== null && 'allowed' in value) {
     const v = value as StepDecision;
     if (v.allowed === true) return { decision: v };
@@ -106,7 +106,7 @@ function checkDecision(step: Step, value: unknown): InvokeResult {
   };
 }
 
-function classify(step: Step, err: unknown): InvokeResult {
+function classify(err: unknown): InvokeResult {
   if (err instanceof StepFailedError) return { failure: err };
   const name = err instanceof Error || err instanceof DOMException ? err.name : '';
   if (name === 'TimeoutError' || name === 'AbortError') {
@@ -132,13 +132,12 @@ export function invokeStep(
   try {
     returned = step.invoke(invocation);
   } catch (err) {
-    return classify(step, err);
+    return classify(err);
   }
-  return isThenable(returned) ? settleWithin(step, invocation, returned, timeoutMs) : checkDecision(step, returned);
+  return isThenable(returned) ? settleWithin(invocation, returned, timeoutMs) : checkDecision(returned);
 }
 
 async function settleWithin(
-  step: Step,
   invocation: Invocation,
   returned: PromiseLike<unknown>,
   timeoutMs: number,
@@ -156,9 +155,9 @@ async function settleWithin(
       pending.catch(() => undefined);
       return { failure: new StepFailedError('timeout', `did not answer within ${timeoutMs} ms`) };
     }
-    return checkDecision(step, settled);
+    return checkDecision(settled);
   } catch (err) {
-    return classify(step, err);
+    return classify(err);
   } finally {
     clearTimeout(timer);
   }

@@ -68,10 +68,10 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
     }
     session?.close();
     const ms = elapsedMs(ctx, started);
-    seenChanges.set(step, changes);
 
     if (failure || result.decision?.allowed === false) {
       session?.rollback();
+      seenChanges.set(step, changes);
       return failure
         ? settleFailure(ctx, step, ms, failure, round)
         : settleDenial(ctx, step, ms, result.decision as Rejection, round);
@@ -79,9 +79,9 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
     const writes = session?.writes ?? [];
     if (writes.length > 0) {
       changes++;
-      seenChanges.set(step, changes);
       noteConflicts(ctx, step, writes, writers);
     }
+    seenChanges.set(step, changes);
     settleSuccess(ctx, step, ms, writes.length > 0, round);
     return undefined;
   };

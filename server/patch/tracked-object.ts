@@ -9,7 +9,7 @@
  * diff per step; the final patch is one diff per review.
  */
 
-import { WorkingCopy } from './working-copy.js';
+import { WorkingCopy, shallowCopy } from './working-copy.js';
 
 type Container = Record<string | symbol, unknown> | unknown[];
 
@@ -115,7 +115,7 @@ class Session<T extends object> implements TrackedSession<T> {
     this.snapshotted ??= new Set();
     if (this.snapshotted.has(target)) return;
     this.snapshotted.add(target);
-    this.undo.push(target, SNAPSHOT, Array.isArray(target) ? target.slice() : { ...target }, undefined);
+    this.undo.push(target, SNAPSHOT, shallowCopy(target), undefined);
   }
 
   close(): void {

@@ -6,7 +6,7 @@
  */
 type Container = Record<string, unknown> | unknown[];
 
-function shallowCopy<T extends Container>(value: T): T {
+export function shallowCopy<T extends Container>(value: T): T {
   // Spread defines own data properties, so a "__proto__" key stays a key (as JSON.parse made it).
   return (Array.isArray(value) ? value.slice() : { ...value }) as T;
 }
