@@ -5,7 +5,7 @@
  */
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { ANNOTATIONS, type SecretContent } from '../tls/managed-secret.js';
-import { statusCode } from './webhook-ca-bundle.js';
+import { statusCode } from './kube-errors.js';
 
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 const OUR_ANNOTATIONS: readonly string[] = Object.values(ANNOTATIONS);

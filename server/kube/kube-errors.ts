@@ -21,3 +21,9 @@ export function kubeErrorMessage(err: unknown): string {
   }
   return errorMessage(err).split('\n', 1)[0]!;
 }
+
+/** The HTTP status of a client-node ApiException, if `err` is one. */
+export function statusCode(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'number' ? code : undefined;
+}

@@ -11,12 +11,12 @@ import type { ManagedCertificateConfig } from '../config/types.js';
 import type { Logger } from '../plugin-api/types.js';
 import { materialFromPem, type CertificateSource } from '../tls/certificate-source.js';
 import {
-  ANNOTATIONS,
   initialContent,
   parseManagedSecret,
   promoteContent,
   pruneContent,
   reissueContent,
+  SECRET_KEYS,
   stageContent,
   type CertificateState,
   type IssueParams,
@@ -132,6 +132,8 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
       sans,
       caValiditySeconds: config.caValiditySeconds,
       certValiditySeconds: config.certValiditySeconds,
+      // Taken after key generation, which takes a while on a busy node: the phase timestamps it becomes (start
+      // of the propagation delay and of the overlap) are then those of the write, so neither delay is cut short.
       now: now(),
       keyPairs,
     };
@@ -139,12 +141,10 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
       case 'create':
       case 'regenerate':
         return initialContent(params);
-      // Key generation takes a while on a busy node: the phase timestamps (start of the propagation delay and
-      // of the overlap) are taken after it, right before the write, so neither delay is cut short.
       case 'stage':
-        return state && restamp(stageContent(state, params), ANNOTATIONS.stagedAt, now());
+        return state && stageContent(state, params);
       case 'promote':
-        return state && restamp(promoteContent(state, params), ANNOTATIONS.promotedAt, now());
+        return state && promoteContent(state, params);
       case 'prune':
         return state && pruneContent(state);
       case 'reissue':
@@ -184,12 +184,13 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
     let last: RotationAction | undefined;
     for (let i = 0; i < MAX_PASSES && !stopped; i++) {
       const secret: V1Secret | undefined = await store.read();
-      const parsed = secret ? parseManagedSecret(contentOf(secret)) : undefined;
+      const stored = secret && contentOf(secret);
+      const parsed = stored && parseManagedSecret(stored);
       let trusted = false;
       let patched = false;
       if (parsed?.ok) {
         apply(parsed.state);
-        const bundlePem = contentOf(secret!).data['ca.crt'] ?? '';
+        const bundlePem = stored!.data[SECRET_KEYS.bundle] ?? '';
         const result = await bundles.sync(caBundle(bundlePem), {
           phase: phaseOf(parsed.state),
           bundle: parsed.state.bundle.map((c) => c.fingerprint256),
@@ -329,8 +330,4 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
       await running?.catch(() => undefined);
     },
   };
-}
-
-function restamp(content: SecretContent, annotation: string, at: Date): SecretContent {
-  return { data: content.data, annotations: { ...content.annotations, [annotation]: at.toISOString() } };
 }

@@ -25,7 +25,7 @@ import {
   type ProviderResolution,
 } from './admission-provider.js';
 import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';
-import { kubeErrorMessage } from './kube-errors.js';
+import { kubeErrorMessage, statusCode } from './kube-errors.js';
 import { desiredStatus, sameStatus } from './provider-status.js';
 
 export interface ProviderWatcherOptions {
@@ -164,7 +164,7 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
     } catch (err) {
-      const code = (err as { code?: number }).code;
+      const code = statusCode(err);
       if (code !== 404)
         o.log.warn({ provider: name, err: kubeErrorMessage(err) }, 'writing AdmissionProvider status failed');
       if (code !== 404 && code !== 409) scheduleStatus(name);

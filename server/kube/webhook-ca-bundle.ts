@@ -11,7 +11,7 @@ import {
   type V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
 import type { Logger } from '../plugin-api/types.js';
-import { kubeErrorMessage } from './kube-errors.js';
+import { kubeErrorMessage, statusCode } from './kube-errors.js';
 
 export interface WebhookTargets {
   readonly mutating: readonly string[];
@@ -104,9 +104,4 @@ export function createWebhookBundleSync(kc: KubeConfig, targets: WebhookTargets,
       return { current, patched };
     },
   };
-}
-
-export function statusCode(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === 'number' ? code : undefined;
 }

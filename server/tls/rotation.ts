@@ -57,14 +57,15 @@ export function decideRotation(input: RotationInput): RotationAction {
   const state = secret.state;
   const t = now.getTime();
 
-  if (state.next) {
+  const phase = phaseOf(state);
+  if (phase === 'staged') {
     const due = new Date(state.stagedAt!.getTime() + seconds(policy.propagationSeconds));
     if (!input.webhooksTrustBundle)
       return { kind: 'wait', reason: 'webhook configurations do not carry the bundle yet' };
     if (t < due.getTime()) return { kind: 'wait', reason: 'propagation delay', until: due };
     return { kind: 'promote' };
   }
-  if (state.bundle.length > 1 || state.promotedAt) {
+  if (phase === 'promoted') {
     // No promotedAt but extra CAs: someone added them by hand; the gateway owns the bundle, prune at once.
     const due = new Date((state.promotedAt?.getTime() ?? 0) + seconds(policy.overlapSeconds));
     if (state.promotedAt && t < due.getTime()) return { kind: 'wait', reason: 'overlap', until: due };
