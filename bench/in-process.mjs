@@ -71,17 +71,15 @@ const yaml =
       : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
 const config = parseConfigText(yaml, 'gateway.yaml', ROOT);
 const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-const devNull = pino.destination({ dest: '/dev/null', sync: false });
-// LineBatch is recent: without it (an older dist/, to compare against), the file stream is used directly.
-const log = createLogger('info', LineBatch ? new LineBatch(devNull) : devNull);
+const log = createLogger('info', new LineBatch(pino.destination({ dest: '/dev/null', sync: false })));
 const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
 const reviewer = createReviewer({
   chain: () => chains.current(),
   metrics,
   log,
   namespaceLabels: standaloneNamespaceLabels,
-  deadlineMarginMs: 250,
-  defaultTimeoutMs: 10_000,
+  deadlineMarginMs: config.server.deadlineMarginMs,
+  defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
 });
 
 const review = async () => {

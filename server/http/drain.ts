@@ -28,13 +28,6 @@ export interface DrainOptions {
   readonly onBound?: (openConnections: number) => void;
 }
 
-export interface DrainResult {
-  /** Every connection ended by itself (answered with Connection: close, or idle and closed) within the bound. */
-  readonly drained: boolean;
-  /** Connections cut at the bound. */
-  readonly cut: number;
-}
-
 /** A timer that can be awaited and cancelled (so a finished drain leaves no timer behind). */
 function timer(ms: number): { done: Promise<void>; cancel: () => void } {
   let handle: NodeJS.Timeout | undefined;
@@ -46,7 +39,7 @@ function openConnections(server: net.Server): Promise<number> {
   return new Promise((resolve) => server.getConnections((err, count) => resolve(err ? 0 : count)));
 }
 
-export async function drainServer(server: http.Server | https.Server, options: DrainOptions): Promise<DrainResult> {
+export async function drainServer(server: http.Server | https.Server, options: DrainOptions): Promise<void> {
   const bound = timer(options.boundMs);
   const grace = timer(Math.min(options.idleGraceMs, options.boundMs));
   // net.Server#close: stop listening and call back once every connection has ended, without the idle
@@ -55,13 +48,9 @@ export async function drainServer(server: http.Server | https.Server, options: D
   try {
     await Promise.race([closed, grace.done]);
     server.closeIdleConnections();
-    if ((await Promise.race([closed, bound.done.then(() => 'bound' as const)])) === 'drained') {
-      return { drained: true, cut: 0 };
-    }
-    const cut = await openConnections(server);
-    options.onBound?.(cut);
+    if ((await Promise.race([closed, bound.done.then(() => 'bound' as const)])) === 'drained') return;
+    options.onBound?.(await openConnections(server));
     server.closeAllConnections();
-    return { drained: false, cut };
   } finally {
     bound.cancel();
     grace.cancel();

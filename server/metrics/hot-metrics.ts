@@ -36,9 +36,10 @@ interface MetricConfig<T extends string> {
 
 /** The series of one metric by label values: one Map level per label name, a series at the leaves. */
 class SeriesIndex<T extends string, S> {
-  private root = new Map<string, unknown>();
+  // Both set by clear(), which the constructor calls.
+  private root!: Map<string, unknown>;
   /** Every series with its labels, in creation order (the order prom-client renders in). */
-  entries: Array<{ readonly labels: LabelValues<T>; readonly series: S }> = [];
+  entries!: Array<{ readonly labels: LabelValues<T>; readonly series: S }>;
 
   constructor(
     private readonly labelNames: readonly T[],
@@ -84,28 +85,39 @@ class SeriesIndex<T extends string, S> {
   }
 }
 
-abstract class HotMetric<T extends string, S> {
+/** What the Registry needs of a metric: name, help, type, get() and reset(). */
+abstract class RegisteredMetric {
   readonly name: string;
   readonly help: string;
   readonly aggregator = 'sum' as const;
   abstract readonly type: MetricSnapshot['type'];
-  protected readonly index: SeriesIndex<T, S>;
 
-  constructor(config: MetricConfig<T>, create: () => S) {
+  constructor(config: Omit<MetricConfig<string>, 'labelNames'>) {
     this.name = config.name;
     this.help = config.help;
-    this.index = new SeriesIndex(config.labelNames, create);
     // The Registry renders any metric with name, help, type and get(); its type names only its own classes.
     for (const registry of config.registers) registry.registerMetric(this as unknown as Metric);
   }
 
   /** Called by Registry.resetMetrics(). */
-  reset(): void {
-    this.index.clear();
-  }
+  abstract reset(): void;
+  abstract get(): Promise<MetricSnapshot>;
 
   protected snapshot(values: readonly SampleValue[]): Promise<MetricSnapshot> {
     return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
+  }
+}
+
+abstract class HotMetric<T extends string, S> extends RegisteredMetric {
+  protected readonly index: SeriesIndex<T, S>;
+
+  constructor(config: MetricConfig<T>, create: () => S) {
+    super(config);
+    this.index = new SeriesIndex(config.labelNames, create);
+  }
+
+  reset(): void {
+    this.index.clear();
   }
 }
 
@@ -177,23 +189,24 @@ export class HotHistogram<T extends string> extends HotMetric<T, HistogramSeries
   }
 }
 
-/** A gauge without labels that is only ever moved by one (requests in flight). */
-export class HotGauge extends HotMetric<never, CounterSeries> {
+/** A gauge without labels that is only ever moved by one (requests in flight): a number, no series lookup. */
+export class HotGauge extends RegisteredMetric {
   readonly type = 'gauge' as const;
-
-  constructor(config: Omit<MetricConfig<never>, 'labelNames'>) {
-    super({ ...config, labelNames: [] }, () => ({ value: 0 }));
-  }
+  private value = 0;
 
   inc(): void {
-    this.index.get(undefined).value++;
+    this.value++;
   }
 
   dec(): void {
-    this.index.get(undefined).value--;
+    this.value--;
+  }
+
+  reset(): void {
+    this.value = 0;
   }
 
   get(): Promise<MetricSnapshot> {
-    return this.snapshot([{ labels: {}, value: this.index.get(undefined).value }]);
+    return this.snapshot([{ labels: {}, value: this.value }]);
   }
 }

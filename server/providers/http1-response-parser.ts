@@ -22,7 +22,7 @@ export interface ResponseHead {
 }
 
 /** Longest head (status line + fields) accepted; Go and Node use similar limits (1 MiB / 16 KiB). */
-export const MAX_HEAD_BYTES = 64 * 1024;
+const MAX_HEAD_BYTES = 64 * 1024;
 /** Longest chunk-size line or trailer line. */
 const MAX_LINE_BYTES = 4096;
 
@@ -59,11 +59,6 @@ export class ResponseParser {
 
   get done(): boolean {
     return this.state === DONE;
-  }
-
-  /** True while the body runs until the server closes the connection. */
-  get untilClose(): boolean {
-    return this.state === UNTIL_CLOSE;
   }
 
   /** The body received so far (all of it once `done`). */

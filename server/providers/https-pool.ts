@@ -26,8 +26,6 @@ export interface HttpsPoolOptions {
   readonly maxQueued: number;
   /** An idle socket is closed after this long without traffic. */
   readonly idleTimeoutMs: number;
-  /** Bytes of an unwanted answer's body read to keep its connection; beyond that the socket is closed. */
-  readonly maxDiscardBytes?: number;
 }
 
 export interface ExchangeOptions {
@@ -65,7 +63,10 @@ function codedError(code: string, message: string, name = 'Error'): Error {
   return err;
 }
 
-const DEFAULT_MAX_DISCARD_BYTES = 64 * 1024;
+/** Bytes of an unwanted answer's body read to keep its connection; beyond that the socket is closed. */
+const MAX_DISCARD_BYTES = 64 * 1024;
+
+const abortError = () => codedError('ABORT_ERR', 'the call was aborted', 'AbortError');
 const EMPTY = Buffer.alloc(0);
 
 /** How often the pool checks exchanges against their backstop deadline (one timer per pool, not per call). */
@@ -77,7 +78,7 @@ class Exchange {
   conn: Connection | undefined;
   /** performance.now() after which the pool's sweep fails the exchange (a backstop behind the signal). */
   readonly deadline: number;
-  private readonly onAbort = () => this.fail(codedError('ABORT_ERR', 'the call was aborted', 'AbortError'));
+  private readonly onAbort = () => this.fail(abortError());
 
   constructor(
     readonly bytes: Buffer,
@@ -128,7 +129,6 @@ class Connection {
   constructor(
     readonly socket: TLSSocket,
     private readonly pool: HttpsPool,
-    private readonly maxDiscardBytes: number,
   ) {
     socket.on('secureConnect', () => {
       this.connected = true;
@@ -201,7 +201,7 @@ class Connection {
         exchange.fail(new ResponseTooLargeError(options.maxBodyBytes, undefined));
         return;
       }
-    } else if (parser.bodyBytes > this.maxDiscardBytes) {
+    } else if (parser.bodyBytes > MAX_DISCARD_BYTES) {
       this.destroy();
       return;
     }
@@ -272,7 +272,7 @@ export class HttpsPool {
   /** Sends one request (pre-built bytes) and resolves with its answer. */
   request(bytes: Buffer, options: ExchangeOptions): Promise<HttpResponse> {
     if (this.closing) return Promise.reject(codedError('ERR_POOL_CLOSED', 'the client is closed'));
-    if (options.signal.aborted) return Promise.reject(codedError('ABORT_ERR', 'the call was aborted', 'AbortError'));
+    if (options.signal.aborted) return Promise.reject(abortError());
     return new Promise((resolve, reject) => {
       const exchange = new Exchange(bytes, options, resolve, reject, this);
       this.pending.add(exchange);
@@ -348,7 +348,7 @@ export class HttpsPool {
   private dial(exchange: Exchange): void {
     const socket = tls.connect(this.connectOptions);
     socket.setTimeout(this.options.idleTimeoutMs);
-    const conn = new Connection(socket, this, this.options.maxDiscardBytes ?? DEFAULT_MAX_DISCARD_BYTES);
+    const conn = new Connection(socket, this);
     this.connections.add(conn);
     conn.assign(exchange);
   }

@@ -81,13 +81,10 @@ export function createProviderBreaker(
       } catch (err) {
         if (CircuitBreaker.isOurError(err as Error)) {
           const code = (err as { code?: string }).code;
-          throw new ProviderCallError(
-            'breaker_open',
-            code === 'EOPENBREAKER'
-              ? `circuit breaker of "${provider}" is open`
-              : `circuit breaker of "${provider}": ${String(code)}`,
-            { cause: err },
-          );
+          if (code === 'EOPENBREAKER') throw openError;
+          throw new ProviderCallError('breaker_open', `circuit breaker of "${provider}": ${String(code)}`, {
+            cause: err,
+          });
         }
         throw err;
       }

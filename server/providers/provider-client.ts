@@ -17,8 +17,8 @@ export const MAX_RESPONSE_BYTES = 20 * 1024 * 1024;
 /** Header carrying the entry's `settings` (a JSON object of strings) to the provider. */
 export const SETTINGS_HEADER = 'x-admission-gateway-settings';
 /** Connections per provider; calls beyond wait in a queue of MAX_QUEUED_CALLS (then fail as `connection`). */
-export const MAX_CONNECTIONS = 64;
-export const MAX_QUEUED_CALLS = 1024;
+const MAX_CONNECTIONS = 64;
+const MAX_QUEUED_CALLS = 1024;
 /** An idle keep-alive connection is closed after this long (a provider's own idle timeout may be shorter). */
 const IDLE_TIMEOUT_MS = 30_000;
 
@@ -144,7 +144,7 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
   const getHeaders = `Host: ${url.host}\r\nAccept: application/json\r\n`;
   const postHeaders =
     `${getHeaders}Content-Type: application/json\r\n` +
-    (settingsHeader ? `X-Admission-Gateway-Settings: ${settingsHeader}\r\n` : '');
+    (settingsHeader ? `${SETTINGS_HEADER}: ${settingsHeader}\r\n` : '');
   // The review's envelope is the same on every call; only `request` is serialised per call.
   const envelopeStart = `{"apiVersion":${JSON.stringify(target.apiVersion)},"kind":"AdmissionReview","request":`;
   const accept = (status: number) => status === 200;
