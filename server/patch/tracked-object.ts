@@ -128,7 +128,7 @@ class Session<T extends object> implements TrackedSession<T> {
       const target = undo[i] as Record<string | symbol, unknown>;
       const key = undo[i + 1] as string | symbol;
       if (key === SNAPSHOT) restore(target, undo[i + 2] as Container);
-      else if (undo[i + 2]) target[key] = undo[i + 3];
+      else if (undo[i + 2]) setOwn(target, key, undo[i + 3]);
       else delete target[key];
     }
     undo.length = 0;
@@ -138,13 +138,22 @@ class Session<T extends object> implements TrackedSession<T> {
 
 const SNAPSHOT = Symbol('snapshot');
 
+/**
+ * `target[key] = value` as a data property: for a "__proto__" key (an own key, as JSON.parse makes it) an
+ * assignment would set the prototype instead.
+ */
+function setOwn(target: Container, key: string | symbol, value: unknown): boolean {
+  if (key !== '__proto__') return Reflect.set(target, key, value);
+  return Reflect.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
 function restore(target: Container, snapshot: Container): void {
   if (Array.isArray(target)) {
     target.length = 0;
     target.push(...(snapshot as unknown[]));
   } else {
     for (const key of Object.keys(target)) delete target[key];
-    Object.assign(target, snapshot);
+    for (const key of Object.keys(snapshot)) setOwn(target, key, (snapshot as Record<string, unknown>)[key]);
   }
 }
 
@@ -194,7 +203,7 @@ class ViewHandler implements ProxyHandler<Container> {
       if (typeof key === 'string') session.writes.push(`${this.path}/${escapePointer(key)}`);
       session.rememberSet(target, key);
     }
-    return Reflect.set(target, key, plain);
+    return setOwn(target, key, plain);
   }
 
   deleteProperty(target: Container, key: string | symbol): boolean {

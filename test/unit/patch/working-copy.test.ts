@@ -106,3 +106,38 @@ describe('WorkingCopy', () => {
     );
   });
 });
+
+describe('WorkingCopy with a "__proto__" key (JSON.parse makes it an own key, not a prototype)', () => {
+  const text = '{"a":{"__proto__":{"polluted":true},"b":1}}';
+
+  it('keeps it a plain key through copies, writes and a rollback, and never touches the request object', () => {
+    const original = JSON.parse(text) as { a: Record<string, unknown> };
+    const copy = new WorkingCopy(original);
+    const kept = trackObject(copy, 'kept');
+    kept.view.a.b = 2;
+    kept.close();
+    // A delete makes the rollback restore the whole container from a snapshot.
+    const failed = trackObject(copy, 'failed');
+    delete failed.view.a.b;
+    failed.close();
+    failed.rollback();
+
+    const a = copy.root.a;
+    assert.equal(Object.getPrototypeOf(a), Object.prototype);
+    assert.deepEqual(Object.keys(a), ['__proto__', 'b']);
+    assert.equal((a as { polluted?: unknown }).polluted, undefined);
+    assert.equal(JSON.stringify(copy.root), '{"a":{"__proto__":{"polluted":true},"b":2}}');
+    assert.equal(JSON.stringify(original), text);
+  });
+
+  it('makes a "__proto__" written through a view an own key, never the prototype', () => {
+    const original: { a: Record<string, unknown> } = { a: { b: 1 } };
+    const copy = new WorkingCopy(original);
+    const session = trackObject(copy, 'step');
+    session.view.a['__proto__'] = { polluted: true };
+    session.close();
+    assert.equal(Object.getPrototypeOf(copy.root.a), Object.prototype);
+    assert.equal(JSON.stringify(copy.root), '{"a":{"b":1,"__proto__":{"polluted":true}}}');
+    assert.deepEqual(session.writes, ['/a/__proto__']);
+  });
+});
