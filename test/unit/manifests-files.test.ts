@@ -334,9 +334,13 @@ describe('manifests/ files', function () {
         ...all<V1ValidatingWebhookConfiguration>(base, 'ValidatingWebhookConfiguration'),
       ];
       const webhooks = configurations.flatMap((c) => c.webhooks ?? []);
-      assert.ok(
-        configurations.map((c) => c.kind).includes('MutatingWebhookConfiguration') &&
-          configurations.map((c) => c.kind).includes('ValidatingWebhookConfiguration'),
+      assert.deepEqual(
+        configurations.flatMap((c) => (c.webhooks ?? []).map((w) => [c.kind, w.name])),
+        [
+          ['MutatingWebhookConfiguration', 'mutate.admissiongateway.io'],
+          ['ValidatingWebhookConfiguration', 'validate-ignore.admissiongateway.io'],
+        ],
+        'the checks below run on every shipped webhook',
       );
       const gatewayNamespace = one<V1Namespace>(base, 'Namespace').metadata!;
       // The labels the namespaces carry on a cluster (kubernetes.io/metadata.name is set by the apiserver).

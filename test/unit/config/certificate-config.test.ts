@@ -1,18 +1,5 @@
 import assert from 'node:assert/strict';
-import { parseConfigText } from '../../../server/config/load.js';
-import { ConfigError } from '../../../server/errors.js';
-
-const parse = (yaml: string) => parseConfigText(yaml, 'gateway.yaml', '/etc/gateway');
-
-function configError(yaml: string): string {
-  try {
-    parse(yaml);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.message;
-  }
-  assert.fail('the config was accepted');
-}
+import { configError, parseConfig as parse } from '../../helpers/config.js';
 
 describe('kube.certificate', () => {
   it('takes every field, with the Secret namespace defaulting to the Service namespace', () => {

@@ -3,20 +3,9 @@ import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CONFIG_YAML } from '../../../server/config/default-config.js';
-import { EMBEDDED_CONFIG, loadConfig, parseConfigText } from '../../../server/config/load.js';
+import { EMBEDDED_CONFIG, loadConfig } from '../../../server/config/load.js';
 import { ConfigError } from '../../../server/errors.js';
-
-const parse = (yaml: string) => parseConfigText(yaml, 'gateway.yaml', '/etc/gateway');
-
-function configError(yaml: string): string {
-  try {
-    parse(yaml);
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.message;
-  }
-  assert.fail('the config was accepted');
-}
+import { configError, parseConfig as parse } from '../../helpers/config.js';
 
 describe('parseConfigText()', () => {
   describe('given an empty document', () => {
