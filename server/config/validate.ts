@@ -7,6 +7,7 @@ import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
 import { readMatch } from './match-schema.js';
+import { DNS_LABEL, isDnsSubdomain } from './names.js';
 import { Reader, childPath } from './reader.js';
 import type {
   ChainEntry,
@@ -25,7 +26,7 @@ export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 export const CONFIG_KIND = 'GatewayConfig';
 
 /** Step names become metric labels, annotation keys and URL-safe identifiers. */
-export const STEP_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+export const STEP_NAME = DNS_LABEL;
 const FAILURE_POLICIES: readonly FailurePolicy[] = ['Fail', 'Ignore'];
 const MODES: readonly Mode[] = ['enforce', 'warn', 'audit'];
 const REINVOCATION: readonly ReinvocationPolicy[] = ['Never', 'IfNeeded'];
@@ -128,7 +129,6 @@ function readKube(r: Reader, value: unknown, serviceNamespace: string): KubeConf
   };
 }
 
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const YEAR_SECONDS = 365 * 24 * 60 * 60;
 
 function readManagedCertificate(r: Reader, value: unknown, serviceNamespace: string): ManagedCertificateConfig {
@@ -148,7 +148,7 @@ function readManagedCertificate(r: Reader, value: unknown, serviceNamespace: str
   ]);
   const name = (v: unknown, field: string): string => {
     const s = r.string(v, field) ?? '';
-    if (s !== '' && (!DNS_SUBDOMAIN.test(s) || s.length > 253)) r.fail(field, 'expected a DNS subdomain name', s);
+    if (s !== '' && !isDnsSubdomain(s)) r.fail(field, 'expected a DNS subdomain name', s);
     return s;
   };
   const names = (v: unknown, field: string): string[] => {

@@ -3,7 +3,6 @@
  * status written back, readiness held until the first provider list has synced, and (with
  * kube.certificate.secretName) the serving certificate kept and rotated in a Secret.
  */
-import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
@@ -13,6 +12,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../plugin-api/types.js';
 import type { ProviderRuntime } from '../providers/provider-runtime.js';
 import type { CertificateSource } from '../tls/certificate-source.js';
+import { loadClientCA } from '../tls/serving-certificate.js';
 import type { BackoffOptions } from './informer-runner.js';
 import { createManagedCertificate, type RotationStep } from './managed-certificate.js';
 import { createNamespaceLabelCache } from './namespace-labels.js';
@@ -112,7 +112,7 @@ export function createClusterMode(
     async prepare() {
       if (!managed || certificates) return;
       const file = config.server.tls.clientCAFile;
-      certificates = await managed.prepare(file ? await readClientCA(file) : undefined);
+      certificates = await managed.prepare(file ? await loadClientCA(file) : undefined);
     },
     attach(gateway) {
       metrics = gateway.metrics;
@@ -139,14 +139,4 @@ export function createClusterMode(
       await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop()]);
     },
   };
-}
-
-async function readClientCA(file: string): Promise<Buffer> {
-  try {
-    return await readFile(file);
-  } catch (err) {
-    throw new Error(`cannot read TLS client CA file "${file}": ${err instanceof Error ? err.message : String(err)}`, {
-      cause: err,
-    });
-  }
 }

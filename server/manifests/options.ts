@@ -2,6 +2,7 @@
  * The `manifests` command's flags, checked before anything is read or generated; every problem is a
  * ManifestsUsageError (exit 2) that names the flag, what was expected and what was given.
  */
+import { isDnsLabel, isDnsSubdomain } from '../config/names.js';
 import type { WebhookTarget } from './render.js';
 
 export class ManifestsUsageError extends Error {}
@@ -34,21 +35,15 @@ export interface ManifestsOptions {
 export const DEFAULT_NAME = 'admission-gateway';
 export const DEFAULT_SERVICE_PORT = 443;
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** A label key: optional DNS-subdomain prefix, then a name of alphanumerics, `-`, `_`, `.` (≤ 63). */
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
-
-function isLabel(value: string): boolean {
-  return value.length <= 63 && DNS_LABEL.test(value);
-}
 
 function isLabelKey(key: string): boolean {
   const slash = key.lastIndexOf('/');
   const prefix = slash < 0 ? undefined : key.slice(0, slash);
   const name = slash < 0 ? key : key.slice(slash + 1);
-  return LABEL_NAME.test(name) && (prefix === undefined || (prefix.length <= 253 && DNS_SUBDOMAIN.test(prefix)));
+  return LABEL_NAME.test(name) && (prefix === undefined || isDnsSubdomain(prefix));
 }
 
 /** `NAMESPACE/NAME[:PORT]`. */
@@ -57,12 +52,12 @@ export function parseService(value: string): WebhookTarget {
   const expected = 'expected NAMESPACE/NAME[:PORT]';
   if (!m) throw new ManifestsUsageError(`--service: ${expected}, got "${value}"`);
   const [, namespace = '', name = '', portText] = m;
-  if (!isLabel(namespace)) {
+  if (!isDnsLabel(namespace)) {
     throw new ManifestsUsageError(
       `--service: namespace "${namespace}" is not a lower-case DNS-1123 label (${expected})`,
     );
   }
-  if (!isLabel(name)) {
+  if (!isDnsLabel(name)) {
     throw new ManifestsUsageError(`--service: name "${name}" is not a lower-case DNS-1123 label (${expected})`);
   }
   const port = portText === undefined ? DEFAULT_SERVICE_PORT : Number(portText);
@@ -123,7 +118,7 @@ export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
     throw new ManifestsUsageError('--ca and --no-ca-bundle exclude each other');
   }
   const name = flags.name ?? DEFAULT_NAME;
-  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+  if (!isDnsSubdomain(name)) {
     throw new ManifestsUsageError(`--name: expected a lower-case DNS-1123 subdomain, got "${name}"`);
   }
   const output = flags.output ?? 'yaml';
@@ -132,7 +127,7 @@ export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
   }
   const excludeNamespaces = flags['exclude-namespace'] ?? [];
   for (const ns of excludeNamespaces) {
-    if (!isLabel(ns)) throw new ManifestsUsageError(`--exclude-namespace: expected a namespace name, got "${ns}"`);
+    if (!isDnsLabel(ns)) throw new ManifestsUsageError(`--exclude-namespace: expected a namespace name, got "${ns}"`);
   }
   let target: WebhookTarget | undefined;
   if (flags.service !== undefined) target = parseService(flags.service);

@@ -136,14 +136,13 @@ export async function loadTlsMaterial(certFile: string, keyFile: string, clientC
   const [cert, key, ca] = await Promise.all([
     readPem(certFile, 'certificate'),
     readPem(keyFile, 'key'),
-    caFile === undefined ? Promise.resolve(undefined) : readPem(caFile, 'client CA'),
+    caFile === undefined ? Promise.resolve(undefined) : loadClientCA(caFile),
   ]);
   const x509 = parseCertificate(cert, certFile, 'certificate');
   const privateKey = parsePrivateKey(key, keyFile);
   if (!x509.checkPrivateKey(privateKey)) {
     throw new Error(`TLS key file "${keyFile}" does not match the certificate in "${certFile}"`);
   }
-  if (ca !== undefined && caFile !== undefined) parseCertificate(ca, caFile, 'client CA');
   const material: TlsMaterial = { cert, key, notAfter: new Date(x509.validTo), fingerprint256: x509.fingerprint256 };
   if (ca !== undefined) material.ca = ca;
   return material;
@@ -328,6 +327,13 @@ async function fileExists(file: string): Promise<boolean> {
     if (errorCode(err) === 'ENOENT') return false;
     throw new Error(`cannot access TLS file "${file}": ${errorMessage(err)}`, { cause: err });
   }
+}
+
+/** The PEM of `server.tls.clientCAFile`, checked to hold a certificate; errors name the file. */
+export async function loadClientCA(file: string): Promise<Buffer> {
+  const pem = await readPem(file, 'client CA');
+  parseCertificate(pem, file, 'client CA');
+  return pem;
 }
 
 async function readPem(file: string, what: string): Promise<Buffer> {

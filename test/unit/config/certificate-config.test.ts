@@ -51,6 +51,11 @@ kube:
       'gateway.yaml: kube.certificate.secretName: expected a DNS subdomain name, got "My_Secret"',
     ],
     [
+      'a Secret namespace with an empty label between dots',
+      'kube: { certificate: { secretName: s, secretNamespace: gw..system } }',
+      'gateway.yaml: kube.certificate.secretNamespace: expected a DNS subdomain name, got "gw..system"',
+    ],
+    [
       'an empty webhook configuration name',
       'kube: { certificate: { secretName: s, validatingWebhookConfigurations: [""] } }',
       'gateway.yaml: kube.certificate.validatingWebhookConfigurations[0]: is required (a non-empty string)',
