@@ -54,8 +54,6 @@ export interface ManagedCertificate {
   prepare(clientCA?: Buffer): Promise<CertificateSource>;
   /** Starts the watch and the periodic reconcile. */
   start(): void;
-  /** Runs one reconcile pass now (tests, and the watch after a change). */
-  reconcile(): Promise<RotationAction | undefined>;
   stop(): Promise<void>;
 }
 
@@ -321,7 +319,6 @@ export function createManagedCertificate(options: ManagedCertificateOptions): Ma
       void informer.start();
       schedule();
     },
-    reconcile,
     async stop() {
       stopped = true;
       clearTimeout(timer);

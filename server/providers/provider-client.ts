@@ -139,6 +139,13 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
   });
   const basePath = url.pathname || '/';
   const baseTarget = requestTarget(basePath);
+  /** Each discovered handler's request target, encoded on its first call (a provider has a handful). */
+  const handlerTargets = new Map<string, string>();
+  const targetOf = (handlerPath: string): string => {
+    let encoded = handlerTargets.get(handlerPath);
+    if (encoded === undefined) handlerTargets.set(handlerPath, (encoded = requestTarget(handlerPath)));
+    return encoded;
+  };
   const settingsHeader =
     target.settings && Object.keys(target.settings).length > 0 ? asciiJson(target.settings) : undefined;
   const getHeaders = `Host: ${url.host}\r\nAccept: application/json\r\n`;
@@ -180,7 +187,7 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
     async call({ request, object, mutating, timeoutMs, signal, path: handlerPath }) {
       const uid = randomUUID();
       const body = `${envelopeStart}${JSON.stringify({ ...request, uid, object: object ?? null })}}`;
-      const path = `${handlerPath === undefined ? baseTarget : requestTarget(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
+      const path = `${handlerPath === undefined ? baseTarget : targetOf(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
       const res = await send(requestBytes('POST', path, postHeaders, body), timeoutMs, signal);
       try {
         return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion: target.apiVersion, mutating });
