@@ -4,7 +4,7 @@
 // The client is deliberately minimal (one request in flight per connection, a pre-built request, a tiny
 // response parser) so that the load generator costs as little CPU per request as possible and the
 // measured limit is the server's, not the client's.
-/* global Buffer */
+/* global Buffer, setTimeout, clearTimeout */
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 
@@ -206,4 +206,25 @@ export function summarize(histogram) {
     max: ms(histogram.max),
     mean: ms(histogram.mean),
   };
+}
+
+/**
+ * The port a bench server (`servers.mjs`) prints as its first line, `{"port": N}`. Rejects when the child
+ * exits first or prints nothing within 10 s; `why()` adds what to show then (e.g. the tail of its stderr).
+ */
+export function portLine(child, name, why = () => '') {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${why()}`)), 10_000);
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (!out.includes('\n')) return;
+      clearTimeout(timer);
+      resolve(JSON.parse(out.split('\n')[0]).port);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${code}): ${why()}`));
+    });
+  });
 }

@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { portLine } from './lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: argv } = parseArgs({
@@ -62,14 +63,7 @@ const stopProvider = () => {
   rmSync(tmp, { recursive: true, force: true });
 };
 process.on('exit', stopProvider);
-const port = await new Promise((resolve, reject) => {
-  let out = '';
-  provider.stdout.on('data', (chunk) => {
-    out += chunk;
-    if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]).port);
-  });
-  provider.once('exit', (code) => reject(new Error(`provider exited (${code})`)));
-});
+const port = await portLine(provider, 'provider');
 
 const client = createProviderClient({
   url: `https://127.0.0.1:${port}/admit`,

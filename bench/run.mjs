@@ -6,7 +6,7 @@
 // pinned to the server core; the load generator (a child) and this orchestrator are pinned to the client
 // core. The gateway runs from dist/ (built first when stale), with log.level info and its stdout going to
 // a file, as in production the per-review log line is part of the cost.
-/* global process, console, setTimeout, clearTimeout, setInterval, clearInterval, fetch, Buffer */
+/* global process, console, setInterval, clearInterval, fetch, Buffer */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { URL, fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
-import { Connection, readProc, requestBuilder, uidFor } from './lib.mjs';
+import { Connection, portLine, readProc, requestBuilder, uidFor } from './lib.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BENCH = path.join(ROOT, 'bench');
@@ -265,19 +265,7 @@ async function startEchoServer(name, mode, core, certs) {
     { stdio: ['ignore', 'pipe', err] },
   );
   fs.closeSync(err);
-  let out = '';
-  const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${tail(errFile)}`)), 10_000);
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const line = out.split('\n')[0];
-      if (out.includes('\n')) {
-        clearTimeout(timer);
-        resolve(JSON.parse(line).port);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${name} exited (${code}): ${tail(errFile)}`)));
-  });
+  const port = await portLine(child, name, () => tail(errFile));
   return {
     name,
     pid: child.pid,
