@@ -181,12 +181,12 @@ async function serve(values: Values, io: CliIO): Promise<number> {
   const cluster = kc ? (await import('./kube/cluster-mode.js')).createClusterMode(kc, config, log) : undefined;
   log.info({ cluster: kc?.getCurrentCluster()?.server ?? null }, kc ? 'cluster mode' : 'standalone mode (no cluster)');
   // The managed certificate Secret must be read (or created) before the webhook server can listen.
-  await cluster?.prepare();
+  const clusterOptions = await cluster?.prepare();
   const gateway = await startGateway({
     config,
     plugins: io.plugins ?? availablePlugins,
     log,
-    ...cluster?.gatewayOptions,
+    ...clusterOptions,
   });
   cluster?.attach(gateway);
   const signal = await io.stopSignal();

@@ -24,22 +24,21 @@ export interface ClusterModeOptions {
   readonly resyncMs?: number;
 }
 
+/** What startGateway takes from cluster mode: `startGateway({ ...options, ...(await cluster.prepare()) })`. */
+export interface ClusterGatewayOptions {
+  readonly namespaceLabels: NamespaceLabelSource;
+  readonly readiness: readonly ReadinessCheck[];
+  readonly onProviderChange: (runtime: ProviderRuntime) => void;
+  /** With kube.certificate.secretName: the managed certificate. */
+  readonly certificates?: CertificateSource;
+}
+
 export interface ClusterMode {
   /**
-   * What startGateway takes from cluster mode: `startGateway({ ...options, ...cluster.gatewayOptions })`.
-   * With a managed certificate, `certificates` exists only after prepare() (reading it earlier throws).
+   * Before startGateway, and what it needs from cluster mode. With kube.certificate.secretName, this first
+   * creates or reads the certificate Secret (retrying while the apiserver is unreachable).
    */
-  readonly gatewayOptions: {
-    readonly namespaceLabels: NamespaceLabelSource;
-    readonly readiness: readonly ReadinessCheck[];
-    readonly onProviderChange: (runtime: ProviderRuntime) => void;
-    readonly certificates?: CertificateSource;
-  };
-  /**
-   * Before startGateway: with kube.certificate.secretName, creates or reads the certificate Secret (retrying
-   * while the apiserver is unreachable). A no-op otherwise.
-   */
-  prepare(): Promise<void>;
+  prepare(): Promise<ClusterGatewayOptions>;
   /** Starts the informers against the running gateway's chain; returns at once (readiness tells sync). */
   attach(gateway: Gateway): void;
   stop(): Promise<void>;
@@ -80,7 +79,7 @@ export function createClusterMode(
     : undefined;
   let certificates: CertificateSource | undefined;
 
-  const gatewayOptions: ClusterMode['gatewayOptions'] = {
+  const gatewayOptions: ClusterGatewayOptions = {
     namespaceLabels: namespaces,
     readiness: watching
       ? [
@@ -95,24 +94,12 @@ export function createClusterMode(
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
   };
 
-  if (managed) {
-    // A getter (enumerable, so `...gatewayOptions` copies it): spreading before prepare() fails loudly
-    // instead of silently serving the server.tls files.
-    Object.defineProperty(gatewayOptions, 'certificates', {
-      enumerable: true,
-      get(): CertificateSource {
-        if (!certificates) throw new Error('cluster mode: call prepare() before startGateway (managed certificate)');
-        return certificates;
-      },
-    });
-  }
-
   return {
-    gatewayOptions,
     async prepare() {
-      if (!managed || certificates) return;
+      if (!managed) return gatewayOptions;
       const file = config.server.tls.clientCAFile;
-      certificates = await managed.prepare(file ? await loadClientCA(file) : undefined);
+      certificates ??= await managed.prepare(file ? await loadClientCA(file) : undefined);
+      return { ...gatewayOptions, certificates };
     },
     attach(gateway) {
       metrics = gateway.metrics;

@@ -170,14 +170,14 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
     const destination = pino.destination({ dest: path.join(dir, `${name}.log`), sync: true });
     const log = createLogger(config.log.level, destination);
     const cluster = createClusterMode(newKubeConfig(), config, log, { backoff: { initialMs: 200, maxMs: 1000 } });
-    await cluster.prepare();
+    const clusterOptions = await cluster.prepare();
     const registry = new Registry();
     const gateway = await startGateway({
       config,
       plugins: shippedPlugins,
       log,
       registry,
-      ...cluster.gatewayOptions,
+      ...clusterOptions,
     });
     cluster.attach(gateway);
     return {

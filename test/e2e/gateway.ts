@@ -194,12 +194,12 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
   const cluster = options.clusterMode
     ? createClusterMode(newKubeConfig(), config, log, options.clusterMode)
     : undefined;
-  await cluster?.prepare();
+  const clusterOptions = await cluster?.prepare();
   const gateway = await startGateway({
     config,
     plugins: [...shippedPlugins, ...testPlugins, ...(options.plugins ?? [])],
     log,
-    ...cluster?.gatewayOptions,
+    ...clusterOptions,
   });
   cluster?.attach(gateway);
   const webhookName = (name: string) => `${name}.${suite}.e2e.admissiongateway.io`;
