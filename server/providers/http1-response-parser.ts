@@ -3,6 +3,9 @@
  * then a body framed by Content-Length, chunked transfer coding, or the end of the connection (RFC 9112
  * §6.3). Bytes may arrive split anywhere. Pure framing: no I/O, no size policy — the caller reads
  * `bodyBytes` after each push and decides (the provider client's 20 MiB cap).
+ *
+ * A provider may be compromised, so however it splits its bytes the work and memory stay linear in them:
+ * only new bytes are searched, an unfinished head or line is held in one growing buffer, the body in another.
  */
 
 /** A response that does not follow HTTP/1.1 framing; the connection cannot be used any further. */
@@ -42,6 +45,21 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const CHUNK_SIZE_FIELD = /^[0-9A-Fa-f]{1,12}$/;
 const DIGITS = /^\d{1,15}$/;
 
+const CRLF = Buffer.from('\r\n', 'latin1');
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * A new buffer of at least `need` bytes holding the first `used` bytes of `old`. Twice `need` (but no more
+ * than `cap`) so that growing by small pieces copies each byte a bounded number of times. Zero-filled: the
+ * body is handed out as a view on it.
+ */
+function grow(old: Buffer, used: number, need: number, cap: number): Buffer {
+  const grown = Buffer.alloc(Math.max(need, Math.min(2 * need, cap)));
+  old.copy(grown, 0, 0, used);
+  return grown;
+}
+
 export class ResponseParser {
   head: ResponseHead | undefined;
   /** Body bytes seen so far (kept or not). */
@@ -53,9 +71,17 @@ export class ResponseParser {
   /** Set to false to count the body without keeping it (an answer the caller will not read). */
   keepBody = true;
   private state = HEAD;
+  /** Bytes still to come: of the body (LENGTH), of the chunk (CHUNK_DATA), of the CRLF after it (CHUNK_END). */
   private remaining = 0;
-  private pending: Buffer | undefined;
-  private readonly parts: Buffer[] = [];
+  /** The start of an unfinished head or line, kept across pushes: the first `heldBytes` bytes. */
+  private held: Buffer = EMPTY;
+  private heldBytes = 0;
+  /** The head or line `scan` found last. */
+  private line = '';
+  private trailerBytes = 0;
+  /** The kept body: the first `keptBytes` bytes. */
+  private store: Buffer = EMPTY;
+  private keptBytes = 0;
 
   get done(): boolean {
     return this.state === DONE;
@@ -63,52 +89,46 @@ export class ResponseParser {
 
   /** The body received so far (all of it once `done`). */
   body(): Buffer {
-    return this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.keepBody ? this.bodyBytes : 0);
+    return this.keepBody ? this.store.subarray(0, this.keptBytes) : EMPTY;
   }
 
   /** Feeds the next bytes from the connection. Throws HttpProtocolError on a malformed response. */
-  push(chunk: Buffer): void {
-    if (chunk.length === 0) return;
+  push(buf: Buffer): void {
+    if (buf.length === 0) return;
     this.received = true;
-    let buf = chunk;
-    if (this.pending) {
-      buf = Buffer.concat([this.pending, chunk]);
-      this.pending = undefined;
-    }
     let at = 0;
     while (at < buf.length) {
       switch (this.state) {
         case HEAD: {
-          const end = buf.indexOf('\r\n\r\n', at, 'latin1');
-          if (end < 0) {
-            if (buf.length - at > MAX_HEAD_BYTES)
-              throw new HttpProtocolError(`response head over ${MAX_HEAD_BYTES} bytes`);
-            this.pending = buf.subarray(at);
-            return;
-          }
-          if (end - at > MAX_HEAD_BYTES) throw new HttpProtocolError(`response head over ${MAX_HEAD_BYTES} bytes`);
-          this.readHead(buf.toString('latin1', at, end));
-          at = end + 4;
+          const next = this.scan(buf, at, HEAD_END, MAX_HEAD_BYTES, 'response head');
+          if (next < 0) return;
+          this.readHead(this.line);
+          at = next;
           break;
         }
         case LENGTH:
         case CHUNK_DATA: {
           const take = Math.min(this.remaining, buf.length - at);
-          this.addBody(buf.subarray(at, at + take));
-          at += take;
           this.remaining -= take;
-          if (this.remaining === 0) this.state = this.state === LENGTH ? DONE : CHUNK_END;
+          this.addBody(buf, at, at + take);
+          at += take;
+          if (this.remaining > 0) break;
+          if (this.state === LENGTH) this.state = DONE;
+          else {
+            this.state = CHUNK_END;
+            this.remaining = 2;
+          }
           break;
         }
         case CHUNK_SIZE: {
-          const end = this.lineEnd(buf, at);
-          if (end < 0) return;
-          const line = buf.toString('latin1', at, end);
+          const next = this.scan(buf, at, CRLF, MAX_LINE_BYTES, 'chunk line');
+          if (next < 0) return;
+          const line = this.line;
           const semicolon = line.indexOf(';');
           const field = (semicolon < 0 ? line : line.slice(0, semicolon)).trimEnd();
           if (!CHUNK_SIZE_FIELD.test(field)) throw new HttpProtocolError(`invalid chunk size ${JSON.stringify(line)}`);
           const size = parseInt(field, 16);
-          at = end + 2;
+          at = next;
           if (size === 0) this.state = TRAILERS;
           else {
             this.remaining = size;
@@ -117,25 +137,32 @@ export class ResponseParser {
           break;
         }
         case CHUNK_END: {
-          if (buf.length - at < 2) {
-            this.pending = buf.subarray(at);
-            return;
+          // A byte at a time, as a push may split the CRLF.
+          if (buf[at] !== (this.remaining === 2 ? 0x0d : 0x0a)) {
+            throw new HttpProtocolError('chunk data not followed by CRLF');
           }
-          if (buf[at] !== 0x0d || buf[at + 1] !== 0x0a) throw new HttpProtocolError('chunk data not followed by CRLF');
-          at += 2;
-          this.state = CHUNK_SIZE;
+          at++;
+          if (--this.remaining === 0) this.state = CHUNK_SIZE;
           break;
         }
         case TRAILERS: {
-          const end = this.lineEnd(buf, at);
-          if (end < 0) return;
-          // Trailer fields are allowed and ignored; an empty line ends the message.
-          this.state = end === at ? DONE : TRAILERS;
-          at = end + 2;
+          const next = this.scan(buf, at, CRLF, MAX_LINE_BYTES, 'chunk line');
+          if (next < 0) return;
+          at = next;
+          // Trailer fields are allowed and ignored; an empty line ends the message. The section is bounded
+          // like a head, so an endless run of fields is an error rather than endless work.
+          if (this.line === '') {
+            this.state = DONE;
+            break;
+          }
+          this.trailerBytes += this.line.length + 2;
+          if (this.trailerBytes > MAX_HEAD_BYTES) {
+            throw new HttpProtocolError(`trailer section over ${MAX_HEAD_BYTES} bytes`);
+          }
           break;
         }
         case UNTIL_CLOSE:
-          this.addBody(at === 0 ? buf : buf.subarray(at));
+          this.addBody(buf, at, buf.length);
           at = buf.length;
           break;
         default:
@@ -152,21 +179,74 @@ export class ResponseParser {
     return true;
   }
 
-  private lineEnd(buf: Buffer, at: number): number {
-    const end = buf.indexOf('\r\n', at, 'latin1');
-    if (end < 0) {
-      if (buf.length - at > MAX_LINE_BYTES) throw new HttpProtocolError(`chunk line over ${MAX_LINE_BYTES} bytes`);
-      this.pending = buf.subarray(at);
-      return -1;
+  /**
+   * Finds the `term` ending a head or line that may have begun in earlier pushes, searching only bytes not
+   * searched before, so that the work stays linear in the bytes however a peer splits them.
+   * Returns the offset in `buf` just past `term`, with the head or line in `this.line`; or -1 when `buf`
+   * ends first, its bytes held for the next push.
+   */
+  private scan(buf: Buffer, at: number, term: Buffer, max: number, what: string): number {
+    const held = this.heldBytes;
+    const straddling = this.straddling(buf, at, term);
+    // The length of the line, held bytes first.
+    let length = held - straddling;
+    if (straddling === 0) {
+      const found = buf.indexOf(term, at);
+      if (found < 0) {
+        const need = held + buf.length - at;
+        // Up to term.length - 1 of the last bytes may begin `term`; the rest certainly belongs to the line.
+        if (need - (term.length - 1) > max) throw new HttpProtocolError(`${what} over ${max} bytes`);
+        if (need > this.held.length) this.held = grow(this.held, held, need, max + term.length - 1);
+        buf.copy(this.held, held, at);
+        this.heldBytes = need;
+        return -1;
+      }
+      length = held + found - at;
     }
-    if (end - at > MAX_LINE_BYTES) throw new HttpProtocolError(`chunk line over ${MAX_LINE_BYTES} bytes`);
-    return end;
+    if (length > max) throw new HttpProtocolError(`${what} over ${max} bytes`);
+    this.line =
+      length <= held
+        ? this.held.toString('latin1', 0, length)
+        : this.held.toString('latin1', 0, held) + buf.toString('latin1', at, at + length - held);
+    this.heldBytes = 0;
+    return at + length - held + term.length;
   }
 
-  private addBody(piece: Buffer): void {
-    if (piece.length === 0) return;
-    this.bodyBytes += piece.length;
-    if (this.keepBody) this.parts.push(piece);
+  /** How many bytes of a `term` that `buf` completes from `at` end the held bytes (0: none). */
+  private straddling(buf: Buffer, at: number, term: Buffer): number {
+    const held = this.heldBytes;
+    // The most held bytes first: that `term` begins earliest.
+    for (let k = Math.min(term.length - 1, held); k > 0; k--) {
+      const rest = term.length - k;
+      if (
+        buf.length - at >= rest &&
+        buf.compare(term, k, term.length, at, at + rest) === 0 &&
+        this.held.compare(term, 0, k, held - k, held) === 0
+      ) {
+        return k;
+      }
+    }
+    return 0;
+  }
+
+  private addBody(buf: Buffer, start: number, end: number): void {
+    if (end === start) return;
+    this.bodyBytes += end - start;
+    if (!this.keepBody) return;
+    const kept = this.keptBytes;
+    const need = kept + end - start;
+    if (kept === 0) {
+      // Most answers arrive in one piece: keep it by reference (a next piece copies it into a buffer of ours).
+      this.store = start === 0 && end === buf.length ? buf : buf.subarray(start, end);
+    } else {
+      // One growing buffer, not one object per piece. A declared Content-Length only stops the doubling at
+      // the final size: it is not trusted to allocate ahead, as the caller applies its cap to bodyBytes.
+      if (need > this.store.length) {
+        this.store = grow(this.store, kept, need, this.state === LENGTH ? need + this.remaining : Infinity);
+      }
+      buf.copy(this.store, kept, start, end);
+    }
+    this.keptBytes = need;
   }
 
   private readHead(text: string): void {
