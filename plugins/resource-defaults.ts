@@ -6,7 +6,7 @@
  * - no default limit below the request the user set.
  */
 import { SettingsError, definePlugin, settingsObject } from '../server/plugin-api/index.js';
-import { containersIn, isObject, ownField, type Container, type JsonObject, podSpecMatch } from './lib/pod-spec.js';
+import { forEachContainer, isObject, ownField, type Container, type JsonObject, podSpecMatch } from './lib/pod-spec.js';
 import { parseQuantity, quantityValue } from './lib/quantity.js';
 
 export interface Quantity {
@@ -66,22 +66,27 @@ function parseSettings(raw: unknown): ResourceDefaultsSettings {
   return { requests, limits };
 }
 
-/** `resources[field]`: `{}` when absent, undefined when it is not a map (left for the apiserver to refuse). */
+const NONE: JsonObject = Object.freeze({});
+
+/** `resources[field]`: empty when absent, undefined when it is not a map (left for the apiserver to refuse). */
 function quantitiesIn(resources: JsonObject, field: Field): JsonObject | undefined {
   const value = resources[field];
-  if (value === undefined || value === null) return {};
+  if (value === undefined || value === null) return NONE;
   return isObject(value) ? value : undefined;
 }
 
-// Loops rather than spread-and-filter: this runs for every container of every created workload.
+// Plain loops over the settings' keys, returning a map only when something is missing: this runs for every
+// container of every created workload, and a Pod may have tens of thousands.
 function missingRequests(
   defaults: ReadonlyMap<string, Quantity>,
   requests: JsonObject,
   limits: JsonObject,
-): Array<[string, Quantity]> {
-  const missing: Array<[string, Quantity]> = [];
-  for (const entry of defaults) {
-    if (ownField(requests, entry[0]) === undefined && ownField(limits, entry[0]) === undefined) missing.push(entry);
+): JsonObject | undefined {
+  let missing: JsonObject | undefined;
+  for (const resource of defaults.keys()) {
+    if (ownField(requests, resource) === undefined && ownField(limits, resource) === undefined) {
+      (missing ??= {})[resource] = defaults.get(resource)!.text;
+    }
   }
   return missing;
 }
@@ -90,32 +95,34 @@ function missingLimits(
   defaults: ReadonlyMap<string, Quantity>,
   requests: JsonObject,
   limits: JsonObject,
-): Array<[string, Quantity]> {
-  const missing: Array<[string, Quantity]> = [];
-  for (const entry of defaults) {
-    const [resource, limit] = entry;
+): JsonObject | undefined {
+  let missing: JsonObject | undefined;
+  for (const resource of defaults.keys()) {
     if (ownField(limits, resource) !== undefined) continue;
+    const limit = defaults.get(resource)!;
     const request = ownField(requests, resource);
     if (request !== undefined) {
       // An unreadable request cannot be compared; adding a limit could only make it worse.
       const value = quantityValue(request);
       if (value === undefined || value > limit.value) continue;
     }
-    missing.push(entry);
+    (missing ??= {})[resource] = limit.text;
   }
   return missing;
 }
 
-function addQuantities(resources: JsonObject, field: Field, additions: ReadonlyArray<[string, Quantity]>): void {
-  if (additions.length === 0) return;
+function addQuantities(resources: JsonObject, field: Field, additions: JsonObject | undefined): void {
+  if (!additions) return;
   const existing = resources[field];
-  const target: JsonObject = isObject(existing) ? existing : {};
-  for (const [resource, quantity] of additions) target[resource] = quantity.text;
-  if (target !== existing) resources[field] = target;
+  if (!isObject(existing)) {
+    resources[field] = additions;
+    return;
+  }
+  for (const resource in additions) existing[resource] = additions[resource];
 }
 
 function defaultContainer(container: Container, settings: ResourceDefaultsSettings): void {
-  const resources = container.resources ?? {};
+  const resources = container.resources ?? NONE;
   if (!isObject(resources)) return;
   const requests = quantitiesIn(resources, 'requests');
   const limits = quantitiesIn(resources, 'limits');
@@ -123,11 +130,14 @@ function defaultContainer(container: Container, settings: ResourceDefaultsSettin
   // Both lists are decided on the container as the user wrote it, before either is added.
   const newRequests = missingRequests(settings.requests, requests, limits);
   const newLimits = missingLimits(settings.limits, requests, limits);
-  if (newRequests.length === 0 && newLimits.length === 0) return;
-  addQuantities(resources, 'requests', newRequests);
-  addQuantities(resources, 'limits', newLimits);
-  container.resources = resources;
+  if (!newRequests && !newLimits) return;
+  const target = resources === NONE ? {} : resources;
+  addQuantities(target, 'requests', newRequests);
+  addQuantities(target, 'limits', newLimits);
+  if (target !== resources) container.resources = target;
 }
+
+const DEFAULTED_FIELDS = ['containers', 'initContainers'] as const;
 
 export default definePlugin({
   name: 'resource-defaults',
@@ -135,8 +145,6 @@ export default definePlugin({
   match: podSpecMatch(['CREATE']),
   settings: parseSettings,
   mutate({ object, settings }) {
-    for (const { container } of containersIn(object, ['containers', 'initContainers'])) {
-      defaultContainer(container, settings);
-    }
+    forEachContainer(object, DEFAULTED_FIELDS, (container) => defaultContainer(container, settings));
   },
 });

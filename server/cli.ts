@@ -239,7 +239,7 @@ async function manifests(argv: readonly string[], positionals: string[], values:
 
 function printable(result: ReviewResult, apiVersion: Parameters<typeof encodeReview>[0]) {
   return {
-    review: JSON.parse(encodeReview(apiVersion, result.response)) as unknown,
+    review: JSON.parse(encodeReview(apiVersion, result.response).toString()) as unknown,
     patch: result.patch ?? null,
     steps: result.reports,
   };

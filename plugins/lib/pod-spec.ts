@@ -176,6 +176,27 @@ export function containersOf(pod: PodSpecAt, fields: readonly ContainerField[] =
   return found;
 }
 
+/**
+ * Calls `visit` with every container of every PodSpec in `object`, for a plugin that needs no paths: no list
+ * and no object per container (a Pod may have tens of thousands).
+ */
+export function forEachContainer(
+  object: KubeObject | null | undefined,
+  fields: readonly ContainerField[],
+  visit: (container: Container) => void,
+): void {
+  for (const pod of podSpecsOf(object)) {
+    for (const field of fields) {
+      const list = pod.spec[field];
+      if (!Array.isArray(list)) continue;
+      for (let index = 0; index < list.length; index++) {
+        const container: unknown = list[index];
+        if (isObject(container)) visit(container);
+      }
+    }
+  }
+}
+
 /** Every container of every PodSpec in `object`. */
 export function containersIn(
   object: KubeObject | null | undefined,

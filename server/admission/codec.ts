@@ -4,6 +4,7 @@
  * v1beta1 request must get a v1beta1 answer), errors included, as controller-runtime's http.go does.
  */
 import { ReviewDecodeError } from '../errors.js';
+import { MAX_NESTING_DEPTH, clip, describeValue, nestsDeeperThan } from '../limits.js';
 import type { AdmissionRequest, Operation } from '../plugin-api/types.js';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion, type AdmissionResponse } from './types.js';
 
@@ -20,11 +21,17 @@ export interface DecodedReview {
 
 const OPERATIONS: ReadonlySet<string> = new Set<Operation>(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
 
+/**
+ * The apiserver's uids are UUIDs (36 characters). A longer one cannot come from it, and would be repeated
+ * into the answer and every log line of the review.
+ */
+export const MAX_UID_CHARS = 128;
+
 /** Refuses anything but `application/json` (parameters such as charset are fine). */
 export function checkContentType(contentType: string | undefined): void {
   const type = (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
-    throw new ReviewDecodeError(`contentType=${contentType ?? ''}, expected application/json`, 415);
+    throw new ReviewDecodeError(`contentType=${clip(contentType ?? '')}, expected application/json`, 415);
   }
 }
 
@@ -53,26 +60,32 @@ export function decodeReview(body: string): DecodedReview {
   try {
     parsed = JSON.parse(body);
   } catch (err) {
-    throw new ReviewDecodeError(`request body is not valid JSON: ${(err as Error).message}`, 400);
+    throw new ReviewDecodeError(`request body is not valid JSON: ${clip((err as Error).message)}`, 400);
   }
   if (!isRecord(parsed)) throw new ReviewDecodeError('request body must be a JSON object (an AdmissionReview)', 400);
 
   const apiVersion = parsed.apiVersion;
   const req = parsed.request;
-  const uid = isRecord(req) && typeof req.uid === 'string' ? req.uid : '';
+  const rawUid = isRecord(req) && typeof req.uid === 'string' ? req.uid : '';
+  const uid = rawUid.length > MAX_UID_CHARS ? '' : rawUid;
   const answerVersion = apiVersion === ADMISSION_V1BETA1 ? ADMISSION_V1BETA1 : ADMISSION_V1;
   const fail = (message: string): never => {
     throw new ReviewDecodeError(message, 400, uid, answerVersion);
   };
 
-  if (parsed.kind !== 'AdmissionReview') fail(`kind=${JSON.stringify(parsed.kind)}, expected "AdmissionReview"`);
+  // Whatever the client sent is described, never repeated whole: a field may hold megabytes or nest deeply.
+  if (parsed.kind !== 'AdmissionReview') fail(`kind=${describeValue(parsed.kind)}, expected "AdmissionReview"`);
   if (apiVersion !== ADMISSION_V1 && apiVersion !== ADMISSION_V1BETA1) {
-    fail(`apiVersion=${JSON.stringify(apiVersion)}, expected "${ADMISSION_V1}" or "${ADMISSION_V1BETA1}"`);
+    fail(`apiVersion=${describeValue(apiVersion)}, expected "${ADMISSION_V1}" or "${ADMISSION_V1BETA1}"`);
   }
   if (!isRecord(req)) return fail('request is missing: expected an AdmissionReview with a request object');
+  if (rawUid.length > MAX_UID_CHARS) {
+    fail(`request.uid has ${rawUid.length} characters, more than the ${MAX_UID_CHARS} accepted`);
+  }
   if (uid === '') fail('request.uid is missing or empty');
+  if (nestsDeeperThan(body)) fail(`request nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep`);
   if (typeof req.operation !== 'string' || !OPERATIONS.has(req.operation)) {
-    fail(`request.operation=${JSON.stringify(req.operation)}, expected CREATE, UPDATE, DELETE or CONNECT`);
+    fail(`request.operation=${describeValue(req.operation)}, expected CREATE, UPDATE, DELETE or CONNECT`);
   }
   checkGroupVersion(req, 'kind', 'kind', fail);
   checkGroupVersion(req, 'resource', 'resource', fail);
@@ -88,7 +101,23 @@ export function decodeReview(body: string): DecodedReview {
   return { apiVersion: apiVersion as AdmissionApiVersion, request: req as unknown as AdmissionRequest };
 }
 
-/** Serialises an answer in the request's apiVersion. */
-export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string {
-  return JSON.stringify({ apiVersion, kind: 'AdmissionReview', response });
+/**
+ * Serialises an answer in the request's apiVersion, as the bytes to send. The patch (base64, megabytes for
+ * a large object) is copied in after the rest is serialised: its alphabet needs no JSON escaping, and having
+ * JSON.stringify scan it, and then the server measure and convert the string again, would triple its cost.
+ */
+export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): Buffer {
+  const { patch, ...rest } = response;
+  const text = JSON.stringify({ apiVersion, kind: 'AdmissionReview', response: rest });
+  if (patch === undefined) return Buffer.from(text);
+  // text ends with the two closing braces of response and of the review.
+  const head = Buffer.byteLength(text) - 2;
+  const answer = Buffer.allocUnsafe(head + PATCH_FIELD.length + patch.length + 3);
+  let at = answer.write(text, 0, head);
+  at += answer.write(PATCH_FIELD, at, 'latin1');
+  at += answer.write(patch, at, 'latin1');
+  answer.write('"}}', at, 'latin1');
+  return answer;
 }
+
+const PATCH_FIELD = ',"patch":"';

@@ -23,6 +23,8 @@ export interface InvocationInput {
   readonly oldObject: KubeObject | null | undefined;
   readonly notes: ReviewNotes;
   readonly stepLog: (step: string) => Logger;
+  /** The review's clock (performance.now() in production). */
+  readonly now: () => number;
 }
 
 /**
@@ -69,11 +71,11 @@ class Invocation implements StepInvocation {
   }
 
   get warn(): (message: string) => void {
-    return (this.boundWarn ??= (message) => this.input.notes.warn(this.step, message));
+    return (this.boundWarn ??= (message) => this.input.notes.stepWarn(this.step, message));
   }
 
   get annotate(): (key: string, value: string) => void {
-    return (this.boundAnnotate ??= (key, value) => this.input.notes.annotate(this.step, key, value));
+    return (this.boundAnnotate ??= (key, value) => this.input.notes.stepAnnotate(this.step, key, value));
   }
 
   expire(): void {
@@ -128,13 +130,36 @@ export function invokeStep(
     return { failure: new StepFailedError('timeout', 'no time left in the request deadline') };
   }
   const invocation = new Invocation(step.name, input, timeoutMs);
-  let returned: unknown;
+  const started = input.now();
+  let result: InvokeResult;
   try {
-    returned = step.invoke(invocation);
+    const returned = step.invoke(invocation);
+    if (isThenable(returned)) {
+      return settleWithin(invocation, returned, timeoutMs).then((settled) =>
+        settled.failure?.reason === 'timeout' ? settled : (overrun(input, started, timeoutMs) ?? settled),
+      );
+    }
+    result = checkDecision(returned);
   } catch (err) {
-    return classify(err);
+    result = classify(err);
   }
-  return isThenable(returned) ? settleWithin(invocation, returned, timeoutMs) : checkDecision(returned);
+  return overrun(input, started, timeoutMs) ?? result;
+}
+
+/**
+ * A step that kept the event loop past its time (JavaScript cannot be interrupted, so a synchronous plugin
+ * that computes for seconds is only noticed when it returns) has timed out, whatever it answered: its result
+ * is discarded and its failurePolicy applies, exactly as for one that answered too late.
+ */
+function overrun(input: InvocationInput, started: number, timeoutMs: number): InvokeResult | undefined {
+  const ms = input.now() - started;
+  if (ms <= timeoutMs) return undefined;
+  return {
+    failure: new StepFailedError(
+      'timeout',
+      `ran for ${Math.round(ms)} ms, over its ${timeoutMs} ms (an in-process step cannot be interrupted)`,
+    ),
+  };
 }
 
 async function settleWithin(

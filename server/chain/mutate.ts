@@ -6,9 +6,11 @@
  */
 import { PatchApplyError, StepFailedError } from '../errors.js';
 import type { JsonPatchOperation, KubeObject } from '../plugin-api/types.js';
-import { applyPatchInPlace, diffWritten } from '../patch/apply.js';
+import { applyPatchInPlace } from '../patch/apply.js';
+import { diffWritten } from '../patch/diff-written.js';
 import { trackObject, type TrackedSession } from '../patch/tracked-object.js';
 import { WorkingCopy } from '../patch/working-copy.js';
+import { WrittenPaths } from '../patch/written-paths.js';
 import { invokeStep, type InvokeResult } from './invoke-step.js';
 import {
   elapsedMs,
@@ -35,8 +37,8 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
   const { request } = ctx;
   const patchable = !!request.object && !UNPATCHABLE.has(request.operation);
   let working: WorkingCopy<KubeObject> | undefined;
-  /** Which step last wrote each JSON pointer, for conflict detection. */
-  const writers = new Map<string, string>();
+  /** Which step wrote which JSON pointers: conflicts, and what the final diff compares. */
+  const written = new WrittenPaths();
   let changes = 0;
   const seenChanges = new Map<Step, number>();
 
@@ -66,7 +68,8 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
         }
       }
     }
-    session?.close();
+    const unusable = session?.close();
+    if (unusable && !failure) failure = new StepFailedError('error', unusable);
     const ms = elapsedMs(ctx, started);
 
     if (failure || result.decision?.allowed === false) {
@@ -76,13 +79,13 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
         ? settleFailure(ctx, step, ms, failure, round)
         : settleDenial(ctx, step, ms, result.decision as Rejection, round);
     }
-    const writes = session?.writes ?? [];
-    if (writes.length > 0) {
+    const changed = session !== undefined && session.writeCount > 0;
+    if (changed) {
       changes++;
-      noteConflicts(ctx, step, writes, writers);
+      recordWrites(ctx, step, session, written);
     }
     seenChanges.set(step, changes);
-    settleSuccess(ctx, step, ms, writes.length > 0, round);
+    settleSuccess(ctx, step, ms, changed, round);
     return undefined;
   };
 
@@ -104,6 +107,7 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
         oldObject: request.oldObject,
         notes: ctx.notes,
         stepLog: ctx.stepLog,
+        now: ctx.now,
       },
       timeLeft(ctx, step),
     );
@@ -134,29 +138,36 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
 
   if (!working || changes === 0) return {};
   // Only what some step wrote can differ: diff those subtrees, not the whole object.
-  const patch = diffWritten(request.object!, working.root, writers.keys());
+  const patch = diffWritten(request.object!, working.root, written);
   return patch.length > 0 ? { patch } : {};
 }
 
-function isAncestorOrSelf(ancestor: string, path: string): boolean {
-  if (path.length === ancestor.length) return path === ancestor;
-  return path.length > ancestor.length && path.charCodeAt(ancestor.length) === 47 /* / */ && path.startsWith(ancestor);
-}
-
 /**
- * A conflict is a write to a path an earlier step wrote, or to one of its ancestors (replacing or
- * removing what the earlier step put there). Writing below an earlier step's value (adding a label to
- * the labels map it created) is cooperation, not a conflict.
+ * Records a step's writes. A conflict is a write to a path an earlier step wrote, or to one of its
+ * ancestors (replacing or removing what the earlier step put there). Writing below an earlier step's value
+ * (adding a label to the labels map it created) is cooperation, not a conflict.
  */
-function noteConflicts(ctx: ReviewContext, step: Step, writes: readonly string[], writers: Map<string, string>): void {
-  for (const path of writes) {
-    for (const [written, writer] of writers) {
-      if (writer !== step.name && isAncestorOrSelf(path, written)) {
-        ctx.metrics.patchConflicts.inc({ step: step.name });
-        ctx.notes.annotate(step.name, 'patch-conflict', `${path} overwrote ${written} written by ${writer}`);
-        ctx.log().debug({ step: step.name, path, earlier: writer, earlierPath: written }, 'patch conflict');
-      }
-    }
-  }
-  for (const path of writes) writers.set(path, step.name);
+function recordWrites(
+  ctx: ReviewContext,
+  step: Step,
+  session: TrackedSession<KubeObject>,
+  written: WrittenPaths,
+): void {
+  let conflicts = 0;
+  let first: { path: string; earlier: string; earlierPath: string } | undefined;
+  const onOverwrite = (path: string, earlierPath: string, earlier: string) => {
+    conflicts++;
+    first ??= { path, earlier, earlierPath };
+  };
+  session.forEachWrite((place, key) => written.recordAt(place, key, step.name, onOverwrite));
+  if (!first) return;
+  // One annotation and one log line per step, however many paths it overwrote: both stay bounded.
+  const more = conflicts > 1 ? ` (and ${conflicts - 1} more)` : '';
+  ctx.metrics.patchConflicts.inc({ step: step.name }, conflicts);
+  ctx.notes.annotate(
+    step.name,
+    'patch-conflict',
+    `${first.path} overwrote ${first.earlierPath} written by ${first.earlier}${more}`,
+  );
+  ctx.log().debug({ step: step.name, ...first, conflicts }, 'patch conflict');
 }

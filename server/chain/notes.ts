@@ -4,12 +4,20 @@
  * exceeds 4096 characters each is cut to 256, as k8s.io/apiserver/pkg/endpoints/filters/warning.go does
  * (and the total stays bounded). Audit annotation keys are `<step>.<key>`: a qualified name without `/`,
  * because the apiserver prefixes them with `<webhook name>/`.
+ * What a step adds itself (a plugin's ctx.warn / ctx.annotate, a provider's answer) is capped per step, so
+ * a provider answering with a hundred thousand annotations costs nothing more than one with twenty; the
+ * gateway's own notes about a step (failed open, would deny, patch conflict) are always kept.
  */
+import { clip, stripControl } from '../limits.js';
+
 const TOTAL_RUNES = 4096;
 const ITEM_RUNES = 256;
 const MAX_ANNOTATION_VALUE = 4096;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]+/g;
+/**
+ * Warnings, and audit annotations, a step may add of its own: the apiserver allows a
+ * ValidatingAdmissionPolicy 20 audit annotations, and 20 warnings already fill the 4096-character total.
+ */
+export const MAX_STEP_NOTES = 20;
 const QUALIFIED_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 const runes = (s: string): number => {
@@ -25,19 +33,72 @@ export function annotationKey(step: string, key: string): string | undefined {
   return QUALIFIED_NAME.test(qualified) ? qualified : undefined;
 }
 
+/** How many notes of its own a step added, and dropped over the limit. */
+interface StepNoteCount {
+  warnings: number;
+  annotations: number;
+  droppedWarnings: number;
+  droppedAnnotations: number;
+}
+
 export class ReviewNotes {
   private readonly warningSet = new Set<string>();
   private annotationMap: Record<string, string> | undefined;
+  private counts: Map<string, StepNoteCount> | undefined;
 
+  /** A warning of the gateway's about `step`. */
   warn(step: string, text: string): void {
-    const clean = String(text).replace(CONTROL, ' ').replace(/ {2,}/g, ' ').trim();
+    // Cut before cleaning: a warning longer than the whole total could never be shown anyway.
+    const clean = stripControl(clip(String(text), TOTAL_RUNES));
     if (clean) this.warningSet.add(`${step}: ${clean}`);
   }
 
+  /** An audit annotation of the gateway's about `step`. */
   annotate(step: string, key: string, value: string): void {
     const qualified = annotationKey(step, key);
     if (!qualified) return;
     (this.annotationMap ??= {})[qualified] = String(value).slice(0, MAX_ANNOTATION_VALUE);
+  }
+
+  /** A warning the step added itself: kept within the step's limit. */
+  stepWarn(step: string, text: string): void {
+    const count = this.countOf(step);
+    if (count.warnings >= MAX_STEP_NOTES) count.droppedWarnings++;
+    else {
+      count.warnings++;
+      this.warn(step, text);
+    }
+  }
+
+  /** An audit annotation the step added itself: kept within the step's limit. */
+  stepAnnotate(step: string, key: string, value: string): void {
+    const count = this.countOf(step);
+    if (count.annotations >= MAX_STEP_NOTES) count.droppedAnnotations++;
+    else {
+      count.annotations++;
+      this.annotate(step, String(key).slice(0, 2 * ITEM_RUNES), value);
+    }
+  }
+
+  /** What each step had dropped over its limit, when any did. */
+  dropped(): Record<string, { warnings: number; annotations: number }> | undefined {
+    let dropped: Record<string, { warnings: number; annotations: number }> | undefined;
+    this.counts?.forEach((count, step) => {
+      if (count.droppedWarnings || count.droppedAnnotations) {
+        (dropped ??= {})[step] = { warnings: count.droppedWarnings, annotations: count.droppedAnnotations };
+      }
+    });
+    return dropped;
+  }
+
+  private countOf(step: string): StepNoteCount {
+    this.counts ??= new Map();
+    let count = this.counts.get(step);
+    if (!count) {
+      count = { warnings: 0, annotations: 0, droppedWarnings: 0, droppedAnnotations: 0 };
+      this.counts.set(step, count);
+    }
+    return count;
   }
 
   warnings(): string[] | undefined {
@@ -55,7 +116,16 @@ export class ReviewNotes {
     return out;
   }
 
+  /** The audit annotations, with one `<step>.notes-dropped` saying what a step had dropped over its limit. */
   annotations(): Record<string, string> | undefined {
+    const dropped = this.dropped();
+    for (const [step, { warnings, annotations }] of Object.entries(dropped ?? {})) {
+      this.annotate(
+        step,
+        'notes-dropped',
+        `${warnings} warnings and ${annotations} audit annotations over the limit of ${MAX_STEP_NOTES} each were dropped`,
+      );
+    }
     return this.annotationMap;
   }
 }

@@ -4,6 +4,7 @@
  */
 import type { Phase } from '../admission/types.js';
 import type { StepFailedError } from '../errors.js';
+import { MAX_MESSAGE_CHARS, clip, stripControl } from '../limits.js';
 import type { StepOutcome, Metrics } from '../metrics/metrics.js';
 import type { AdmissionRequest, Logger } from '../plugin-api/types.js';
 import type { Labels } from './label-selector.js';
@@ -73,6 +74,12 @@ export function settleSuccess(ctx: ReviewContext, step: Step, ms: number, change
   record(ctx, step, round ? { step: step.name, outcome, ms, round } : { step: step.name, outcome, ms });
 }
 
+/**
+ * What a step says reaches users' terminals and the log: control characters (terminal escapes, forged log
+ * lines) are removed and the length is bounded, as for warnings.
+ */
+const shown = (message: string): string => clip(stripControl(message), MAX_MESSAGE_CHARS);
+
 /** A returned deny: final in enforce mode, a warning in warn mode, an annotation in audit mode. */
 export function settleDenial(
   ctx: ReviewContext,
@@ -82,14 +89,15 @@ export function settleDenial(
   round: number,
 ): Rejection | undefined {
   record(ctx, step, { step: step.name, outcome: 'denied', ms, ...(round ? { round } : {}) });
+  const message = shown(denial.message) || 'denied without explanation';
   switch (step.mode) {
     case 'enforce':
-      return { message: `${step.name}: ${denial.message}`, code: denial.code };
+      return { message: `${step.name}: ${message}`, code: denial.code };
     case 'warn':
-      ctx.notes.warn(step.name, `${denial.message} (mode warn: not enforced)`);
+      ctx.notes.warn(step.name, `${message} (mode warn: not enforced)`);
       return undefined;
     case 'audit':
-      ctx.notes.annotate(step.name, 'would-deny', denial.message);
+      ctx.notes.annotate(step.name, 'would-deny', message);
       return undefined;
   }
 }
@@ -107,6 +115,7 @@ export function settleFailure(
 ): Rejection | undefined {
   const outcome = OUTCOME_OF_FAILURE[failure.reason] ?? 'error';
   const blocking = step.failurePolicy === 'Fail' && step.mode === 'enforce';
+  const message = shown(failure.message);
   record(ctx, step, {
     step: step.name,
     outcome,
@@ -116,18 +125,16 @@ export function settleFailure(
     ...(round ? { round } : {}),
   });
   if (blocking) {
-    ctx
-      .log()
-      .warn({ step: step.name, reason: failure.reason, err: failure.message }, 'step failed, refusing the request');
-    return { message: `${step.source} "${step.name}" failed (${failure.reason}): ${failure.message}`, code: 500 };
+    ctx.log().warn({ step: step.name, reason: failure.reason, err: message }, 'step failed, refusing the request');
+    return { message: `${step.source} "${step.name}" failed (${failure.reason}): ${message}`, code: 500 };
   }
   ctx.metrics.failOpen.inc({ step: step.name });
-  ctx.notes.annotate(step.name, 'failed-open', `${failure.reason}: ${failure.message}`);
-  ctx.notes.warn(step.name, `failed open (${failure.reason}): ${failure.message}`);
+  ctx.notes.annotate(step.name, 'failed-open', `${failure.reason}: ${message}`);
+  ctx.notes.warn(step.name, `failed open (${failure.reason}): ${message}`);
   // An open breaker fails every review fast: its opening was logged once (warn), and each review's line
   // records circuit_open + failedOpen; a warn line per review on top would be thousands a second of noise.
   if (failure.reason !== 'breaker_open') {
-    ctx.log().warn({ step: step.name, reason: failure.reason, err: failure.message }, 'step failed, failing open');
+    ctx.log().warn({ step: step.name, reason: failure.reason, err: message }, 'step failed, failing open');
   }
   return undefined;
 }

@@ -4,6 +4,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { allowed, denied } from '../admission/responses.js';
+import { clip } from '../limits.js';
 import type { AdmissionResponse } from '../admission/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { AdmissionRequest, JsonPatchOperation, Logger } from '../plugin-api/types.js';
@@ -106,6 +107,8 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       if (warnings) response.warnings = warnings;
       const annotations = ctx.notes.annotations();
       if (annotations) response.auditAnnotations = annotations;
+      const dropped = ctx.notes.dropped();
+      if (dropped) log().warn({ dropped }, 'warnings or audit annotations over a step limit were dropped');
 
       const seconds = (now() - started) / 1000;
       metrics.requests.inc({ phase, operation: request.operation, allowed: String(response.allowed) });
@@ -115,9 +118,12 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
           uid: request.uid,
           route,
           operation: request.operation,
-          kind: `${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`,
-          namespace: request.namespace,
-          name: request.name,
+          // What the client named is its own to choose, of any length: the line stays bounded.
+          kind: clip(
+            `${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`,
+          ),
+          namespace: request.namespace === undefined ? undefined : clip(request.namespace),
+          name: request.name === undefined ? undefined : clip(request.name),
           dryRun: request.dryRun === true,
           allowed: response.allowed,
           ...(response.status ? { code: response.status.code, message: response.status.message } : {}),

@@ -44,6 +44,7 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
           oldObject: request.oldObject,
           notes: ctx.notes,
           stepLog: ctx.stepLog,
+          now: ctx.now,
         },
         timeLeft(ctx, step),
       );

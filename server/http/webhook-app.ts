@@ -13,6 +13,7 @@ import { ADMISSION_V1, type AdmissionApiVersion } from '../admission/types.js';
 import { ROUTES, type Route } from '../chain/chain.js';
 import type { BindableLogger, Reviewer } from '../chain/reviewer.js';
 import { ReviewDecodeError, errorMessage } from '../errors.js';
+import { clip } from '../limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { parseTimeoutParam } from '../admission/timeout.js';
 import { readBody } from './read-body.js';
@@ -37,13 +38,20 @@ const TIMEOUT_PARAM = /(?:^|&)timeout=([^&]*)/;
 /** `?timeout=` as the apiserver sends it (URLSearchParams would cost more than the rest of the routing). */
 function timeoutParam(querystring: string): number | undefined {
   const m = querystring ? TIMEOUT_PARAM.exec(querystring) : null;
-  return m ? parseTimeoutParam(decodeURIComponent(m[1]!)) : undefined;
+  if (!m) return undefined;
+  let value: string;
+  try {
+    value = decodeURIComponent(m[1]!);
+  } catch {
+    throw new ReviewDecodeError(`?timeout=${clip(m[1]!)} is not a valid percent-encoded query parameter`, 400);
+  }
+  return parseTimeoutParam(value);
 }
 
 /** An answer to one review request. */
 interface Answer {
   readonly status: number;
-  readonly body: string;
+  readonly body: Buffer;
   /** After refusing an oversized or unread body the connection cannot be reused safely. */
   readonly close?: boolean;
 }
@@ -124,7 +132,7 @@ export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessa
         try {
           res.writeHead(answer.status, {
             'content-type': 'application/json; charset=utf-8',
-            'content-length': Buffer.byteLength(answer.body),
+            'content-length': answer.body.length,
             ...(answer.close || deps.draining?.() ? { connection: 'close' } : {}),
           });
           res.end(answer.body);

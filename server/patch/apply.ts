@@ -1,10 +1,13 @@
 /**
- * Applies a step's JSON patch to the working copy. fast-json-patch validates each operation and bans
+ * Applies a step's JSON patch to the working copy. fast-json-patch applies each operation and bans
  * `__proto__`/`constructor/prototype` (CVE-2021-4279); the gateway additionally refuses those segments
- * anywhere in a path, and refuses non-array patches, before anything is applied.
+ * anywhere in a path, refuses non-array patches before anything is applied, and checks each operation
+ * against the document as RFC 6902 says.
  */
+import { isDeepStrictEqual } from 'node:util';
 import jsonpatch from 'fast-json-patch';
 import { PatchApplyError } from '../errors.js';
+import { MAX_PATCH_COPY_BYTES, MAX_PATCH_SHIFTS, clip, describeValue } from '../limits.js';
 import type { JsonPatchOperation } from '../plugin-api/types.js';
 
 const OPS = new Set(['add', 'remove', 'replace', 'move', 'copy', 'test']);
@@ -14,14 +17,14 @@ function checkPointer(pointer: unknown, index: number, field: string): void {
   if (typeof pointer !== 'string' || !pointer.startsWith('/')) {
     // "" would replace the whole object, including apiVersion/kind/metadata.name: never a valid mutation.
     throw new PatchApplyError(
-      `operation ${index}: ${field} must be a JSON pointer below the object root, got ${JSON.stringify(pointer)}`,
+      `operation ${index}: ${field} must be a JSON pointer below the object root, got ${describeValue(pointer)}`,
       index,
     );
   }
   for (const segment of pointer.split('/')) {
     if (FORBIDDEN_SEGMENTS.has(segment)) {
       throw new PatchApplyError(
-        `operation ${index}: ${field} "${pointer}" contains forbidden segment "${segment}"`,
+        `operation ${index}: ${field} "${clip(pointer)}" contains forbidden segment "${segment}"`,
         index,
       );
     }
@@ -35,7 +38,7 @@ export function checkPatchShape(patch: unknown): asserts patch is JsonPatchOpera
     if (typeof op !== 'object' || op === null) throw new PatchApplyError(`operation ${index} is not an object`, index);
     const { op: name, path, from } = op as Record<string, unknown>;
     if (typeof name !== 'string' || !OPS.has(name)) {
-      throw new PatchApplyError(`operation ${index}: op ${JSON.stringify(name)} is not a JSON patch operation`, index);
+      throw new PatchApplyError(`operation ${index}: op ${describeValue(name)} is not a JSON patch operation`, index);
     }
     checkPointer(path, index, 'path');
     if (name === 'move' || name === 'copy') checkPointer(from, index, 'from');
@@ -45,24 +48,128 @@ export function checkPatchShape(patch: unknown): asserts patch is JsonPatchOpera
   });
 }
 
+type Container = Record<string, unknown> | unknown[];
+
+const isContainer = (value: unknown): value is Container => typeof value === 'object' && value !== null;
+
+/** A canonical array index: no sign, no leading zero, not empty (RFC 6901 §4). */
+const ARRAY_INDEX = /^(?:0|[1-9]\d*)$/;
+
+const unescapeSegment = (segment: string): string =>
+  segment.includes('~') ? segment.replace(/~1/g, '/').replace(/~0/g, '~') : segment;
+
+/** Where a pointer leads: the container holding its last segment, and that segment unescaped. */
+interface Location {
+  readonly parent: Container;
+  readonly key: string;
+}
+
+const memberOf = (parent: Container, key: string): unknown => (parent as Record<string, unknown>)[key];
+
+/** Whether `parent` has `key` as a member (its own, never one it inherits such as `toString`). */
+function has(parent: Container, key: string): boolean {
+  return Array.isArray(parent) ? ARRAY_INDEX.test(key) && Number(key) < parent.length : Object.hasOwn(parent, key);
+}
+
+/** Elements an insertion or removal at `key` of `parent` shifts (none for an object member or the end). */
+function shifted(parent: Container, key: string): number {
+  return Array.isArray(parent) && key !== '-' ? Math.max(0, parent.length - Number(key)) : 0;
+}
+
 /**
- * Applies `patch` to `document` in place (pass a tracked view so the writes are journaled and can be
- * rolled back when an operation fails part-way).
+ * Applies `patch` to `document` in place, with RFC 6902's semantics exactly: every container on the way
+ * must exist, a member to remove, replace, test, move or copy must be the container's own, array indexes
+ * are canonical and within bounds, `move` is a remove followed by an add and never into its own child.
+ * fast-json-patch applies each operation; it is laxer on all of these, so each is checked first (pass a
+ * tracked view as `document` so the writes are journaled and can be rolled back when an operation fails
+ * part-way). Bounded work: at most MAX_PATCH_SHIFTS array elements shifted and MAX_PATCH_COPY_BYTES copied.
  */
 export function applyPatchInPlace(document: object, patch: readonly JsonPatchOperation[]): void {
   checkPatchShape(patch);
-  patch.forEach((operation, index) => {
+  let shifts = 0;
+  let copied = 0;
+  const fail = (index: number, message: string, cause?: unknown): never => {
+    const op = patch[index]!;
+    throw new PatchApplyError(
+      `operation ${index} (${op.op} ${clip(op.path)}) does not apply: ${message}`,
+      index,
+      cause === undefined ? undefined : { cause },
+    );
+  };
+
+  const locate = (pointer: string, index: number): Location => {
+    const segments = pointer.split('/');
+    let node: unknown = document;
+    for (let i = 1; i < segments.length - 1; i++) {
+      const key = unescapeSegment(segments[i]!);
+      if (!isContainer(node) || !has(node, key)) return fail(index, `${clip(pointer)}: nothing at "${clip(key)}"`);
+      node = (node as Record<string, unknown>)[key];
+    }
+    if (!isContainer(node)) return fail(index, `${clip(pointer)}: the parent is not an object or array`);
+    return { parent: node, key: unescapeSegment(segments[segments.length - 1]!) };
+  };
+  const existing = (pointer: string, index: number): Location => {
+    const at = locate(pointer, index);
+    if (!has(at.parent, at.key)) fail(index, `${clip(pointer)} does not exist`);
+    return at;
+  };
+  const count = (index: number, at: Location): void => {
+    shifts += shifted(at.parent, at.key);
+    if (shifts > MAX_PATCH_SHIFTS) fail(index, `the patch shifts more than ${MAX_PATCH_SHIFTS} array elements`);
+  };
+  const apply = (index: number, operation: jsonpatch.Operation): void => {
     try {
-      jsonpatch.applyOperation(document, operation as jsonpatch.Operation, true, true, true, index);
+      jsonpatch.applyOperation(document, operation, true, true, true, index);
     } catch (err) {
-      const detail = err instanceof Error ? err.message.split('\n', 1)[0] : String(err);
-      throw new PatchApplyError(
-        `operation ${index} (${operation.op} ${operation.path}) does not apply: ${detail}`,
-        index,
-        {
-          cause: err,
-        },
-      );
+      fail(index, err instanceof Error ? (err.message.split('\n', 1)[0] ?? '') : String(err), err);
+    }
+  };
+  const add = (index: number, path: string, value: unknown): void => {
+    const at = locate(path, index);
+    if (
+      Array.isArray(at.parent) &&
+      at.key !== '-' &&
+      !(ARRAY_INDEX.test(at.key) && Number(at.key) <= at.parent.length)
+    ) {
+      fail(index, `${clip(path)}: "${clip(at.key)}" is not an index of an array of ${at.parent.length}`);
+    }
+    count(index, at);
+    apply(index, { op: 'add', path, value });
+  };
+
+  patch.forEach((op, index) => {
+    switch (op.op) {
+      case 'add':
+        return add(index, op.path, op.value);
+      case 'remove':
+        count(index, existing(op.path, index));
+        return apply(index, op as jsonpatch.Operation);
+      case 'replace':
+        existing(op.path, index);
+        return apply(index, op as jsonpatch.Operation);
+      case 'test': {
+        const { parent, key } = existing(op.path, index);
+        if (!isDeepStrictEqual(JSON.parse(JSON.stringify(memberOf(parent, key))), op.value)) {
+          fail(index, 'the value is not the one tested');
+        }
+        return;
+      }
+      case 'move': {
+        const from = existing(op.from, index);
+        if (op.path.startsWith(`${op.from}/`)) fail(index, `cannot move ${clip(op.from)} into its own child`);
+        const value: unknown = memberOf(from.parent, from.key);
+        count(index, from);
+        apply(index, { op: 'remove', path: op.from });
+        return add(index, op.path, value);
+      }
+      case 'copy': {
+        const from = existing(op.from, index);
+        // Through JSON: a deep copy of a view as much as of plain data, and its size comes with it.
+        const text = JSON.stringify(memberOf(from.parent, from.key)) ?? 'null';
+        copied += text.length;
+        if (copied > MAX_PATCH_COPY_BYTES) fail(index, `the patch copies more than ${MAX_PATCH_COPY_BYTES} bytes`);
+        return add(index, op.path, JSON.parse(text));
+      }
     }
   });
 }
@@ -70,103 +177,4 @@ export function applyPatchInPlace(document: object, patch: readonly JsonPatchOpe
 /** The one patch of a review: from the request object to the final working copy. */
 export function diffPatch(original: object, current: object): JsonPatchOperation[] {
   return jsonpatch.compare(original, current) as JsonPatchOperation[];
-}
-
-function unescapeSegment(segment: string): string {
-  return segment.includes('~') ? segment.replace(/~1/g, '/').replace(/~0/g, '~') : segment;
-}
-
-function isContainer(value: unknown): value is Record<string, unknown> | unknown[] {
-  return typeof value === 'object' && value !== null;
-}
-
-const ABSENT = Symbol('absent');
-
-/** `value[key]` when `value` is a container that has it, else ABSENT. */
-function member(value: unknown, key: string): unknown {
-  return isContainer(value) && Object.hasOwn(value, key) ? (value as Record<string, unknown>)[key] : ABSENT;
-}
-
-/** Where to diff for one written pointer, and the values there before and after. */
-interface DiffRoot {
-  /** How many of the pointer's segments lead to it. */
-  readonly depth: number;
-  readonly before: unknown;
-  readonly after: unknown;
-}
-
-/**
- * Walks a written pointer in both documents at once, down to the pointer itself or to the first array
- * on the way whose length changed (an insertion or removal shifts the neighbours, so the whole array is
- * compared). An array of the same length in both documents is descended into: every element a step
- * shifted or replaced was itself written, so each written element is diffed on its own — a container
- * edited in place costs that container's fields, not a comparison of the whole list.
- */
-function diffRoot(original: unknown, current: unknown, segments: readonly string[]): DiffRoot {
-  let before: unknown = original;
-  let after: unknown = current;
-  for (let i = 0; i < segments.length; i++) {
-    if (Array.isArray(before) || Array.isArray(after)) {
-      if (!(Array.isArray(before) && Array.isArray(after) && before.length === after.length)) {
-        return { depth: i, before, after };
-      }
-    }
-    before = member(before, segments[i]!);
-    after = member(after, segments[i]!);
-  }
-  return { depth: segments.length, before, after };
-}
-
-/** The first `depth` segments of an escaped pointer, still escaped (an escaped segment holds no '/'). */
-function pointerPrefix(pointer: string, depth: number): string {
-  let end = 0;
-  for (let i = 0; i < depth; i++) {
-    end = pointer.indexOf('/', end + 1);
-    if (end === -1) return pointer;
-  }
-  return pointer.slice(0, end);
-}
-
-/** Whether a strict ancestor of `pointer` is among `roots` (a handful: comparing beats hashing slices). */
-function hasAncestorIn(roots: ReadonlyMap<string, unknown>, pointer: string): boolean {
-  for (const root of roots.keys()) {
-    if (root.length < pointer.length && pointer.charCodeAt(root.length) === 47 /* / */ && pointer.startsWith(root))
-      return true;
-  }
-  return false;
-}
-
-/**
- * The patch from `original` to `current` when only the subtrees at `written` pointers can differ: the
- * same result as diffPatch, at the cost of the written parts instead of the whole object. Values in the
- * patch are shared with `current`, which the caller no longer modifies.
- */
-export function diffWritten(original: object, current: object, written: Iterable<string>): JsonPatchOperation[] {
-  const roots = new Map<string, DiffRoot>();
-  for (const pointer of written) {
-    const segments = pointer.split('/');
-    segments.shift();
-    if (pointer.includes('~')) for (let i = 0; i < segments.length; i++) segments[i] = unescapeSegment(segments[i]!);
-    const root = diffRoot(original, current, segments);
-    if (root.depth === 0) return diffPatch(original, current);
-    const at = root.depth === segments.length ? pointer : pointerPrefix(pointer, root.depth);
-    if (!roots.has(at)) roots.set(at, root);
-  }
-  // In write order (the chain's order); a write below another written pointer is covered by that one.
-  const ops: JsonPatchOperation[] = [];
-  for (const [pointer, { before, after }] of roots) {
-    if (hasAncestorIn(roots, pointer)) continue;
-    if (before === ABSENT) {
-      if (after !== ABSENT) ops.push({ op: 'add', path: pointer, value: after });
-    } else if (after === ABSENT) {
-      ops.push({ op: 'remove', path: pointer });
-    } else if (isContainer(before) && isContainer(after) && Array.isArray(before) === Array.isArray(after)) {
-      for (const op of jsonpatch.compare(before, after) as JsonPatchOperation[]) {
-        ops.push({ ...op, path: `${pointer}${op.path}`, ...('from' in op ? { from: `${pointer}${op.from}` } : {}) });
-      }
-    } else if (!jsonpatch._areEquals(before, after)) {
-      ops.push({ op: 'replace', path: pointer, value: after });
-    }
-  }
-  return ops;
 }

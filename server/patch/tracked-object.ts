@@ -9,23 +9,29 @@
  * diff per step; the final patch is one diff per review.
  */
 
+import { MAX_NESTING_DEPTH } from '../limits.js';
 import { WorkingCopy, shallowCopy } from './working-copy.js';
+import { escapeSegment, type ContainerPlace, type WrittenNode } from './written-paths.js';
 
 type Container = Record<string | symbol, unknown> | unknown[];
 
 export interface TrackedSession<T extends object> {
   /** The view to hand to the step. */
   readonly view: T;
-  /** JSON pointers written (set or deleted) through the view, in order. */
+  /** How many writes (sets and deletes) went through the view. */
+  readonly writeCount: number;
+  /** Each write in order: the place of the container written to, and the key. */
+  forEachWrite(visit: (place: ContainerPlace, key: string) => void): void;
+  /** The JSON pointers written, in order (worked out on each call: for tests and messages). */
   readonly writes: readonly string[];
-  /** Stops recording; any later write through the view throws. */
-  close(): void;
+  /**
+   * Stops recording; any later write through the view throws. Returns what makes the result unusable
+   * (an array left with a hole), if anything: the step has then failed.
+   */
+  close(): string | undefined;
   /** Restores every container the step wrote to. Call after close(). */
   rollback(): void;
 }
-
-const escapePointer = (key: string): string =>
-  key.includes('~') || key.includes('/') ? key.replace(/~/g, '~0').replace(/\//g, '~1') : key;
 
 function isContainer(value: unknown): value is Container {
   return typeof value === 'object' && value !== null;
@@ -38,26 +44,47 @@ function targetOf(value: Container): Container | undefined {
   return (value as Record<symbol, Container | undefined>)[VIEW_TARGET];
 }
 
-/** Views in `value` are replaced by their targets so the document never holds a view. */
-function unwrap(value: unknown, seen?: Set<object>): unknown {
+/**
+ * Views in `value`, about to be written at `holder[key]`, are replaced by their targets so the document
+ * never holds a view; each is noted with its new place (the session settles shared ones when the step
+ * returns). A value that would make the object contain itself (`spec.self = spec`), or nests deeper than
+ * any accepted object, is refused: the step's write throws, as JSON cannot say it.
+ */
+function unwrap(value: unknown, holder: Container, key: string, session: Session<object>, depth = 0): unknown {
   if (!isContainer(value)) return value;
   const target = targetOf(value);
-  if (target) return target;
-  seen ??= new Set<object>();
-  if (seen.has(value)) return value;
-  seen.add(value);
+  if (target) {
+    session.placed(holder, key, target);
+    return target;
+  }
+  if (depth >= MAX_NESTING_DEPTH) {
+    throw new TypeError(`a value nested deeper than ${MAX_NESTING_DEPTH} levels (or cyclic) cannot be written`);
+  }
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) value[i] = unwrap(value[i], seen);
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const plain = isContainer(item) ? unwrap(item, value, String(i), session, depth + 1) : item;
+      if (plain !== item) value[i] = plain;
+    }
   } else {
-    for (const key of Object.keys(value)) value[key] = unwrap(value[key], seen);
+    // for…in rather than Object.keys: no array per object (a JSON object inherits nothing enumerable).
+    for (const name in value) {
+      const item = value[name];
+      const plain = isContainer(item) ? unwrap(item, value, name, session, depth + 1) : item;
+      if (plain !== item) value[name] = plain;
+    }
   }
   return value;
 }
 
+/** Whether a canonical array index (no sign, no leading zero) names `key`. */
+const isIndex = (key: string): boolean => /^(?:0|[1-9]\d*)$/.test(key);
+
 /** What every view of one session shares. */
 class Session<T extends object> implements TrackedSession<T> {
   open = true;
-  readonly writes: string[] = [];
+  /** The writes, two slots an entry: the place of the container written to, and the key. */
+  private readonly journal: Array<ContainerPlace | string> = [];
   /**
    * What rollback() replays backwards, four slots an entry: (container, key, whether it had the key, old
    * value) for a set; (container, SNAPSHOT, shallow copy, unused) before the first delete in a container,
@@ -65,6 +92,10 @@ class Session<T extends object> implements TrackedSession<T> {
    */
   private readonly undo: unknown[] = [];
   private snapshotted: Set<Container> | undefined;
+  /** Arrays the step deleted from or lengthened: JSON has no holes, so they are checked when it returns. */
+  private reshaped: Set<unknown[]> | undefined;
+  /** Containers of the copy the step put somewhere, three slots an entry: holder, key, container. */
+  private moved: unknown[] | undefined;
   /**
    * The view of each container below the root, so reading a field twice gives the same view. A plain Map,
    * not a WeakMap: a session lives for one step call, and ephemeron tables are costly to collect.
@@ -98,6 +129,25 @@ class Session<T extends object> implements TrackedSession<T> {
     return view;
   }
 
+  get writeCount(): number {
+    return this.journal.length / 2;
+  }
+
+  forEachWrite(visit: (place: ContainerPlace, key: string) => void): void {
+    const { journal } = this;
+    for (let i = 0; i < journal.length; i += 2) visit(journal[i] as ContainerPlace, journal[i + 1] as string);
+  }
+
+  get writes(): string[] {
+    const pointers: string[] = [];
+    this.forEachWrite((place, key) => pointers.push(`${pointerOf(place)}/${escapeSegment(key)}`));
+    return pointers;
+  }
+
+  wrote(place: ContainerPlace, key: string): void {
+    this.journal.push(place, key);
+  }
+
   refuse(): never {
     throw new TypeError(
       this.readOnly
@@ -118,8 +168,35 @@ class Session<T extends object> implements TrackedSession<T> {
     this.undo.push(target, SNAPSHOT, shallowCopy(target), undefined);
   }
 
-  close(): void {
+  /**
+   * `target`, a container of the document, is being written at `holder[key]` (a view assigned). It must not
+   * end up inside itself; whether it now sits at two places is settled when the step returns.
+   */
+  placed(holder: Container, key: string, target: Container): void {
+    if (!this.copy) return;
+    if (this.copy.holds(target, holder)) throw new TypeError('a container cannot be written inside itself');
+    (this.moved ??= []).push(holder, key, target);
+  }
+
+  reshape(array: unknown[]): void {
+    (this.reshaped ??= new Set()).add(array);
+  }
+
+  close(): string | undefined {
     this.open = false;
+    const { moved, copy } = this;
+    if (moved && copy) {
+      for (let i = 0; i < moved.length; i += 3) {
+        copy.settle(moved[i] as Container, moved[i + 1] as string, moved[i + 2] as Container);
+      }
+    }
+    if (!this.reshaped) return undefined;
+    for (const array of this.reshaped) {
+      for (let i = 0; i < array.length; i++) {
+        if (!Object.hasOwn(array, i)) return `"${this.owner}" left a hole at index ${i} of an array (JSON has none)`;
+      }
+    }
+    return undefined;
   }
 
   rollback(): void {
@@ -137,6 +214,10 @@ class Session<T extends object> implements TrackedSession<T> {
 }
 
 const SNAPSHOT = Symbol('snapshot');
+
+function pointerOf(place: ContainerPlace): string {
+  return place.parent ? `${pointerOf(place.parent)}/${escapeSegment(place.key)}` : '';
+}
 
 /**
  * `target[key] = value` as a data property: for a "__proto__" key (an own key, as JSON.parse makes it) an
@@ -161,19 +242,14 @@ function restore(target: Container, snapshot: Container): void {
  * The traps of one view: one small object per container handed out, which knows where that container is
  * (the traps themselves live on the prototype).
  */
-class ViewHandler implements ProxyHandler<Container> {
-  private pointer: string | undefined;
+class ViewHandler implements ProxyHandler<Container>, ContainerPlace {
+  written?: WrittenNode;
 
   constructor(
     private readonly session: Session<object>,
-    private readonly parent: ViewHandler | undefined,
-    private readonly key: string,
+    readonly parent: ViewHandler | undefined,
+    readonly key: string,
   ) {}
-
-  /** This container's JSON pointer. */
-  private get path(): string {
-    return (this.pointer ??= this.parent ? `${this.parent.path}/${escapePointer(this.key)}` : '');
-  }
 
   get(target: Container, key: string | symbol): unknown {
     if (key === VIEW_TARGET) return target;
@@ -188,7 +264,7 @@ class ViewHandler implements ProxyHandler<Container> {
   set(target: Container, key: string | symbol, value: unknown): boolean {
     const { session } = this;
     if (!session.open || session.readOnly) session.refuse();
-    const plain = unwrap(value);
+    const plain = typeof key === 'string' ? unwrap(value, target, key, session) : value;
     if (Object.hasOwn(target, key) && Object.is((target as Record<string | symbol, unknown>)[key], plain)) return true;
     if (Array.isArray(target) && key === 'length') {
       // A longer length comes with the element writes that fill it, which are recorded. A shorter one drops
@@ -196,11 +272,22 @@ class ViewHandler implements ProxyHandler<Container> {
       // snapshot can bring the dropped ones back.
       const length = Number(plain);
       if (length < target.length) {
-        session.writes.push(`${this.path}/${length}`);
+        session.wrote(this, String(length));
         session.rememberDelete(target);
-      } else session.rememberSet(target, key);
+      } else {
+        session.rememberSet(target, key);
+        session.reshape(target);
+      }
     } else {
-      if (typeof key === 'string') session.writes.push(`${this.path}/${escapePointer(key)}`);
+      if (typeof key === 'string') {
+        session.wrote(this, key);
+        // An element written past the end lengthens the array without a write of its length; rollback must
+        // shorten it again (before removing the element, so remember the length first).
+        if (Array.isArray(target) && isIndex(key) && Number(key) >= target.length) {
+          session.rememberSet(target, 'length');
+          if (Number(key) > target.length) session.reshape(target);
+        }
+      }
       session.rememberSet(target, key);
     }
     return setOwn(target, key, plain);
@@ -210,8 +297,10 @@ class ViewHandler implements ProxyHandler<Container> {
     const { session } = this;
     if (!session.open || session.readOnly) session.refuse();
     if (!Object.hasOwn(target, key)) return true;
-    if (typeof key === 'string') session.writes.push(`${this.path}/${escapePointer(key)}`);
+    if (typeof key === 'string') session.wrote(this, key);
     session.rememberDelete(target);
+    // pop, shift and splice delete the last elements and then shorten the array; a delete alone leaves a hole.
+    if (Array.isArray(target)) session.reshape(target);
     return Reflect.deleteProperty(target, key);
   }
 

@@ -8,6 +8,7 @@ import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../ad
 import { PatchApplyError } from '../errors.js';
 import type { JsonPatchOperation } from '../plugin-api/types.js';
 import { checkPatchShape } from '../patch/apply.js';
+import { MAX_NESTING_DEPTH, describeValue, nestsDeeperThan } from '../limits.js';
 
 export interface ProviderAnswer {
   readonly allowed: boolean;
@@ -28,10 +29,14 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 function decodePatch(encoded: unknown): JsonPatchOperation[] {
   if (typeof encoded !== 'string') throw new InvalidProviderResponse('response.patch must be a base64 string');
   let parsed: unknown;
+  const text = Buffer.from(encoded, 'base64').toString('utf8');
   try {
-    parsed = JSON.parse(Buffer.from(encoded, 'base64').toString('utf8'));
+    parsed = JSON.parse(text);
   } catch {
     throw new InvalidProviderResponse('response.patch is not base64-encoded JSON');
+  }
+  if (nestsDeeperThan(text)) {
+    throw new InvalidProviderResponse(`response.patch nests more than ${MAX_NESTING_DEPTH} levels deep`);
   }
   try {
     checkPatchShape(parsed);
@@ -65,9 +70,11 @@ export function verifyProviderResponse(
   try {
     parsed = JSON.parse(body);
   } catch {
-    throw new InvalidProviderResponse(`response body is not JSON (starts with ${JSON.stringify(body.slice(0, 40))})`);
+    throw new InvalidProviderResponse(`response body is not JSON (starts with ${describeValue(body.slice(0, 40))})`);
   }
   if (!isRecord(parsed)) throw new InvalidProviderResponse('response body is not a JSON object');
+  if (nestsDeeperThan(body))
+    throw new InvalidProviderResponse(`response nests more than ${MAX_NESTING_DEPTH} levels deep`);
   const response = parsed.response;
   if (!isRecord(response)) throw new InvalidProviderResponse('webhook response was absent');
 
@@ -75,12 +82,12 @@ export function verifyProviderResponse(
   if (v1) {
     if (response.uid !== expected.uid) {
       throw new InvalidProviderResponse(
-        `expected response.uid=${JSON.stringify(expected.uid)}, got ${JSON.stringify(response.uid)}`,
+        `expected response.uid=${JSON.stringify(expected.uid)}, got ${describeValue(response.uid)}`,
       );
     }
     if (parsed.apiVersion !== ADMISSION_V1 || parsed.kind !== 'AdmissionReview') {
       throw new InvalidProviderResponse(
-        `expected webhook response of ${ADMISSION_V1}, Kind=AdmissionReview, got ${String(parsed.apiVersion)}, Kind=${String(parsed.kind)}`,
+        `expected webhook response of ${ADMISSION_V1}, Kind=AdmissionReview, got ${describeValue(parsed.apiVersion)}, Kind=${describeValue(parsed.kind)}`,
       );
     }
   } else if (
@@ -89,7 +96,7 @@ export function verifyProviderResponse(
     parsed.apiVersion !== ADMISSION_V1
   ) {
     throw new InvalidProviderResponse(
-      `expected an AdmissionReview, got apiVersion ${JSON.stringify(parsed.apiVersion)}`,
+      `expected an AdmissionReview, got apiVersion ${describeValue(parsed.apiVersion)}`,
     );
   }
   if (typeof response.allowed !== 'boolean')
@@ -105,7 +112,7 @@ export function verifyProviderResponse(
       throw new InvalidProviderResponse('webhook returned response.patchType but not response.patch');
     if (hasPatchType && response.patchType !== 'JSONPatch') {
       throw new InvalidProviderResponse(
-        `webhook returned invalid response.patchType of ${JSON.stringify(response.patchType)}`,
+        `webhook returned invalid response.patchType of ${describeValue(response.patchType)}`,
       );
     }
     if (hasPatch) patch = decodePatch(response.patch);

@@ -23,6 +23,15 @@
  *   v1beta1-only        answers admission.k8s.io/v1beta1 reviews; HTTP 400 for any other version
  *   discovery           (GET) the configured discovery document, after failing `failFirst` times with HTTP 503
  *
+ * A compromised provider, for the gateway's bounds (HOSTILE_* below say exactly what each sends):
+ *   hostile-uid         a well-formed answer whose response.uid is HOSTILE_UID_CHARS characters long
+ *   hostile-deny        a deny whose message is HOSTILE_MESSAGE_CHARS characters, with terminal escapes and
+ *                       line breaks in it
+ *   hostile-notes       allowed, with HOSTILE_NOTE_COUNT warnings and as many audit annotations
+ *   hostile-copies      allowed, with a patch that copies /spec into itself HOSTILE_COPIES times (each copy
+ *                       doubles the object)
+ *   hostile-deep        allowed, with a patch adding a value nested HOSTILE_DEPTH levels deep
+ *
  * Every request is recorded (method, path, query, headers, parsed body, TLS connection number) before it
  * is answered, so tests can check the fresh uid, the granted `?timeout=`, the object sent and the
  * settings header. `until()` awaits a condition on the records without sleeping.
@@ -48,6 +57,14 @@ export const WARN_ANSWER = {
  */
 export const OVERSIZED_BYTES = 64 * 1024 * 1024;
 
+export const HOSTILE_UID_CHARS = 1024 * 1024;
+export const HOSTILE_MESSAGE_CHARS = 5 * 1024 * 1024;
+/** What hostile-deny's message starts with, and the escapes it carries. */
+export const HOSTILE_MESSAGE_START = 'denied\u001b[2J\r\nforged log line ';
+export const HOSTILE_NOTE_COUNT = 100_000;
+export const HOSTILE_COPIES = 12;
+export const HOSTILE_DEPTH = 100_000;
+
 export const BEHAVIOURS = [
   'allow',
   'deny',
@@ -64,6 +81,11 @@ export const BEHAVIOURS = [
   'oversized-declared',
   'v1beta1-only',
   'discovery',
+  'hostile-uid',
+  'hostile-deny',
+  'hostile-notes',
+  'hostile-copies',
+  'hostile-deep',
 ] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 
@@ -327,6 +349,39 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
           kind: 'AdmissionReview',
           response: { uid: WRONG_UID, allowed: true },
         });
+      case 'hostile-uid':
+        return sendJson(res, 200, {
+          apiVersion,
+          kind: 'AdmissionReview',
+          response: { uid: 'u'.repeat(HOSTILE_UID_CHARS), allowed: true },
+        });
+      case 'hostile-deny':
+        return answer({
+          allowed: false,
+          status: { code: 403, message: HOSTILE_MESSAGE_START.padEnd(HOSTILE_MESSAGE_CHARS, 'x') },
+        });
+      case 'hostile-notes': {
+        const warnings = Array.from({ length: HOSTILE_NOTE_COUNT }, (_, i) => `warning ${i}`);
+        const auditAnnotations = Object.fromEntries(warnings.map((_, i) => [`key-${i}`, `value ${i}`]));
+        return answer({ allowed: true, warnings, auditAnnotations });
+      }
+      case 'hostile-copies': {
+        const copies = Array.from({ length: HOSTILE_COPIES }, (_, i) => ({
+          op: 'copy',
+          from: '/spec',
+          path: `/spec/copy${i}`,
+        }));
+        return answer({
+          allowed: true,
+          patchType: 'JSONPatch',
+          patch: Buffer.from(JSON.stringify(copies)).toString('base64'),
+        });
+      }
+      case 'hostile-deep': {
+        const deep = `${'{"a":'.repeat(HOSTILE_DEPTH)}1${'}'.repeat(HOSTILE_DEPTH)}`;
+        const patch = `[{"op":"add","path":"/metadata/labels/deep","value":${deep}}]`;
+        return answer({ allowed: true, patchType: 'JSONPatch', patch: Buffer.from(patch).toString('base64') });
+      }
       case 'redirect':
         res.writeHead(302, { location: '/allow', 'content-length': 0 });
         res.end();

@@ -393,6 +393,33 @@ export function createTestPlugins(): TestPlugins {
     },
   });
 
+  /**
+   * Sets `labels` (mutate), then keeps the event loop busy for `ms` milliseconds — a CPU-heavy in-process
+   * plugin, which no timer can interrupt — then allows.
+   */
+  const busyLoops = definePlugin<Tagged & { ms: number; labels?: Readonly<Record<string, string>> }>({
+    name: 'busy-loops',
+    match: MATCH_EVERYTHING,
+    settings: (raw) => {
+      const s = settingsObject(raw, ['tag', 'ms', 'labels']);
+      const labels = optionalStringMap(s, 'labels');
+      if (typeof s.ms !== 'number') throw new SettingsError('ms', 'expected a number of milliseconds');
+      return { tag: optionalString(s, 'tag', 'busy-loops'), ms: s.ms, ...(labels ? { labels } : {}) };
+    },
+    mutate(ctx) {
+      recordMutate(ctx);
+      if (ctx.settings.labels) setLabels(ctx.object, ctx.settings.labels);
+      busyWait(ctx.settings.ms);
+      recordMutate(ctx, 'end');
+    },
+    validate(ctx) {
+      recordValidate(ctx);
+      busyWait(ctx.settings.ms);
+      recordValidate(ctx, 'end');
+      return allow();
+    },
+  });
+
   /** Adds each of `messages` as a warning (in both phases), then allows. */
   const warns = definePlugin<Tagged & { messages: readonly string[] }>({
     name: 'warns',
@@ -423,8 +450,16 @@ export function createTestPlugins(): TestPlugins {
     slowAsync,
     editsInValidate,
     warns,
+    busyLoops,
   ].map((plugin) => plugin as unknown as AnyPlugin);
   return { plugins, calls, gate };
+}
+
+function busyWait(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spinning on purpose
+  }
 }
 
 function untilAborted(signal: AbortSignal, onAbort: (reasonName: string) => void): Promise<never> {

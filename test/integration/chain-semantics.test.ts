@@ -214,6 +214,62 @@ chain:
       });
     });
 
+    describe('given an in-process step that computes past its timeout (it cannot be interrupted)', function () {
+      const chain = (policy: string) => `
+chain:
+  - { plugin: add-label, name: before, settings: { tag: before, labels: { before: 'yes' } } }
+  - plugin: busy-loops
+    name: heavy
+    timeoutSeconds: 0.05
+    failurePolicy: ${policy}
+    settings: { tag: heavy, ms: 120, labels: { heavy: 'yes' } }
+  - { plugin: add-label, name: after, settings: { tag: after, labels: { after: 'yes' } } }
+`;
+
+      it('with Fail, refuses with code 500 as a timeout, whatever the step answered', async function () {
+        const h = await start(chain('Fail'));
+
+        const review = reviewOf(await h.post('/mutate?timeout=10s', podCreate()));
+
+        const { status, ...rest } = review.response;
+        assert.deepEqual(rest, { uid: UID, allowed: false });
+        assert.equal(status?.code, 500);
+        assert.match(
+          status?.message ?? '',
+          /^plugin "heavy" failed \(timeout\): ran for \d+ ms, over its 50 ms \(an in-process step cannot be interrupted\)$/,
+        );
+        assert.deepEqual(
+          test.calls.records.map((r) => [r.tag, r.event]),
+          [
+            ['before', 'call'],
+            ['heavy', 'call'],
+            ['heavy', 'end'],
+          ],
+        );
+        assert.equal(await steps('heavy', 'mutate', 'timeout'), 1);
+        const line = h.logs.find((l) => l.msg === 'step failed, refusing the request');
+        assert.deepEqual([line?.step, line?.reason], ['heavy', 'timeout']);
+      });
+
+      it('with Ignore, fails open: its edits are rolled back and the chain goes on', async function () {
+        const h = await start(chain('Ignore'));
+
+        const review = reviewOf(await h.post('/mutate?timeout=10s', podCreate()));
+
+        const { warnings, auditAnnotations, ...rest } = decoded(review.response);
+        assert.deepEqual(rest, {
+          uid: UID,
+          allowed: true,
+          patchType: 'JSONPatch',
+          patch: [addLabel('before', 'yes'), addLabel('after', 'yes')],
+        });
+        assert.match(warnings?.[0] ?? '', /^heavy: failed open \(timeout\): ran for \d+ ms, over its 50 ms/);
+        assert.deepEqual(Object.keys(auditAnnotations ?? {}), ['heavy.failed-open']);
+        assert.equal(await steps('heavy', 'mutate', 'timeout'), 1);
+        assert.equal(await h.metric('admission_gateway_fail_open_total', { step: 'heavy' }), 1);
+      });
+    });
+
     describe('given a step whose patch does not apply (a remove of a missing path after a valid add)', function () {
       const chain = (policy: string) => `
 chain:

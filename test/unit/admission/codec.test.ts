@@ -108,10 +108,28 @@ describe('decodeReview()', () => {
 
 describe('encodeReview()', () => {
   it('wraps the response in the request apiVersion', () => {
-    assert.deepEqual(JSON.parse(encodeReview('admission.k8s.io/v1beta1', { uid: 'u1', allowed: true })), {
+    assert.deepEqual(JSON.parse(encodeReview('admission.k8s.io/v1beta1', { uid: 'u1', allowed: true }).toString()), {
       apiVersion: 'admission.k8s.io/v1beta1',
       kind: 'AdmissionReview',
       response: { uid: 'u1', allowed: true },
     });
+  });
+
+  it('carries the patch, warnings and annotations as the same JSON a plain serialisation gives', () => {
+    const response = {
+      uid: 'u2',
+      allowed: true,
+      patchType: 'JSONPatch' as const,
+      patch: Buffer.from(JSON.stringify([{ op: 'add', path: '/metadata/labels/é', value: '"x"' }])).toString('base64'),
+      warnings: ['a "quoted" warning: ünïcode'],
+      auditAnnotations: { 'step.key': 'value with "patch":"" inside' },
+    };
+    const encoded = encodeReview('admission.k8s.io/v1', response);
+    assert.deepEqual(JSON.parse(encoded.toString()), {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      response,
+    });
+    assert.equal(encoded.length, Buffer.byteLength(encoded.toString()));
   });
 });

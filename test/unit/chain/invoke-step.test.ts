@@ -32,7 +32,14 @@ const input: InvocationInput = {
   plainObject: undefined,
   notes: new ReviewNotes(),
   stepLog: () => silent,
+  now: () => performance.now(),
 };
+
+/** An input whose clock only moves when the step moves it. */
+function withClock(): { input: InvocationInput; advance: (ms: number) => void } {
+  let t = 1000;
+  return { input: { ...input, now: () => t }, advance: (ms) => (t += ms) };
+}
 
 describe('invokeStep()', () => {
   it('returns a synchronous decision as is', async () => {
@@ -62,6 +69,50 @@ describe('invokeStep()', () => {
       50,
     );
     assert.deepEqual(result, { decision: { allowed: false, message: 'denied without explanation', code: 403 } });
+  });
+
+  it('fails a synchronous step that ran past its time as a timeout, whatever it answered', async () => {
+    const clock = withClock();
+    const { failure } = await invokeStep(
+      step(() => {
+        clock.advance(1500);
+        return { allowed: true };
+      }),
+      clock.input,
+      1000,
+    );
+    assert.ok(failure instanceof StepFailedError);
+    assert.deepEqual(
+      [failure.reason, failure.message],
+      ['timeout', 'ran for 1500 ms, over its 1000 ms (an in-process step cannot be interrupted)'],
+    );
+  });
+
+  it('keeps the answer of a synchronous step that used exactly its time', async () => {
+    const clock = withClock();
+    const result = await invokeStep(
+      step(() => {
+        clock.advance(1000);
+        return { allowed: false, message: 'no', code: 403 };
+      }),
+      clock.input,
+      1000,
+    );
+    assert.deepEqual(result, { decision: { allowed: false, message: 'no', code: 403 } });
+  });
+
+  it('fails an asynchronous step that blocked past its time before its promise settled', async () => {
+    const clock = withClock();
+    const { failure } = await invokeStep(
+      step(() => {
+        clock.advance(2000);
+        return Promise.resolve({ allowed: true });
+      }),
+      clock.input,
+      1000,
+    );
+    assert.equal(failure?.reason, 'timeout');
+    assert.match(failure.message, /^ran for 2000 ms, over its 1000 ms/);
   });
 
   it('turns a synchronous throw into an error failure', async () => {

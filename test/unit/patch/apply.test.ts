@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { applyPatchInPlace, checkPatchShape, diffPatch, diffWritten } from '../../../server/patch/apply.js';
+import { applyPatchInPlace, checkPatchShape, diffPatch } from '../../../server/patch/apply.js';
+import { diffWritten } from '../../../server/patch/diff-written.js';
 import { trackObject } from '../../../server/patch/tracked-object.js';
 import { PatchApplyError } from '../../../server/errors.js';
 

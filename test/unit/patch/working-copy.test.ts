@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { applyPatchInPlace, diffWritten } from '../../../server/patch/apply.js';
+import { applyPatchInPlace } from '../../../server/patch/apply.js';
+import { diffWritten } from '../../../server/patch/diff-written.js';
 import { trackObject } from '../../../server/patch/tracked-object.js';
 import { WorkingCopy } from '../../../server/patch/working-copy.js';
 
