@@ -18,11 +18,14 @@ export function uidFor(n) {
  * Builds requests for one AdmissionReview fixture, sent compact (as the apiserver does) with a fresh uid
  * each time. Returns { bodyBytes, build(uid) → Buffer }.
  */
-export function requestBuilder(fixtureFile, { host, path }) {
-  const review = JSON.parse(readFileSync(fixtureFile, 'utf8'));
+export function requestBuilder(fixtureFile, target) {
+  return reviewRequestBuilder(JSON.parse(readFileSync(fixtureFile, 'utf8')), target);
+}
+
+/** The same for an AdmissionReview object (left unchanged), e.g. one built by the `large` scenario. */
+export function reviewRequestBuilder(review, { host, path }) {
   const marker = '@@UID@@';
-  review.request.uid = marker;
-  const text = JSON.stringify(review);
+  const text = JSON.stringify({ ...review, request: { ...review.request, uid: marker } });
   const [before, after] = text.split(marker);
   const bodyBytes = Buffer.byteLength(before) + Buffer.byteLength(uidFor(0)) + Buffer.byteLength(after);
   const head =
@@ -57,6 +60,10 @@ export class Connection {
     this.buf = null;
     this.cb = null;
     this.closeAfter = false;
+    // A body that does not fit in one read: its chunks until `need` bytes (head included) are in.
+    this.parts = null;
+    this.partBytes = 0;
+    this.need = 0;
   }
 
   connect() {
@@ -76,12 +83,16 @@ export class Connection {
   attach(socket) {
     this.socket = socket;
     this.buf = null;
+    this.parts = null;
+    this.need = 0;
     this.closeAfter = false;
     socket.on('data', (chunk) => this.onData(chunk));
     const onGone = (err) => {
       if (this.socket !== socket) return;
       this.socket = null;
       this.buf = null;
+      this.parts = null;
+      this.need = 0;
       this.fail(err ?? new Error('connection closed'));
     };
     socket.on('error', onGone);
@@ -110,6 +121,17 @@ export class Connection {
   }
 
   onData(chunk) {
+    if (this.need > 0) {
+      // A large answer (the `large` scenario's are up to ~7 MB) arrives in ~16 KiB TLS records: joining them
+      // once it is complete, instead of copying the growing buffer on every record, keeps the client's cost
+      // linear (it shares a core with the load generator).
+      this.parts.push(chunk);
+      this.partBytes += chunk.length;
+      if (this.partBytes < this.need) return;
+      chunk = Buffer.concat(this.parts, this.partBytes);
+      this.parts = null;
+      this.need = 0;
+    }
     this.buf = this.buf ? Buffer.concat([this.buf, chunk]) : chunk;
     const buf = this.buf;
     const headEnd = buf.indexOf(HEAD_END);
@@ -122,7 +144,13 @@ export class Connection {
     const length = /\r\ncontent-length:\s*(\d+)/.exec(head);
     if (length) {
       const end = start + Number(length[1]);
-      if (buf.length < end) return;
+      if (buf.length < end) {
+        this.parts = [buf];
+        this.partBytes = buf.length;
+        this.need = end;
+        this.buf = null;
+        return;
+      }
       body = buf.subarray(start, end);
       rest = buf.subarray(end);
     } else if (/\r\ntransfer-encoding:\s*chunked/.test(head)) {
@@ -163,6 +191,12 @@ export class Connection {
   close() {
     this.socket?.destroy();
     this.socket = null;
+  }
+
+  /** Closes the connection and fails the request in flight, if any (close() leaves its callback uncalled). */
+  abort(err = new Error('connection closed')) {
+    this.close();
+    this.fail(err);
   }
 }
 

@@ -156,6 +156,9 @@ async function fixedRate() {
   const warmN = Math.round(cfg.rate * cfg.warmupS);
   const total = warmN + Math.round(cfg.rate * cfg.durationS);
   const start = performance.now() + 100;
+  // The orchestrator can time other load by this schedule (the `large` scenario sends its large reviews
+  // during it): its epoch time, as a line before the result line.
+  if (cfg.announceStart) process.stdout.write(`${JSON.stringify({ scheduleStart: performance.timeOrigin + start })}\n`);
   let ok = 0;
   let errors = 0;
   let firstError;

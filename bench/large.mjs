@@ -1,0 +1,524 @@
+// The `large` scenario of `npm run bench`: reviews far from the 2 KB Pod every other scenario sends — a Pod
+// with 40,000 containers (~1.6 MB, one patch operation per container), ConfigMaps of 3 and 6.7 MiB — and what
+// they do to the gateway with the shipped chain:
+//   1. how long one 40k-container Pod takes on /mutate (and that its answer is the expected patch);
+//   2. how long a 3 MiB ConfigMap takes on /mutate and /validate;
+//   3. what ordinary reviews at a fixed rate wait meanwhile, while the large ones are sent back to back;
+//   4. how much memory 20 concurrent 6.7 MiB reviews take, in a fresh gateway inside a memory cgroup with the
+//      Deployment's limit (memcg.mjs), and whether the gateway survives them.
+// A gateway that cannot cope fails the scenario's targets; it must not stop the bench, so every part records
+// its error and the next part runs. run.mjs passes in how to start gateways and load generators, so its
+// tracking of child processes (stopped on every exit path) applies here too.
+/* global setTimeout, clearTimeout, setInterval, clearInterval, Buffer, structuredClone */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection, answeredAllowed, readProc, reviewRequestBuilder, uidFor } from './lib.mjs';
+import { createMemoryCgroup } from './memcg.mjs';
+
+const MiB = 1048576;
+export const LARGE = {
+  podContainers: 40_000,
+  configMapKeys: 48, // × 64 KiB = 3 MiB of data
+  valueBytes: 65_536,
+  /** Each of the 20 concurrent reviews: just under the shipped 7 MiB `server.maxRequestBytes`. */
+  memoryReviewBytes: 6.7 * MiB,
+  concurrent: 20,
+  waves: 3,
+  ordinaryRate: 500,
+  ordinaryS: 8,
+  /** Sequential sends per large review: at least min, at most max, no more started after budgetMs. */
+  sends: { min: 2, max: 5, budgetMs: 10_000 },
+  /**
+   * Past this a large answer counts as lost and the part moves on. The apiserver gives up sooner (the webhook's
+   * timeoutSeconds, 10 s); the bench waits longer, to show how long the gateway really takes.
+   */
+  answerTimeoutMs: 30_000,
+  /** A wave of concurrent reviews that has not finished by then is abandoned, and so are the waves after it. */
+  waveTimeoutMs: 20_000,
+};
+
+const round = (v, digits = 1) => (v === null || v === undefined ? null : Math.round(v * 10 ** digits) / 10 ** digits);
+const median = (xs) => {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+// ------------------------------------------------------------------------------------------------ reviews
+/** The fixture's Pod review with `spec.containers` replaced by `count` small containers. */
+export function podReview(base, count) {
+  const review = structuredClone(base);
+  review.request.object.spec.containers = Array.from({ length: count }, (_, i) => ({
+    name: `c${i}`,
+    image: 'nginx:1.25.3',
+  }));
+  return review;
+}
+
+/**
+ * A config-file-like value of exactly `bytes` characters: 64-character lines, so the JSON has escapes to decode
+ * (`\n`), as real configuration data does.
+ */
+function configText(key, bytes) {
+  const lines = [];
+  for (let i = 0, size = 0; size < bytes; i++, size += 64) lines.push(`${key}.setting-${i} = `.padEnd(63, 'x'));
+  return lines.join('\n').padEnd(bytes, '\n').slice(0, bytes);
+}
+
+/** A ConfigMap CREATE review (same namespace and user as the fixture) whose data holds `keys` values. */
+export function configMapReview(base, name, keys, valueBytes) {
+  const { request } = base;
+  const kind = { group: '', version: 'v1', kind: 'ConfigMap' };
+  const resource = { group: '', version: 'v1', resource: 'configmaps' };
+  const data = {};
+  for (let k = 0; k < keys; k++) data[`file-${k}.conf`] = configText(`file-${k}`, valueBytes);
+  return {
+    apiVersion: base.apiVersion,
+    kind: base.kind,
+    request: {
+      ...request,
+      kind,
+      resource,
+      requestKind: kind,
+      requestResource: resource,
+      name,
+      object: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, namespace: request.namespace, creationTimestamp: null, labels: { app: name } },
+        data,
+      },
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ sending
+/** One review on `conn`; resolves (never rejects) with { ms, status, body, error }. */
+function send(conn, buf, timeoutMs = LARGE.answerTimeoutMs) {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    const timer = setTimeout(() => conn.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    conn.send(buf, (err, status, body) => {
+      clearTimeout(timer);
+      const ms = performance.now() - t0;
+      resolve(err ? { ms, status: 0, body: null, error: err.message } : { ms, status, body, error: null });
+    });
+  });
+}
+
+/** The answer's AdmissionReview response, decoded and checked: { ok, why, patchOps }. */
+function inspect(answer, uid, { decodePatch = false } = {}) {
+  if (answer.error) return { ok: false, why: answer.error };
+  if (answer.status !== 200)
+    return { ok: false, why: `HTTP ${answer.status}: ${answer.body?.toString('utf8', 0, 200)}` };
+  if (!decodePatch) {
+    return answeredAllowed(answer.status, answer.body, uid)
+      ? { ok: true }
+      : { ok: false, why: `not allowed: ${answer.body.toString('utf8', 0, 300)}` };
+  }
+  const response = JSON.parse(answer.body.toString('utf8')).response ?? {};
+  if (response.uid !== uid || response.allowed !== true)
+    return { ok: false, why: `not allowed or wrong uid: ${JSON.stringify(response).slice(0, 300)}` };
+  const patch = response.patch ? JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) : [];
+  return { ok: true, patchOps: patch.length };
+}
+
+/**
+ * Sends one kind of large review sequentially on one connection (each after the previous answer), from min to
+ * max times within the time budget; the first answer is decoded in full when `decodePatch`. `proc()` reads the
+ * gateway's /proc figures around each send: its CPU time per review, and how long it waited for its core (on
+ * a shared machine the answer times move with other tenants' load; the CPU time much less).
+ */
+async function sequential(conn, builder, uidBase, proc, { decodePatch = false, minPatchOps = 0 } = {}) {
+  const times = [];
+  const cpu = [];
+  let waitUs = 0;
+  let elapsedMs = 0;
+  const failures = [];
+  let patchOps = null;
+  let answerBytes = null;
+  const t0 = performance.now();
+  let sends = 0;
+  for (let i = 0; i < LARGE.sends.max; i++) {
+    if (i >= LARGE.sends.min && performance.now() - t0 > LARGE.sends.budgetMs) break;
+    sends++;
+    const uid = uidFor(uidBase + i);
+    const before = proc();
+    const answer = await send(conn, builder.build(uid));
+    const after = proc();
+    cpu.push((after.cpuUs - before.cpuUs) / 1000);
+    waitUs += after.runDelayUs - before.runDelayUs;
+    elapsedMs += answer.ms;
+    const checked = inspect(answer, uid, { decodePatch: decodePatch && i === 0 });
+    if (i === 0 && checked.ok && decodePatch) {
+      patchOps = checked.patchOps;
+      if (patchOps < minPatchOps)
+        failures.push(`the patch has ${patchOps} operations, expected at least ${minPatchOps}`);
+    }
+    answerBytes ??= answer.body?.length ?? null;
+    if (checked.ok) times.push(answer.ms);
+    else failures.push(checked.why);
+    if (answer.error?.startsWith('no answer within')) break; // the next would wait as long
+  }
+  return {
+    bodyBytes: builder.bodyBytes,
+    answerBytes,
+    sends,
+    timesMs: times.map((t) => round(t)),
+    medianMs: round(median(times)),
+    maxMs: times.length ? round(Math.max(...times)) : null,
+    gatewayCpuMs: round(median(cpu)),
+    gatewayWaitPct: elapsedMs > 0 ? round(waitUs / 10 / elapsedMs, 1) : null,
+    ...(decodePatch ? { patchOps } : {}),
+    ok: failures.length === 0 && times.length > 0,
+    failures,
+  };
+}
+
+// -------------------------------------------------------------------------------------------------- parts
+/**
+ * The scenario. env: { chain, gatewayConfig(chain), startGateway(name, config, { cgroupProcs }), loadgen(cfg),
+ * loadCfg(target, path, extra), ordinaryReview(port) (rejects unless allowed), fixture (parsed),
+ * mutatePath, validatePath, ca, memoryLimitBytes, maxRequestBytes, fixedConnections, clockTicks, progress }.
+ */
+export async function runLarge(env) {
+  const { progress } = env;
+  const reviews = {
+    pod: podReview(env.fixture, LARGE.podContainers),
+    configMap: configMapReview(env.fixture, 'large-3mib', LARGE.configMapKeys, LARGE.valueBytes),
+    memory: memoryReview(env.fixture, env.maxRequestBytes),
+  };
+  const result = { label: env.label, memoryLimitBytes: env.memoryLimitBytes, settings: LARGE };
+  try {
+    await withGateway(env, reviews, result);
+  } catch (err) {
+    // The gateway did not start or answer an ordinary review: parts 1–3 have nothing to measure.
+    const error = err instanceof Error ? err.message : String(err);
+    progress(`      gateway for parts 1–3 failed: ${error.split('\n')[0]}\n`);
+    for (const key of ['pod', 'configMap', 'meanwhile']) result[key] ??= { ok: false, error };
+  }
+  result.memory = await part(
+    progress,
+    `      4. ${LARGE.concurrent} × ${mib(reviews.memory.bodyBytes)} at once, ${LARGE.waves} waves`,
+    async () => {
+      const r = await memoryUnderLoad(env, reviews.memory);
+      return [r, `${r.method}: ${memorySummary(r)}`];
+    },
+  );
+  return result;
+}
+
+/** Parts 1–3, on one gateway with the shipped chain. */
+async function withGateway(env, reviews, result) {
+  const { progress } = env;
+  const gw = await env.startGateway('large', env.gatewayConfig(env.chain));
+  try {
+    await env.ordinaryReview(gw.port);
+    const target = (path) => ({ host: `127.0.0.1:${gw.port}`, path });
+    const builders = {
+      pod: reviewRequestBuilder(reviews.pod, target(env.mutatePath)),
+      cmMutate: reviewRequestBuilder(reviews.configMap, target(env.mutatePath)),
+      cmValidate: reviewRequestBuilder(reviews.configMap, target(env.validatePath)),
+    };
+    const proc = () => readProc(gw.pid, env.clockTicks);
+    const conn = new Connection({ host: '127.0.0.1', port: gw.port, ca: env.ca });
+    try {
+      await conn.connect();
+      result.pod = await part(progress, `      1. ${LARGE.podContainers}-container Pod`, async () => {
+        const r = await sequential(conn, builders.pod, 1_000_000, proc, {
+          decodePatch: true,
+          minPatchOps: LARGE.podContainers,
+        });
+        return [r, `${mb(r.bodyBytes)} → ${r.patchOps ?? '?'} patch ops, ${times(r)}`];
+      });
+      result.configMap = await part(progress, '      2. 3 MiB ConfigMap', async () => {
+        const mutate = await sequential(conn, builders.cmMutate, 2_000_000, proc);
+        const validate = await sequential(conn, builders.cmValidate, 3_000_000, proc);
+        const r = { bodyBytes: builders.cmMutate.bodyBytes, mutate, validate, ok: mutate.ok && validate.ok };
+        return [r, `${mb(r.bodyBytes)}: /mutate ${times(mutate)}; /validate ${times(validate)}`];
+      });
+    } finally {
+      conn.close();
+    }
+    result.meanwhile = await part(
+      progress,
+      `      3. ordinary reviews at ${LARGE.ordinaryRate}/s while large ones are sent back to back`,
+      async () => {
+        const r = await meanwhile(env, gw, [builders.pod, builders.cmMutate, builders.cmValidate]);
+        return [
+          r,
+          `p50 ${r.latencyMs.p50} / p99 ${r.latencyMs.p99} / max ${r.latencyMs.max} ms, ${r.errors} errors, ` +
+            `${r.large.answered} large answered`,
+        ];
+      },
+    );
+    if (!gw.exitStatus()) result.peakRssMiB = round(readProc(gw.pid, env.clockTicks).hwmMiB);
+  } finally {
+    await gw.stop();
+  }
+}
+
+/** One part: prints its line, and records an error instead of throwing it, so that the next part runs. */
+async function part(progress, title, fn) {
+  progress(`${title} ...`);
+  try {
+    const [r, line] = await fn();
+    progress(` ${line}\n`);
+    return r;
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    progress(` failed: ${error.split('\n')[0]}\n`);
+    return { ok: false, error };
+  }
+}
+
+const mb = (bytes) => `${round(bytes / 1e6, 2)} MB`;
+const mib = (bytes) => `${round(bytes / MiB, 2)} MiB`;
+const times = (r) =>
+  `${r.timesMs.length ? `median ${r.medianMs} / max ${r.maxMs} ms of ${r.timesMs.length}` : 'no answer'}` +
+  `; gateway CPU ${r.gatewayCpuMs} ms per review, waited for its core ${r.gatewayWaitPct}%` +
+  `${r.failures.length ? ` (${r.failures.length} failed: ${r.failures[0].slice(0, 120)})` : ''}`;
+
+/** A ConfigMap review of just under `memoryReviewBytes` (and so under the body limit). */
+function memoryReview(fixture, maxRequestBytes) {
+  const bytes = (keys) =>
+    reviewRequestBuilder(configMapReview(fixture, 'large-mem', keys, LARGE.valueBytes), { host: 'x', path: '/' })
+      .bodyBytes;
+  const overhead = bytes(0);
+  const keys = Math.floor((LARGE.memoryReviewBytes - overhead) / (bytes(1) - overhead));
+  const review = configMapReview(fixture, 'large-mem', keys, LARGE.valueBytes);
+  const bodyBytes = bytes(keys);
+  if (bodyBytes > maxRequestBytes)
+    throw new Error(
+      `the memory part's review (${bodyBytes} bytes) is over server.maxRequestBytes (${maxRequestBytes})`,
+    );
+  return { review, keys, bodyBytes };
+}
+
+/**
+ * Part 3: the ordinary Pod review at a fixed rate (loadgen.mjs, latency from each scheduled send) on /mutate,
+ * while this process sends the large reviews back to back on one more connection during its schedule.
+ */
+async function meanwhile(env, gw, builders) {
+  const conn = new Connection({ host: '127.0.0.1', port: gw.port, ca: env.ca });
+  await conn.connect();
+  const warmupS = 1;
+  let running = true;
+  const large = [];
+  // Large reviews are sent back to back from the generator's first scheduled send (its warm-up included, so that
+  // they are under way when its measured window opens) until its schedule ends: after that it only waits for
+  // the answers still due, and further large reviews would only hold those up (and the bench with them).
+  let sender = Promise.resolve();
+  const onStart = (scheduleStart) => {
+    const begin = scheduleStart - performance.timeOrigin;
+    const end = begin + (warmupS + LARGE.ordinaryS) * 1000;
+    sender = (async () => {
+      await sleep(Math.max(0, begin - performance.now()));
+      for (let i = 0; running && performance.now() < end; i++) {
+        const uid = uidFor(4_000_000 + i);
+        const answer = await send(conn, builders[i % builders.length].build(uid));
+        if (!running) break; // cut off below: not an answer
+        const checked = inspect(answer, uid);
+        large.push({ ms: round(answer.ms), ok: checked.ok, ...(checked.ok ? {} : { why: checked.why }) });
+        if (answer.error) await sleep(100); // not a tight reconnect loop against a gateway that is gone
+      }
+    })();
+  };
+  let run;
+  try {
+    run = await env.loadgen(
+      env.loadCfg(gw, env.mutatePath, {
+        mode: 'fixed',
+        rate: LARGE.ordinaryRate,
+        connections: env.fixedConnections,
+        warmupS,
+        durationS: LARGE.ordinaryS,
+      }),
+      { onStart },
+    );
+  } finally {
+    running = false;
+    conn.abort(); // a large review still unanswered once the ordinary ones are all in: not waited for
+    await sender;
+  }
+  const done = large.filter((l) => l.ok);
+  return {
+    ...run,
+    ok: run.errors === 0,
+    large: {
+      answered: done.length,
+      failed: large.length - done.length,
+      medianMs: round(median(done.map((l) => l.ms))),
+      maxMs: done.length ? Math.max(...done.map((l) => l.ms)) : null,
+      sends: large,
+    },
+  };
+}
+
+/**
+ * Part 4: a fresh gateway in a memory cgroup with the Deployment's limit (peak RSS only when no cgroup can be
+ * made here); waves of `concurrent` reviews, each on its own connection, all sent at once; then one ordinary
+ * review, which must still be answered.
+ */
+async function memoryUnderLoad(env, memory) {
+  const cgroup = createMemoryCgroup('large', env.memoryLimitBytes);
+  const result = {
+    method: cgroup.kind ? `${cgroup.kind}, limit ${mib(env.memoryLimitBytes)}` : 'no memory cgroup: VmHWM only',
+    cgroup: cgroup.dir ?? null,
+    ...(cgroup.kind ? {} : { noCgroup: cgroup.why }),
+    bodyBytes: memory.bodyBytes,
+    keys: memory.keys,
+    waves: [],
+  };
+  let gw;
+  let sampler;
+  try {
+    gw = await env.startGateway('largeMemory', env.gatewayConfig(env.chain), { cgroupProcs: cgroup.procsFile });
+    result.startMiB = round(readProc(gw.pid, env.clockTicks).rssMiB);
+    // VmHWM dies with the process; sampled here so that the last value before an OOM kill is kept.
+    let hwm = 0;
+    let currentPeak = 0;
+    const sample = () => {
+      try {
+        hwm = Math.max(hwm, readProc(gw.pid, env.clockTicks).hwmMiB);
+      } catch {
+        // gone
+      }
+      if (cgroup.kind) currentPeak = Math.max(currentPeak, cgroup.stats().usageBytes ?? 0);
+    };
+    sampler = setInterval(sample, 50);
+    const builder = reviewRequestBuilder(memory.review, { host: `127.0.0.1:${gw.port}`, path: env.mutatePath });
+    for (let w = 0; w < LARGE.waves; w++) {
+      const wave = await concurrentWave(env, gw, builder, 5_000_000 + w * 1000);
+      result.waves.push(wave);
+      // Connections reset by a killed gateway are seen before its exit: give that a moment to arrive.
+      if (wave.answers.some((a) => a.outcome === 'no answer')) await sleep(200);
+      if (wave.timedOut || gw.exitStatus()) break;
+    }
+    await sleep(200); // an OOM kill at the end of the last wave: let its exit be seen
+    sample();
+    clearInterval(sampler);
+    result.vmHwmMiB = round(hwm);
+    const exit = gw.exitStatus();
+    const stats = cgroup.kind ? cgroup.stats() : null;
+    result.cgroupStats = stats;
+    result.cgroupPeakMiB = stats ? round(Math.max(stats.peakBytes ?? 0, currentPeak) / MiB) : null;
+    // The larger of the two: the cgroup is not charged for the pages of the node binary and libraries, which
+    // other processes read first (a pod's cgroup would be), and VmHWM does not count the page cache (the log).
+    result.peakMiB = round(Math.max(result.cgroupPeakMiB ?? 0, hwm));
+    result.oomKills = stats?.oomKills ?? null;
+    result.exit = exit;
+    result.killed = exit !== null;
+    result.oomKilled = exit !== null && (exit.signal === 'SIGKILL' || (stats?.oomKills ?? 0) > 0);
+    if (exit) result.stderr = gw.stderrTail();
+    result.answeringAfter = await env.ordinaryReview(gw.port).then(
+      () => true,
+      () => false,
+    );
+    result.statuses = tally(result.waves.flatMap((w) => w.answers));
+    result.ok = !result.killed && result.answeringAfter && result.peakMiB <= env.memoryLimitBytes / MiB;
+    return result;
+  } finally {
+    if (sampler) clearInterval(sampler);
+    if (gw) await gw.stop();
+    if (cgroup.kind) await cgroup.remove();
+  }
+}
+
+/**
+ * One wave: `concurrent` connections, opened first (TLS handshakes), then one review written on each at once, so
+ * that all of them are in the gateway together (the worst case for its memory); waits for every answer.
+ */
+async function concurrentWave(env, gw, builder, uidBase) {
+  const conns = Array.from(
+    { length: LARGE.concurrent },
+    () => new Connection({ host: '127.0.0.1', port: gw.port, ca: env.ca }),
+  );
+  const connected = await Promise.all(
+    conns.map((c) =>
+      c.connect().then(
+        () => null,
+        (err) => err.message,
+      ),
+    ),
+  );
+  const requests = conns.map((_, i) => builder.build(uidFor(uidBase + i)));
+  const t0 = performance.now();
+  const answers = await Promise.all(
+    conns.map(async (conn, i) => {
+      if (connected[i] !== null) return { outcome: 'no answer', why: `connect: ${connected[i]}`, ms: 0 };
+      const answer = await send(conn, requests[i], LARGE.waveTimeoutMs);
+      const ms = round(performance.now() - t0);
+      if (answer.error) return { outcome: 'no answer', why: answer.error, ms };
+      if (answer.status === 200)
+        return answeredAllowed(200, answer.body, uidFor(uidBase + i))
+          ? { outcome: '200', ms }
+          : { outcome: '200 not allowed', ms };
+      return { outcome: String(answer.status), ms };
+    }),
+  ).finally(() => conns.forEach((c) => c.close()));
+  const timedOut = answers.some((a) => a.why?.startsWith('no answer within'));
+  return { ms: round(performance.now() - t0), timedOut, answers };
+}
+
+/** Outcome → count: "200", "429", other statuses, "no answer" (connection refused or reset, timeout). */
+function tally(answers) {
+  const counts = {};
+  for (const a of answers) counts[a.outcome] = (counts[a.outcome] ?? 0) + 1;
+  return counts;
+}
+
+function memorySummary(r) {
+  const fate = r.oomKilled
+    ? `OOM-KILLED (${r.exit.signal ?? `exit ${r.exit.code}`}, oom_kill ${r.oomKills ?? '?'})`
+    : r.killed
+      ? `DIED (${r.exit.signal ?? `exit ${r.exit.code}`})`
+      : 'not killed';
+  const statuses = Object.entries(r.statuses)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ');
+  return (
+    `peak ${r.peakMiB} MiB (${r.cgroupPeakMiB === null ? '' : `cgroup max usage ${r.cgroupPeakMiB}, `}` +
+    `VmHWM ${r.vmHwmMiB}; ${r.startMiB} at start), ${fate}; answers ${statuses || 'none'} over ${r.waves.length} ` +
+    `wave(s); an ordinary review afterwards: ${r.answeringAfter ? 'answered' : 'NOT answered'}`
+  );
+}
+
+/** The lines the report prints for the scenario. */
+export function largeReport(r) {
+  const lines = [];
+  const failed = (what, part) => lines.push(`  ${what}: ${part?.error?.split('\n')[0] ?? r.error ?? 'not run'}`);
+  const { pod, configMap: cm, meanwhile: m, memory: mem } = r;
+  if (pod?.timesMs) {
+    lines.push(
+      `  ${LARGE.podContainers}-container Pod on /mutate: ${mb(pod.bodyBytes)} → answer ${mb(pod.answerBytes ?? 0)}, ${pod.patchOps} patch ops`,
+    );
+    lines.push(`      ${times(pod)}; each ${pod.timesMs.join(', ')} ms`);
+  } else failed(`${LARGE.podContainers}-container Pod`, pod);
+  if (cm?.mutate) {
+    lines.push(`  3 MiB ConfigMap (${mb(cm.bodyBytes)})`);
+    lines.push(`      /mutate   ${times(cm.mutate)}`);
+    lines.push(`      /validate ${times(cm.validate)}`);
+  } else failed('3 MiB ConfigMap', cm);
+  if (m?.latencyMs) {
+    lines.push(
+      `  ordinary reviews at ${m.targetRate}/s on /mutate (achieved ${m.achievedRate}/s) while large ones are sent back to back ` +
+        `(${m.large.answered} answered meanwhile, median ${m.large.medianMs} ms)`,
+    );
+    lines.push(
+      `      p50 ${m.latencyMs.p50} / p99 ${m.latencyMs.p99} / max ${m.latencyMs.max} ms from the scheduled send, ${m.errors} errors; ` +
+        `send lag p99 ${m.sendLagMs.p99} ms (${m.maxQueued ? `up to ${m.maxQueued} waited for one of its ${m.connections} connections` : 'none waited for a connection'}); ` +
+        `gateway waited for its core ${m.procs.server.runQueueWaitPct}%`,
+    );
+  } else failed('ordinary reviews meanwhile', m);
+  if (r.peakRssMiB !== undefined)
+    lines.push(`  peak RSS (VmHWM) of the gateway of the three parts above: ${r.peakRssMiB} MiB`);
+  if (mem?.waves) {
+    lines.push(
+      `  ${LARGE.concurrent} × ${mib(mem.bodyBytes)} ConfigMap at once on /mutate, in a fresh gateway: ${mem.method}`,
+    );
+    lines.push(`      ${memorySummary(mem)}`);
+    if (mem.stderr) lines.push(`      its stderr: ${mem.stderr.split('\n').slice(-3).join(' | ')}`);
+  } else failed(`${LARGE.concurrent} concurrent reviews`, mem);
+  return lines;
+}
