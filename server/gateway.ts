@@ -23,6 +23,9 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { createWebhookListener } from './http/webhook-app.js';
 import { drainServer } from './http/drain.js';
+import { ByteBudget } from './http/byte-budget.js';
+import { connectionOptions, watchConnections } from './http/connection-limits.js';
+import { defaultInflightBytes, memoryLimit } from './http/memory-limit.js';
 import {
   ensureConfiguredCertificate,
   loadTlsMaterial,
@@ -168,17 +171,36 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
 
+  const limit = memoryLimit();
+  const budget = new ByteBudget(
+    serverConfig.maxInflightBytes ?? defaultInflightBytes(limit, serverConfig.maxRequestBytes),
+    (delta) => metrics.inflightBytes.add(delta),
+  );
+  metrics.inflightBytesLimit.set(budget.limit);
+  log.info(
+    {
+      maxInflightBytes: budget.limit,
+      ...(serverConfig.maxInflightBytes === undefined
+        ? { memoryLimit: limit.bytes, memoryLimitSource: limit.source }
+        : {}),
+      maxConnections: serverConfig.maxConnections,
+    },
+    'review memory and connections bounded',
+  );
+
   const webhookServer = https.createServer(
     // Keep-alive beyond the apiserver's idle timeout (90 s) so pooled connections are not cut under it.
-    { ...secureContextOptions(material), keepAliveTimeout: 95_000, requestTimeout: 60_000 },
+    { ...secureContextOptions(material), ...connectionOptions(serverConfig), keepAliveTimeout: 95_000 },
     createWebhookListener({
       reviewer,
       metrics,
       log,
       maxRequestBytes: serverConfig.maxRequestBytes,
+      budget,
       draining: () => closing,
     }),
   );
+  watchConnections(webhookServer, 'webhook', serverConfig.maxConnections, metrics);
   // New handshakes use the new context; established connections keep the one they negotiated.
   const swap = (next: TlsMaterial, message: string): void => {
     webhookServer.setSecureContext(secureContextOptions(next));
@@ -217,7 +239,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
   });
   const opsHandler = opsApp.callback();
-  const opsServer = http.createServer((req, res) => void opsHandler(req, res));
+  const opsServer = http.createServer(connectionOptions(serverConfig), (req, res) => void opsHandler(req, res));
+  watchConnections(opsServer, 'ops', serverConfig.maxConnections, metrics);
 
   const webhookAddress = await listen(webhookServer, serverConfig.port, serverConfig.host);
   const opsAddress = await listen(opsServer, serverConfig.opsPort, serverConfig.opsHost);

@@ -60,6 +60,17 @@ export function describeValue(value: unknown): string {
 }
 
 /**
+ * How many objects and arrays a JSON document holds at most: its opening brackets, those inside strings
+ * included (a bound is all that is needed, and searching for them is much cheaper than a scan).
+ */
+export function countContainers(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf('{'); i >= 0; i = text.indexOf('{', i + 1)) n++;
+  for (let i = text.indexOf('['); i >= 0; i = text.indexOf('[', i + 1)) n++;
+  return n;
+}
+
+/**
  * Whether `text`, a JSON document, nests arrays and objects deeper than `max`: a scan of its brackets
  * outside strings, so the check costs one pass and never recursion.
  */
@@ -67,6 +78,9 @@ export function nestsDeeperThan(text: string, max = MAX_NESTING_DEPTH): boolean 
   // A document shorter than two brackets per level cannot reach the limit.
   if (text.length <= 2 * max) return false;
   let depth = 0;
+  // The scan looks at every character outside strings; a document with fewer brackets than the limit cannot
+  // reach it, and their count costs a search.
+  if (countContainers(text) <= max) return false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {

@@ -4,7 +4,7 @@
  * v1beta1 request must get a v1beta1 answer), errors included, as controller-runtime's http.go does.
  */
 import { ReviewDecodeError } from '../errors.js';
-import { MAX_NESTING_DEPTH, clip, describeValue, nestsDeeperThan } from '../limits.js';
+import { MAX_NESTING_DEPTH, clip, countContainers, describeValue, nestsDeeperThan } from '../limits.js';
 import type { AdmissionRequest, Operation } from '../plugin-api/types.js';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion, type AdmissionResponse } from './types.js';
 
@@ -17,6 +17,8 @@ export const DEFAULT_MAX_REQUEST_BYTES = 7 * 1024 * 1024;
 export interface DecodedReview {
   readonly apiVersion: AdmissionApiVersion;
   readonly request: AdmissionRequest;
+  /** How many objects and arrays the body holds, at most (what the review will weigh in memory). */
+  readonly containers: number;
 }
 
 const OPERATIONS: ReadonlySet<string> = new Set<Operation>(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
@@ -83,7 +85,10 @@ export function decodeReview(body: string): DecodedReview {
     fail(`request.uid has ${rawUid.length} characters, more than the ${MAX_UID_CHARS} accepted`);
   }
   if (uid === '') fail('request.uid is missing or empty');
-  if (nestsDeeperThan(body)) fail(`request nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep`);
+  const containers = countContainers(body);
+  if (containers > MAX_NESTING_DEPTH && nestsDeeperThan(body)) {
+    fail(`request nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep`);
+  }
   if (typeof req.operation !== 'string' || !OPERATIONS.has(req.operation)) {
     fail(`request.operation=${describeValue(req.operation)}, expected CREATE, UPDATE, DELETE or CONNECT`);
   }
@@ -98,7 +103,7 @@ export function decodeReview(body: string): DecodedReview {
   }
   if (req.dryRun !== undefined && typeof req.dryRun !== 'boolean') fail('request.dryRun must be a boolean');
   if (!isRecord(req.userInfo)) req.userInfo = {};
-  return { apiVersion: apiVersion as AdmissionApiVersion, request: req as unknown as AdmissionRequest };
+  return { apiVersion: apiVersion as AdmissionApiVersion, request: req as unknown as AdmissionRequest, containers };
 }
 
 /**

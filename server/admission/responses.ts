@@ -29,6 +29,8 @@ function reasonFor(code: number): string | undefined {
       return 'UnsupportedMediaType';
     case 422:
       return 'Invalid';
+    case 429:
+      return 'TooManyRequests';
     case 500:
       return 'InternalError';
     case 504:

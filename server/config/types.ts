@@ -26,6 +26,17 @@ export interface ServerConfig {
   readonly tls: TlsConfig;
   /** Largest accepted request body. Default 7 MiB. */
   readonly maxRequestBytes: number;
+  /**
+   * Bytes of reviews held at once (bodies, then answers); past it reviews are answered 429 unread.
+   * Undefined: derived at start from the memory the process may use (see http/memory-limit.ts).
+   */
+  readonly maxInflightBytes: number | undefined;
+  /** Open connections per server (webhook, ops); more are closed on accept. Default 512. */
+  readonly maxConnections: number;
+  /** Time for a client to complete its TLS handshake and send a request's headers. Default 10 s. */
+  readonly headersTimeoutSeconds: number;
+  /** Time for a client to send a whole request, body included. Default 30 s. */
+  readonly requestTimeoutSeconds: number;
   /** Kept back from the apiserver's `?timeout` so the answer arrives in time. Default 250 ms. */
   readonly deadlineMarginMs: number;
   /** Budget when a request carries no `?timeout`. Default 10 s (the apiserver's default). */

@@ -23,6 +23,12 @@ import type {
 } from './types.js';
 
 export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
+
+/**
+ * Open connections per server. An idle TLS connection holds about 45 KB here, so the default bounds them to
+ * a small part of the Deployment's memory and still leaves several apiservers room for their keep-alive pools.
+ */
+export const DEFAULT_MAX_CONNECTIONS = 512;
 export const CONFIG_KIND = 'GatewayConfig';
 
 /** Step names become metric labels, annotation keys and URL-safe identifiers. */
@@ -64,6 +70,10 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     'opsPort',
     'tls',
     'maxRequestBytes',
+    'maxInflightBytes',
+    'maxConnections',
+    'headersTimeoutSeconds',
+    'requestTimeoutSeconds',
     'deadlineMarginMs',
     'defaultTimeoutSeconds',
     'shutdownTimeoutSeconds',
@@ -88,6 +98,14 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   if (!certFile) r.fail(`${p}.tls.certFile`, 'is required');
   if (!keyFile) r.fail(`${p}.tls.keyFile`, 'is required');
   const defaultTimeoutSeconds = r.integer(m.defaultTimeoutSeconds, `${p}.defaultTimeoutSeconds`, 1, 30) ?? 10;
+  const maxRequestBytes =
+    r.integer(m.maxRequestBytes, `${p}.maxRequestBytes`, 1024, 64 * 1024 * 1024) ?? DEFAULT_MAX_REQUEST_BYTES;
+  // A review weighs at least its body (more: http/byte-budget.ts); below that, none of the largest could be answered.
+  const maxInflightBytes = r.integer(m.maxInflightBytes, `${p}.maxInflightBytes`, maxRequestBytes, 2 ** 40);
+  const headersTimeoutSeconds = r.number(m.headersTimeoutSeconds, `${p}.headersTimeoutSeconds`, 1, 300) ?? 10;
+  const requestTimeoutSeconds =
+    r.number(m.requestTimeoutSeconds, `${p}.requestTimeoutSeconds`, headersTimeoutSeconds, 600) ??
+    Math.max(30, headersTimeoutSeconds);
   const deadlineMarginMs = r.integer(m.deadlineMarginMs, `${p}.deadlineMarginMs`, 0, 5000) ?? 250;
   return {
     host: r.string(m.host, `${p}.host`) ?? '0.0.0.0',
@@ -102,8 +120,11 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
       dnsNames: r.stringList(tls.dnsNames, `${p}.tls.dnsNames`) ?? sans.dnsNames,
       ipAddresses: r.stringList(tls.ipAddresses, `${p}.tls.ipAddresses`) ?? sans.ipAddresses,
     },
-    maxRequestBytes:
-      r.integer(m.maxRequestBytes, `${p}.maxRequestBytes`, 1024, 64 * 1024 * 1024) ?? DEFAULT_MAX_REQUEST_BYTES,
+    maxRequestBytes,
+    maxInflightBytes,
+    maxConnections: r.integer(m.maxConnections, `${p}.maxConnections`, 1, 1_000_000) ?? DEFAULT_MAX_CONNECTIONS,
+    headersTimeoutSeconds,
+    requestTimeoutSeconds,
     deadlineMarginMs,
     defaultTimeoutSeconds,
     shutdownTimeoutSeconds: r.integer(m.shutdownTimeoutSeconds, `${p}.shutdownTimeoutSeconds`, 1, 300) ?? 25,

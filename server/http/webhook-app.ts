@@ -16,6 +16,7 @@ import { ReviewDecodeError, errorMessage } from '../errors.js';
 import { clip } from '../limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { parseTimeoutParam } from '../admission/timeout.js';
+import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
 import { readBody } from './read-body.js';
 
 export interface WebhookAppDeps {
@@ -23,6 +24,8 @@ export interface WebhookAppDeps {
   readonly metrics: Metrics;
   readonly log: BindableLogger;
   readonly maxRequestBytes: number;
+  /** Bytes of reviews held at once (bodies, then answers): past it a review is shed with 429. */
+  readonly budget: ByteBudget;
   /**
    * True once the gateway is shutting down: every answer then carries `Connection: close`, so a keep-alive
    * client (the apiserver's pool) sends its next review on a new connection — to a replica that is still
@@ -54,7 +57,15 @@ interface Answer {
   readonly body: Buffer;
   /** After refusing an oversized or unread body the connection cannot be reused safely. */
   readonly close?: boolean;
+  /** Seconds after which the client may try again (a shed review). */
+  readonly retryAfter?: number;
 }
+
+/**
+ * client-go, which the apiserver calls webhooks with, retries a 429 carrying Retry-After after that many
+ * seconds (up to ten times, within the webhook's timeout): a shed review comes back once memory is free.
+ */
+const SHED_RETRY_AFTER_SECONDS = 1;
 
 /** Decode → review → encode, always in protocol; never throws. */
 async function answerReview(
@@ -62,6 +73,7 @@ async function answerReview(
   req: IncomingMessage,
   route: Route,
   querystring: string,
+  lease: ByteLease,
 ): Promise<Answer> {
   const { reviewer, metrics, log, maxRequestBytes } = deps;
   let uid = '';
@@ -69,15 +81,35 @@ async function answerReview(
   metrics.inflight.inc();
   try {
     checkContentType(req.headers['content-type']);
-    const decoded = decodeReview(await readBody(req, maxRequestBytes));
+    const decoded = decodeReview(await readBody(req, maxRequestBytes, lease));
     uid = decoded.request.uid;
     apiVersion = decoded.apiVersion;
+    lease.take(decoded.containers * WEIGHT_PER_CONTAINER);
     const { response } = await reviewer.review(decoded.request, route, timeoutParam(querystring));
-    return { status: 200, body: encodeReview(apiVersion, response) };
+    const body = encodeReview(apiVersion, response);
+    lease.force(body.length);
+    return { status: 200, body };
   } catch (err) {
+    if (err instanceof BudgetExceededError && !err.never) {
+      metrics.shedReviews.inc({ reason: 'inflight_bytes' });
+      log.warn(
+        { uid, route, weight: err.weight, inflightBytes: deps.budget.inUse, limit: deps.budget.limit },
+        'review shed: in-flight memory budget full (answered 429, the apiserver retries)',
+      );
+      // Shed before its body is read, a review's uid is unknown: the apiserver does not read a 429's body.
+      return {
+        status: 429,
+        body: encodeReview(apiVersion, errored(uid, 429, err.message)),
+        retryAfter: SHED_RETRY_AFTER_SECONDS,
+      };
+    }
     const decodeError = err instanceof ReviewDecodeError ? err : undefined;
-    const status = decodeError?.status ?? 500;
-    const message = decodeError ? decodeError.message : `internal error: ${errorMessage(err)}`;
+    // A review too heavy ever to fit is refused like one over maxRequestBytes.
+    const status = decodeError?.status ?? (err instanceof BudgetExceededError ? 413 : 500);
+    const message =
+      decodeError || err instanceof BudgetExceededError
+        ? (err as Error).message
+        : `internal error: ${clip(errorMessage(err))}`;
     if (decodeError) {
       uid ||= decodeError.uid;
       if (decodeError.apiVersion) apiVersion = decodeError.apiVersion;
@@ -123,17 +155,27 @@ export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessa
       void fallback(req, res);
       return;
     }
+    const lease = deps.budget.lease();
+    // The request's bytes are free again once its answer is written (or the connection is gone) and the
+    // review is over: an apiserver that gave up does not stop the review from holding its object.
+    let holders = 2;
+    const letGo = () => {
+      if (--holders === 0) lease.release();
+    };
+    res.once('close', letGo);
     // answerReview never rejects. The answer is written from setImmediate, after the poll phase, not as soon
     // as it is ready: under load the answers of one event-loop turn then go out together, and clients' next
     // requests arrive together, so each review costs fewer wake-ups and syscalls — about a third less CPU
     // per review for an empty chain on the bench (bench/README.md). At low load it adds microseconds.
-    void answerReview(deps, req, route, q < 0 ? '' : url.slice(q + 1)).then((answer) =>
+    void answerReview(deps, req, route, q < 0 ? '' : url.slice(q + 1), lease).then((answer) =>
       setImmediate(() => {
+        letGo();
         try {
           res.writeHead(answer.status, {
             'content-type': 'application/json; charset=utf-8',
             'content-length': answer.body.length,
             ...(answer.close || deps.draining?.() ? { connection: 'close' } : {}),
+            ...(answer.retryAfter ? { 'retry-after': String(answer.retryAfter) } : {}),
           });
           res.end(answer.body);
         } catch (err) {

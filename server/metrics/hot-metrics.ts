@@ -202,6 +202,10 @@ export class HotGauge extends RegisteredMetric {
     this.value--;
   }
 
+  add(delta: number): void {
+    this.value += delta;
+  }
+
   reset(): void {
     this.value = 0;
   }

@@ -79,6 +79,28 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       help: 'AdmissionReviews being processed.',
       registers,
     }),
+    inflightBytes: new HotGauge({
+      name: `${METRIC_PREFIX}inflight_bytes`,
+      help: 'Bytes of reviews held: bodies being read or reviewed, and answers being written (server.maxInflightBytes bounds it).',
+      registers,
+    }),
+    inflightBytesLimit: new Gauge({
+      name: `${METRIC_PREFIX}inflight_bytes_limit`,
+      help: 'server.maxInflightBytes: past it, reviews are answered 429 unread.',
+      registers,
+    }),
+    shedReviews: new Counter({
+      name: `${METRIC_PREFIX}shed_reviews_total`,
+      help: 'Reviews answered 429 without being read because the in-flight byte budget was full (the apiserver retries them).',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    connectionsClosed: new Counter({
+      name: `${METRIC_PREFIX}connections_closed_total`,
+      help: 'Connections closed without serving a request: over server.maxConnections, a failed or timed-out TLS handshake, a request not received in time, a malformed request.',
+      labelNames: ['server', 'reason'] as const,
+      registers,
+    }),
     chainSteps: new Gauge({
       name: `${METRIC_PREFIX}chain_steps`,
       help: 'Steps in the resolved chain, by phase.',

@@ -9,6 +9,7 @@ import { Agent } from 'undici';
 import { generateCertificates, writeCertificates } from '../../certs/generate.js';
 import type { AdmissionReview } from '../../server/admission/types.js';
 import type { Reviewer } from '../../server/chain/reviewer.js';
+import { ByteBudget } from '../../server/http/byte-budget.js';
 import { createWebhookListener } from '../../server/http/webhook-app.js';
 import { createLogger } from '../../server/log.js';
 import { createMetrics } from '../../server/metrics/metrics.js';
@@ -524,6 +525,7 @@ chain:
         metrics,
         log: createLogger('silent'),
         maxRequestBytes: 1 << 20,
+        budget: new ByteBudget(4 << 20),
       });
       const webhook = https.createServer({ cert: bundle.cert, key: bundle.key }, listener);
       server = webhook;

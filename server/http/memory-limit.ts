@@ -1,0 +1,40 @@
+/**
+ * How much memory the process may use, and the default in-flight budget derived from it: the container's
+ * (cgroup) limit as Node reads it, which is what gets the pod OOM-killed; without one, what V8 may give the
+ * heap plus a margin for buffers outside it (a process started with --max-old-space-size lets reviews hold
+ * less), and never more than the host has.
+ */
+import { totalmem } from 'node:os';
+import v8 from 'node:v8';
+import { WEIGHT_PER_BODY_BYTE } from './byte-budget.js';
+
+export interface MemoryLimit {
+  readonly bytes: number;
+  /** Where the figure comes from, for the start-up log line. */
+  readonly source: 'cgroup' | 'heap';
+}
+
+/** Bytes outside the V8 heap that buffers and native state may add to a heap-bound process. */
+const OUTSIDE_HEAP_BYTES = 64 * 1024 * 1024;
+
+/**
+ * What the gateway holds besides reviews in flight: code, the heap's own working set under steady load,
+ * connection buffers (measured at rest and at 2,000 small reviews a second; docs/decisions.md).
+ */
+export const BASELINE_BYTES = 80 * 1024 * 1024;
+
+export function memoryLimit(): MemoryLimit {
+  const host = totalmem();
+  // 0, or a huge number, when no limit is set (the cgroup's "max").
+  const cgroup = process.constrainedMemory?.() ?? 0;
+  if (cgroup > 0 && cgroup < host) return { bytes: cgroup, source: 'cgroup' };
+  return { bytes: Math.min(host, v8.getHeapStatistics().heap_size_limit + OUTSIDE_HEAP_BYTES), source: 'heap' };
+}
+
+/**
+ * The default server.maxInflightBytes: what the limit leaves after the baseline, and never less than one
+ * body of server.maxRequestBytes weighs (or such a review could never be answered).
+ */
+export function defaultInflightBytes(limit: MemoryLimit, maxRequestBytes: number): number {
+  return Math.max(limit.bytes - BASELINE_BYTES, maxRequestBytes * WEIGHT_PER_BODY_BYTE);
+}

@@ -1,0 +1,337 @@
+/**
+ * Hostile input at the webhook server, through the real gateway over real HTTPS: a Pod of tens of thousands
+ * of containers, fields of megabytes, malformed query parameters, deep nesting, more concurrent large reviews
+ * than memory allows, and more connections (or slower ones) than the server keeps. Every answer is an
+ * AdmissionReview in protocol, bounded in size, and nothing stalls or crashes the gateway.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import tls from 'node:tls';
+import type { AdmissionReview } from '../../server/admission/types.js';
+import type { KubeObject } from '../../server/plugin-api/index.js';
+import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+import { chunked, reviewOf, startHarness, type Harness, type HttpAnswer } from '../helpers/gateway-harness.js';
+import { patchedObject } from '../helpers/patch.js';
+import { createTestPlugins, type TestPlugins } from '../helpers/test-plugins.js';
+import { eventually } from '../helpers/wait.js';
+
+const SHIPPED_CONFIG = new URL('../../gateway.yaml', import.meta.url);
+const UID = requestOf(podCreate()).uid;
+/** Far more than any bounded answer or log line needs, far less than what the client sent. */
+const BOUND = 16 * 1024;
+
+/** A review whose object (a Pod) has `count` containers `c<i>` of image nginx:1.25.3. */
+function podWithContainers(count: number): AdmissionReview {
+  const review = podCreate();
+  requestOf(review).object!.spec = {
+    containers: Array.from({ length: count }, (_, i) => ({ name: `c${i}`, image: 'nginx:1.25.3' })),
+  };
+  return review;
+}
+
+describe('hostile input at the webhook server (real gateway over HTTPS)', function () {
+  let harness: Harness | undefined;
+  let test: TestPlugins;
+
+  async function start(yaml: string): Promise<Harness> {
+    harness = await startHarness({ yaml, plugins: test.plugins });
+    return harness;
+  }
+
+  beforeEach(function () {
+    test = createTestPlugins();
+  });
+
+  afterEach(async function () {
+    test.gate.release();
+    await harness?.close();
+    harness = undefined;
+  });
+
+  /** The answer and every log line stay small, whatever the client sent. */
+  function assertBounded(h: Harness, answer: HttpAnswer): void {
+    assert.ok(answer.text.length < BOUND, `answer of ${answer.text.length} characters`);
+    const longest = Math.max(...h.logs.map((line) => JSON.stringify(line).length));
+    assert.ok(longest < BOUND, `a log line of ${longest} characters`);
+  }
+
+  describe('a Pod of 80,000 containers through the shipped chain', function () {
+    it('gets every container its defaults in one patch (building it is linear: quadratic work would take minutes)', async function () {
+      const { readFile } = await import('node:fs/promises');
+      const h = await start(await readFile(SHIPPED_CONFIG, 'utf8'));
+      const review = podWithContainers(80_000);
+
+      const { response } = reviewOf(await h.post('/mutate?timeout=30s', review));
+
+      assert.deepEqual([response.uid, response.allowed], [UID, true]);
+      const pod = patchedObject(requestOf(review).object as KubeObject, response);
+      const containers = (pod.spec as { containers: Array<Record<string, unknown>> }).containers;
+      assert.equal(containers.length, 80_000);
+      const defaults = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
+      assert.ok(
+        containers.every((c, i) => c.name === `c${i}` && JSON.stringify(c.resources) === JSON.stringify(defaults)),
+      );
+      assert.equal((pod.metadata as { labels: Record<string, string> }).labels['admissiongateway.io/admitted'], 'true');
+    });
+  });
+
+  describe('input answered 400 in protocol, never 500', function () {
+    it('a ?timeout= that is not valid percent-encoding', async function () {
+      const h = await start('chain: []');
+
+      const answer = await h.post('/mutate?timeout=%zz', podCreate());
+
+      assert.equal(answer.status, 400);
+      assert.deepEqual(reviewOf(answer).response, {
+        uid: UID,
+        allowed: false,
+        status: {
+          code: 400,
+          message: '?timeout=%zz is not a valid percent-encoded query parameter',
+          reason: 'BadRequest',
+        },
+      });
+    });
+
+    it('a kind nested 100,000 levels deep', async function () {
+      const h = await start('chain: []');
+      const body = JSON.stringify(podCreate()).replace(
+        '"kind":"AdmissionReview"',
+        `"kind":${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+      );
+
+      const answer = await h.post('/mutate', body);
+
+      assert.equal(answer.status, 400);
+      assert.deepEqual(reviewOf(answer).response.status, {
+        code: 400,
+        message: 'kind=an array of 1 items, expected "AdmissionReview"',
+        reason: 'BadRequest',
+      });
+      assert.equal(reviewOf(answer).response.uid, UID);
+    });
+
+    it('an object nested 2,000 levels deep', async function () {
+      const h = await start('chain: []');
+      const review = podCreate();
+      requestOf(review).object!.spec = JSON.parse(`${'{"a":'.repeat(2000)}1${'}'.repeat(2000)}`) as KubeObject;
+
+      const answer = await h.post('/mutate', review);
+
+      assert.equal(answer.status, 400);
+      assert.deepEqual(reviewOf(answer).response.status, {
+        code: 400,
+        message: 'request nests arrays and objects more than 1000 levels deep',
+        reason: 'BadRequest',
+      });
+    });
+
+    for (const field of ['kind', 'operation'] as const) {
+      it(`a 5 MiB ${field}: not repeated into the answer or the log`, async function () {
+        const h = await start('chain: []');
+        const review = podCreate() as unknown as Record<string, unknown>;
+        const huge = 'K'.repeat(5 * 1024 * 1024);
+        if (field === 'kind') review.kind = huge;
+        else (review.request as Record<string, unknown>).operation = huge;
+
+        const answer = await h.post('/mutate', review);
+
+        assert.equal(answer.status, 400);
+        const { response } = reviewOf(answer);
+        assert.equal(response.uid, UID);
+        const described = `"${'K'.repeat(256)}… (${5 * 1024 * 1024 - 256} more characters)"`;
+        assert.equal(
+          response.status?.message,
+          field === 'kind'
+            ? `kind=${described}, expected "AdmissionReview"`
+            : `request.operation=${described}, expected CREATE, UPDATE, DELETE or CONNECT`,
+        );
+        assertBounded(h, answer);
+      });
+    }
+
+    it('a 1 MiB uid: refused, and not echoed', async function () {
+      const h = await start('chain: []');
+      const review = podCreate();
+      requestOf(review).uid = 'u'.repeat(1024 * 1024);
+
+      const answer = await h.post('/mutate', review);
+
+      assert.equal(answer.status, 400);
+      assert.deepEqual(reviewOf(answer).response, {
+        uid: '',
+        allowed: false,
+        status: {
+          code: 400,
+          message: 'request.uid has 1048576 characters, more than the 128 accepted',
+          reason: 'BadRequest',
+        },
+      });
+      assertBounded(h, answer);
+    });
+
+    it('a valid review of an object with a 5 MiB name: reviewed, and the log line stays bounded', async function () {
+      const h = await start('chain: []');
+      const review = podCreate();
+      requestOf(review).name = 'n'.repeat(5 * 1024 * 1024);
+
+      const answer = await h.post('/mutate', review);
+
+      assert.deepEqual(reviewOf(answer).response, { uid: UID, allowed: true });
+      const line = h.logs.find((l) => l.msg === 'review');
+      assert.equal(line?.name, `${'n'.repeat(256)}… (${5 * 1024 * 1024 - 256} more characters)`);
+      assertBounded(h, answer);
+    });
+  });
+
+  describe('memory held by reviews in flight (server.maxInflightBytes)', function () {
+    // A review of the Pod fixture weighs about 122 KB (5 bytes per body byte, 2 KiB per object or array): one
+    // fits in 128 KiB, two do not.
+    const held = (limit: number) => `
+server: { maxRequestBytes: 131072, maxInflightBytes: ${limit} }
+chain:
+  - { plugin: slow-async, name: held, settings: { tag: held, awaitRelease: true } }
+`;
+
+    it('answers 429 at once, unread, while another review holds the budget, and reviews it once that is done', async function () {
+      const h = await start(held(131072));
+      const first = h.post('/mutate', podCreate());
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      assert.ok((await h.metric('admission_gateway_inflight_bytes')) > 100_000);
+
+      const shed = await h.post('/mutate', podCreate());
+
+      assert.equal(shed.status, 429);
+      assert.equal(shed.headers['retry-after'], '1');
+      assert.deepEqual(reviewOf(shed).response, {
+        uid: '',
+        allowed: false,
+        status: {
+          code: 429,
+          message: 'the gateway holds as much review memory as it may (server.maxInflightBytes, 131072 bytes); retry',
+          reason: 'TooManyRequests',
+        },
+      });
+      assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 1);
+      assert.deepEqual(test.calls.of('held').length, 1, 'the shed review ran no step');
+
+      test.gate.release();
+      assert.equal(reviewOf(await first).response.allowed, true);
+      await eventually(
+        'the first review has let its bytes go',
+        async () => (await h.metric('admission_gateway_inflight_bytes')) === 0,
+      );
+      assert.equal(reviewOf(await h.post('/mutate', podCreate())).response.allowed, true);
+    });
+
+    it('sheds a chunked body (no Content-Length) as soon as it crosses the budget', async function () {
+      const h = await start(held(131072));
+      const first = h.post('/mutate', podCreate());
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+
+      const shed = await h.post('/mutate', chunked(JSON.stringify(podCreate()), 512));
+
+      assert.equal(shed.status, 429);
+      test.gate.release();
+      await first;
+      await eventually(
+        'the first review has let its bytes go',
+        async () => (await h.metric('admission_gateway_inflight_bytes')) === 0,
+      );
+    });
+
+    it('refuses with 413 a review that could never fit, even alone', async function () {
+      const h = await start(held(131072));
+      const review = podCreate();
+      requestOf(review).object!.metadata!.annotations = { big: 'x'.repeat(60_000) };
+
+      const answer = await h.post('/mutate', review);
+
+      assert.equal(answer.status, 413);
+      assert.match(
+        reviewOf(answer).response.status?.message ?? '',
+        /^the review would hold about \d+ bytes of memory, more than server\.maxInflightBytes \(131072\) allows$/,
+      );
+      assert.deepEqual(test.calls.records, []);
+    });
+  });
+
+  describe('connections (server.maxConnections, server.headersTimeoutSeconds)', function () {
+    const connect = (h: Harness): Promise<tls.TLSSocket> =>
+      new Promise((resolve, reject) => {
+        const url = new URL(h.gateway.webhookUrl);
+        const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
+        socket.once('secureConnect', () => resolve(socket));
+        socket.once('error', reject);
+      });
+    const closedBy = (socket: net.Socket): Promise<string> =>
+      new Promise((resolve) => {
+        let received = '';
+        socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+        socket.on('error', () => undefined);
+        socket.once('close', () => resolve(received));
+      });
+
+    it('closes connections over the limit at once, counts them, and accepts again when one closes', async function () {
+      const h = await start('server: { maxConnections: 3 }\nchain: []');
+      const open = await Promise.all([connect(h), connect(h), connect(h)]);
+
+      const refused = await new Promise<string>((resolve) => {
+        const url = new URL(h.gateway.webhookUrl);
+        const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
+        socket.once('secureConnect', () => resolve('connected'));
+        socket.once('error', (err: Error & { code?: string }) => resolve(err.code ?? err.message));
+      });
+
+      assert.notEqual(refused, 'connected');
+      assert.equal(
+        await h.metric('admission_gateway_connections_closed_total', { server: 'webhook', reason: 'max_connections' }),
+        1,
+      );
+      open[0].destroy();
+      await eventually('a new connection is accepted', async () => {
+        try {
+          (await connect(h)).destroy();
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      for (const socket of open) socket.destroy();
+    });
+
+    it('closes a connection whose request headers trickle in slower than the bound, with 408', async function () {
+      const h = await start('server: { headersTimeoutSeconds: 1, requestTimeoutSeconds: 1 }\nchain: []');
+      const socket = await connect(h);
+      const closed = closedBy(socket);
+      socket.write('POST /mutate HTTP/1.1\r\nHost: localhost\r\n');
+      const trickle = setInterval(() => socket.write('X-Slow: 1\r\n'), 200);
+
+      const received = await closed;
+
+      clearInterval(trickle);
+      assert.match(received, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+      assert.equal(
+        await h.metric('admission_gateway_connections_closed_total', { server: 'webhook', reason: 'request_timeout' }),
+        1,
+      );
+    });
+
+    it('closes a connection that never completes its TLS handshake', async function () {
+      const h = await start('server: { headersTimeoutSeconds: 1 }\nchain: []');
+      const url = new URL(h.gateway.webhookUrl);
+      const socket = net.connect({ host: url.hostname, port: Number(url.port) });
+
+      await closedBy(socket);
+
+      await eventually(
+        'the unfinished handshake is counted',
+        async () =>
+          (await h.metric('admission_gateway_connections_closed_total', {
+            server: 'webhook',
+            reason: 'tls_handshake',
+          })) === 1,
+      );
+    });
+  });
+});
