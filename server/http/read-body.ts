@@ -24,7 +24,7 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease):
       lease.take(declared * WEIGHT_PER_BODY_BYTE);
     } catch (err) {
       discardRest();
-      return Promise.reject(err);
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
   }
 
