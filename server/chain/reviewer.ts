@@ -80,11 +80,13 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       const log = (): BindableLogger => (requestLog ??= deps.log.child({ uid: request.uid }));
       const stepLogs = new Map<string, Logger>();
       const namespace = chain.needsNamespaceLabels(route) ? namespaceToLookUp(request) : undefined;
+      // A cached namespace's labels come back as they are, without a microtask hop.
+      const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
       const ctx: ReviewContext = {
         request,
         phase,
         deadline: started + budget,
-        namespaceLabels: namespace ? await deps.namespaceLabels.labels(namespace) : undefined,
+        namespaceLabels: found instanceof Promise ? await found : found,
         notes: new ReviewNotes(),
         reports: [],
         metrics,

@@ -6,6 +6,7 @@ import { CoreV1Api, makeInformer, type KubeConfig, type V1Namespace } from '@kub
 import type { Labels } from '../chain/label-selector.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { Logger } from '../plugin-api/types.js';
+import { isDnsLabel } from '../config/names.js';
 import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';
 import { kubeErrorMessage } from './kube-errors.js';
 
@@ -20,6 +21,37 @@ export interface NamespaceLabelCache extends NamespaceLabelSource {
   readonly runner: InformerRunner;
 }
 
+/** How long a review waits for a namespace the cache does not have yet (then: no labels, as for an error). */
+const LOOKUP_TIMEOUT_MS = 2000;
+/** Namespace GETs in flight at once; a review past it gets no labels rather than another request. */
+const MAX_LOOKUPS = 16;
+
+/**
+ * The GET on a cache miss, bounded: the namespace field is the client's to choose, so a name no namespace
+ * can have is not looked up, reviews of one name share one GET, at most MAX_LOOKUPS run at once, and none
+ * holds a review longer than LOOKUP_TIMEOUT_MS.
+ */
+export function boundedLookup(
+  read: (name: string) => Promise<Labels | undefined>,
+  options: { timeoutMs?: number; maxLookups?: number } = {},
+): (name: string) => Promise<Labels | undefined> {
+  const timeoutMs = options.timeoutMs ?? LOOKUP_TIMEOUT_MS;
+  const maxLookups = options.maxLookups ?? MAX_LOOKUPS;
+  const pending = new Map<string, Promise<Labels | undefined>>();
+  return (name) => {
+    if (!isDnsLabel(name)) return Promise.resolve(undefined);
+    let lookup = pending.get(name);
+    if (!lookup) {
+      if (pending.size >= maxLookups) return Promise.resolve(undefined);
+      lookup = read(name).finally(() => pending.delete(name));
+      pending.set(name, lookup);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, timeoutMs, undefined)));
+    return Promise.race([lookup, late]).finally(() => clearTimeout(timer));
+  };
+}
+
 export function createNamespaceLabelCache(
   kc: KubeConfig,
   log: Logger,
@@ -28,18 +60,21 @@ export function createNamespaceLabelCache(
   const core = kc.makeApiClient(CoreV1Api);
   const informer = makeInformer<V1Namespace>(kc, '/api/v1/namespaces', () => core.listNamespace());
   const runner = runInformer('namespaces', informer, log, options);
+  const lookup = boundedLookup(async (name) => {
+    try {
+      const fetched = await core.readNamespace({ name });
+      return withNameLabel(name, fetched.metadata?.labels);
+    } catch (err) {
+      log.debug({ namespace: name, err: kubeErrorMessage(err) }, 'namespace lookup failed');
+      return undefined;
+    }
+  });
   return {
     runner,
-    async labels(namespace) {
+    // A cached namespace (nearly every review) is answered at once, without a promise.
+    labels(namespace) {
       const cached = informer.get(namespace);
-      if (cached) return withNameLabel(namespace, cached.metadata?.labels);
-      try {
-        const fetched = await core.readNamespace({ name: namespace });
-        return withNameLabel(namespace, fetched.metadata?.labels);
-      } catch (err) {
-        log.debug({ namespace, err: kubeErrorMessage(err) }, 'namespace lookup failed');
-        return undefined;
-      }
+      return cached ? withNameLabel(namespace, cached.metadata?.labels) : lookup(namespace);
     },
   };
 }
