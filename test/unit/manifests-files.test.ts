@@ -22,6 +22,7 @@ import type {
   V1Service,
   V1ServiceAccount,
   V1ValidatingWebhookConfiguration,
+  V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { compileSelector } from '../../server/chain/label-selector.js';
@@ -154,6 +155,7 @@ describe('manifests/ files', function () {
       assert.ok(kinds.includes('policy/v1 PodDisruptionBudget'), kinds.join(', '));
       assert.equal((await readKustomization('monitoring')).kind, 'Kustomization');
       assert.equal((await readKustomization('k8s-1.20')).kind, 'Component');
+      assert.equal((await readKustomization('autoscaling')).kind, 'Component');
     });
 
     it('renders with kubectl kustomize to exactly these files (skipped without kubectl)', async function () {
@@ -192,6 +194,23 @@ describe('manifests/ files', function () {
           .concat(`policy/v1beta1 PodDisruptionBudget ${namespace}/admission-gateway`)
           .sort();
         assert.deepEqual(legacy, expected);
+        // The autoscaling component: the same objects plus the autoscaler, and a Deployment without replicas.
+        await writeFile(
+          path.join(overlay, 'kustomization.yaml'),
+          `resources: [${rel}]\ncomponents: [${rel}/autoscaling]\n`,
+        );
+        const { stdout } = await run('kubectl', ['kustomize', overlay], { timeout: 100_000, maxBuffer: 16 << 20 });
+        const scaled = stdout
+          .split(/^---$/m)
+          .map((d) => parse(d) as unknown)
+          .filter(isRecord);
+        assert.deepEqual(
+          scaled.map(objectId).sort(),
+          ids(base).concat(`autoscaling/v2 HorizontalPodAutoscaler ${namespace}/admission-gateway`).sort(),
+        );
+        const rendered = scaled.find((d) => d.kind === 'Deployment') as unknown as V1Deployment;
+        assert.equal(rendered.spec!.replicas, undefined);
+        assert.deepEqual(rendered.spec!.template, deployment.spec!.template);
       } finally {
         await rm(overlay, { recursive: true, force: true });
       }
@@ -326,6 +345,37 @@ describe('manifests/ files', function () {
       const { unhealthyPodEvictionPolicy, ...rest } = pdb.spec!;
       assert.equal(unhealthyPodEvictionPolicy, 'AlwaysAllow');
       assert.deepEqual(legacy.spec, rest, 'the same spec without the 1.26+ field');
+    });
+
+    it('the autoscaling component scales the Deployment on CPU from 2 pods, and leaves it the replica count', async function () {
+      const component = await readKustomization('autoscaling');
+      assert.equal(component.kind, 'Component');
+      const hpa = one<V2HorizontalPodAutoscaler>(
+        await kustomizationDocuments('autoscaling'),
+        'HorizontalPodAutoscaler',
+        'autoscaling/v2',
+      );
+      assert.deepEqual(hpa.metadata, { ...deployment.metadata, labels: deployment.metadata!.labels });
+      assert.deepEqual(hpa.spec!.scaleTargetRef, {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        name: 'admission-gateway',
+      });
+      // With maxUnavailable 1, two pods keep one serving through a drain.
+      assert.ok(hpa.spec!.minReplicas! >= 2 && hpa.spec!.maxReplicas >= hpa.spec!.minReplicas!);
+      assert.deepEqual(
+        hpa.spec!.metrics!.map((m) => [m.type, m.resource?.name, m.resource?.target.type]),
+        [['Resource', 'cpu', 'Utilization']],
+      );
+      assert.ok(
+        deployment.spec!.template.spec!.containers[0]!.resources!.requests!.cpu,
+        'utilization needs a CPU request',
+      );
+      const [patch] = (
+        await Promise.all(component.patches.map((p) => readDocuments(path.join('autoscaling', p))))
+      ).flat();
+      assert.equal(objectId(patch!.object), objectId(deployment as unknown as Wire));
+      assert.deepEqual(patch!.object.spec, { replicas: null }, 'the patch only drops spec.replicas');
     });
 
     it('the webhooks call the Service on gateway routes, sideEffects None, both review versions, never kube-system or the gateway namespace', function () {
