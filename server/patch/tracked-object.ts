@@ -37,25 +37,28 @@ function isContainer(value: unknown): value is Container {
   return typeof value === 'object' && value !== null;
 }
 
-/** Read through any view (of any session), it gives the plain container behind it. */
-const VIEW_TARGET = Symbol('view target');
+/** Read through any view (of any session), it gives the view's handler (which knows the plain container). */
+const VIEW_HANDLER = Symbol('view handler');
 
-function targetOf(value: Container): Container | undefined {
-  return (value as Record<symbol, Container | undefined>)[VIEW_TARGET];
+function handlerOf(value: Container): ViewHandler | undefined {
+  return (value as Record<symbol, ViewHandler | undefined>)[VIEW_HANDLER];
 }
 
 /**
- * Views in `value`, about to be written at `holder[key]`, are replaced by their targets so the document
- * never holds a view; each is noted with its new place (the session settles shared ones when the step
- * returns). A value that would make the object contain itself (`spec.self = spec`), or nests deeper than
- * any accepted object, is refused: the step's write throws, as JSON cannot say it.
+ * Views in `value`, about to be written at `holder[key]` (below the container of `at`), are replaced by
+ * their targets so the document never holds a view; each is noted with its new place (the session settles
+ * shared ones when the step returns). A value that would make the object contain itself (`spec.self = spec`),
+ * or nests deeper than any accepted object, is refused: the step's write throws, as JSON cannot say it.
  */
-function unwrap(value: unknown, holder: Container, key: string, session: Session<object>, depth = 0): unknown {
+function unwrap(value: unknown, holder: Container, key: string, at: ViewHandler, depth = 0): unknown {
   if (!isContainer(value)) return value;
-  const target = targetOf(value);
-  if (target) {
-    session.placed(holder, key, target);
-    return target;
+  const view = handlerOf(value);
+  if (view) {
+    for (let above: ViewHandler | undefined = at; above; above = above.parent) {
+      if (above.target === view.target) throw new TypeError('a container cannot be written inside itself');
+    }
+    at.session.placed(holder, key, view);
+    return view.target;
   }
   if (depth >= MAX_NESTING_DEPTH) {
     throw new TypeError(`a value nested deeper than ${MAX_NESTING_DEPTH} levels (or cyclic) cannot be written`);
@@ -63,14 +66,14 @@ function unwrap(value: unknown, holder: Container, key: string, session: Session
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i];
-      const plain = isContainer(item) ? unwrap(item, value, String(i), session, depth + 1) : item;
+      const plain = isContainer(item) ? unwrap(item, value, String(i), at, depth + 1) : item;
       if (plain !== item) value[i] = plain;
     }
   } else {
     // for…in rather than Object.keys: no array per object (a JSON object inherits nothing enumerable).
     for (const name in value) {
       const item = value[name];
-      const plain = isContainer(item) ? unwrap(item, value, name, session, depth + 1) : item;
+      const plain = isContainer(item) ? unwrap(item, value, name, at, depth + 1) : item;
       if (plain !== item) value[name] = plain;
     }
   }
@@ -94,7 +97,7 @@ class Session<T extends object> implements TrackedSession<T> {
   private snapshotted: Set<Container> | undefined;
   /** Arrays the step deleted from or lengthened: JSON has no holes, so they are checked when it returns. */
   private reshaped: Set<unknown[]> | undefined;
-  /** Containers of the copy the step put somewhere, three slots an entry: holder, key, container. */
+  /** Containers of the copy the step put somewhere, three slots an entry: holder, key, the view's handler. */
   private moved: unknown[] | undefined;
   /**
    * The view of each container below the root, so reading a field twice gives the same view. A plain Map,
@@ -110,7 +113,8 @@ class Session<T extends object> implements TrackedSession<T> {
     /** When set, each container is made the copy's own before a view of it is handed out. */
     readonly copy: WorkingCopy<object> | undefined,
   ) {
-    this.view = new Proxy(root as unknown as Container, new ViewHandler(this, undefined, '')) as unknown as T;
+    const target = root as unknown as Container;
+    this.view = new Proxy(target, new ViewHandler(this, target, undefined, '')) as unknown as T;
   }
 
   /**
@@ -124,7 +128,7 @@ class Session<T extends object> implements TrackedSession<T> {
     if (!view) {
       const target = this.copy ? this.copy.own(holder, key, child) : child;
       view = this.views.get(target);
-      if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, parent, key))));
+      if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, target, parent, key))));
     }
     return view;
   }
@@ -169,13 +173,11 @@ class Session<T extends object> implements TrackedSession<T> {
   }
 
   /**
-   * `target`, a container of the document, is being written at `holder[key]` (a view assigned). It must not
-   * end up inside itself; whether it now sits at two places is settled when the step returns.
+   * The container behind `view` is being written at `holder[key]`; whether it now sits at two places is
+   * settled when the step returns.
    */
-  placed(holder: Container, key: string, target: Container): void {
-    if (!this.copy) return;
-    if (this.copy.holds(target, holder)) throw new TypeError('a container cannot be written inside itself');
-    (this.moved ??= []).push(holder, key, target);
+  placed(holder: Container, key: string, view: ViewHandler): void {
+    if (this.copy && view.parent) (this.moved ??= []).push(holder, key, view);
   }
 
   reshape(array: unknown[]): void {
@@ -186,8 +188,11 @@ class Session<T extends object> implements TrackedSession<T> {
     this.open = false;
     const { moved, copy } = this;
     if (moved && copy) {
+      const settled = new Set<object>();
       for (let i = 0; i < moved.length; i += 3) {
-        copy.settle(moved[i] as Container, moved[i + 1] as string, moved[i + 2] as Container);
+        const view = moved[i + 2] as ViewHandler;
+        const from = { holder: view.parent!.target, key: view.key };
+        copy.settle(moved[i] as Container, moved[i + 1] as string, view.target, from, settled);
       }
     }
     if (!this.reshaped) return undefined;
@@ -246,13 +251,15 @@ class ViewHandler implements ProxyHandler<Container>, ContainerPlace {
   written?: WrittenNode;
 
   constructor(
-    private readonly session: Session<object>,
+    readonly session: Session<object>,
+    /** The container behind the view. */
+    readonly target: Container,
     readonly parent: ViewHandler | undefined,
     readonly key: string,
   ) {}
 
   get(target: Container, key: string | symbol): unknown {
-    if (key === VIEW_TARGET) return target;
+    if (key === VIEW_HANDLER) return this;
     // A JSON document has no accessors, so no receiver is needed.
     const value: unknown = (target as Record<string | symbol, unknown>)[key];
     // Of the containers reachable through a prototype, only Object.prototype is, as "__proto__".
@@ -264,7 +271,7 @@ class ViewHandler implements ProxyHandler<Container>, ContainerPlace {
   set(target: Container, key: string | symbol, value: unknown): boolean {
     const { session } = this;
     if (!session.open || session.readOnly) session.refuse();
-    const plain = typeof key === 'string' ? unwrap(value, target, key, session) : value;
+    const plain = typeof key === 'string' ? unwrap(value, target, key, this) : value;
     if (Object.hasOwn(target, key) && Object.is((target as Record<string | symbol, unknown>)[key], plain)) return true;
     if (Array.isArray(target) && key === 'length') {
       // A longer length comes with the element writes that fill it, which are recorded. A shorter one drops

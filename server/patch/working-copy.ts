@@ -15,16 +15,26 @@ export function shallowCopy<T extends Container>(value: T): T {
   return (Array.isArray(value) ? value.slice() : { ...value }) as T;
 }
 
+/** Where a container sits: its holder and its key there. */
+interface Place {
+  readonly holder: Container;
+  readonly key: string;
+}
+
 export class WorkingCopy<T extends object> {
   /** The copy's root: the object the steps edit and the phase diffs against the request object. */
   readonly root: T;
-  /** The containers that belong to this copy (the rest is shared with the request object): their holders… */
-  private readonly holders = new Map<object, Container>();
-  /** …and their keys there. */
-  private readonly keys = new Map<object, string>();
+  /** Containers that belong to this copy (the rest is shared with the request object). */
+  private readonly owned = new Set<object>();
+  /**
+   * The containers a step moved (a splice, a sort, an assignment), and where they are now. Every other
+   * container of the copy is still where it was copied to; most reviews move none.
+   */
+  private places: Map<object, Place> | undefined;
 
   constructor(original: T) {
     this.root = shallowCopy(original as unknown as Container) as unknown as T;
+    this.owned.add(this.root);
   }
 
   /**
@@ -33,44 +43,42 @@ export class WorkingCopy<T extends object> {
    * handed out from the root down, so it does).
    */
   own(parent: Container, key: string, child: Container): Container {
-    if (this.holders.get(child) === parent && this.keys.get(child) === key) return child;
+    if (this.owned.has(child)) {
+      const place = this.places?.get(child);
+      if (place === undefined || (place.holder === parent && place.key === key)) return child;
+    }
     const copy = shallowCopy(child);
-    if (key === '__proto__')
-      Object.defineProperty(parent, key, { value: copy, writable: true, enumerable: true, configurable: true });
-    else (parent as Record<string, unknown>)[key] = copy;
-    this.holders.set(copy, parent);
-    this.keys.set(copy, key);
+    setMember(parent, key, copy);
+    this.owned.add(copy);
     return copy;
   }
 
   /**
-   * After a step put `target` (a container of this copy) at `holder[key]`: if it is also still at the place
-   * it came from, this place gets a deep copy of its own (between steps two places never share); if it was
-   * moved (a splice, a sort), this is its place now.
+   * After a step put `target`, a container of this copy it had found at `from`, at `holder[key]`: if it is
+   * still at `from` too, or the step put it at another place as well (`moved` holds the containers settled
+   * so far), this place gets a deep copy of its own — between steps two places never share; if it was moved
+   * (a splice, a sort), this is its place now.
    */
-  settle(holder: Container, key: string, target: Container): void {
-    if ((holder as Record<string, unknown>)[key] !== target) return;
-    const from = this.holders.get(target);
-    const fromKey = this.keys.get(target);
-    if (from === holder && fromKey === key) return;
-    if (from !== undefined && (from as Record<string, unknown>)[fromKey!] === target) {
+  settle(holder: Container, key: string, target: Container, from: Place, moved: Set<object>): void {
+    if (memberOf(holder, key) !== target) return;
+    if (from.holder === holder && from.key === key) return;
+    if (memberOf(from.holder, from.key) === target || moved.has(target)) {
       const copy = structuredClone(target);
-      if (key === '__proto__')
-        Object.defineProperty(holder, key, { value: copy, writable: true, enumerable: true, configurable: true });
-      else (holder as Record<string, unknown>)[key] = copy;
-      this.holders.set(copy, holder);
-      this.keys.set(copy, key);
+      setMember(holder, key, copy);
+      this.owned.add(copy);
+      (this.places ??= new Map()).set(copy, { holder, key });
       return;
     }
-    this.holders.set(target, holder);
-    this.keys.set(target, key);
+    moved.add(target);
+    (this.places ??= new Map()).set(target, { holder, key });
   }
+}
 
-  /** Whether `container` is `node` or holds it, at any depth. */
-  holds(container: object, node: object): boolean {
-    for (let at: object | undefined = node; at !== undefined; at = this.holders.get(at)) {
-      if (at === container) return true;
-    }
-    return false;
-  }
+const memberOf = (holder: Container, key: string): unknown => (holder as Record<string, unknown>)[key];
+
+function setMember(holder: Container, key: string, value: unknown): void {
+  // An assignment to "__proto__" would set the prototype; JSON.parse makes it an own key, and so does this.
+  if (key === '__proto__')
+    Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
+  else (holder as Record<string, unknown>)[key] = value;
 }

@@ -56,6 +56,69 @@ describe('WorkingCopy', () => {
     assert.deepEqual(applied, copy.root);
   });
 
+  describe('a container a step put at more than one place: between steps each place has its own', function () {
+    interface Doc {
+      src?: { v: number };
+      x?: { v: number };
+      y?: { v: number };
+      list?: Array<{ n: string; seen?: boolean }>;
+    }
+
+    /** Runs `steps` on a working copy of `original`, then returns the copy's root and the patch. */
+    function run(original: Doc, ...steps: Array<(doc: Doc) => void>) {
+      const copy = new WorkingCopy(original);
+      const writes: string[] = [];
+      for (const step of steps) {
+        const session = trackObject(copy, 'step');
+        step(session.view);
+        assert.equal(session.close(), undefined);
+        writes.push(...session.writes);
+      }
+      return { root: copy.root, patch: diffWritten(original, copy.root, writes) };
+    }
+
+    it('copied to a second place (a.x = a.src): a later edit through one place leaves the other', function () {
+      const original = { src: { v: 1 } };
+      const { root, patch } = run(
+        original,
+        (d) => (d.x = d.src),
+        (d) => (d.x!.v = 2),
+      );
+      assert.deepEqual(root, { src: { v: 1 }, x: { v: 2 } });
+      assert.deepEqual(patch, [{ op: 'add', path: '/x', value: { v: 2 } }]);
+    });
+
+    it('moved to two places with its source removed: the same', function () {
+      const original = { src: { v: 1 } };
+      const { root, patch } = run(
+        original,
+        (d) => {
+          d.x = d.src;
+          d.y = d.src;
+          delete d.src;
+        },
+        (d) => (d.y!.v = 2),
+      );
+      assert.deepEqual(root, { x: { v: 1 }, y: { v: 2 } });
+      const applied = structuredClone(original);
+      applyPatchInPlace(applied, patch);
+      assert.deepEqual(applied, root);
+    });
+
+    it('moved within its array (a sort): later edits land where the element now is', function () {
+      const original = { list: [{ n: 'b' }, { n: 'a' }] };
+      const { root, patch } = run(
+        original,
+        (d) => d.list!.sort((p, q) => p.n.localeCompare(q.n)),
+        (d) => (d.list![0]!.seen = true),
+      );
+      assert.deepEqual(root, { list: [{ n: 'a', seen: true }, { n: 'b' }] });
+      const applied = structuredClone(original);
+      applyPatchInPlace(applied, patch);
+      assert.deepEqual(applied, root);
+    });
+  });
+
   it('copies only the containers a view reached: the rest stays shared with the request object', () => {
     const original = pod();
     const copy = new WorkingCopy(original);
