@@ -84,7 +84,7 @@ const reviewer = createReviewer({
 
 const review = async () => {
   const { apiVersion, request } = decodeReview(body);
-  const { response } = await reviewer.review(request, 'mutate', 10_000);
+  const { response } = await reviewer.review(request, 'mutate', { timeoutMs: 10_000 });
   return encodeReview(apiVersion, response);
 };
 async function loop(n) {

@@ -19,6 +19,7 @@ import {
   settleFailure,
   settleSuccess,
   timeLeft,
+  yieldIfLarge,
   type Rejection,
   type ReviewContext,
 } from './review-context.js';
@@ -124,6 +125,7 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
       continue;
     }
     invoked.push(step);
+    await yieldIfLarge(ctx);
     const ran = runStep(step, 0);
     const rejection = ran instanceof Promise ? await ran : ran;
     if (rejection) return { rejection };
@@ -137,6 +139,7 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
   }
 
   if (!working || changes === 0) return {};
+  await yieldIfLarge(ctx);
   // Only what some step wrote can differ: diff those subtrees, not the whole object.
   const patch = diffWritten(request.object!, working.root, written);
   return patch.length > 0 ? { patch } : {};

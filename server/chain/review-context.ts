@@ -43,6 +43,17 @@ export interface ReviewContext {
   /** Logger bound to the request and a step, created on first use. */
   readonly stepLog: (step: string) => Logger;
   readonly now: () => number;
+  /** The object is large: the phase lets other work run between its steps (see yieldIfLarge). */
+  readonly large: boolean;
+}
+
+/**
+ * For a large object, a turn of the event loop for whatever else is ready (ordinary reviews above all):
+ * each step of a large review is synchronous work of its own size, and without this the whole review would
+ * hold every other one until its answer. Nothing for an ordinary review.
+ */
+export function yieldIfLarge(ctx: ReviewContext): Promise<void> | undefined {
+  return ctx.large ? new Promise((resolve) => setImmediate(resolve)) : undefined;
 }
 
 const OUTCOME_OF_FAILURE: Readonly<Record<string, StepOutcome>> = { timeout: 'timeout', breaker_open: 'circuit_open' };

@@ -54,9 +54,18 @@ export interface ReviewResult {
   readonly patch?: readonly JsonPatchOperation[];
 }
 
+export interface ReviewOptions {
+  /** The apiserver's `?timeout`; the chain answers `deadlineMarginMs` before it. */
+  readonly timeoutMs?: number;
+  /**
+   * A large object (many thousands of containers): the review lets other work run between its steps and
+   * before its diff, so that an ordinary review arriving meanwhile waits for one step, not for all of it.
+   */
+  readonly large?: boolean;
+}
+
 export interface Reviewer {
-  /** `timeoutMs` is the apiserver's `?timeout`; the chain answers `deadlineMarginMs` before it. */
-  review(request: AdmissionRequest, route: Route, timeoutMs?: number): Promise<ReviewResult>;
+  review(request: AdmissionRequest, route: Route, options?: ReviewOptions): Promise<ReviewResult>;
 }
 
 /** The time the chain may use: the apiserver's timeout minus the margin, never less than half of it. */
@@ -69,7 +78,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   const { metrics } = deps;
 
   return {
-    async review(request, route, timeoutMs) {
+    async review(request, route, { timeoutMs, large = false } = {}) {
       const chain = deps.chain();
       const steps = chain.route(route);
       const phase = phaseOf(route);
@@ -97,6 +106,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
           return l;
         },
         now,
+        large,
       };
       const { rejection, patch }: MutateOutcome =
         phase === 'mutate' ? await runMutatePhase(steps, ctx) : await runValidatePhase(steps, ctx);

@@ -124,12 +124,10 @@ class Session<T extends object> implements TrackedSession<T> {
    */
   viewOf(holder: Container, key: string, child: Container, parent: ViewHandler): object {
     this.views ??= new Map();
-    let view = this.views.get(child);
-    if (!view) {
-      const target = this.copy ? this.copy.own(holder, key, child) : child;
-      view = this.views.get(target);
-      if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, target, parent, key))));
-    }
+    // A child this session has a view of is already the copy's own, so own() hands it back as it is.
+    const target = this.copy ? this.copy.own(holder, key, child) : child;
+    let view = this.views.get(target);
+    if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, target, parent, key))));
     return view;
   }
 
@@ -229,7 +227,10 @@ function pointerOf(place: ContainerPlace): string {
  * assignment would set the prototype instead.
  */
 function setOwn(target: Container, key: string | symbol, value: unknown): boolean {
-  if (key !== '__proto__') return Reflect.set(target, key, value);
+  if (key !== '__proto__') {
+    (target as Record<string | symbol, unknown>)[key] = value;
+    return true;
+  }
   return Reflect.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
 }
 

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
+import { createPluginRegistry, type AnyPlugin } from '../../../server/chain/plugin-registry.js';
+import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
+import { parseConfigText } from '../../../server/config/load.js';
+import { createLogger } from '../../../server/log.js';
+import { createMetrics } from '../../../server/metrics/metrics.js';
+import { definePlugin } from '../../../server/plugin-api/index.js';
+import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
+
+const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
+
+describe('createReviewer()', () => {
+  describe('a large review takes turns with other work', () => {
+    /** What happened, in order: each step's call, and other work that got a turn. */
+    let events: string[];
+    const marks = definePlugin({
+      name: 'marks',
+      match: everything,
+      settings: (raw) => String((raw as { tag?: unknown } | undefined)?.tag),
+      mutate({ settings: tag, object }) {
+        events.push(tag);
+        // Other work that becomes ready while the step runs, as an ordinary review arriving would.
+        setImmediate(() => events.push(`other work after ${tag}`));
+        (object.metadata as Record<string, unknown>).annotations = { [tag]: 'yes' };
+      },
+    });
+
+    function reviewer() {
+      const config = parseConfigText(
+        'chain: [{ plugin: marks, name: first, settings: { tag: first } }, { plugin: marks, name: second, settings: { tag: second } }]',
+        'gateway.yaml',
+        '/',
+      );
+      const chain = createChain(
+        buildPluginSteps(config.chain, createPluginRegistry([marks]), config.file),
+      );
+      return createReviewer({
+        chain: () => chain,
+        metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+        log: createLogger('silent'),
+        namespaceLabels: standaloneNamespaceLabels,
+        deadlineMarginMs: 250,
+        defaultTimeoutMs: 10_000,
+      });
+    }
+
+    beforeEach(() => {
+      events = [];
+    });
+
+    it('lets other work run between its steps and before its diff', async () => {
+      const { response } = await reviewer().review(requestOf(podCreate()), 'mutate', { large: true });
+
+      assert.equal(response.allowed, true);
+      assert.deepEqual(events, ['first', 'other work after first', 'second', 'other work after second']);
+    });
+
+    it('an ordinary review runs straight through', async () => {
+      const { response } = await reviewer().review(requestOf(podCreate()), 'mutate');
+      events.push('answered');
+      await new Promise((resolve) => setImmediate(resolve));
+
+      assert.equal(response.allowed, true);
+      assert.deepEqual(events, ['first', 'second', 'answered', 'other work after first', 'other work after second']);
+    });
+  });
+});
