@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
-import { createPluginRegistry, type AnyPlugin } from '../../../server/chain/plugin-registry.js';
+import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { createLogger } from '../../../server/log.js';
