@@ -12,7 +12,7 @@ import { createPluginSteps } from './plugin-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
 import { effectiveFailurePolicy, type Step } from './step.js';
 
-/** The webhook routes (DESIGN §2.1): a phase, optionally only the steps with one failure policy. */
+/** The webhook routes (README "Routes"): a phase, optionally only the steps with one failure policy. */
 export const ROUTES = [
   'mutate',
   'mutate/fail',

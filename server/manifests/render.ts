@@ -1,6 +1,6 @@
 /**
  * Renders the Mutating- and ValidatingWebhookConfiguration that route the apiserver to the gateway for a
- * resolved chain (DESIGN §2.1 `manifests`). Pure: the steps, the target and the caBundle come in, plain
+ * resolved chain (the `manifests` command). Pure: the steps, the target and the caBundle come in, plain
  * objects go out.
  *
  * - One mutating webhook on `/mutate` for the whole mutate phase: splitting it by failure policy would

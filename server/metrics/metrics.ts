@@ -1,5 +1,5 @@
 /**
- * The gateway's metrics (DESIGN §5), defined once on an injected Registry with typed label names.
+ * The gateway's metrics (README "Metrics reference"), defined once on an injected Registry with typed label names.
  * Label values are bounded: phases, operations, step names from config, outcomes — never a uid, name or
  * namespace.
  */
@@ -8,7 +8,7 @@ import { HotCounter, HotGauge, HotHistogram } from './hot-metrics.js';
 
 export const METRIC_PREFIX = 'admission_gateway_';
 
-/** Outcome of one step call (DESIGN §5). */
+/** Outcome of one step call. */
 export type StepOutcome = 'allowed' | 'denied' | 'patched' | 'skipped' | 'error' | 'timeout' | 'circuit_open';
 
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

@@ -56,7 +56,7 @@ const CLUSTER_SCOPED = new Set([
   'ValidatingWebhookConfiguration',
 ]);
 
-/** The webhook server's routes (DESIGN §2.1). */
+/** The webhook server's routes (README "Routes"). */
 const ROUTES = ['/mutate', '/validate', '/mutate/fail', '/mutate/ignore', '/validate/fail', '/validate/ignore'];
 
 /** The one document of `kind` (and apiVersion, when given) among `docs`. */
@@ -287,7 +287,7 @@ describe('manifests/ files', function () {
       assert.equal(config.server.port, 8443);
     });
 
-    it('the Deployment is what DESIGN §4 asks: replicas, rollout, spread, non-root, probes, preStop, resources', function () {
+    it('the Deployment is what a production install needs: replicas, rollout, spread, non-root, probes, preStop, resources', function () {
       const spec = deployment.spec!;
       const pod = spec.template.spec!;
       assert.ok(spec.replicas! >= 2, 'at least 2 replicas');
