@@ -208,10 +208,11 @@ export async function runLarge(env) {
   return result;
 }
 
-/** Parts 1–3, on one gateway with the shipped chain. */
+/** Parts 1–3, on one gateway with the shipped chain, under the Deployment's memory limit as part 4 is. */
 async function withGateway(env, reviews, result) {
   const { progress } = env;
-  const gw = await env.startGateway('large', env.gatewayConfig(env.chain));
+  const cgroup = createMemoryCgroup('large-parts', env.memoryLimitBytes);
+  const gw = await env.startGateway('large', env.gatewayConfig(env.chain), { cgroupProcs: cgroup.procsFile });
   try {
     await env.ordinaryReview(gw.port);
     const target = (path) => ({ host: `127.0.0.1:${gw.port}`, path });
@@ -253,8 +254,11 @@ async function withGateway(env, reviews, result) {
       },
     );
     if (!gw.exitStatus()) result.peakRssMiB = round(readProc(gw.pid, env.clockTicks).hwmMiB);
+    result.partsLimit = cgroup.kind ? `${cgroup.kind}, limit ${mib(env.memoryLimitBytes)}` : 'no memory cgroup';
+    result.partsKilled = gw.exitStatus() !== null;
   } finally {
     await gw.stop();
+    if (cgroup.kind) await cgroup.remove();
   }
 }
 
@@ -511,8 +515,11 @@ export function largeReport(r) {
         `gateway waited for its core ${m.procs.server.runQueueWaitPct}%`,
     );
   } else failed('ordinary reviews meanwhile', m);
-  if (r.peakRssMiB !== undefined)
-    lines.push(`  peak RSS (VmHWM) of the gateway of the three parts above: ${r.peakRssMiB} MiB`);
+  if (r.peakRssMiB !== undefined || r.partsKilled)
+    lines.push(
+      `  peak RSS (VmHWM) of the gateway of the three parts above (${r.partsLimit}): ` +
+        (r.partsKilled ? 'KILLED' : `${r.peakRssMiB} MiB, not killed`),
+    );
   if (mem?.waves) {
     lines.push(
       `  ${LARGE.concurrent} × ${mib(mem.bodyBytes)} ConfigMap at once on /mutate, in a fresh gateway: ${mem.method}`,
