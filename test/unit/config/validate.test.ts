@@ -225,6 +225,21 @@ chain:
       'chain: [{ provider: p, url: "https://127.0.0.1:1/a?x=1" }]',
       'gateway.yaml: chain[0].url: must not have a query or fragment, got "https://127.0.0.1:1/a?x=1"',
     ],
+    [
+      'a memory budget smaller than one request body',
+      'server: { maxRequestBytes: 1048576, maxInflightBytes: 65536 }',
+      'gateway.yaml: server.maxInflightBytes: expected an integer from 1048576 to',
+    ],
+    [
+      'a request timeout shorter than the headers timeout',
+      'server: { headersTimeoutSeconds: 20, requestTimeoutSeconds: 5 }',
+      'gateway.yaml: server.requestTimeoutSeconds: expected a number from 20 to 600, got 5',
+    ],
+    [
+      'no connections at all',
+      'server: { maxConnections: 0 }',
+      'gateway.yaml: server.maxConnections: expected an integer from 1',
+    ],
     ['invalid YAML', 'chain: [\n  - plugin: a', 'gateway.yaml: line 2 column 3: invalid YAML: '],
   ];
   for (const [name, yaml, message] of invalid) {
