@@ -485,7 +485,7 @@ describe('manifests/ files', function () {
       assert.equal(new Set(ids).size, ids.length, 'panel ids are unique');
     });
 
-    it('shows rate, p50/p99 by phase, per-step latency and outcomes, breakers, fail-opens, conflicts, inflight, certificate, watches', function () {
+    it('shows rate, p50/p99 by phase, per-step latency and outcomes, breakers, fail-opens, conflicts, inflight, certificate, watches, limits', function () {
       const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join('\n');
       for (const wanted of [
         /sum by \(phase, allowed\) \(rate\(admission_gateway_requests_total/,
@@ -499,6 +499,10 @@ describe('manifests/ files', function () {
         /admission_gateway_inflight_requests/,
         /admission_gateway_serving_certificate_expiry_timestamp_seconds\{[^}]*\}\) - time\(\)/,
         /admission_gateway_kube_watch_connected/,
+        /admission_gateway_inflight_bytes\{/,
+        /admission_gateway_inflight_bytes_limit/,
+        /admission_gateway_shed_reviews_total/,
+        /admission_gateway_connections_closed_total/,
       ]) {
         assert.match(exprs, wanted);
       }
