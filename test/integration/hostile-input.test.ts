@@ -10,15 +10,14 @@ import tls from 'node:tls';
 import type { AdmissionReview } from '../../server/admission/types.js';
 import type { KubeObject } from '../../server/plugin-api/index.js';
 import { podCreate, requestOf } from '../fixtures/reviews/index.js';
-import { chunked, reviewOf, startHarness, type Harness, type HttpAnswer } from '../helpers/gateway-harness.js';
+import { assertBounded } from '../helpers/bounded.js';
+import { chunked, reviewOf, startHarness, type Harness } from '../helpers/gateway-harness.js';
 import { patchedObject } from '../helpers/patch.js';
 import { createTestPlugins, type TestPlugins } from '../helpers/test-plugins.js';
 import { eventually } from '../helpers/wait.js';
 
 const SHIPPED_CONFIG = new URL('../../gateway.yaml', import.meta.url);
 const UID = requestOf(podCreate()).uid;
-/** Far more than any bounded answer or log line needs, far less than what the client sent. */
-const BOUND = 16 * 1024;
 
 /** A review whose object (a Pod) has `count` containers `c<i>` of image nginx:1.25.3. */
 function podWithContainers(count: number): AdmissionReview {
@@ -47,13 +46,6 @@ describe('hostile input at the webhook server (real gateway over HTTPS)', functi
     await harness?.close();
     harness = undefined;
   });
-
-  /** The answer and every log line stay small, whatever the client sent. */
-  function assertBounded(h: Harness, answer: HttpAnswer): void {
-    assert.ok(answer.text.length < BOUND, `answer of ${answer.text.length} characters`);
-    const longest = Math.max(...h.logs.map((line) => JSON.stringify(line).length));
-    assert.ok(longest < BOUND, `a log line of ${longest} characters`);
-  }
 
   describe('a Pod of 80,000 containers through the shipped chain', function () {
     it('gets every container its defaults in one patch (building it is linear: quadratic work would take minutes)', async function () {

@@ -203,7 +203,7 @@ chain:
     assert.equal((breaker as { state?: string } | undefined)?.state, 'closed');
   });
 
-  it('exposes the gateway's metrics and the process metrics, with exact values after known traffic', async function () {
+  it('exposes the gateway metrics and the process metrics, with exact values after known traffic', async function () {
     const h = await start();
     reviewOf(await h.post('/mutate', podCreate()));
     reviewOf(await h.post('/mutate', podCreate()));

@@ -12,11 +12,10 @@ import {
   startFakeProvider,
   type FakeProvider,
 } from '../helpers/fake-provider.js';
-import { reviewOf, startHarness, type Harness, type HttpAnswer } from '../helpers/gateway-harness.js';
+import { assertBounded } from '../helpers/bounded.js';
+import { reviewOf, startHarness, type Harness } from '../helpers/gateway-harness.js';
 
 const UID = podCreate().request!.uid;
-/** Far more than any bounded answer or log line needs, far less than what the provider sent. */
-const BOUND = 16 * 1024;
 
 describe('a compromised provider (real gateway, real HTTPS provider)', function () {
   let fake: FakeProvider;
@@ -47,13 +46,6 @@ chain:
 `,
     });
     return gw;
-  }
-
-  /** The answer and every log line stay small, whatever the provider sent. */
-  function assertBounded(h: Harness, answer: HttpAnswer): void {
-    assert.ok(answer.text.length < BOUND, `answer of ${answer.text.length} characters`);
-    const longest = Math.max(...h.logs.map((line) => JSON.stringify(line).length));
-    assert.ok(longest < BOUND, `a log line of ${longest} characters`);
   }
 
   it('does not echo a 1 MiB uid: the call fails (invalid_response) with the uid cut short', async function () {

@@ -33,9 +33,7 @@ describe('createReviewer()', () => {
         'gateway.yaml',
         '/',
       );
-      const chain = createChain(
-        buildPluginSteps(config.chain, createPluginRegistry([marks]), config.file),
-      );
+      const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([marks]), config.file));
       return createReviewer({
         chain: () => chain,
         metrics: createMetrics(new Registry(), { defaultMetrics: false }),
