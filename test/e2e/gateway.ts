@@ -59,6 +59,8 @@ export interface E2EGatewayOptions {
   readonly suite: string;
   /** The config's `chain:` as YAML (a list); probe entries are appended. */
   readonly chain: string;
+  /** More `server:` settings (e.g. maxRequestBytes, maxInflightBytes), over the suite's own. */
+  readonly server?: Readonly<Record<string, unknown>>;
   /** Plugins besides the shipped ones and the test-only ones of ./plugins.ts. */
   readonly plugins?: readonly AnyPlugin[];
   readonly mutating?: readonly WebhookSpec[];
@@ -178,6 +180,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
         ipAddresses: ['127.0.0.1'],
       },
       shutdownTimeoutSeconds: 5,
+      ...options.server,
     },
     kube: options.clusterMode
       ? { enabled: true, watchProviders: true, kubeconfig: process.env[KUBECONFIG_ENV] ?? '' }

@@ -115,4 +115,86 @@ export const e2eProbe = definePlugin<string>({
   },
 });
 
-export const testPlugins = [recordOrder, explode, protectConfigMaps, e2eProbe] as const;
+/** The label that makes `hold` wait: its value names the gate (`holdGate`) the review waits at. */
+export const HOLD_LABEL = 'e2e.admissiongateway.io/hold';
+/** The label `hold` sets on every object it lets through. */
+export const PASSED_HOLD_LABEL = 'e2e.admissiongateway.io/passed-hold';
+
+/** A gate `hold` keeps reviews waiting at until the test opens it. */
+export interface HoldGate {
+  /** The value of HOLD_LABEL that sends an object's review to this gate. */
+  readonly name: string;
+  /** Resolves once a review waits at the gate. */
+  readonly reached: Promise<void>;
+  /** How many reviews have reached the gate. */
+  readonly arrivals: number;
+  /** Lets the reviews waiting at the gate, and every later one, go on. */
+  open(): void;
+}
+
+interface GateState {
+  arrive(): void;
+  readonly opened: Promise<void>;
+}
+
+const gates = new Map<string, GateState>();
+
+/** Registers a closed gate named `name` (a label value) for `hold`. */
+export function holdGate(name: string): HoldGate {
+  if (gates.has(name)) throw new Error(`hold gate ${name} exists already`);
+  let reached!: () => void;
+  let open!: () => void;
+  const reachedPromise = new Promise<void>((resolve) => (reached = resolve));
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  let arrivals = 0;
+  gates.set(name, {
+    arrive() {
+      arrivals++;
+      reached();
+    },
+    opened,
+  });
+  return {
+    name,
+    reached: reachedPromise,
+    get arrivals() {
+      return arrivals;
+    },
+    open,
+  };
+}
+
+function abortion(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const abort = () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+    if (signal.aborted) abort();
+    else signal.addEventListener('abort', abort, { once: true });
+  });
+}
+
+/**
+ * Keeps the review of an object labelled `e2e.admissiongateway.io/hold: <gate>` waiting until the test
+ * opens that gate (or the step's deadline aborts it), so the review holds its share of the gateway's memory
+ * meanwhile; then, as for every object it sees, sets `e2e.admissiongateway.io/passed-hold: "true"`.
+ */
+export const hold = definePlugin({
+  name: 'hold',
+  description: 'e2e: waits at the gate an object names before letting it through with a label',
+  match: {
+    rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+  },
+  async mutate({ object, signal }) {
+    const name = object.metadata?.labels?.[HOLD_LABEL];
+    if (name !== undefined) {
+      const gate = gates.get(name);
+      if (!gate) throw new Error(`no hold gate named ${name}`);
+      gate.arrive();
+      await Promise.race([gate.opened, abortion(signal)]);
+    }
+    object.metadata ??= {};
+    object.metadata.labels ??= {};
+    object.metadata.labels[PASSED_HOLD_LABEL] = 'true';
+  },
+});
+
+export const testPlugins = [recordOrder, explode, protectConfigMaps, e2eProbe, hold] as const;
