@@ -1,8 +1,8 @@
 /**
  * manifests/ against the real kube-apiserver (v1.20), read from the files at test time: the CRD and the
  * Namespace are applied for real (the CRD must be Established; namespaced dry-runs need the Namespace),
- * every other document of the kustomization — and of the monitoring/ kustomization and the k8s-1.20/
- * component — goes through a server-side apply with dryRun=All. Each answer must echo the object with
+ * every other document of the kustomization — and of the monitoring/ kustomization and the k8s-1.20/ and
+ * autoscaling/ components — goes through a server-side apply with dryRun=All. Each answer must echo the object with
  * every field of the manifest (a pruned or dropped field fails), and nothing dry-run may be stored (GET
  * stays 404, or the resourceVersion stays the same for an object another file created).
  * A document the apiserver refuses fails the test with the apiserver's message.
@@ -226,6 +226,21 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
       if (!(await servedResource('policy/v1beta1', 'PodDisruptionBudget'))) this.skip();
     }
     const problems = await dryRunAll(docs, await Promise.all(docs.map(resourceOf)));
+    assert.deepEqual(problems, [], problems.join('\n'));
+  });
+
+  it('accepts the autoscaling component’s HorizontalPodAutoscaler (as autoscaling/v2beta2, the same schema, where v2 is not served)', async function () {
+    const docs = await kustomizationDocuments('autoscaling');
+    assert.deepEqual(
+      docs.map((d) => objectId(d.object)),
+      ['autoscaling/v2 HorizontalPodAutoscaler admission-gateway/admission-gateway'],
+    );
+    // autoscaling/v2 is served from Kubernetes 1.23; v2beta2 (1.12–1.25) has exactly its fields.
+    const v2 = await servedResource('autoscaling/v2', 'HorizontalPodAutoscaler');
+    const asServed = v2
+      ? docs
+      : docs.map((d) => ({ ...d, object: { ...d.object, apiVersion: 'autoscaling/v2beta2' } }));
+    const problems = await dryRunAll(asServed, await Promise.all(asServed.map(resourceOf)));
     assert.deepEqual(problems, [], problems.join('\n'));
   });
 
