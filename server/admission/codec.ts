@@ -112,9 +112,10 @@ export function decodeReview(body: string): DecodedReview {
  * JSON.stringify scan it, and then the server measure and convert the string again, would triple its cost.
  */
 export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): Buffer {
+  if (response.patch === undefined)
+    return Buffer.from(JSON.stringify({ apiVersion, kind: 'AdmissionReview', response }));
   const { patch, ...rest } = response;
   const text = JSON.stringify({ apiVersion, kind: 'AdmissionReview', response: rest });
-  if (patch === undefined) return Buffer.from(text);
   // text ends with the two closing braces of response and of the review.
   const head = Buffer.byteLength(text) - 2;
   const answer = Buffer.allocUnsafe(head + PATCH_FIELD.length + patch.length + 3);

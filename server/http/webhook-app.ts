@@ -174,7 +174,7 @@ export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessa
     const letGo = () => {
       if (--holders === 0) lease.release();
     };
-    res.once('close', letGo);
+    res.on('close', letGo);
     // answerReview never rejects. The answer is written from setImmediate, after the poll phase, not as soon
     // as it is ready: under load the answers of one event-loop turn then go out together, and clients' next
     // requests arrive together, so each review costs fewer wake-ups and syscalls — about a third less CPU
