@@ -2,8 +2,9 @@
  * The webhook HTTPS app: POST /mutate, /validate and their /fail, /ignore splits. Deliberately lean
  * (direct path lookup, a small body reader) because it sits in the path of every write in a cluster.
  * Every answer is an AdmissionReview: bad input gets 400/413/415 with the request's uid when it could
- * be read; an unexpected internal error gets HTTP 500 so the apiserver applies the webhook's own
- * failurePolicy — and never takes the process down.
+ * be read; a review the memory budget cannot hold now gets 429 (the apiserver retries it); an unexpected
+ * internal error gets HTTP 500 so the apiserver applies the webhook's own failurePolicy — and never takes
+ * the process down.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
@@ -24,7 +25,7 @@ export interface WebhookAppDeps {
   readonly metrics: Metrics;
   readonly log: BindableLogger;
   readonly maxRequestBytes: number;
-  /** Bytes of reviews held at once (bodies, then answers): past it a review is shed with 429. */
+  /** Memory reviews may hold at once, as weighed (byte-budget.ts): past it a review is shed with 429. */
   readonly budget: ByteBudget;
   /**
    * True once the gateway is shutting down: every answer then carries `Connection: close`, so a keep-alive
