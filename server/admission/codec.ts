@@ -107,14 +107,18 @@ export function decodeReview(body: string): DecodedReview {
 }
 
 /**
- * Serialises an answer in the request's apiVersion, as the bytes to send. The patch (base64, megabytes for
- * a large object) is copied in after the rest is serialised: its alphabet needs no JSON escaping, and having
- * JSON.stringify scan it, and then the server measure and convert the string again, would triple its cost.
+ * Serialises an answer in the request's apiVersion. An answer whose patch is large (base64, megabytes for a
+ * large object) comes back as the bytes to send, the patch copied in after the rest is serialised: its
+ * alphabet needs no JSON escaping, and having JSON.stringify scan it, and then the server measure and convert
+ * the string again, would triple its cost. Any other answer is a string, which Node writes in one go with
+ * the response's head.
  */
-export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): Buffer {
-  if (response.patch === undefined)
-    return Buffer.from(JSON.stringify({ apiVersion, kind: 'AdmissionReview', response }));
-  const { patch, ...rest } = response;
+export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string | Buffer {
+  const { patch } = response;
+  if (patch === undefined || patch.length < LARGE_PATCH_CHARS) {
+    return JSON.stringify({ apiVersion, kind: 'AdmissionReview', response });
+  }
+  const { patch: _, ...rest } = response;
   const text = JSON.stringify({ apiVersion, kind: 'AdmissionReview', response: rest });
   // text ends with the two closing braces of response and of the review.
   const head = Buffer.byteLength(text) - 2;
@@ -125,5 +129,8 @@ export function encodeReview(apiVersion: AdmissionApiVersion, response: Admissio
   answer.write('"}}', at, 'latin1');
   return answer;
 }
+
+/** From this many characters of base64 a patch is copied into the answer rather than serialised with it. */
+const LARGE_PATCH_CHARS = 64 * 1024;
 
 const PATCH_FIELD = ',"patch":"';

@@ -55,7 +55,7 @@ function timeoutParam(querystring: string): number | undefined {
 /** An answer to one review request. */
 interface Answer {
   readonly status: number;
-  readonly body: Buffer;
+  readonly body: string | Buffer;
   /** After refusing an oversized or unread body the connection cannot be reused safely. */
   readonly close?: boolean;
   /** Seconds after which the client may try again (a shed review). */
@@ -186,7 +186,7 @@ export function createWebhookListener(deps: WebhookAppDeps): (req: IncomingMessa
         try {
           res.writeHead(answer.status, {
             'content-type': 'application/json; charset=utf-8',
-            'content-length': answer.body.length,
+            'content-length': typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.length,
             ...(answer.close || deps.draining?.() ? { connection: 'close' } : {}),
             ...(answer.retryAfter ? { 'retry-after': String(answer.retryAfter) } : {}),
           });
