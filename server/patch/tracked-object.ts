@@ -3,7 +3,8 @@
  * mutating step edits it through one of these views, which records
  *  - an undo log (a shallow snapshot of every container the step writes to), so a step whose failure is
  *    ignored, or whose deny is only a warning, leaves no half-applied edits behind;
- *  - the JSON pointers the step wrote, for patch-conflict detection;
+ *  - the places the step wrote (a container's place and a key), for patch conflicts and the final diff;
+ *  - the containers it moved or put at a second place, settled when it returns (working-copy.ts);
  * and refuses writes once the step has returned (a timed-out async plugin cannot keep editing).
  * This keeps the per-step cost to the properties a step actually touches, instead of a clone and a
  * diff per step; the final patch is one diff per review.
