@@ -7,6 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
+import type Koa from 'koa';
 import { buildPluginSteps, type Chain } from './chain/chain.js';
 import { createChainManager, type ChainManager } from './chain/chain-manager.js';
 import { createPluginRegistry, type AnyPlugin } from './chain/plugin-registry.js';
@@ -21,7 +22,7 @@ import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps }
 import type { GatewayLogger } from './log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
-import { createWebhookListener } from './http/webhook-app.js';
+import { createWebhookApp } from './http/webhook-app.js';
 import { drainServer } from './http/drain.js';
 import { ByteBudget } from './http/byte-budget.js';
 import { connectionOptions, watchConnections } from './http/connection-limits.js';
@@ -111,6 +112,12 @@ export async function createChainForConfig(
  */
 const DRAIN_IDLE_GRACE_MS = 2000;
 
+/** The app's Koa request handler for node:http(s); it settles every request itself, errors included. */
+function handlerOf<StateT, ContextT>(app: Koa<StateT, ContextT>): http.RequestListener {
+  const handle = app.callback();
+  return (req, res) => void handle(req, res);
+}
+
 function listen(server: http.Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -191,14 +198,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const webhookServer = https.createServer(
     // Keep-alive beyond the apiserver's idle timeout (90 s) so pooled connections are not cut under it.
     { ...secureContextOptions(material), ...connectionOptions(serverConfig), keepAliveTimeout: 95_000 },
-    createWebhookListener({
-      reviewer,
-      metrics,
-      log,
-      maxRequestBytes: serverConfig.maxRequestBytes,
-      budget,
-      draining: () => closing,
-    }),
+    handlerOf(
+      createWebhookApp({
+        reviewer,
+        metrics,
+        log,
+        maxRequestBytes: serverConfig.maxRequestBytes,
+        budget,
+        draining: () => closing,
+      }),
+    ),
   );
   watchConnections(webhookServer, 'webhook', serverConfig.maxConnections, metrics);
   // New handshakes use the new context; established connections keep the one they negotiated.
@@ -238,8 +247,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       return { order: chain.summary(), ...chain.describe(), providers: chains.runtimes().map((r) => r.status()) };
     },
   });
-  const opsHandler = opsApp.callback();
-  const opsServer = http.createServer(connectionOptions(serverConfig), (req, res) => void opsHandler(req, res));
+  const opsServer = http.createServer(connectionOptions(serverConfig), handlerOf(opsApp));
   watchConnections(opsServer, 'ops', serverConfig.maxConnections, metrics);
 
   const webhookAddress = await listen(webhookServer, serverConfig.port, serverConfig.host);

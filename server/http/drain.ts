@@ -18,6 +18,7 @@
 import type http from 'node:http';
 import type https from 'node:https';
 import net from 'node:net';
+import type { Middleware } from 'koa';
 
 export interface DrainOptions {
   /** From the start of the drain: connections still open then are closed, reviews in flight or not. */
@@ -55,4 +56,16 @@ export async function drainServer(server: http.Server | https.Server, options: D
     bound.cancel();
     grace.cancel();
   }
+}
+
+/**
+ * Koa middleware: while the server drains, every answer carries `Connection: close`, so a keep-alive client
+ * (the apiserver's pool) sends its next request on a new connection — to a replica that is still serving —
+ * instead of writing it onto a socket about to close.
+ */
+export function closeWhileDraining(draining: () => boolean): Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (draining()) ctx.set('Connection', 'close');
+  };
 }

@@ -1,4 +1,5 @@
 /** The operations app (plain HTTP): /metrics, /healthz, /readyz, /chain. Never on the request path. */
+import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
 import type { Registry } from 'prom-client';
 
@@ -19,47 +20,49 @@ export interface OpsAppDeps {
 export function createOpsApp(deps: OpsAppDeps): Koa {
   const app = new Koa();
   app.silent = true;
-  app.use(async (ctx) => {
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.status = 405;
+  const router = new Router();
+
+  router.get('/metrics', async (ctx) => {
+    ctx.type = deps.registry.contentType;
+    ctx.body = await deps.registry.metrics();
+  });
+
+  router.get('/healthz', (ctx) => {
+    ctx.type = 'text/plain';
+    ctx.body = 'ok';
+  });
+
+  router.get('/readyz', (ctx) => {
+    const checks = deps.checks.map((c) => {
+      const ready = c.ready();
+      return { name: c.name, ready, detail: ready ? undefined : c.detail?.() };
+    });
+    const ready = checks.every((c) => c.ready);
+    ctx.status = ready ? 200 : 503;
+    if (ctx.query.verbose !== undefined) {
+      ctx.body = { ready, checks };
       return;
     }
-    switch (ctx.path) {
-      case '/metrics':
-        ctx.type = deps.registry.contentType;
-        ctx.body = await deps.registry.metrics();
-        return;
-      case '/healthz':
-        ctx.type = 'text/plain';
-        ctx.body = 'ok';
-        return;
-      case '/readyz': {
-        const checks = deps.checks.map((c) => ({
-          name: c.name,
-          ready: c.ready(),
-          detail: c.ready() ? undefined : c.detail?.(),
-        }));
-        const ready = checks.every((c) => c.ready);
-        ctx.status = ready ? 200 : 503;
-        if (ctx.query.verbose !== undefined) ctx.body = { ready, checks };
-        else {
-          ctx.type = 'text/plain';
-          ctx.body = ready
-            ? 'ok'
-            : `not ready: ${checks
-                .filter((c) => !c.ready)
-                .map((c) => `${c.name}${c.detail ? ` (${c.detail})` : ''}`)
-                .join(', ')}`;
-        }
-        return;
-      }
-      case '/chain':
-        ctx.body = deps.chain();
-        return;
-      default:
-        ctx.status = 404;
-        ctx.body = { error: `not found; try /metrics, /healthz, /readyz, /chain` };
-    }
+    ctx.type = 'text/plain';
+    ctx.body = ready
+      ? 'ok'
+      : `not ready: ${checks
+          .filter((c) => !c.ready)
+          .map((c) => `${c.name}${c.detail ? ` (${c.detail})` : ''}`)
+          .join(', ')}`;
+  });
+
+  router.get('/chain', (ctx) => {
+    ctx.body = deps.chain();
+  });
+
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  app.use((ctx: RouterContext) => {
+    // A known path asked with another method stays unanswered here: allowedMethods makes it a 405 with Allow.
+    if (ctx.matched?.length) return;
+    ctx.status = 404;
+    ctx.body = { error: `not found; try /metrics, /healthz, /readyz, /chain` };
   });
   return app;
 }

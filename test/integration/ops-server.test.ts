@@ -274,7 +274,7 @@ chain:
     const posted = await h.ops('/metrics', 'POST');
     const unknown = await h.ops('/debug/vars');
 
-    assert.equal(posted.status, 405);
+    assert.deepEqual({ status: posted.status, allow: posted.headers.allow }, { status: 405, allow: 'HEAD, GET' });
     assert.deepEqual(
       { status: unknown.status, body: unknown.body },
       { status: 404, body: { error: 'not found; try /metrics, /healthz, /readyz, /chain' } },

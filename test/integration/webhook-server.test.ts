@@ -10,7 +10,7 @@ import { generateCertificates, writeCertificates } from '../../certs/generate.js
 import type { AdmissionReview } from '../../server/admission/types.js';
 import type { Reviewer } from '../../server/chain/reviewer.js';
 import { ByteBudget } from '../../server/http/byte-budget.js';
-import { createWebhookListener } from '../../server/http/webhook-app.js';
+import { createWebhookApp } from '../../server/http/webhook-app.js';
 import { createLogger } from '../../server/log.js';
 import { createMetrics } from '../../server/metrics/metrics.js';
 import type { KubeObject } from '../../server/plugin-api/index.js';
@@ -446,6 +446,12 @@ chain:
         body: { error: 'GET /mutate: expected POST with an AdmissionReview' },
       },
       {
+        name: 'answers 405 with Allow: POST to a PUT on /validate/ignore',
+        send: (h) => h.send('PUT', '/validate/ignore'),
+        status: 405,
+        body: { error: 'PUT /validate/ignore: expected POST with an AdmissionReview' },
+      },
+      {
         name: 'answers 404 naming the routes to an unknown path',
         send: (h) => h.post('/mutating', podCreate()),
         status: 404,
@@ -520,14 +526,15 @@ chain:
           return Promise.resolve({ response: { uid: request.uid, allowed: true }, reports: [] });
         },
       };
-      const listener = createWebhookListener({
+      const app = createWebhookApp({
         reviewer,
         metrics,
         log: createLogger('silent'),
         maxRequestBytes: 1 << 20,
         budget: new ByteBudget(4 << 20),
       });
-      const webhook = https.createServer({ cert: bundle.cert, key: bundle.key }, listener);
+      const handle = app.callback();
+      const webhook = https.createServer({ cert: bundle.cert, key: bundle.key }, (req, res) => void handle(req, res));
       server = webhook;
       await new Promise<void>((resolve) => webhook.listen(0, '127.0.0.1', resolve));
       const url = `https://127.0.0.1:${(webhook.address() as AddressInfo).port}/mutate`;

@@ -1,0 +1,174 @@
+/**
+ * The middleware of a review route (POST /mutate, /validate and their splits), in the order they run:
+ * answers written together → hold the review's memory → answer in protocol → read the review → run it.
+ * Every answer is an AdmissionReview: bad input gets 400/413/415 with the request's uid when it could be
+ * read; a review the memory budget cannot hold now gets 429 (the apiserver retries it); an unexpected
+ * internal error gets HTTP 500 so the apiserver applies the webhook's own failurePolicy.
+ */
+import type { Middleware, ParameterizedContext } from 'koa';
+import { checkContentType, decodeReview, encodeReview, type DecodedReview } from '../admission/codec.js';
+import { errored } from '../admission/responses.js';
+import { parseTimeoutParam } from '../admission/timeout.js';
+import { ADMISSION_V1 } from '../admission/types.js';
+import type { Route } from '../chain/chain.js';
+import type { BindableLogger, Reviewer } from '../chain/reviewer.js';
+import { ReviewDecodeError, errorMessage } from '../errors.js';
+import { clip } from '../limits.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
+import { readBody } from './read-body.js';
+
+/** What the webhook app's middleware reach through `ctx` (set once on `app.context`). */
+export interface ReviewServices {
+  readonly reviewer: Reviewer;
+  readonly metrics: Metrics;
+  readonly log: BindableLogger;
+  /** Memory reviews may hold at once, as weighed (byte-budget.ts). */
+  readonly budget: ByteBudget;
+  readonly maxRequestBytes: number;
+}
+
+/** One review request's state (`ctx.state`), filled in as its middleware run. */
+export interface ReviewState {
+  /** The request's share of the byte budget, held until its answer is written and the review is over. */
+  lease: ByteLease;
+  /** The decoded review, once its body has been read. */
+  review?: DecodedReview;
+}
+
+export type ReviewContext = ParameterizedContext<ReviewState, ReviewServices>;
+export type ReviewMiddleware = Middleware<ReviewState, ReviewServices>;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * client-go, which the apiserver calls webhooks with, retries a 429 carrying Retry-After after that many
+ * seconds (up to ten times, within the webhook's timeout): a shed review comes back once memory is free.
+ */
+const SHED_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * From this many objects and arrays a review takes turns with other work (ReviewOptions.large): a Pod of a
+ * few hundred containers takes a millisecond or two and need not.
+ */
+const LARGE_REVIEW_CONTAINERS = 4096;
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Answers are written from the check phase of the event loop, not as soon as they are ready: under load the
+ * answers of one turn then go out together, and the clients' next requests arrive together, so each review
+ * costs fewer wake-ups and syscalls (docs/decisions.md, "Answers written together").
+ */
+export const writeAnswersTogether: ReviewMiddleware = async (_ctx, next) => {
+  await next();
+  await nextTurn();
+};
+
+/**
+ * Counts the review in flight and gives it a lease of the byte budget. The lease is given back once the
+ * answer has been written (or the connection is gone) and the review is over: an apiserver that gave up
+ * does not stop the review from holding its object.
+ */
+export const holdReview: ReviewMiddleware = async (ctx, next) => {
+  const lease = ctx.budget.lease();
+  ctx.state.lease = lease;
+  let holders = 2;
+  const letGo = () => {
+    if (--holders === 0) lease.release();
+  };
+  ctx.res.on('close', letGo);
+  ctx.metrics.inflight.inc();
+  try {
+    await next();
+  } finally {
+    ctx.metrics.inflight.dec();
+    letGo();
+  }
+};
+
+/** Turns whatever the review's middleware throw into an AdmissionReview answer. */
+export const answerInProtocol: ReviewMiddleware = async (ctx, next) => {
+  try {
+    await next();
+  } catch (err) {
+    answerError(ctx, err);
+  }
+};
+
+/** Content-Type, body (bounded by maxRequestBytes and the byte budget), decode, and the review's weight. */
+export const readReview: ReviewMiddleware = async (ctx, next) => {
+  checkContentType(ctx.req.headers['content-type']);
+  const review = decodeReview(await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease));
+  ctx.state.review = review;
+  ctx.state.lease.take(review.containers * WEIGHT_PER_CONTAINER);
+  // Parsing a large review was a long synchronous stretch already: let what waited meanwhile run first.
+  if (review.containers > LARGE_REVIEW_CONTAINERS) await nextTurn();
+  await next();
+};
+
+/** Runs the decoded review through the chain for `route` and answers with its AdmissionReview. */
+export function runReview(route: Route): ReviewMiddleware {
+  return async (ctx) => {
+    const { request, apiVersion, containers } = ctx.state.review!;
+    const { response } = await ctx.reviewer.review(request, route, {
+      timeoutMs: timeoutParam(ctx.querystring),
+      large: containers > LARGE_REVIEW_CONTAINERS,
+    });
+    const body = encodeReview(apiVersion, response);
+    ctx.state.lease.force(body.length);
+    answer(ctx, 200, body);
+  };
+}
+
+function answer(ctx: ReviewContext, status: number, body: string | Buffer): void {
+  ctx.status = status;
+  // Set as a header, not `ctx.type`, which would look the type up in the mime table on every answer.
+  ctx.set('Content-Type', JSON_TYPE);
+  ctx.body = body;
+}
+
+function answerError(ctx: ReviewContext, err: unknown): void {
+  const { metrics, log } = ctx;
+  const route = ctx.path.slice(1);
+  const decodeError = err instanceof ReviewDecodeError ? err : undefined;
+  const uid = ctx.state.review?.request.uid ?? decodeError?.uid ?? '';
+  const apiVersion = ctx.state.review?.apiVersion ?? decodeError?.apiVersion ?? ADMISSION_V1;
+  if (err instanceof BudgetExceededError && !err.never) {
+    metrics.shedReviews.inc({ reason: 'inflight_bytes' });
+    log.warn(
+      { uid, route, weight: err.weight, inflightBytes: ctx.budget.inUse, limit: ctx.budget.limit },
+      'review shed: in-flight memory budget full (answered 429, the apiserver retries)',
+    );
+    // Shed before its body is read, a review's uid is unknown: the apiserver does not read a 429's body.
+    answer(ctx, 429, encodeReview(apiVersion, errored(uid, 429, err.message)));
+    ctx.set('Retry-After', String(SHED_RETRY_AFTER_SECONDS));
+    return;
+  }
+  // A review too heavy ever to fit is refused like one over maxRequestBytes.
+  const status = decodeError?.status ?? (err instanceof BudgetExceededError ? 413 : 500);
+  const message =
+    decodeError || err instanceof BudgetExceededError
+      ? (err as Error).message
+      : `internal error: ${clip(errorMessage(err))}`;
+  metrics.invalidRequests.inc({ code: String(status) });
+  log[status === 500 ? 'error' : 'warn']({ uid, route, status, err: message }, 'review not processed');
+  answer(ctx, status, encodeReview(apiVersion, errored(uid, status, message)));
+  // After refusing an oversized or unread body the connection cannot be reused safely.
+  if (status === 413) ctx.set('Connection', 'close');
+}
+
+const TIMEOUT_PARAM = /(?:^|&)timeout=([^&]*)/;
+
+/** `?timeout=` as the apiserver sends it (URLSearchParams would cost more than the rest of the routing). */
+function timeoutParam(querystring: string): number | undefined {
+  const m = querystring ? TIMEOUT_PARAM.exec(querystring) : null;
+  if (!m) return undefined;
+  let value: string;
+  try {
+    value = decodeURIComponent(m[1]!);
+  } catch {
+    throw new ReviewDecodeError(`?timeout=${clip(m[1]!)} is not a valid percent-encoded query parameter`, 400);
+  }
+  return parseTimeoutParam(value);
+}
