@@ -8,7 +8,8 @@
  * and the runtime (`server/tls/`) both call into it, in the same split as pepr's `tls.ts`.
  *
  * node-forge only builds and signs certificates here; RSA keys come from `node:crypto` (native, fast) and
- * certificates are inspected with `X509Certificate`, never verified with forge (see STACK.md, CVE-2026-85393).
+ * certificates are inspected with `X509Certificate`, never verified with forge, whose signature check is open
+ * to forgery (CVE-2026-85393; docs/decisions.md, "node-forge only builds certificates").
  */
 import forge from 'node-forge';
 import { generateKeyPair, generateKeyPairSync, randomBytes, randomUUID, type RSAKeyPairOptions } from 'node:crypto';
@@ -298,8 +299,8 @@ function rsaPemOptions(bits: number): RSAKeyPairOptions<'pem', 'pem'> {
 }
 
 /**
- * A key pair generated on libuv's thread pool. RSA 2048 keygen takes 100–200 ms of CPU: a gateway that
- * rotates while serving makes its keys here first, so reviews are not held up behind it.
+ * A key pair generated on libuv's thread pool: a gateway that rotates while serving makes its keys here first,
+ * so reviews are not held up behind key generation (docs/decisions.md, "Keys are generated on the thread pool").
  */
 export async function newKeyPair(bits = 2048): Promise<PemKeyPair> {
   return generateKeyPairAsync('rsa', rsaPemOptions(bits));

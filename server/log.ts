@@ -12,9 +12,9 @@ const BATCH_CHARS = 8192;
 type FileStream = ReturnType<typeof pino.destination>;
 
 /**
- * Log lines joined into one string per ~8 KiB before they reach sonic-boom. Its write() measures the byte
- * length of its whole pending buffer on every call (~3 µs a review line at an 8 KiB buffer); this costs a
- * push per line and one join per batch.
+ * Log lines joined into one string per BATCH_CHARS before they reach sonic-boom, whose write() measures the
+ * byte length of its whole pending buffer on every call; this costs a push per line and one join per batch
+ * (docs/decisions.md, "Log lines are written in batches").
  */
 export class LineBatch implements pino.DestinationStream {
   private lines: string[] = [];
@@ -49,8 +49,8 @@ export class LineBatch implements pino.DestinationStream {
 }
 
 /**
- * Standard output, written in batches of up to 8 KiB (or every 100 ms): one write per review line cost
- * more CPU than the rest of an empty chain's review. Call `logger.flush()` before exiting; an exit
+ * Standard output, written in batches of up to 8 KiB (or every 100 ms) rather than one write per line
+ * (docs/decisions.md, "Log lines are written in batches"). Call `logger.flush()` before exiting; an exit
  * without it still writes what is batched.
  */
 export function bufferedStdout(): pino.DestinationStream {

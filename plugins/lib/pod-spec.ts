@@ -95,8 +95,9 @@ export function isObject(value: unknown): value is JsonObject {
 
 /**
  * `object[key]` when it is the object's own field, else undefined — what `Object.hasOwn` answers, at the
- * price of one read. On `ctx.object` (a view that records writes) a read costs about a fifth of
- * `Object.hasOwn`, which has to ask the view for a property descriptor. A JSON value is never a function,
+ * price of one read. On `ctx.object` (a view that records writes) a read is much cheaper than `Object.hasOwn`,
+ * which has to ask the view for a property descriptor (docs/decisions.md, "The working copy is copied as it is
+ * read, and each step's writes are tracked"). A JSON value is never a function,
  * so a function found is inherited (`toString`, `constructor`); `__proto__` is the one inherited object.
  */
 export function ownField(object: JsonObject, key: string): unknown {
@@ -203,7 +204,7 @@ export function containersIn(
   fields: readonly ContainerField[] = CONTAINER_FIELDS,
 ): ContainerAt[] {
   const pods = podSpecsOf(object);
-  // Not just flatMap: for the one PodSpec a workload has, flatMap's closure and copy cost ~24k instructions per
-  // review of the shipped chain (bench/in-process.mjs --callgrind), as much as the patch's JSON encoding.
+  // The one PodSpec a workload has skips flatMap (docs/decisions.md, "`containersIn`: no `flatMap` for the one
+  // PodSpec", which also says why the measurement no longer shows a gain).
   return pods.length === 1 ? containersOf(pods[0]!, fields) : pods.flatMap((pod) => containersOf(pod, fields));
 }

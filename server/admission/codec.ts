@@ -109,9 +109,9 @@ export function decodeReview(body: string): DecodedReview {
 /**
  * Serialises an answer in the request's apiVersion. An answer whose patch is large (base64, megabytes for a
  * large object) comes back as the bytes to send, the patch copied in after the rest is serialised: its
- * alphabet needs no JSON escaping, and having JSON.stringify scan it, and then the server measure and convert
- * the string again, would triple its cost. Any other answer is a string, which Node writes in one go with
- * the response's head.
+ * alphabet needs no JSON escaping, so JSON.stringify need not scan it, nor the server measure and convert it
+ * again. Any other answer is a string, which Node writes in one go with the response's head (docs/decisions.md,
+ * "Answers: a string, unless the patch is large").
  */
 export function encodeReview(apiVersion: AdmissionApiVersion, response: AdmissionResponse): string | Buffer {
   const { patch } = response;

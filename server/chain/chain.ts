@@ -1,7 +1,7 @@
 /**
  * The resolved chain: an immutable snapshot of ordered steps with the per-route lists precomputed, so a
- * review reads one array. A new chain (config reload, provider change) is built off the request path
- * and swapped in whole; in-flight reviews finish on the chain they started with.
+ * review reads one array. A new chain (a provider added, changed, removed or discovered) is built off the
+ * request path and swapped in whole; in-flight reviews finish on the chain they started with.
  */
 import type { Phase } from '../admission/types.js';
 import { ConfigError, errorMessage } from '../errors.js';

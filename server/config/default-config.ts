@@ -2,7 +2,7 @@
  * The embedded default configuration: used when no gateway.yaml exists at the default location.
  * It is the repository's gateway.yaml, byte for byte (a unit test keeps them equal).
  */
-export const DEFAULT_CONFIG_YAML = `# admission-gateway configuration — every field is optional; README.md "Configuration" and "Limits" describe them.
+export const DEFAULT_CONFIG_YAML = `# admission-gateway configuration — every field is optional; docs/configuration.md describes them all.
 # ORDER MATTERS: mutating steps run one after another in this order; validating steps run in parallel.
 # Validating plugins start in \`warn\` mode so a first install never blocks anyone: read the warnings
 # (kubectl prints them), then switch an entry to \`mode: enforce\`.

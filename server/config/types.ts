@@ -1,4 +1,4 @@
-/** The validated configuration (gateway.yaml; README "Configuration"), with every default applied. */
+/** The validated configuration (gateway.yaml; docs/configuration.md), with every default applied. */
 import type { FailurePolicy, Match, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
 import type { SideEffects } from '../chain/step.js';
 

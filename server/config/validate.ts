@@ -25,8 +25,8 @@ import type {
 export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 
 /**
- * Open connections per server. An idle TLS connection holds about 45 KB here, so the default bounds them to
- * a small part of the Deployment's memory and still leaves several apiservers room for their keep-alive pools.
+ * Open connections per server: a small part of the Deployment's memory in idle TLS connections, and still room
+ * for several apiservers' keep-alive pools (docs/decisions.md, "Idle connections: `server.maxConnections` 512").
  */
 export const DEFAULT_MAX_CONNECTIONS = 512;
 export const CONFIG_KIND = 'GatewayConfig';

@@ -59,8 +59,8 @@ export interface ManagedCertificate {
 
 /**
  * New key pairs each step makes, in the order the transitions of managed-secret.ts use them (initial: the
- * CA, then the serving certificate). They are made first, on the thread pool: RSA keygen is 100–200 ms of CPU
- * the reviews must not wait behind.
+ * CA, then the serving certificate). They are made first, on the thread pool, so reviews do not wait behind
+ * RSA key generation (docs/decisions.md, "Keys are generated on the thread pool").
  */
 const KEY_PAIRS: Readonly<Record<RotationAction['kind'], number>> = {
   create: 2,

@@ -7,7 +7,8 @@
  *  - the containers it moved or put at a second place, settled when it returns (working-copy.ts);
  * and refuses writes once the step has returned (a timed-out async plugin cannot keep editing).
  * This keeps the per-step cost to the properties a step actually touches, instead of a clone and a
- * diff per step; the final patch is one diff per review.
+ * diff per step; the final patch is one diff per review (docs/decisions.md, "The working copy is copied as it
+ * is read, and each step's writes are tracked").
  */
 
 import { MAX_NESTING_DEPTH } from '../limits.js';

@@ -1,8 +1,9 @@
 /**
  * The mutate phase's working copy, copied as it is reached instead of cloned up front. Each container a
  * step's view reaches is shallow-copied the first time (copy on read), so the request object is never
- * modified and subtrees no step looks at stay shared with it. For a Pod and the shipped plugins that is
- * about ten small containers instead of the whole object; a large ConfigMap's data is never copied at all.
+ * modified and subtrees no step looks at stay shared with it: a large ConfigMap's data is never copied at all.
+ * Why, and what it saved: docs/decisions.md, "The working copy is copied as it is read, and each step's
+ * writes are tracked".
  *
  * A copy belongs to one place (its holder and key). A step may put one container at a second place
  * (`template.metadata.labels = metadata.labels`); when a later step reaches it there, it gets a copy of its

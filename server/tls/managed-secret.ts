@@ -1,8 +1,8 @@
 /**
  * The content of the Secret that holds the serving certificate in cluster mode, as plain data: parsing
  * (with a reason when it is unusable) and the pure transitions of a CA rotation. No Kubernetes client here:
- * server/kube/certificate-manager.ts reads and writes the Secret; server/tls/rotation.ts decides which
- * transition is due.
+ * server/kube/managed-certificate.ts reads and writes the Secret (through certificate-secret.ts);
+ * server/tls/rotation.ts decides which transition is due.
  *
  * Keys of the Secret (type kubernetes.io/tls, every value PEM):
  *   tls.crt / tls.key             the serving certificate and key every replica serves
