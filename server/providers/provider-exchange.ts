@@ -70,6 +70,7 @@ export class ProviderExchange implements Dispatcher.DispatchHandler, ConnectionA
   private reused = false;
   private answering = false;
   private retried = false;
+  private done = false;
   private status = 0;
   private chunks: Buffer[] = [];
   private bytes = 0;
@@ -183,7 +184,10 @@ export class ProviderExchange implements Dispatcher.DispatchHandler, ConnectionA
     this.callbacks.reject(err);
   }
 
+  /** Once only: a second release would let one more call than the bound through. */
   private finish(): void {
+    if (this.done) return;
+    this.done = true;
     this.signal.removeEventListener('abort', this.onAbort);
     this.callbacks.finished();
   }

@@ -75,7 +75,7 @@ export function createProviderTransport(o: TransportOptions): ProviderTransport 
   });
   const slots = new CallSlots(o.maxConnections, o.maxQueued);
   const release = () => slots.release();
-  let closing = false;
+  let closed: Promise<void> | undefined;
 
   /** Sends `request` in the slot the caller holds. */
   function send(request: TransportRequest): Promise<ExchangeResult> {
@@ -100,14 +100,13 @@ export function createProviderTransport(o: TransportOptions): ProviderTransport 
 
   return {
     request(request) {
-      if (closing) return Promise.reject(closedError());
+      if (closed) return Promise.reject(closedError());
       if (slots.tryAcquire()) return send(request);
       return slots.acquire(request.signal, abortedError).then(() => send(request));
     },
-    async close() {
-      closing = true;
-      await slots.drained();
-      await pool.close();
+    close() {
+      closed ??= slots.drained().then(() => pool.close());
+      return closed;
     },
   };
 }

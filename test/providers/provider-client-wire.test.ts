@@ -397,6 +397,29 @@ describe('provider client on the wire (raw TLS provider)', function () {
       assert.deepEqual(await next, ALLOWED);
       assert.deepEqual(seen(), ['c1#1', 'c1#2']);
     });
+    it('close(): the call in flight and the one waiting are answered, a new one is refused, then the connection closes', async function () {
+      const held: (() => void)[] = [];
+      provider.handle((request, socket) => void held.push(() => socket.write(allowedAnswer(request.uid))));
+      const { client, seen } = clientFor({ maxConnections: 1 });
+      const closedBefore = provider.closed;
+      const first = call(client);
+      const second = call(client);
+      await provider.until('the first call arrives', () => held.length === 1);
+
+      const closing = client.close();
+      const refused = await callFailure(call(client));
+      held.shift()!();
+      await provider.until('the waiting call arrives', () => held.length === 1);
+      held.shift()!();
+
+      assert.deepEqual(await first, ALLOWED);
+      assert.deepEqual(await second, ALLOWED);
+      await closing;
+      assert.equal(refused.reason, 'connection');
+      assert.equal(refused.message, `cannot reach ${provider.url('/admit')}: ERR_POOL_CLOSED: the client is closed`);
+      await provider.until('the connection is closed', () => provider.closed === closedBefore + 1);
+      assert.deepEqual(seen(), ['c1#1', 'c1#2']);
+    });
   });
 
   describe('TLS', function () {
