@@ -12,15 +12,10 @@
 // Profile with: node --cpu-prof --cpu-prof-dir=.scratch/prof --import tsx bench/provider-call.mjs ...
 //               node bench/profile-summary.mjs .scratch/prof/<file>.cpuprofile
 /* global process, console, structuredClone, AbortController */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { portLine } from './lib.mjs';
+import { ROOT, imp, startProviderBench } from './provider-bench.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: argv } = parseArgs({
   options: {
     calls: { type: 'string', default: '4000' },
@@ -35,42 +30,17 @@ const calls = Number(argv.calls);
 const warmup = Number(argv.warmup);
 const runs = Number(argv.runs);
 
-const imp = (file) => import(pathToFileURL(path.resolve(ROOT, file)).href);
-const generate = await imp('certs/generate.ts');
-const { createProviderClient } = await import(pathToFileURL(path.resolve(argv.client)).href);
-const { ADMISSION_V1 } = await imp('server/admission/types.ts');
-const { podCreate, requestOf } = await imp('test/fixtures/reviews/index.ts');
-
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'provider-call-'));
-const bundle = generate.generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
-const files = await generate.writeCertificates(path.join(tmp, 'certs'), bundle);
-
-const provider = spawn(
-  'taskset',
-  [
-    '-c',
-    argv['provider-core'],
-    process.execPath,
-    path.join(ROOT, 'bench/servers.mjs'),
-    'allow',
-    files.certFile,
-    files.keyFile,
-  ],
-  { stdio: ['ignore', 'pipe', 'inherit'] },
-);
-const stopProvider = () => {
-  if (provider.exitCode === null) provider.kill('SIGTERM');
-  rmSync(tmp, { recursive: true, force: true });
-};
-process.on('exit', stopProvider);
-const port = await portLine(provider, 'provider');
-
-const client = createProviderClient({
-  url: `https://127.0.0.1:${port}/admit`,
-  ca: bundle.caCert,
-  apiVersion: ADMISSION_V1,
+const {
+  client,
+  url,
+  request,
+  stop: stopProvider,
+} = await startProviderBench({
+  clientFile: argv.client,
+  core: argv['provider-core'],
+  script: path.join(ROOT, 'bench/servers.mjs'),
+  args: (certFile, keyFile) => ['allow', certFile, keyFile],
 });
-const request = requestOf(podCreate());
 const object = structuredClone(request.object);
 const signal = new AbortController().signal;
 
@@ -90,7 +60,7 @@ if (argv.step) {
     name: 'bench',
     provider: 'bench',
     phase: 'mutate',
-    url: `https://127.0.0.1:${port}/admit`,
+    url,
     client,
     breaker,
     match: { rules: [] },

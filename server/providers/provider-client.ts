@@ -1,16 +1,17 @@
 /**
  * Calls one remote provider over HTTPS with an AdmissionReview. One small pool of keep-alive TLS
- * connections per provider (https-pool.ts: node:tls, one pre-built request buffer per call, a minimal
- * HTTP/1.1 response parser), trusting only the provider's caBundle when one is given; an optional client
- * certificate for mTLS. A fresh uid per call, `?timeout=` set to the time granted, the response size
- * capped, redirects never followed. Every failure is a ProviderCallError with a reason.
+ * connections per provider (provider-transport.ts: undici), trusting only the provider's caBundle when one
+ * is given; an optional client certificate for mTLS. A fresh uid per call, `?timeout=` set to the time
+ * granted, the response size capped, redirects never followed. Every failure is a ProviderCallError with a
+ * reason.
  */
 import { randomUUID } from 'node:crypto';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
 import { ProviderCallError, errorMessage } from '../errors.js';
 import type { AdmissionRequest, KubeObject } from '../plugin-api/types.js';
-import { HttpsPool, ResponseTooLargeError, type HttpResponse } from './https-pool.js';
+import { ResponseTooLargeError, type ExchangeResult } from './provider-exchange.js';
 import { InvalidProviderResponse, verifyProviderResponse, type ProviderAnswer } from './provider-response.js';
+import { MAX_RESPONSE_HEAD_BYTES, createProviderTransport } from './provider-transport.js';
 
 /** Big enough for any object the apiserver accepts plus a patch of it; the same cap as the apiserver's. */
 export const MAX_RESPONSE_BYTES = 20 * 1024 * 1024;
@@ -19,8 +20,6 @@ export const SETTINGS_HEADER = 'x-admission-gateway-settings';
 /** Connections per provider; calls beyond wait in a queue of MAX_QUEUED_CALLS (then fail as `connection`). */
 const MAX_CONNECTIONS = 64;
 const MAX_QUEUED_CALLS = 1024;
-/** An idle keep-alive connection is closed after this long (a provider's own idle timeout may be shorter). */
-const IDLE_TIMEOUT_MS = 30_000;
 
 export interface ProviderTarget {
   readonly url: string;
@@ -64,12 +63,25 @@ const CONNECTION_CODES = new Set([
   'EAI_AGAIN',
   'EHOSTUNREACH',
   'ENETUNREACH',
-  'ERR_CONNECTION_CLOSED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
   'ERR_POOL_FULL',
   'ERR_POOL_CLOSED',
 ]);
+/** undici's connect, headers and body timers (backstops), its aborted request, and the socket's own timeout. */
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_ABORTED',
+  'ETIMEDOUT',
+]);
 
-/** Classifies a transport error: timeout, tls or connection. */
+/**
+ * Classifies a transport error: timeout, tls or connection; an answer over one of undici's size bounds
+ * (a head, or a body when one is set on the Pool) is invalid_response.
+ */
 export function classifyTransportError(err: unknown, url: string): ProviderCallError {
   if (err instanceof ProviderCallError) return err;
   const withCode = err as { code?: unknown; cause?: { code?: unknown } } | undefined;
@@ -77,8 +89,18 @@ export function classifyTransportError(err: unknown, url: string): ProviderCallE
   const code = typeof rawCode === 'string' ? rawCode : '';
   const name = err instanceof Error ? err.name : '';
   const detail = errorMessage(err);
-  if (name === 'AbortError' || name === 'TimeoutError' || code === 'ETIMEDOUT') {
+  if (name === 'AbortError' || name === 'TimeoutError' || TIMEOUT_CODES.has(code)) {
     return new ProviderCallError('timeout', `no answer from ${url} in time`, { cause: err });
+  }
+  if (code === 'UND_ERR_HEADERS_OVERFLOW') {
+    return new ProviderCallError(
+      'invalid_response',
+      `response head from ${url} has over ${MAX_RESPONSE_HEAD_BYTES} bytes of header fields`,
+      { cause: err },
+    );
+  }
+  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
+    return new ProviderCallError('invalid_response', `response from ${url} is over its size cap`, { cause: err });
   }
   if (TLS_CODE.test(code))
     return new ProviderCallError('tls', `TLS with ${url} failed: ${code}: ${detail}`, { cause: err });
@@ -89,8 +111,9 @@ export function classifyTransportError(err: unknown, url: string): ProviderCallE
 }
 
 /**
- * The caller's AbortSignal is the deadline (the step's, or discovery's AbortSignal.timeout). The pool's own
- * timer is only a backstop well behind it, for a signal that never aborts.
+ * The caller's AbortSignal is the deadline (the step's, or discovery's AbortSignal.timeout). undici's headers
+ * and body timeouts are only a backstop well behind it, for a signal that never aborts: they run on undici's
+ * coarse shared ticks and can fire well before their delay.
  */
 const TIMER_BACKSTOP_MS = 1000;
 
@@ -114,28 +137,17 @@ function requestTarget(path: string): string {
   );
 }
 
-/** One buffer: request line (`path` already encoded), headers (each ending CRLF), Content-Length, body. */
-function requestBytes(method: 'POST' | 'GET', path: string, headers: string, body: string | undefined): Buffer {
-  const length = body === undefined ? 0 : Buffer.byteLength(body);
-  const head = `${method} ${path} HTTP/1.1\r\n${headers}${body === undefined ? '' : `Content-Length: ${length}\r\n`}\r\n`;
-  const bytes = Buffer.allocUnsafe(head.length + length);
-  bytes.write(head, 0, 'latin1');
-  if (body !== undefined) bytes.write(body, head.length, 'utf8');
-  return bytes;
-}
-
 export function createProviderClient(target: ProviderTarget): ProviderClient {
   const url = new URL(target.url);
   if (url.protocol !== 'https:') throw new Error(`provider URL ${target.url} is not https`);
   const limit = target.maxResponseBytes ?? MAX_RESPONSE_BYTES;
-  const pool = new HttpsPool({
-    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port: url.port ? Number(url.port) : 443,
+  const transport = createProviderTransport({
+    url,
     ...(target.ca ? { ca: target.ca } : {}),
-    ...(target.clientCert ? { cert: target.clientCert.cert, key: target.clientCert.key } : {}),
+    ...(target.clientCert ? { clientCert: target.clientCert } : {}),
     maxConnections: target.maxConnections ?? MAX_CONNECTIONS,
     maxQueued: target.maxQueuedCalls ?? MAX_QUEUED_CALLS,
-    idleTimeoutMs: IDLE_TIMEOUT_MS,
+    maxBodyBytes: limit,
   });
   const basePath = url.pathname || '/';
   const baseTarget = requestTarget(basePath);
@@ -148,22 +160,33 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
   };
   const settingsHeader =
     target.settings && Object.keys(target.settings).length > 0 ? asciiJson(target.settings) : undefined;
-  const getHeaders = `Host: ${url.host}\r\nAccept: application/json\r\n`;
-  const postHeaders =
-    `${getHeaders}Content-Type: application/json\r\n` +
-    (settingsHeader ? `${SETTINGS_HEADER}: ${settingsHeader}\r\n` : '');
+  // undici writes the Host header from the origin.
+  const getHeaders = ['accept', 'application/json'];
+  const postHeaders = [
+    ...getHeaders,
+    'content-type',
+    'application/json',
+    ...(settingsHeader ? [SETTINGS_HEADER, settingsHeader] : []),
+  ];
   // The review's envelope is the same on every call; only `request` is serialised per call.
   const envelopeStart = `{"apiVersion":${JSON.stringify(target.apiVersion)},"kind":"AdmissionReview","request":`;
-  const accept = (status: number) => status === 200;
 
-  async function send(bytes: Buffer, timeoutMs: number, signal: AbortSignal): Promise<HttpResponse> {
-    let res: HttpResponse;
+  async function send(
+    method: 'POST' | 'GET',
+    path: string,
+    body: string | undefined,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<ExchangeResult> {
+    let res: ExchangeResult;
     try {
-      res = await pool.request(bytes, {
+      res = await transport.request({
+        method,
+        path,
+        headers: method === 'POST' ? postHeaders : getHeaders,
+        ...(body !== undefined ? { body } : {}),
         signal,
-        timeoutMs: Math.max(1, Math.floor(timeoutMs)) + TIMER_BACKSTOP_MS,
-        maxBodyBytes: limit,
-        accept,
+        backstopMs: Math.max(1, Math.floor(timeoutMs)) + TIMER_BACKSTOP_MS,
       });
     } catch (err) {
       if (err instanceof ResponseTooLargeError) {
@@ -177,7 +200,7 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
       throw classifyTransportError(err, target.url);
     }
     if (res.status !== 200) {
-      const location = res.headers.location ? ` (redirect to ${res.headers.location} not followed)` : '';
+      const location = res.location ? ` (redirect to ${res.location} not followed)` : '';
       throw new ProviderCallError('http_status', `${target.url} answered HTTP ${res.status}${location}`);
     }
     return res;
@@ -188,7 +211,7 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
       const uid = randomUUID();
       const body = `${envelopeStart}${JSON.stringify({ ...request, uid, object: object ?? null })}}`;
       const path = `${handlerPath === undefined ? baseTarget : targetOf(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
-      const res = await send(requestBytes('POST', path, postHeaders, body), timeoutMs, signal);
+      const res = await send('POST', path, body, timeoutMs, signal);
       try {
         return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion: target.apiVersion, mutating });
       } catch (err) {
@@ -203,7 +226,9 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
       // AbortSignal.timeout takes whole milliseconds only (timeoutSeconds 1.005 → 1004.9999… would throw).
       const deadline = AbortSignal.timeout(Math.max(1, Math.floor(timeoutMs)));
       const res = await send(
-        requestBytes('GET', requestTarget(path), getHeaders, undefined),
+        'GET',
+        requestTarget(path),
+        undefined,
         timeoutMs,
         signal ? AbortSignal.any([signal, deadline]) : deadline,
       );
@@ -213,7 +238,7 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
         throw new ProviderCallError('invalid_response', `${target.url}/${subPath}: response is not JSON`);
       }
     },
-    close: () => pool.close(),
+    close: () => transport.close(),
   };
 }
 

@@ -95,7 +95,7 @@ export function allowedAnswer(uid: string, extraHeaders: readonly string[] = [])
   ].join('\r\n');
 }
 
-export function allowedBody(uid: string): string {
+function allowedBody(uid: string): string {
   return JSON.stringify({
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
@@ -110,18 +110,6 @@ export async function writeSplit(socket: TLSSocket, pieces: readonly (string | B
     await new Promise<void>((resolve) => socket.write(piece, () => resolve()));
     await new Promise<void>((resolve) => setTimeout(resolve, 2));
   }
-}
-
-/** Splits `text` at the given offsets. */
-export function splitAt(text: string, offsets: readonly number[]): string[] {
-  const pieces: string[] = [];
-  let from = 0;
-  for (const at of offsets) {
-    pieces.push(text.slice(from, at));
-    from = at;
-  }
-  pieces.push(text.slice(from));
-  return pieces.filter((p) => p.length > 0);
 }
 
 function uidOf(body: string): string {

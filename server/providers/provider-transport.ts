@@ -1,0 +1,112 @@
+/**
+ * HTTPS/1.1 to one provider: an undici Pool of keep-alive connections (ProviderConnection), each request
+ * a ProviderExchange, and CallSlots bounding how many calls it holds and how many wait. TLS trusts only
+ * the provider's CA bundle when one is given, presents a client certificate for mTLS, and sends SNI for a
+ * host name (none for an IP address, which is checked against the certificate's IP SANs).
+ */
+import net from 'node:net';
+import { Pool } from 'undici';
+import { CallSlots } from './call-slots.js';
+import { ProviderConnection } from './provider-connection.js';
+import { ProviderExchange, abortedError, type ExchangeResult } from './provider-exchange.js';
+
+/**
+ * Bytes of header fields (names and values) a response head may have; undici fails the request past it.
+ * A provider's head is a handful of fields. The bound also caps what a head sent in tiny pieces costs:
+ * undici joins the pieces of one field by copying (docs/decisions.md).
+ */
+export const MAX_RESPONSE_HEAD_BYTES = 16 * 1024;
+/** An idle keep-alive connection is closed after this long (sooner when the provider says it closes sooner). */
+const IDLE_TIMEOUT_MS = 30_000;
+
+export interface TransportOptions {
+  readonly url: URL;
+  /** PEM CA bundle; absent = the system's trust store. */
+  readonly ca?: string;
+  readonly clientCert?: { readonly cert: string; readonly key: string };
+  readonly maxConnections: number;
+  /** Calls that may wait for a connection; any beyond fail at once. */
+  readonly maxQueued: number;
+  /** Largest body read for a 200. */
+  readonly maxBodyBytes: number;
+}
+
+export interface TransportRequest {
+  readonly method: 'GET' | 'POST';
+  /** The request target, already visible ASCII. */
+  readonly path: string;
+  /** Header names and values, alternating. */
+  readonly headers: readonly string[];
+  readonly body?: string;
+  /** Aborts the call (its deadline). */
+  readonly signal: AbortSignal;
+  /** undici's own headers and body timeouts: a backstop behind the signal. */
+  readonly backstopMs: number;
+}
+
+export interface ProviderTransport {
+  request(request: TransportRequest): Promise<ExchangeResult>;
+  /** Stops taking calls, lets those in flight or waiting finish, and closes every connection. */
+  close(): Promise<void>;
+}
+
+function closedError(): Error {
+  const err = new Error('the client is closed') as Error & { code: string };
+  err.code = 'ERR_POOL_CLOSED';
+  return err;
+}
+
+export function createProviderTransport(o: TransportOptions): ProviderTransport {
+  const host = o.url.hostname.replace(/^\[(.*)\]$/, '$1');
+  const pool = new Pool(o.url.origin, {
+    connections: o.maxConnections,
+    pipelining: 1,
+    allowH2: false,
+    connect: {
+      rejectUnauthorized: true,
+      ...(net.isIP(host) ? {} : { servername: host }),
+      ...(o.ca !== undefined ? { ca: o.ca } : {}),
+      ...(o.clientCert ? { cert: o.clientCert.cert, key: o.clientCert.key } : {}),
+    },
+    keepAliveTimeout: IDLE_TIMEOUT_MS,
+    keepAliveMaxTimeout: IDLE_TIMEOUT_MS,
+    maxHeaderSize: MAX_RESPONSE_HEAD_BYTES,
+    factory: (origin, options) => new ProviderConnection(origin, options),
+  });
+  const slots = new CallSlots(o.maxConnections, o.maxQueued);
+  const release = () => slots.release();
+  let closed: Promise<void> | undefined;
+
+  /** Sends `request` in the slot the caller holds. */
+  function send(request: TransportRequest): Promise<ExchangeResult> {
+    if (request.signal.aborted) {
+      release();
+      return Promise.reject(abortedError());
+    }
+    return new Promise((resolve, reject) => {
+      const dispatch = {
+        method: request.method,
+        path: request.path,
+        headers: request.headers as string[],
+        body: request.body ?? null,
+        headersTimeout: request.backstopMs,
+        bodyTimeout: request.backstopMs,
+      };
+      new ProviderExchange(dispatch, request.signal, o.maxBodyBytes, { resolve, reject, finished: release }).start(
+        pool,
+      );
+    });
+  }
+
+  return {
+    request(request) {
+      if (closed) return Promise.reject(closedError());
+      if (slots.tryAcquire()) return send(request);
+      return slots.acquire(request.signal, abortedError).then(() => send(request));
+    },
+    close() {
+      closed ??= slots.drained().then(() => pool.close());
+      return closed;
+    },
+  };
+}
