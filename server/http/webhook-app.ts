@@ -5,6 +5,7 @@
  */
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
+import compose from 'koa-compose';
 import { ROUTES } from '../chain/chain.js';
 import { errorMessage } from '../errors.js';
 import { closeWhileDraining } from './drain.js';
@@ -34,7 +35,11 @@ export function createWebhookApp(deps: WebhookAppDeps): Koa<ReviewState, ReviewS
 
   const router = new Router<ReviewState, ReviewServices>();
   for (const route of ROUTES) {
-    router.post(`/${route}`, writeAnswersTogether, holdReview, answerInProtocol, readReview, runReview(route));
+    // Composed once here: the router composes a route's middleware again on every request it matches.
+    router.post(
+      `/${route}`,
+      compose([writeAnswersTogether, holdReview, answerInProtocol, readReview, runReview(route)]),
+    );
   }
 
   if (draining) app.use(closeWhileDraining(draining));

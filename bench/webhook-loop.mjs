@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// The webhook app's cost per review over HTTP, in one process: a plain-HTTP server with the app (empty chain
+// by default) and keep-alive clients sending the Pod review, rounds of CONNECTIONS at once, on whatever core the
+// process is given. Prints CPU µs per review, server and clients together (the clients' share is the same for
+// any server, so differences are the server's). Compare two checkouts by running it on each, alternately:
+//
+//   npm run build && taskset -c 0 node bench/webhook-loop.mjs [--chain empty|shipped] [--reviews N]
+//   taskset -c 0 node bench/webhook-loop.mjs --root /path/to/other/checkout     # its dist/ and node_modules
+//
+// A checkout from before the Koa routes (createWebhookListener) is measured through its listener.
+/* global process, console, URL, Buffer */
+import http from 'node:http';
+import net from 'node:net';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const { values: argv } = parseArgs({
+  options: {
+    root: { type: 'string', default: fileURLToPath(new URL('..', import.meta.url)) },
+    chain: { type: 'string', default: 'empty' },
+    reviews: { type: 'string', default: '20000' },
+    connections: { type: 'string', default: '16' },
+  },
+});
+const root = path.resolve(argv.root);
+const REVIEWS = Number(argv.reviews);
+const CONNECTIONS = Number(argv.connections);
+const load = (file) => import(pathToFileURL(path.join(root, file)).href);
+
+const { Registry } = await load('node_modules/prom-client/index.js');
+const pino = (await load('node_modules/pino/pino.js')).default;
+const { createReviewer, standaloneNamespaceLabels } = await load('dist/server/chain/reviewer.js');
+const { createChainForConfig } = await load('dist/server/gateway.js');
+const { parseConfigText } = await load('dist/server/config/load.js');
+const { createMetrics } = await load('dist/server/metrics/metrics.js');
+const { availablePlugins } = await load('dist/plugins/index.js');
+const { LineBatch, createLogger } = await load('dist/server/log.js');
+const { ByteBudget } = await load('dist/server/http/byte-budget.js');
+const webhook = await load('dist/server/http/webhook-app.js');
+
+const yaml = argv.chain === 'shipped' ? readFileSync(path.join(root, 'gateway.yaml'), 'utf8') : 'chain: []';
+const config = parseConfigText(yaml, 'gateway.yaml', root);
+const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+const log = createLogger('info', new LineBatch(pino.destination({ dest: '/dev/null', sync: false })));
+const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
+const deps = {
+  reviewer: createReviewer({
+    chain: () => chains.current(),
+    metrics,
+    log,
+    namespaceLabels: standaloneNamespaceLabels,
+    deadlineMarginMs: config.server.deadlineMarginMs,
+    defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
+  }),
+  metrics,
+  log,
+  maxRequestBytes: config.server.maxRequestBytes,
+  budget: new ByteBudget(1 << 30),
+  draining: () => false,
+};
+let handler;
+if (webhook.createWebhookApp) {
+  const handle = webhook.createWebhookApp(deps).callback();
+  handler = (req, res) => void handle(req, res);
+} else handler = webhook.createWebhookListener(deps);
+
+const server = http.createServer({ keepAliveTimeout: 95_000 }, handler);
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const { port } = server.address();
+const body = readFileSync(path.join(root, 'test/fixtures/reviews/pod-create.json'));
+const request = Buffer.concat([
+  Buffer.from(
+    `POST /mutate?timeout=10s HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\n\r\n`,
+  ),
+  body,
+]);
+
+/** A keep-alive client that sends the review and resolves once the whole answer is in. */
+async function connect() {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.setNoDelay(true);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let pending = '';
+  let answered = () => {};
+  socket.on('data', (chunk) => {
+    pending += chunk.toString('latin1');
+    const head = pending.indexOf('\r\n\r\n');
+    if (head < 0) return;
+    const length = Number(/content-length: *(\d+)/i.exec(pending.slice(0, head))?.[1]);
+    if (pending.length < head + 4 + length) return;
+    pending = pending.slice(head + 4 + length);
+    answered();
+  });
+  return {
+    socket,
+    send: () =>
+      new Promise((resolve) => {
+        answered = resolve;
+        socket.write(request);
+      }),
+  };
+}
+const clients = await Promise.all(Array.from({ length: CONNECTIONS }, connect));
+async function run(reviews) {
+  for (let i = 0; i < reviews / CONNECTIONS; i++) await Promise.all(clients.map((c) => c.send()));
+}
+
+await run(4000); // warm-up: the optimising compiler has settled by then
+const before = process.cpuUsage();
+await run(REVIEWS);
+const used = process.cpuUsage(before);
+console.log(
+  `${path.basename(root)} (${webhook.createWebhookApp ? 'Koa app' : 'listener'}, ${argv.chain} chain): ` +
+    `${((used.user + used.system) / REVIEWS).toFixed(1)} µs of CPU per review, server and clients (${REVIEWS})`,
+);
+for (const c of clients) c.socket.destroy();
+server.close();
