@@ -50,15 +50,8 @@ if (args.includes('--callgrind')) {
   process.exit(0);
 }
 
-const { Registry } = await import('prom-client');
-const pino = (await import('pino')).default;
 const { decodeReview, encodeReview } = await import(`${DIST}/server/admission/codec.js`);
-const { createReviewer, standaloneNamespaceLabels } = await import(`${DIST}/server/chain/reviewer.js`);
-const { createChainForConfig } = await import(`${DIST}/server/gateway.js`);
-const { parseConfigText } = await import(`${DIST}/server/config/load.js`);
-const { createMetrics } = await import(`${DIST}/server/metrics/metrics.js`);
-const { availablePlugins } = await import(`${DIST}/plugins/index.js`);
-const { LineBatch, createLogger } = await import(`${DIST}/server/log.js`);
+const { reviewSetup } = await import('./review-setup.mjs');
 
 const body = readFileSync(path.join(ROOT, 'test/fixtures/reviews/pod-create.json'), 'utf8');
 const noop = (n) =>
@@ -69,18 +62,7 @@ const yaml =
     : chainName.startsWith('noop')
       ? noop(Number(chainName.slice(4)))
       : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
-const config = parseConfigText(yaml, 'gateway.yaml', ROOT);
-const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-const log = createLogger('info', new LineBatch(pino.destination({ dest: '/dev/null', sync: false })));
-const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
-const reviewer = createReviewer({
-  chain: () => chains.current(),
-  metrics,
-  log,
-  namespaceLabels: standaloneNamespaceLabels,
-  deadlineMarginMs: config.server.deadlineMarginMs,
-  defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
-});
+const { reviewer, chains, log } = await reviewSetup(ROOT, yaml);
 
 const review = async () => {
   const { apiVersion, request } = decodeReview(body);

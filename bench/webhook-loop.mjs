@@ -13,8 +13,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { loaderFor, reviewSetup } from './review-setup.mjs';
 
 const { values: argv } = parseArgs({
   options: {
@@ -27,33 +28,14 @@ const { values: argv } = parseArgs({
 const root = path.resolve(argv.root);
 const REVIEWS = Number(argv.reviews);
 const CONNECTIONS = Number(argv.connections);
-const load = (file) => import(pathToFileURL(path.join(root, file)).href);
-
-const { Registry } = await load('node_modules/prom-client/index.js');
-const pino = (await load('node_modules/pino/pino.js')).default;
-const { createReviewer, standaloneNamespaceLabels } = await load('dist/server/chain/reviewer.js');
-const { createChainForConfig } = await load('dist/server/gateway.js');
-const { parseConfigText } = await load('dist/server/config/load.js');
-const { createMetrics } = await load('dist/server/metrics/metrics.js');
-const { availablePlugins } = await load('dist/plugins/index.js');
-const { LineBatch, createLogger } = await load('dist/server/log.js');
+const load = loaderFor(root);
 const { ByteBudget } = await load('dist/server/http/byte-budget.js');
 const webhook = await load('dist/server/http/webhook-app.js');
 
 const yaml = argv.chain === 'shipped' ? readFileSync(path.join(root, 'gateway.yaml'), 'utf8') : 'chain: []';
-const config = parseConfigText(yaml, 'gateway.yaml', root);
-const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-const log = createLogger('info', new LineBatch(pino.destination({ dest: '/dev/null', sync: false })));
-const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
+const { config, metrics, log, reviewer } = await reviewSetup(root, yaml);
 const deps = {
-  reviewer: createReviewer({
-    chain: () => chains.current(),
-    metrics,
-    log,
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: config.server.deadlineMarginMs,
-    defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
-  }),
+  reviewer,
   metrics,
   log,
   maxRequestBytes: config.server.maxRequestBytes,

@@ -1,0 +1,34 @@
+// The review path as the gateway builds it, from a checkout's dist/: config, metrics, a logger writing batched
+// lines to /dev/null, the chain and the reviewer. Shared by the benchmarks that drive reviews in process.
+
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/** Loads `file` (relative to `root`) from that checkout, whatever checkout this script is in. */
+export const loaderFor = (root) => (file) => import(pathToFileURL(path.join(root, file)).href);
+
+export async function reviewSetup(root, yaml) {
+  const load = loaderFor(root);
+  const { Registry } = await load('node_modules/prom-client/index.js');
+  const pino = (await load('node_modules/pino/pino.js')).default;
+  const { createReviewer, standaloneNamespaceLabels } = await load('dist/server/chain/reviewer.js');
+  const { createChainForConfig } = await load('dist/server/gateway.js');
+  const { parseConfigText } = await load('dist/server/config/load.js');
+  const { createMetrics } = await load('dist/server/metrics/metrics.js');
+  const { availablePlugins } = await load('dist/plugins/index.js');
+  const { LineBatch, createLogger } = await load('dist/server/log.js');
+
+  const config = parseConfigText(yaml, 'gateway.yaml', root);
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const log = createLogger('info', new LineBatch(pino.destination({ dest: '/dev/null', sync: false })));
+  const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
+  const reviewer = createReviewer({
+    chain: () => chains.current(),
+    metrics,
+    log,
+    namespaceLabels: standaloneNamespaceLabels,
+    deadlineMarginMs: config.server.deadlineMarginMs,
+    defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
+  });
+  return { config, metrics, log, chains, reviewer };
+}
