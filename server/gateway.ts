@@ -181,7 +181,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const limit = memoryLimit();
   const budget = new ByteBudget(
     serverConfig.maxInflightBytes ?? defaultInflightBytes(limit, serverConfig.maxRequestBytes),
-    (delta) => metrics.inflightBytes.add(delta),
+    (delta) => metrics.inflightBytes.inc(delta),
   );
   metrics.inflightBytesLimit.set(budget.limit);
   log.info(

@@ -1,38 +1,16 @@
 /**
- * Counters and histograms for the metrics every review updates. prom-client's own inc()/observe() validate
- * and hash the label object and turn the bucket bound into a property key on every call, about 0.4 µs each,
- * and a review of a three-step chain makes eight such calls. These find their series through one Map per
- * label instead (the label values are the same strings every time: phases, operations, step names from the
- * config) and add to numbers. They register in the same prom-client Registry and render exactly as
- * prom-client's own Counter and Histogram do (test/unit/metrics compares the text).
+ * A counter for the series every review updates (docs/decisions.md, "Hot metrics"). prom-client's own
+ * Counter.inc() validates and hashes the label object on every call; this one finds its series through one
+ * Map per label instead (the label values are the same strings every time: phases, operations, step names
+ * from the config) and adds to a number. A prom-client Counter renders the totals: its collect hook, which
+ * the Registry runs before each scrape, copies them in through the Counter's public methods, so /metrics is
+ * what prom-client's Counter gives for the same updates (test/unit/metrics compares the text).
+ * There is no histogram here: prom-client has no public way to set a histogram's buckets other than one
+ * observe() per observation, so the review path observes into prom-client's Histogram directly.
  */
-import type { Metric, Registry } from 'prom-client';
+import { Counter, type CounterConfiguration } from 'prom-client';
 
 type LabelValues<T extends string> = Readonly<Record<T, string>>;
-
-/** One rendered value, as prom-client's metrics give them to the Registry. */
-export interface SampleValue {
-  readonly labels: Readonly<Record<string, string | number>>;
-  readonly value: number;
-  /** For a histogram: `<name>_bucket`, `_sum` or `_count`. */
-  readonly metricName?: string;
-}
-
-/** What get() returns: the shape the Registry renders (prom-client's typings call `type` an enum; it is a string). */
-export interface MetricSnapshot {
-  readonly name: string;
-  readonly help: string;
-  readonly type: 'counter' | 'gauge' | 'histogram';
-  readonly aggregator: 'sum';
-  readonly values: readonly SampleValue[];
-}
-
-interface MetricConfig<T extends string> {
-  readonly name: string;
-  readonly help: string;
-  readonly labelNames: readonly T[];
-  readonly registers: readonly Registry[];
-}
 
 /** The series of one metric by label values: one Map level per label name, a series at the leaves. */
 class SeriesIndex<T extends string, S> {
@@ -85,132 +63,56 @@ class SeriesIndex<T extends string, S> {
   }
 }
 
-/** What the Registry needs of a metric: name, help, type, get() and reset(). */
-abstract class RegisteredMetric {
-  readonly name: string;
-  readonly help: string;
-  readonly aggregator = 'sum' as const;
-  abstract readonly type: MetricSnapshot['type'];
-
-  constructor(config: Omit<MetricConfig<string>, 'labelNames'>) {
-    this.name = config.name;
-    this.help = config.help;
-    // The Registry renders any metric with name, help, type and get(); its type names only its own classes.
-    for (const registry of config.registers) registry.registerMetric(this as unknown as Metric);
-  }
-
-  /** Called by Registry.resetMetrics(). */
-  abstract reset(): void;
-  abstract get(): Promise<MetricSnapshot>;
-
-  protected snapshot(values: readonly SampleValue[]): Promise<MetricSnapshot> {
-    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values });
-  }
-}
-
-abstract class HotMetric<T extends string, S> extends RegisteredMetric {
-  protected readonly index: SeriesIndex<T, S>;
-
-  constructor(config: MetricConfig<T>, create: () => S) {
-    super(config);
-    this.index = new SeriesIndex(config.labelNames, create);
-  }
-
-  reset(): void {
-    this.index.clear();
-  }
-}
-
 interface CounterSeries {
   value: number;
 }
 
-export class HotCounter<T extends string> extends HotMetric<T, CounterSeries> {
-  readonly type = 'counter' as const;
+/**
+ * The prom-client Counter that renders a HotCounter's totals. Registry.resetMetrics() resets it: the totals
+ * go too, or the next scrape would bring them back.
+ */
+class TotalsCounter<T extends string> extends Counter<T> {
+  // Unset while prom-client's constructor calls reset().
+  private readonly totals: SeriesIndex<T, CounterSeries> | undefined;
 
-  constructor(config: MetricConfig<T>) {
-    super(config, () => ({ value: 0 }));
+  constructor(config: CounterConfiguration<T>, totals: SeriesIndex<T, CounterSeries>) {
+    super({
+      ...config,
+      collect() {
+        // Removed and added again, each series takes the total as it is, and in creation order.
+        for (const { labels, series } of totals.entries) {
+          this.remove(labels);
+          this.inc(labels, series.value);
+        }
+      },
+    });
+    this.totals = totals;
+  }
+
+  override reset(): void {
+    super.reset();
+    this.totals?.clear();
+  }
+}
+
+export class HotCounter<T extends string> {
+  private readonly totals: SeriesIndex<T, CounterSeries>;
+  private readonly counter: Counter<T>;
+  private readonly name: string;
+
+  constructor(config: CounterConfiguration<T> & { readonly labelNames: readonly T[] }) {
+    this.name = config.name;
+    this.totals = new SeriesIndex(config.labelNames, () => ({ value: 0 }));
+    this.counter = new TotalsCounter(config, this.totals);
   }
 
   inc(labels: LabelValues<T>, value = 1): void {
     if (!(value >= 0) || !Number.isFinite(value)) throw new RangeError(`${this.name}: cannot add ${value}`);
-    this.index.get(labels).value += value;
+    this.totals.get(labels).value += value;
   }
 
-  get(): Promise<MetricSnapshot> {
-    return this.snapshot(this.index.entries.map(({ labels, series }) => ({ labels, value: series.value })));
-  }
-}
-
-interface HistogramSeries {
-  /** Observations per bucket (not cumulative); the last slot counts those above every bound. */
-  readonly counts: Float64Array;
-  sum: number;
-  count: number;
-}
-
-export class HotHistogram<T extends string> extends HotMetric<T, HistogramSeries> {
-  readonly type = 'histogram' as const;
-  private readonly bounds: Float64Array;
-
-  constructor(config: MetricConfig<T> & { readonly buckets: readonly number[] }) {
-    const bounds = Float64Array.from(config.buckets);
-    super(config, () => ({ counts: new Float64Array(bounds.length + 1), sum: 0, count: 0 }));
-    this.bounds = bounds;
-  }
-
-  observe(labels: LabelValues<T>, value: number): void {
-    if (!Number.isFinite(value)) throw new RangeError(`${this.name}: cannot observe ${value}`);
-    const series = this.index.get(labels);
-    const { bounds } = this;
-    let i = 0;
-    while (i < bounds.length && value > bounds[i]!) i++;
-    series.counts[i]!++;
-    series.sum += value;
-    series.count++;
-  }
-
-  get(): Promise<MetricSnapshot> {
-    const values: SampleValue[] = [];
-    const bucket = `${this.name}_bucket`;
-    for (const { labels, series } of this.index.entries) {
-      let cumulative = 0;
-      this.bounds.forEach((le, i) => {
-        cumulative += series.counts[i]!;
-        values.push({ labels: { le, ...labels }, value: cumulative, metricName: bucket });
-      });
-      values.push(
-        { labels: { le: '+Inf', ...labels }, value: series.count, metricName: bucket },
-        { labels: { ...labels }, value: series.sum, metricName: `${this.name}_sum` },
-        { labels: { ...labels }, value: series.count, metricName: `${this.name}_count` },
-      );
-    }
-    return this.snapshot(values);
-  }
-}
-
-/** A gauge without labels that is only ever moved by one (requests in flight): a number, no series lookup. */
-export class HotGauge extends RegisteredMetric {
-  readonly type = 'gauge' as const;
-  private value = 0;
-
-  inc(): void {
-    this.value++;
-  }
-
-  dec(): void {
-    this.value--;
-  }
-
-  add(delta: number): void {
-    this.value += delta;
-  }
-
-  reset(): void {
-    this.value = 0;
-  }
-
-  get(): Promise<MetricSnapshot> {
-    return this.snapshot([{ labels: {}, value: this.value }]);
+  /** What prom-client's Counter.get() gives: the values as the next scrape renders them. */
+  get(): ReturnType<Counter<T>['get']> {
+    return this.counter.get();
   }
 }

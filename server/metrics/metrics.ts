@@ -3,8 +3,8 @@
  * Label values are bounded: phases, operations, step names from config, outcomes — never a uid, name or
  * namespace.
  */
-import { Counter, Gauge, collectDefaultMetrics, type Registry } from 'prom-client';
-import { HotCounter, HotGauge, HotHistogram } from './hot-metrics.js';
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { HotCounter } from './hot-metrics.js';
 
 export const METRIC_PREFIX = 'admission_gateway_';
 
@@ -24,7 +24,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['phase', 'operation', 'allowed'] as const,
       registers,
     }),
-    requestDuration: new HotHistogram({
+    requestDuration: new Histogram({
       name: `${METRIC_PREFIX}request_duration_seconds`,
       help: 'Time from a decoded AdmissionReview to its answer, by phase.',
       labelNames: ['phase'] as const,
@@ -43,7 +43,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['step', 'phase', 'outcome'] as const,
       registers,
     }),
-    stepDuration: new HotHistogram({
+    stepDuration: new Histogram({
       name: `${METRIC_PREFIX}step_duration_seconds`,
       help: 'Time spent in one step call.',
       labelNames: ['step', 'phase'] as const,
@@ -74,12 +74,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['step'] as const,
       registers,
     }),
-    inflight: new HotGauge({
+    inflight: new Gauge({
       name: `${METRIC_PREFIX}inflight_requests`,
       help: 'AdmissionReviews being processed.',
       registers,
     }),
-    inflightBytes: new HotGauge({
+    inflightBytes: new Gauge({
       name: `${METRIC_PREFIX}inflight_bytes`,
       help: 'Bytes of reviews held: bodies being read or reviewed, and answers being written (server.maxInflightBytes bounds it).',
       registers,

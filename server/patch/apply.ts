@@ -143,10 +143,10 @@ export function applyPatchInPlace(document: object, patch: readonly JsonPatchOpe
         return add(index, op.path, op.value);
       case 'remove':
         count(index, existing(op.path, index));
-        return apply(index, op as jsonpatch.Operation);
+        return apply(index, op);
       case 'replace':
         existing(op.path, index);
-        return apply(index, op as jsonpatch.Operation);
+        return apply(index, { op: 'replace', path: op.path, value: op.value });
       case 'test': {
         const { parent, key } = existing(op.path, index);
         if (!isDeepStrictEqual(JSON.parse(JSON.stringify(memberOf(parent, key))), op.value)) {
@@ -176,5 +176,9 @@ export function applyPatchInPlace(document: object, patch: readonly JsonPatchOpe
 
 /** The one patch of a review: from the request object to the final working copy. */
 export function diffPatch(original: object, current: object): JsonPatchOperation[] {
-  return jsonpatch.compare(original, current) as JsonPatchOperation[];
+  return jsonpatch.compare(original, current).filter(isRfc6902);
 }
+
+/** compare() gives add, remove and replace; its Operation type also admits the library's internal `_get`. */
+const isRfc6902 = (op: jsonpatch.Operation): op is Exclude<jsonpatch.Operation, jsonpatch.GetOperation<unknown>> =>
+  op.op !== '_get';

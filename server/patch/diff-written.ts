@@ -3,7 +3,6 @@
  * result as a full diff (apply.ts diffPatch), at the cost of the written parts instead of the whole object.
  * It walks the tree of written places and both documents together.
  */
-import jsonpatch from 'fast-json-patch';
 import type { JsonPatchOperation } from '../plugin-api/types.js';
 import { diffPatch } from './apply.js';
 import { WrittenPaths, escapeSegment, type WrittenNode } from './written-paths.js';
@@ -26,10 +25,13 @@ function diffAt(pointer: string, before: unknown, after: unknown, ops: JsonPatch
   } else if (after === ABSENT) {
     ops.push({ op: 'remove', path: pointer });
   } else if (isContainer(before) && isContainer(after) && Array.isArray(before) === Array.isArray(after)) {
-    for (const op of jsonpatch.compare(before, after) as JsonPatchOperation[]) {
+    for (const op of diffPatch(before, after)) {
       ops.push({ ...op, path: `${pointer}${op.path}`, ...('from' in op ? { from: `${pointer}${op.from}` } : {}) });
     }
-  } else if (!jsonpatch._areEquals(before, after)) {
+  } else if (before !== after) {
+    // Not two containers of one kind: equal only as the same primitive, which is how diffPatch() (compare())
+    // decides for the members it walks, so both give the same patch (-0 and 0 are equal to both). `before`
+    // comes from JSON, so it is never NaN, the one value that differs from itself.
     ops.push({ op: 'replace', path: pointer, value: after });
   }
 }

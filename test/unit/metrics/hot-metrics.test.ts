@@ -1,81 +1,95 @@
 import assert from 'node:assert/strict';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { HotCounter, HotGauge, HotHistogram } from '../../../server/metrics/hot-metrics.js';
+import { Counter, Registry } from 'prom-client';
+import { HotCounter } from '../../../server/metrics/hot-metrics.js';
 
-const BUCKETS = [0.0005, 0.001, 0.01, 1, 10];
-
-/** The same metrics twice: prom-client's own classes, and the hot ones, each in its own Registry. */
+/** The same counter twice: prom-client's own, and the hot one, each in its own Registry. */
 function pair() {
   const reference = new Registry();
   const hot = new Registry();
   const counter = { name: 'calls_total', help: 'Calls.', labelNames: ['step', 'outcome'] as const };
-  const histogram = { name: 'duration_seconds', help: 'Time.', labelNames: ['phase'] as const, buckets: BUCKETS };
-  const gauge = { name: 'inflight', help: 'In flight.' };
   return {
     reference,
     hot,
     counters: [new Counter({ ...counter, registers: [reference] }), new HotCounter({ ...counter, registers: [hot] })],
-    histograms: [
-      new Histogram({ ...histogram, registers: [reference] }),
-      new HotHistogram({ ...histogram, registers: [hot] }),
-    ],
-    gauges: [new Gauge({ ...gauge, registers: [reference] }), new HotGauge({ ...gauge, registers: [hot] })],
   } as const;
 }
 
-describe('hot metrics', () => {
-  it("render exactly as prom-client's Counter, Histogram and Gauge for the same updates", async () => {
-    const { reference, hot, counters, histograms, gauges } = pair();
+describe('hot counter', () => {
+  it("renders exactly as prom-client's Counter for the same updates", async () => {
+    const { reference, hot, counters } = pair();
     for (const c of counters) {
       c.inc({ step: 'default-labels', outcome: 'patched' });
       c.inc({ step: 'say "hi"\\ \n', outcome: 'allowed' }, 2);
       c.inc({ step: 'default-labels', outcome: 'patched' }, 0.5);
       c.inc({ step: 'default-labels', outcome: 'allowed' });
     }
-    // On a bound, between bounds, above every bound, zero, and a second series.
-    for (const h of histograms) {
-      for (const v of [0.0005, 0.0007, 0.001, 0.5, 10, 11, 0]) h.observe({ phase: 'mutate' }, v);
-      h.observe({ phase: 'validate' }, 0.002);
-    }
-    gauges[0].inc();
-    gauges[0].inc();
-    gauges[0].dec();
-    gauges[1].inc();
-    gauges[1].inc();
-    gauges[1].dec();
     const expected = await reference.metrics();
-    assert.match(expected, /duration_seconds_bucket\{le="\+Inf",phase="mutate"\} 7/);
+    assert.match(expected, /calls_total\{step="default-labels",outcome="patched"\} 1.5/);
     assert.equal(await hot.metrics(), expected);
   });
 
-  it('render no series before the first update, and none again after Registry.resetMetrics()', async () => {
-    const { reference, hot, counters, histograms } = pair();
+  it('renders the totals again on every scrape, with the series in the order they were first counted', async () => {
+    const { reference, hot, counters } = pair();
+    for (const [round, increments] of [[0.1], [0.2, 0.3], [], [7]].entries()) {
+      for (const c of counters) {
+        for (const by of increments) c.inc({ step: 'a', outcome: 'allowed' }, by);
+        c.inc({ step: `step-${round}`, outcome: 'denied' });
+      }
+      const expected = await reference.metrics();
+      assert.equal(await hot.metrics(), expected, `scrape ${round}`);
+      assert.equal(await hot.metrics(), expected, `scrape ${round}, again`);
+    }
+    assert.match(await hot.metrics(), /^calls_total\{step="a",outcome="allowed"\} 7.6$/m);
+  });
+
+  it('renders no series before the first update, and none again after Registry.resetMetrics()', async () => {
+    const { reference, hot, counters } = pair();
     assert.equal(await hot.metrics(), await reference.metrics());
     counters[1].inc({ step: 'a', outcome: 'allowed' });
-    histograms[1].observe({ phase: 'mutate' }, 1);
     hot.resetMetrics();
     reference.resetMetrics();
     assert.equal(await hot.metrics(), await reference.metrics());
+    counters[1].inc({ step: 'b', outcome: 'allowed' });
     counters[1].inc({ step: 'a', outcome: 'denied' });
+    counters[0].inc({ step: 'b', outcome: 'allowed' });
     counters[0].inc({ step: 'a', outcome: 'denied' });
     assert.equal(await hot.metrics(), await reference.metrics());
+    // Scraped first, then reset: what the scrape copied into prom-client goes as well.
+    hot.resetMetrics();
+    reference.resetMetrics();
+    counters[1].inc({ step: 'a', outcome: 'denied' });
+    counters[0].inc({ step: 'a', outcome: 'denied' });
+    const expected = await reference.metrics();
+    assert.doesNotMatch(expected, /step="b"/);
+    assert.equal(await hot.metrics(), expected);
   });
 
-  it('render a metric without labels at zero from the start, as prom-client does', async () => {
+  it('renders a counter without labels at zero from the start and after a reset, as prom-client does', async () => {
     const reference = new Registry();
     const hot = new Registry();
-    const config = { name: 'seconds', help: 'Time.', labelNames: [], buckets: BUCKETS };
-    new Histogram({ ...config, registers: [reference] });
     new Counter({ name: 'total', help: 'All.', registers: [reference] });
-    new HotHistogram({ ...config, registers: [hot] });
-    new HotCounter({ name: 'total', help: 'All.', labelNames: [], registers: [hot] });
+    const counter = new HotCounter({ name: 'total', help: 'All.', labelNames: [], registers: [hot] });
+    assert.equal(await hot.metrics(), await reference.metrics());
+    counter.inc({}, 3);
+    assert.match(await hot.metrics(), /^total 3$/m);
+    hot.resetMetrics();
+    reference.resetMetrics();
     assert.equal(await hot.metrics(), await reference.metrics());
   });
 
-  it('refuse a negative or non-finite count and a non-finite observation, as prom-client does', () => {
-    const { counters, histograms } = pair();
+  it("gives through get() the values the next scrape renders, as prom-client's Counter.get() does", async () => {
+    const { counters } = pair();
+    for (const c of counters) c.inc({ step: 'a', outcome: 'allowed' }, 2);
+    const expected = await counters[0].get();
+    const actual = await counters[1].get();
+    assert.deepEqual(actual.values, expected.values);
+    assert.deepEqual(actual.values, [{ labels: { step: 'a', outcome: 'allowed' }, value: 2 }]);
+  });
+
+  it('refuses a negative or non-finite count, as prom-client does', () => {
+    const { counters } = pair();
     assert.throws(() => counters[1].inc({ step: 'a', outcome: 'allowed' }, -1), RangeError);
     assert.throws(() => counters[1].inc({ step: 'a', outcome: 'allowed' }, Number.NaN), RangeError);
-    assert.throws(() => histograms[1].observe({ phase: 'mutate' }, Number.POSITIVE_INFINITY), RangeError);
+    assert.throws(() => counters[1].inc({ step: 'a', outcome: 'allowed' }, Number.POSITIVE_INFINITY), RangeError);
   });
 });

@@ -125,6 +125,7 @@ describe('diffWritten()', () => {
       },
     ],
     ['replaces a map with a string', (d) => ((d.spec as Record<string, unknown>).volumes = 'none')],
+    ['replaces a list with a map', (d) => ((d.spec as Record<string, unknown>).volumes = {})],
     [
       'reverses an array in place (same length, every element moved)',
       (d) => (d.spec as { containers: unknown[] }).containers.reverse(),
@@ -173,6 +174,17 @@ describe('diffWritten()', () => {
     assert.deepEqual(patch, [
       { op: 'add', path: '/spec/containers/1/resources', value: { requests: { cpu: '100m' } } },
     ]);
+  });
+
+  it('emits nothing for a number written back equal, -0 as 0, as the full diff does', () => {
+    const original = JSON.parse('{"spec":{"replicas":-0,"paused":false}}') as Record<string, unknown>;
+    const { current, patch } = journaled(original, (d) => {
+      const spec = d.spec as Record<string, unknown>;
+      spec.replicas = 0;
+      spec.paused = false;
+    });
+    assert.deepEqual(patch, []);
+    assert.deepEqual(diffPatch(original, current), []);
   });
 
   it('emits exactly the operations for the written paths', () => {
