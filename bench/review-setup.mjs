@@ -16,7 +16,7 @@ export async function reviewSetup(root, yaml) {
   const { parseConfigText } = await load('dist/server/config/load.js');
   const { createMetrics } = await load('dist/server/metrics/metrics.js');
   const { availablePlugins } = await load('dist/plugins/index.js');
-  const { LineBatch, createLogger } = await load('dist/server/log.js');
+  const { LineBatch, createLogger } = await load('dist/server/base/log.js');
 
   const config = parseConfigText(yaml, 'gateway.yaml', root);
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });

@@ -19,7 +19,7 @@ import {
 } from './chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from './config/types.js';
 import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './providers/provider-runtime.js';
-import type { GatewayLogger } from './log.js';
+import type { GatewayLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { createWebhookApp } from './http/webhook-app.js';

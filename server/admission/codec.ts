@@ -3,8 +3,8 @@
  * Every answer echoes the request's apiVersion and uid (admission.k8s.io/v1 requires the uid echo; a
  * v1beta1 request must get a v1beta1 answer), errors included, as controller-runtime's http.go does.
  */
-import { ReviewDecodeError } from '../errors.js';
-import { MAX_NESTING_DEPTH, clip, countContainers, describeValue, nestsDeeperThan } from '../limits.js';
+import { ReviewDecodeError } from './review-decode-error.js';
+import { MAX_NESTING_DEPTH, clip, countContainers, describeValue, nestsDeeperThan } from '../base/limits.js';
 import type { AdmissionRequest, Operation } from '../plugin-api/types.js';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion, type AdmissionResponse } from './types.js';
 

@@ -4,7 +4,7 @@
  * request path and swapped in whole; in-flight reviews finish on the chain they started with.
  */
 import type { Phase } from '../admission/types.js';
-import { ConfigError, errorMessage } from '../errors.js';
+import { ConfigError, errorMessage } from '../base/errors.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import { compileMatch } from './match.js';

@@ -3,7 +3,7 @@
  * raced against its share of the deadline, and its AbortSignal fires when that share is used up.
  * A returned deny is a decision; a throw, a timeout or a malformed return value is a failure.
  */
-import { StepFailedError, errorMessage } from '../errors.js';
+import { StepFailedError, errorMessage } from '../base/errors.js';
 import type { KubeObject, Logger } from '../plugin-api/types.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import type { ReviewNotes } from './notes.js';

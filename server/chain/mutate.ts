@@ -4,7 +4,7 @@
  * the diff from the request object to the final copy — none when nothing changed, never on DELETE or
  * CONNECT. A step with reinvocationPolicy IfNeeded runs once more when a later step changed the object.
  */
-import { PatchApplyError, StepFailedError } from '../errors.js';
+import { PatchApplyError, StepFailedError } from '../base/errors.js';
 import type { JsonPatchOperation, KubeObject } from '../plugin-api/types.js';
 import { applyPatchInPlace } from '../patch/apply.js';
 import { diffWritten } from '../patch/diff-written.js';

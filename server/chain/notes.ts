@@ -8,7 +8,7 @@
  * a provider answering with a hundred thousand annotations costs nothing more than one with twenty; the
  * gateway's own notes about a step (failed open, would deny, patch conflict) are always kept.
  */
-import { clip, stripControl } from '../limits.js';
+import { clip, stripControl } from '../base/limits.js';
 
 const TOTAL_RUNES = 4096;
 const ITEM_RUNES = 256;

@@ -2,7 +2,7 @@
  * The plugins compiled into this build, checked once at start (apiserver plugins.go: registration is
  * separate from ordering; the config's chain decides order).
  */
-import { PluginRegistrationError } from '../errors.js';
+import { PluginRegistrationError } from '../base/errors.js';
 import type { KubeObject, Plugin } from '../plugin-api/types.js';
 import { STEP_NAME } from '../config/validate.js';
 

@@ -3,8 +3,8 @@
  * result is turned into an outcome: reports, metrics, notes, and whether the review stops.
  */
 import type { Phase } from '../admission/types.js';
-import type { StepFailedError } from '../errors.js';
-import { MAX_MESSAGE_CHARS, clip, stripControl } from '../limits.js';
+import type { StepFailedError } from '../base/errors.js';
+import { MAX_MESSAGE_CHARS, clip, stripControl } from '../base/limits.js';
 import type { StepOutcome, Metrics } from '../metrics/metrics.js';
 import type { AdmissionRequest, Logger } from '../plugin-api/types.js';
 import type { Labels } from './label-selector.js';

@@ -4,7 +4,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { allowed, denied } from '../admission/responses.js';
-import { clip } from '../limits.js';
+import { clip } from '../base/limits.js';
 import type { AdmissionResponse } from '../admission/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { AdmissionRequest, JsonPatchOperation, Logger } from '../plugin-api/types.js';

@@ -2,7 +2,7 @@
  * The validate phase: the matching steps run in parallel on read-only views of the object (apiserver
  * validating/dispatcher.go). Every refusal is reported, in chain order, each prefixed with its step.
  */
-import { StepFailedError } from '../errors.js';
+import { StepFailedError } from '../base/errors.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import { invokeStep } from './invoke-step.js';
 import {

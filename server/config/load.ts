@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../base/errors.js';
 import { DEFAULT_CONFIG_YAML } from './default-config.js';
 import type { GatewayConfig } from './types.js';
 import { validateConfig } from './validate.js';

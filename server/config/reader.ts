@@ -3,7 +3,7 @@
  * what was expected: `gateway.yaml: chain[2].timeoutSeconds: expected an integer from 1 to 30, got "ten"`.
  * Used for gateway.yaml and for AdmissionProvider resources alike.
  */
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../base/errors.js';
 
 export function describeValue(value: unknown): string {
   if (value === null) return 'null';

@@ -1,6 +1,7 @@
 /** The validated configuration (gateway.yaml; docs/configuration.md), with every default applied. */
 import type { FailurePolicy, Match, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
 import type { SideEffects } from '../chain/step.js';
+import type { LogLevel } from '../base/log.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -83,7 +84,7 @@ export interface ManagedCertificateConfig {
 }
 
 export interface LogConfig {
-  readonly level: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  readonly level: LogLevel;
 }
 
 /** Options every chain entry accepts (absent = the plugin's default, then the gateway's). */

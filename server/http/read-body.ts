@@ -4,7 +4,7 @@
  * refused (BudgetExceededError) before reading anything; a chunked body as soon as it crosses either.
  */
 import type { IncomingMessage } from 'node:http';
-import { ReviewDecodeError } from '../errors.js';
+import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import { WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
 
 export function readBody(req: IncomingMessage, limit: number, lease: ByteLease): Promise<string> {

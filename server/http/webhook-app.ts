@@ -7,7 +7,7 @@ import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
 import { ROUTES } from '../chain/chain.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../base/errors.js';
 import { closeWhileDraining } from './drain.js';
 import {
   answerInProtocol,

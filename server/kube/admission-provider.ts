@@ -6,7 +6,7 @@ import { readMatch } from '../config/match-schema.js';
 import { Reader } from '../config/reader.js';
 import type { ProviderEntry } from '../config/types.js';
 import { STEP_NAME, readProviderFields } from '../config/validate.js';
-import { ConfigError, errorMessage } from '../errors.js';
+import { ConfigError, errorMessage } from '../base/errors.js';
 import type { FailurePolicy, Mode } from '../plugin-api/types.js';
 
 export const PROVIDER_GROUP = 'admissiongateway.io';

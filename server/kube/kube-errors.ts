@@ -1,5 +1,5 @@
 /** Readable messages for client-node errors, whose ApiException text carries the whole response. */
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../base/errors.js';
 
 /**
  * `HTTP 404: the server could not find the requested resource` from an ApiException (code + Status body),

@@ -14,7 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ChainManager } from '../chain/chain-manager.js';
 import type { ProviderEntry } from '../config/types.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../base/errors.js';
 import type { Logger } from '../plugin-api/types.js';
 import {
   PROVIDER_GROUP,

@@ -8,7 +8,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { GatewayConfig } from '../config/types.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../base/errors.js';
 import { createChainForConfig } from '../gateway.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { ensureConfiguredCertificate, servingCaBundle, type TlsLogger } from '../tls/serving-certificate.js';

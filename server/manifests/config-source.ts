@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { loadConfig, parseConfigText } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../base/errors.js';
 
 export const CONFIG_MAP_KEY = 'gateway.yaml';
 

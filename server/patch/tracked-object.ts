@@ -11,7 +11,7 @@
  * is read, and each step's writes are tracked").
  */
 
-import { MAX_NESTING_DEPTH } from '../limits.js';
+import { MAX_NESTING_DEPTH } from '../base/limits.js';
 import { WorkingCopy, shallowCopy } from './working-copy.js';
 import { escapeSegment, type ContainerPlace, type WrittenNode } from './written-paths.js';
 

@@ -8,7 +8,7 @@
 import { EventEmitter } from 'node:events';
 import CircuitBreaker from 'opossum';
 import type { CircuitBreakerConfig } from '../config/types.js';
-import { ProviderCallError } from '../errors.js';
+import { ProviderCallError } from '../base/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../plugin-api/types.js';
 

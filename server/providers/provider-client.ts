@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
-import { ProviderCallError, errorMessage } from '../errors.js';
+import { ProviderCallError, errorMessage } from '../base/errors.js';
 import type { AdmissionRequest, KubeObject } from '../plugin-api/types.js';
 import { ResponseTooLargeError, type ExchangeResult } from './provider-exchange.js';
 import { InvalidProviderResponse, verifyProviderResponse, type ProviderAnswer } from './provider-response.js';

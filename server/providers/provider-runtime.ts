@@ -10,7 +10,7 @@ import { STEP_DEFAULTS } from '../chain/chain.js';
 import { compileMatch } from '../chain/match.js';
 import type { Step } from '../chain/step.js';
 import type { ProviderEntry } from '../config/types.js';
-import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../errors.js';
+import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger, Match } from '../plugin-api/types.js';
 import { parseDiscovery, type DiscoveredHandler } from './discovery.js';

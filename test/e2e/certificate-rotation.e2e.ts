@@ -32,7 +32,7 @@ import { plugins as shippedPlugins } from '../../plugins/index.js';
 import { parseConfigText } from '../../server/config/load.js';
 import { startGateway, type Gateway } from '../../server/gateway.js';
 import { createClusterMode, type ClusterMode } from '../../server/kube/cluster-mode.js';
-import { createLogger } from '../../server/log.js';
+import { createLogger } from '../../server/base/log.js';
 import { parseManagedSecret, splitPem, type CertificateState } from '../../server/tls/managed-secret.js';
 import { phaseOf } from '../../server/tls/rotation.js';
 import {

@@ -25,7 +25,7 @@ import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../server/config/load.js';
 import { startGateway, type Gateway } from '../../server/gateway.js';
 import { createClusterMode, type ClusterMode, type ClusterModeOptions } from '../../server/kube/cluster-mode.js';
-import { createLogger } from '../../server/log.js';
+import { createLogger } from '../../server/base/log.js';
 import {
   KUBECONFIG_ENV,
   SUITE_LABEL,

@@ -1,7 +1,7 @@
 /** Config parsing as the config tests use it: a document from /etc/gateway/gateway.yaml, and its refusal. */
 import assert from 'node:assert/strict';
 import { parseConfigText } from '../../server/config/load.js';
-import { ConfigError } from '../../server/errors.js';
+import { ConfigError } from '../../server/base/errors.js';
 
 export const parseConfig = (yaml: string) => parseConfigText(yaml, 'gateway.yaml', '/etc/gateway');
 

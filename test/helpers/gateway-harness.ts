@@ -16,7 +16,7 @@ import type { AdmissionResponse } from '../../server/admission/types.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../server/config/load.js';
 import { startGateway, type Gateway, type GatewayOptions } from '../../server/gateway.js';
-import { createLogger } from '../../server/log.js';
+import { createLogger } from '../../server/base/log.js';
 
 /** One pino line, parsed. */
 export type LogLine = Record<string, unknown> & { readonly msg?: string; readonly level?: string };

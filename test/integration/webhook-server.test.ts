@@ -11,7 +11,7 @@ import type { AdmissionReview } from '../../server/admission/types.js';
 import type { Reviewer } from '../../server/chain/reviewer.js';
 import { ByteBudget } from '../../server/http/byte-budget.js';
 import { createWebhookApp } from '../../server/http/webhook-app.js';
-import { createLogger } from '../../server/log.js';
+import { createLogger } from '../../server/base/log.js';
 import { createMetrics } from '../../server/metrics/metrics.js';
 import type { KubeObject } from '../../server/plugin-api/index.js';
 import { podCreate, podDelete, requestOf, setAt } from '../fixtures/reviews/index.js';

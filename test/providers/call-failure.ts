@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ProviderCallError } from '../../server/errors.js';
+import { ProviderCallError } from '../../server/base/errors.js';
 
 /** The ProviderCallError `promise` rejects with; fails the test if it resolves or rejects with anything else. */
 export async function callFailure(promise: Promise<unknown>): Promise<ProviderCallError> {

@@ -4,7 +4,7 @@
  * that would blow the object up or nest without end fails the step instead of the gateway.
  */
 import assert from 'node:assert/strict';
-import { MAX_MESSAGE_CHARS } from '../../server/limits.js';
+import { MAX_MESSAGE_CHARS } from '../../server/base/limits.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import {
   HOSTILE_MESSAGE_CHARS,

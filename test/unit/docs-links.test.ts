@@ -8,7 +8,7 @@
  * - Every document a Markdown file or a source comment names (`docs/decisions.md`, `README.md`, a
  *   `../`-relative path) exists in the repository, and a section it quotes right after the name
  *   (`docs/decisions.md, "Log lines are written in batches"`, `README "Routes"`) is a heading there.
- * - Every repository path a comment or a Markdown code span names (`server/log.ts`) exists, or is one the
+ * - Every repository path a comment or a Markdown code span names (`server/base/log.ts`) exists, or is one the
  *   repository ignores (generated files); a `.js` path may name its `.ts` source.
  */
 import assert from 'node:assert/strict';
@@ -320,7 +320,7 @@ export function checkMentions(repo: Repo, file: string, text: string, options: {
   if (options.paths) {
     for (const m of text.matchAll(PATH_MENTION)) {
       const mention = m[1]!;
-      // Only paths from the root (`server/log.ts`); `lib/x.ts` or `monitoring/y.yaml` may be examples.
+      // Only paths from the root (`server/base/log.ts`); `lib/x.ts` or `monitoring/y.yaml` may be examples.
       if (!repo.dirs.has(mention.split('/')[0]!) || TUTORIAL_FILES.has(mention)) continue;
       const found =
         locate(repo, file, mention) ??

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { checkContentType, decodeReview, encodeReview } from '../../../server/admission/codec.js';
-import { ReviewDecodeError } from '../../../server/errors.js';
+import { ReviewDecodeError } from '../../../server/admission/review-decode-error.js';
 import { podCreate } from '../../fixtures/reviews/index.js';
 
 function decodeError(body: string): ReviewDecodeError {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../../server/config/load.js';
-import { ConfigError, PluginRegistrationError } from '../../../server/errors.js';
+import { ConfigError, PluginRegistrationError } from '../../../server/base/errors.js';
 import { allow, definePlugin, optionalStringList, settingsObject } from '../../../server/plugin-api/index.js';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };

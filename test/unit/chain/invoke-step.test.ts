@@ -3,7 +3,7 @@ import { invokeStep, type InvocationInput } from '../../../server/chain/invoke-s
 import { ReviewNotes } from '../../../server/chain/notes.js';
 import { compileMatch } from '../../../server/chain/match.js';
 import type { Step, StepDecision, StepInvocation } from '../../../server/chain/step.js';
-import { StepFailedError } from '../../../server/errors.js';
+import { StepFailedError } from '../../../server/base/errors.js';
 import { podCreate } from '../../fixtures/reviews/index.js';
 
 function step(invoke: (inv: StepInvocation) => StepDecision | Promise<StepDecision>): Step {

@@ -4,7 +4,7 @@ import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
 import { parseConfigText } from '../../../server/config/load.js';
-import { createLogger } from '../../../server/log.js';
+import { createLogger } from '../../../server/base/log.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import { definePlugin } from '../../../server/plugin-api/index.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';

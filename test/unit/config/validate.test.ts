@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CONFIG_YAML } from '../../../server/config/default-config.js';
 import { EMBEDDED_CONFIG, loadConfig } from '../../../server/config/load.js';
-import { ConfigError } from '../../../server/errors.js';
+import { ConfigError } from '../../../server/base/errors.js';
 import { configError, parseConfig as parse } from '../../helpers/config.js';
 
 describe('parseConfigText()', () => {

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { LineBatch, createLogger } from '../../../server/log.js';
+import { LineBatch, createLogger } from '../../../server/base/log.js';
 
 describe('LineBatch', () => {
   let dir: string;

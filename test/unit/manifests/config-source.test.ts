@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ConfigError } from '../../../server/errors.js';
+import { ConfigError } from '../../../server/base/errors.js';
 import { configMapGatewayYaml } from '../../../server/manifests/config-source.js';
 
 describe('configMapGatewayYaml()', () => {

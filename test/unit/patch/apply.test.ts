@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { applyPatchInPlace, checkPatchShape, diffPatch } from '../../../server/patch/apply.js';
 import { diffWritten } from '../../../server/patch/diff-written.js';
 import { trackObject } from '../../../server/patch/tracked-object.js';
-import { PatchApplyError } from '../../../server/errors.js';
+import { PatchApplyError } from '../../../server/base/errors.js';
 
 describe('applyPatchInPlace()', () => {
   it('applies every operation to the document', () => {

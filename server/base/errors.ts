@@ -2,8 +2,6 @@
  * Every error the gateway raises on purpose, each with a stable code (fastify/opossum style). Startup
  * errors stop the process with exit code 2; request-path errors become in-protocol answers.
  */
-import type { AdmissionApiVersion } from './admission/types.js';
-
 /** Invalid configuration: names the file and field path, and what was expected. */
 export class ConfigError extends Error {
   readonly code = 'GW_ERR_CONFIG';
@@ -23,21 +21,6 @@ export class PluginRegistrationError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'PluginRegistrationError';
-  }
-}
-
-/** A request body that is not a usable AdmissionReview; `status` is the HTTP status to answer with. */
-export class ReviewDecodeError extends Error {
-  readonly code = 'GW_ERR_REVIEW_DECODE';
-  constructor(
-    message: string,
-    readonly status: 400 | 413 | 415,
-    /** The request uid when it could be read, so the answer can still echo it. */
-    readonly uid = '',
-    readonly apiVersion?: AdmissionApiVersion,
-  ) {
-    super(message);
-    this.name = 'ReviewDecodeError';
   }
 }
 

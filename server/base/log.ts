@@ -1,8 +1,9 @@
 /** The process logger: pino, JSON lines, admission payloads redacted unless debug (they may hold Secrets). */
 import pino, { type Logger } from 'pino';
-import type { LogConfig } from './config/types.js';
 
 export type GatewayLogger = Logger;
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
 /** How long a log line may wait in the batch. */
 const FLUSH_EVERY_MS = 100;
@@ -80,10 +81,7 @@ function isoTimeCached(): () => string {
   };
 }
 
-export function createLogger(
-  level: LogConfig['level'],
-  destination: pino.DestinationStream = bufferedStdout(),
-): GatewayLogger {
+export function createLogger(level: LogLevel, destination: pino.DestinationStream = bufferedStdout()): GatewayLogger {
   return pino(
     {
       level,
