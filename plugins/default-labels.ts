@@ -5,11 +5,14 @@
 import {
   SettingsError,
   definePlugin,
+  isObject,
+  on,
   optionalBoolean,
   optionalStringMap,
+  own,
   settingsObject,
+  type JsonObject,
 } from '../server/plugin-api/index.js';
-import { isObject, ownField, type JsonObject } from './lib/pod-spec.js';
 
 export interface DefaultLabelsSettings {
   readonly labels: Readonly<Record<string, string>>;
@@ -78,22 +81,22 @@ function applyDefaults(
   }
   if (!isObject(current)) return;
   for (const [key, value] of entries) {
-    if (overwrite || ownField(current, key) === undefined) current[key] = value;
+    if (overwrite || own(current, key) === undefined) current[key] = value;
   }
 }
 
 export default definePlugin({
   name: 'default-labels',
   description: 'Adds the configured labels and annotations when an object does not set them',
-  match: {
-    rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }],
-  },
+  match: on('*').create().update(),
   settings: parseSettings,
-  mutate({ object, settings }) {
-    if (object.metadata === undefined) object.metadata = {};
-    const metadata: unknown = object.metadata;
-    if (!isObject(metadata)) return;
-    applyDefaults(metadata, 'labels', settings.labels, settings.overwrite);
-    applyDefaults(metadata, 'annotations', settings.annotations, settings.overwrite);
-  },
+  setup: ({ labels, annotations, overwrite }) => ({
+    mutate({ object }) {
+      // Any resource, custom ones included: metadata is whatever the client sent until checked.
+      const metadata: unknown = (object.metadata ??= {});
+      if (!isObject(metadata)) return;
+      applyDefaults(metadata, 'labels', labels, overwrite);
+      applyDefaults(metadata, 'annotations', annotations, overwrite);
+    },
+  }),
 });

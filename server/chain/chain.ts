@@ -7,6 +7,7 @@ import type { Phase } from '../admission/types.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
+import type { PluginHandlers } from '../plugin-api/types.js';
 import { compileMatch } from './match.js';
 import { createPluginSteps } from './plugin-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
@@ -101,6 +102,19 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
       err instanceof SettingsError ? err.message.slice(err.path ? err.path.length + 2 : 0) : errorMessage(err);
     throw new ConfigError(file, `${entry.path}.settings${sub}`, detail);
   }
+  let handlers: PluginHandlers;
+  try {
+    handlers = plugin.setup(settings);
+  } catch (err) {
+    throw new ConfigError(file, entry.path, `plugin "${plugin.name}" could not be set up: ${errorMessage(err)}`);
+  }
+  if (typeof handlers?.mutate !== 'function' && typeof handlers?.validate !== 'function') {
+    throw new ConfigError(
+      file,
+      entry.path,
+      `plugin "${plugin.name}" has nothing to do with these settings (its setup returned neither mutate nor validate)`,
+    );
+  }
   const defaults = plugin.defaults ?? {};
   const matchSpec = entry.match ?? plugin.match;
   return createPluginSteps(plugin, {
@@ -113,7 +127,7 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
     sideEffects: entry.sideEffects ?? STEP_DEFAULTS.sideEffects,
     reinvocationPolicy: entry.reinvocationPolicy ?? defaults.reinvocationPolicy ?? STEP_DEFAULTS.reinvocationPolicy,
     order: entry.order,
-    settings,
+    handlers,
   });
 }
 

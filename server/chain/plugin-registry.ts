@@ -19,8 +19,8 @@ export function createPluginRegistry(plugins: readonly AnyPlugin[]): PluginRegis
       );
     }
     if (registry.has(name)) throw new PluginRegistrationError(`plugin "${name}" is registered twice`);
-    if (typeof plugin.mutate !== 'function' && typeof plugin.validate !== 'function') {
-      throw new PluginRegistrationError(`plugin "${name}" has neither mutate nor validate`);
+    if (typeof plugin.setup !== 'function') {
+      throw new PluginRegistrationError(`plugin "${name}" has no setup: it could never run`);
     }
     if (!Array.isArray(plugin.match?.rules) || plugin.match.rules.length === 0) {
       throw new PluginRegistrationError(`plugin "${name}" has no match.rules: it would never run`);

@@ -5,8 +5,9 @@ import type {
   KubeObject,
   Logger,
   MutateContext,
-  MutateOutcome,
+  MutateResult,
   Plugin,
+  PluginHandlers,
   ValidateContext,
   Verdict,
 } from '../plugin-api/types.js';
@@ -14,13 +15,13 @@ import type { Step, StepDecision, StepInvocation, StepPlacement } from './step.j
 
 /** The chain entry's resolved settings for one plugin (config defaults and the plugin's own applied). */
 export interface PluginStepOptions extends StepPlacement {
-  /** Parsed by the plugin's settings function at start. */
-  readonly settings: unknown;
+  /** What the plugin's `setup` returned for the entry's settings. */
+  readonly handlers: PluginHandlers;
 }
 
 const ALLOWED: StepDecision = Object.freeze({ allowed: true });
 
-function toDecision(outcome: MutateOutcome): StepDecision {
+function toDecision(outcome: MutateResult): StepDecision {
   if (outcome === undefined || outcome === null) return ALLOWED;
   if (Array.isArray(outcome)) return { allowed: true, patch: outcome as readonly JsonPatchOperation[] };
   return outcome as Verdict;
@@ -34,15 +35,12 @@ function isThenable<T>(value: unknown): value is PromiseLike<T> {
  * The context a plugin callback receives. Prototype getters, not an object literal: a plugin that never
  * reads `signal`, `log`, `oldObject` or `warn` costs no AbortController, child logger, view or closure.
  */
-class PluginContext implements MutateContext<unknown>, ValidateContext<unknown> {
+class PluginContext implements MutateContext, ValidateContext {
   readonly request: StepInvocation['request'];
   readonly operation: StepInvocation['request']['operation'];
   readonly dryRun: boolean;
 
-  constructor(
-    readonly settings: unknown,
-    private readonly inv: StepInvocation,
-  ) {
+  constructor(private readonly inv: StepInvocation) {
     this.request = inv.request;
     this.operation = inv.request.operation;
     this.dryRun = inv.request.dryRun === true;
@@ -97,25 +95,26 @@ export function createPluginSteps(plugin: Plugin<unknown, KubeObject>, options: 
     }),
   });
 
-  const mutate = plugin.mutates?.(options.settings) === false ? undefined : plugin.mutate?.bind(plugin);
+  const { handlers } = options;
+  const mutate = handlers.mutate?.bind(handlers);
   if (mutate) {
     steps.push({
       ...common('mutate'),
       // In-process mutators edit the object; without one (DELETE, CONNECT) there is nothing for them to do.
       needsObject: true,
       invoke(inv) {
-        const outcome = mutate(new PluginContext(options.settings, inv));
-        return isThenable<MutateOutcome>(outcome) ? Promise.resolve(outcome).then(toDecision) : toDecision(outcome);
+        const outcome = mutate(new PluginContext(inv));
+        return isThenable<MutateResult>(outcome) ? Promise.resolve(outcome).then(toDecision) : toDecision(outcome);
       },
     });
   }
-  const validate = plugin.validate?.bind(plugin);
+  const validate = handlers.validate?.bind(handlers);
   if (validate) {
     steps.push({
       ...common('validate'),
       needsObject: false,
       invoke(inv) {
-        return validate(new PluginContext(options.settings, inv));
+        return validate(new PluginContext(inv));
       },
     });
   }

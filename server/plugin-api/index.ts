@@ -2,17 +2,25 @@
  * The plugin author API: the only gateway module a plugin imports.
  *
  * ```ts
- * import { definePlugin, allow, deny } from '../server/plugin-api/index.js';
+ * import { allow, definePlugin, deny, on } from '../server/plugin-api/index.js';
+ *
  * export default definePlugin({
  *   name: 'require-team-label',
- *   match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
- *   validate: ({ object }) => (object?.metadata?.labels?.team ? allow() : deny('missing label "team"')),
+ *   match: on('pods').create(),
+ *   setup: () => ({
+ *     validate: ({ object }) => (object?.metadata?.labels?.team ? allow() : deny('missing label "team"')),
+ *   }),
  * });
  * ```
  */
+import { toMatch, type MatchSpec } from './match-builder.js';
 import type { KubeObject, Plugin, Verdict } from './types.js';
 
 export type * from './types.js';
+export type * from './objects.js';
+export { MatchBuilder, MatchDefinitionError, POD_SPEC_RESOURCES, on, podSpecResources } from './match-builder.js';
+export type { MatchSpec } from './match-builder.js';
+export { isObject, own, type JsonObject } from './json.js';
 export {
   SettingsError,
   settingsObject,
@@ -23,9 +31,20 @@ export {
   optionalStringMap,
 } from './settings.js';
 
-/** Declares a plugin. Identity at run time; it exists so TypeScript infers settings and object types. */
-export function definePlugin<S = undefined, T extends KubeObject = KubeObject>(plugin: Plugin<S, T>): Plugin<S, T> {
-  return plugin;
+/** What `definePlugin` takes: a plugin whose `match` may be a builder (`on('pods').create()`). */
+export interface PluginDefinition<S, T extends KubeObject> extends Omit<Plugin<S, T>, 'match'> {
+  readonly match: MatchSpec<T>;
+}
+
+/**
+ * Declares a plugin. TypeScript infers the settings' type from `settings` and the objects' type from a
+ * `match` written with `on(...)`; the match is turned into webhook rules here, so a mistake in it fails
+ * when the module is loaded, naming the rule.
+ */
+export function definePlugin<S = undefined, T extends KubeObject = KubeObject>(
+  definition: PluginDefinition<S, T>,
+): Plugin<S, T> {
+  return Object.freeze({ ...definition, match: toMatch(definition.match) });
 }
 
 const ALLOWED: Verdict = Object.freeze({ allowed: true });

@@ -116,13 +116,11 @@ export interface Logger {
 export type Verdict =
   { readonly allowed: true } | { readonly allowed: false; readonly message: string; readonly code: number };
 
-/** What every plugin callback receives. */
-export interface BaseContext<S> {
+/** What every handler receives. */
+export interface BaseContext {
   /** The request as the apiserver sent it (read-only; the object under review is `object`). */
   readonly request: Readonly<AdmissionRequest>;
   readonly operation: Operation;
-  /** The plugin's settings, as returned by its `settings` parser at start. */
-  readonly settings: S;
   /** Aborts when this plugin's share of the request deadline is used up. */
   readonly signal: AbortSignal;
   /** Logger bound to this request and plugin. */
@@ -136,19 +134,27 @@ export interface BaseContext<S> {
 }
 
 /** Context of `mutate`: `object` is the working copy — edit it in place, the gateway computes the patch. */
-export interface MutateContext<S, T extends KubeObject = KubeObject> extends BaseContext<S> {
+export interface MutateContext<T extends KubeObject = KubeObject> extends BaseContext {
   readonly object: T;
   readonly oldObject: Readonly<T> | undefined;
 }
 
 /** Context of `validate`: objects are read-only (writing throws); `object` is undefined on DELETE. */
-export interface ValidateContext<S, T extends KubeObject = KubeObject> extends BaseContext<S> {
+export interface ValidateContext<T extends KubeObject = KubeObject> extends BaseContext {
   readonly object: Readonly<T> | undefined;
   readonly oldObject: Readonly<T> | undefined;
 }
 
 /** `mutate` may edit `ctx.object`, return JSON patch operations against it, return a Verdict, or nothing. */
-export type MutateOutcome = void | Verdict | readonly JsonPatchOperation[];
+export type MutateResult = void | Verdict | readonly JsonPatchOperation[];
+
+/** What a plugin does for one chain entry's settings: `setup` returns it. */
+export interface PluginHandlers<T extends KubeObject = KubeObject> {
+  /** Runs in the mutate phase (serially, in chain order), only when the request carries an object. */
+  mutate?(ctx: MutateContext<T>): MutateResult | Promise<MutateResult>;
+  /** Runs in the validate phase (in parallel with the other validating steps). */
+  validate?(ctx: ValidateContext<T>): Verdict | Promise<Verdict>;
+}
 
 export type FailurePolicy = 'Fail' | 'Ignore';
 export type Mode = 'enforce' | 'warn' | 'audit';
@@ -179,15 +185,10 @@ export interface Plugin<S = undefined, T extends KubeObject = KubeObject> {
    */
   settings?(raw: unknown): S;
   readonly defaults?: PluginDefaults;
-  /** Runs in the mutate phase (serially, in chain order), only when the request carries an object. */
-  mutate?(ctx: MutateContext<S, T>): MutateOutcome | Promise<MutateOutcome>;
   /**
-   * Whether `mutate` has anything to do under these settings (image-policy rewrites images only when
-   * mirrors are configured). When it returns false the chain entry gets no mutate step: no call on any
-   * review, no metric series, no place in the mutating webhook. Called once per chain entry at start.
-   * Omit it when `mutate` always has work.
+   * Called once per chain entry at start, with what `settings` returned: the handlers for those settings.
+   * Return only the phases that have work (image-policy without mirrors returns no `mutate`): a phase left
+   * out costs nothing on any review and gets no place in that phase's webhook.
    */
-  mutates?(settings: S): boolean;
-  /** Runs in the validate phase (in parallel with the other validating steps). */
-  validate?(ctx: ValidateContext<S, T>): Verdict | Promise<Verdict>;
+  setup(settings: S): PluginHandlers<T>;
 }

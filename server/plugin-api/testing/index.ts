@@ -1,0 +1,212 @@
+/**
+ * Testing a plugin exactly as the gateway runs it. `runPlugin` puts the plugin in a one-entry chain read by
+ * the gateway's own config reader, and reviews the request through the gateway's own reviewer: the same
+ * step adapter, tracked working copy, rollback, computed JSON patch, failurePolicy and modes as in
+ * production. What it returns is what the apiserver would get and store.
+ *
+ * ```ts
+ * import { reviewOf, runPlugin } from '../../server/plugin-api/testing/index.js';
+ * const result = await runPlugin(maxReplicas, reviewOf(deployment), { settings: { max: 10 } });
+ * assert.deepEqual(result.denial, { message: 'max-replicas: spec.replicas: 12 is more than the 10 allowed', code: 403 });
+ * ```
+ */
+import jsonpatch from 'fast-json-patch';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { requestForObject } from '../../admission/request-for-object.js';
+import { buildPluginSteps, createChain } from '../../chain/chain.js';
+import type { Labels } from '../../chain/label-selector.js';
+import { compileMatch } from '../../chain/match.js';
+import { createPluginRegistry } from '../../chain/plugin-registry.js';
+import { createReviewer, type BindableLogger, type ReviewResult } from '../../chain/reviewer.js';
+import { validateConfig } from '../../config/validate.js';
+import { createMetrics } from '../../metrics/metrics.js';
+import type {
+  AdmissionRequest,
+  FailurePolicy,
+  JsonPatchOperation,
+  KubeObject,
+  Match,
+  Mode,
+  Operation,
+  Plugin,
+  ReinvocationPolicy,
+  UserInfo,
+} from '../types.js';
+
+/** The chain entry the plugin runs as: what a `gateway.yaml` entry would say. */
+export interface EntryOptions {
+  /** The entry's `settings`, as they would be written in gateway.yaml (parsed by the plugin's `settings`). */
+  readonly settings?: unknown;
+  readonly mode?: Mode;
+  readonly failurePolicy?: FailurePolicy;
+  readonly timeoutSeconds?: number;
+  readonly reinvocationPolicy?: ReinvocationPolicy;
+  /** Replaces the plugin's own match, as an entry's `match` does. */
+  readonly match?: Match;
+}
+
+export interface RunOptions extends EntryOptions {
+  /**
+   * The labels of the request's namespace, for a `namespaceSelector` (default: only
+   * `kubernetes.io/metadata.name`, as the gateway assumes without a cluster).
+   */
+  readonly namespaceLabels?: Labels;
+  /** Which phases run (default both, as the apiserver calls them: mutate, then validate on its result). */
+  readonly phases?: readonly ('mutate' | 'validate')[];
+}
+
+/** One step as the review's log line reports it. */
+export interface StepRun {
+  readonly phase: 'mutate' | 'validate';
+  /** allowed, patched, denied, skipped, error or timeout. */
+  readonly outcome: string;
+  /** Why it was skipped, or the failure's reason. */
+  readonly reason?: string;
+  /** 1 for a reinvocation. */
+  readonly round?: number;
+  /** The failure was ignored (failurePolicy Ignore, or mode warn/audit). */
+  readonly failedOpen?: boolean;
+}
+
+export interface PluginRun<T extends KubeObject = KubeObject> {
+  readonly allowed: boolean;
+  /** The refusal the user sees (the message prefixed with the plugin's name), when not allowed. */
+  readonly denial?: { readonly message: string; readonly code: number };
+  /** Warnings as the user sees them: prefixed with the plugin's name. */
+  readonly warnings: readonly string[];
+  /** Audit annotations as the apiserver records them: keys qualified as `<plugin>.<key>`. */
+  readonly annotations: Readonly<Record<string, string>>;
+  /** The mutate phase's one JSON patch, decoded; empty when nothing changed. */
+  readonly patch: readonly JsonPatchOperation[];
+  /** The object as the apiserver would store it: the request's object with the patch applied. */
+  readonly object: T | undefined;
+  readonly steps: readonly StepRun[];
+}
+
+export interface ReviewOfOptions {
+  /** The stored object, for UPDATE (DELETE takes the object itself as the stored one). */
+  readonly oldObject?: KubeObject;
+  readonly namespace?: string;
+  readonly userInfo?: UserInfo;
+  readonly dryRun?: boolean;
+  readonly subResource?: string;
+}
+
+/**
+ * A request for `object` as the apiserver would send it: kind and resource from its apiVersion and kind,
+ * namespace and name from its metadata. DELETE carries no object, only the stored one.
+ */
+export function reviewOf(
+  object: KubeObject,
+  operation: Operation = 'CREATE',
+  options: ReviewOfOptions = {},
+): AdmissionRequest {
+  const copy = structuredClone(object);
+  return requestForObject(copy, {
+    operation,
+    ...options,
+    ...(operation === 'DELETE' && !options.oldObject ? { oldObject: copy } : {}),
+  });
+}
+
+const silent: BindableLogger = pino({ level: 'silent' });
+
+/** A gateway config holding only this plugin, read by the gateway's own reader. */
+function chainFor(plugin: Plugin<unknown, KubeObject>, options: EntryOptions) {
+  const entry: Record<string, unknown> = { plugin: plugin.name };
+  for (const key of ['settings', 'mode', 'failurePolicy', 'timeoutSeconds', 'reinvocationPolicy', 'match'] as const) {
+    if (options[key] !== undefined) entry[key] = options[key];
+  }
+  const config = validateConfig({ chain: [entry] }, 'gateway.yaml', process.cwd());
+  return createChain(buildPluginSteps(config.chain, createPluginRegistry([plugin]), config.file));
+}
+
+/**
+ * The plugin's parsed settings for `raw`, or the error the gateway would refuse its config with
+ * (`gateway.yaml: chain[0].settings.max: expected a positive integer, got 0`).
+ */
+export function settingsOf<S, T extends KubeObject>(plugin: Plugin<S, T>, raw?: unknown): S {
+  chainFor(plugin, { settings: raw });
+  return (plugin.settings ? plugin.settings(raw) : undefined) as S;
+}
+
+/** Runs `request` through a chain of this plugin alone; see the module's header. */
+export async function runPlugin<S, T extends KubeObject>(
+  plugin: Plugin<S, T>,
+  request: AdmissionRequest,
+  options: RunOptions = {},
+): Promise<PluginRun<T>> {
+  const chain = chainFor(plugin, options);
+  const { namespaceLabels } = options;
+  const reviewer = createReviewer({
+    chain: () => chain,
+    metrics: createMetrics(new Registry()),
+    log: silent,
+    namespaceLabels: {
+      labels: (namespace) => namespaceLabels ?? { 'kubernetes.io/metadata.name': namespace },
+    },
+    deadlineMarginMs: 0,
+    defaultTimeoutMs: 30_000,
+  });
+  const phases = options.phases ?? ['mutate', 'validate'];
+  const warnings: string[] = [];
+  const annotations: Record<string, string> = {};
+  const steps: StepRun[] = [];
+  let patch: readonly JsonPatchOperation[] = [];
+  let current = request;
+
+  const record = (phase: 'mutate' | 'validate', result: ReviewResult) => {
+    const { response } = result;
+    for (const warning of response.warnings ?? []) if (!warnings.includes(warning)) warnings.push(warning);
+    Object.assign(annotations, response.auditAnnotations);
+    for (const { outcome, reason, round, failedOpen } of result.reports) {
+      steps.push({
+        phase,
+        outcome,
+        ...(reason !== undefined ? { reason } : {}),
+        ...(round ? { round } : {}),
+        ...(failedOpen ? { failedOpen } : {}),
+      });
+    }
+    return response.allowed
+      ? undefined
+      : { message: response.status?.message ?? '', code: response.status?.code ?? 403 };
+  };
+
+  let denial: PluginRun['denial'];
+  if (phases.includes('mutate')) {
+    const result = await reviewer.review(current, 'mutate');
+    denial = record('mutate', result);
+    if (result.patch && current.object) {
+      patch = result.patch;
+      const stored = jsonpatch.applyPatch(structuredClone(current.object), [...patch], true, false).newDocument;
+      current = { ...current, object: stored };
+    }
+  }
+  if (!denial && phases.includes('validate')) {
+    denial = record('validate', await reviewer.review(current, 'validate'));
+  }
+  return {
+    allowed: !denial,
+    ...(denial ? { denial } : {}),
+    warnings,
+    annotations,
+    patch,
+    object: (current.object ?? undefined) as T | undefined,
+    steps,
+  };
+}
+
+/**
+ * Whether the plugin (or an entry `match` that replaces its own) would see `request`: the same rules and
+ * selectors the gateway applies. `namespaceLabels` as for `runPlugin`.
+ */
+export function matches<S, T extends KubeObject>(
+  plugin: Plugin<S, T>,
+  request: AdmissionRequest,
+  options: { readonly match?: Match; readonly namespaceLabels?: Labels } = {},
+): boolean {
+  const labels = options.namespaceLabels ?? (request.namespace ? { 'kubernetes.io/metadata.name': request.namespace } : undefined);
+  return compileMatch(options.match ?? plugin.match).matches(request, labels) === undefined;
+}
