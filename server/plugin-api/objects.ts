@@ -131,10 +131,9 @@ export const BUILT_IN_RESOURCES = {
   mutatingwebhookconfigurations: builtIn<'admissionregistration.k8s.io', Received<V1MutatingWebhookConfiguration>>(
     'admissionregistration.k8s.io',
   ),
-  validatingwebhookconfigurations: builtIn<
+  validatingwebhookconfigurations: builtIn<'admissionregistration.k8s.io', Received<V1ValidatingWebhookConfiguration>>(
     'admissionregistration.k8s.io',
-    Received<V1ValidatingWebhookConfiguration>
-  >('admissionregistration.k8s.io'),
+  ),
   customresourcedefinitions: builtIn<'apiextensions.k8s.io', Received<V1CustomResourceDefinition>>(
     'apiextensions.k8s.io',
   ),
@@ -166,7 +165,5 @@ export type ResourceName = BuiltInResource | `${BuiltInResource}/${string}` | (s
 export function groupOfResource(resource: string): string | undefined {
   const slash = resource.indexOf('/');
   const parent = slash === -1 ? resource : resource.slice(0, slash);
-  return Object.hasOwn(BUILT_IN_RESOURCES, parent)
-    ? BUILT_IN_RESOURCES[parent as BuiltInResource].group
-    : undefined;
+  return Object.hasOwn(BUILT_IN_RESOURCES, parent) ? BUILT_IN_RESOURCES[parent as BuiltInResource].group : undefined;
 }

@@ -7,6 +7,7 @@ import {
   allow,
   definePlugin,
   deny,
+  on,
   optionalString,
   settingsObject,
   type KubeObject,
@@ -28,21 +29,10 @@ function requiredToken(raw: unknown, key: string): string {
   return token;
 }
 
-function annotationsOf(object: KubeObject): Record<string, string> {
+function annotationsOf(object: Pick<KubeObject, 'metadata'>): Record<string, string> {
   object.metadata ??= {};
   object.metadata.annotations ??= {};
   return object.metadata.annotations;
-}
-
-interface ContainerView {
-  image?: unknown;
-  resources?: { requests?: Record<string, unknown> };
-}
-
-function firstContainer(object: KubeObject): ContainerView | undefined {
-  const spec = object.spec as { containers?: unknown } | undefined;
-  const containers = Array.isArray(spec?.containers) ? (spec.containers as ContainerView[]) : [];
-  return containers[0];
 }
 
 /**
@@ -50,22 +40,23 @@ function firstContainer(object: KubeObject): ContainerView | undefined {
  * object (first container's image and cpu request, the object's label keys) — evidence that each step
  * runs after, and sees the result of, the steps before it.
  */
-export const recordOrder = definePlugin<string>({
+export const recordOrder = definePlugin({
   name: 'record-order',
   description: 'e2e: appends its token to an annotation and records what it saw',
-  match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
+  match: on('pods').versions('v1').create(),
   settings: (raw) => requiredToken(raw, 'token'),
-  mutate({ object, settings: token }) {
-    const container = firstContainer(object);
-    const image = typeof container?.image === 'string' ? container.image : 'none';
-    const cpu = container?.resources?.requests?.cpu;
-    const labels = Object.keys(object.metadata?.labels ?? {}).sort();
-    const annotations = annotationsOf(object);
-    const before = annotations[ORDER_ANNOTATION];
-    annotations[ORDER_ANNOTATION] = before ? `${before},${token}` : token;
-    annotations[`${SEEN_ANNOTATION_PREFIX}${token}`] =
-      `image=${image};cpu=${typeof cpu === 'string' ? cpu : 'none'};labels=${labels.join('|')}`;
-  },
+  setup: (token) => ({
+    mutate({ object }) {
+      const container = object.spec?.containers?.[0];
+      const image = container?.image ?? 'none';
+      const cpu = container?.resources?.requests?.cpu ?? 'none';
+      const labels = Object.keys(object.metadata?.labels ?? {}).sort();
+      const annotations = annotationsOf(object);
+      const before = annotations[ORDER_ANNOTATION];
+      annotations[ORDER_ANNOTATION] = before ? `${before},${token}` : token;
+      annotations[`${SEEN_ANNOTATION_PREFIX}${token}`] = `image=${image};cpu=${cpu};labels=${labels.join('|')}`;
+    },
+  }),
 });
 
 /** The message `explode` throws with. */
@@ -75,22 +66,26 @@ export const EXPLOSION = 'exploded on purpose (e2e)';
 export const explode = definePlugin({
   name: 'explode',
   description: 'e2e: throws on every call',
-  match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
-  mutate() {
-    throw new Error(EXPLOSION);
-  },
+  match: on('pods').versions('v1').create(),
+  setup: () => ({
+    mutate() {
+      throw new Error(EXPLOSION);
+    },
+  }),
 });
 
 /** Refuses to delete a ConfigMap labelled `protected: "true"`. */
 export const protectConfigMaps = definePlugin({
   name: 'protect-configmaps',
   description: 'e2e: refuses to delete ConfigMaps labelled protected=true',
-  match: { rules: [{ operations: ['DELETE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }] },
-  validate({ oldObject, request, operation }) {
-    if (operation !== 'DELETE') return allow();
-    if (oldObject?.metadata?.labels?.protected !== 'true') return allow();
-    return deny(`configmap ${request.name ?? '?'} is protected; remove the label protected=true first`);
-  },
+  match: on('configmaps').versions('v1').delete(),
+  setup: () => ({
+    validate({ oldObject, request, operation }) {
+      if (operation !== 'DELETE') return allow();
+      if (oldObject?.metadata?.labels?.protected !== 'true') return allow();
+      return deny(`configmap ${request.name ?? '?'} is protected; remove the label protected=true first`);
+    },
+  }),
 });
 
 /**
@@ -98,21 +93,23 @@ export const protectConfigMaps = definePlugin({
  * `e2e.admissiongateway.io/probe` it sets `e2e.admissiongateway.io/probe-<id>` (mutate) and warns `seen`
  * (validate), so one dry-run create shows which of the gateway's webhooks the apiserver calls.
  */
-export const e2eProbe = definePlugin<string>({
+export const e2eProbe = definePlugin({
   name: 'e2e-probe',
   description: 'e2e: marks probe ConfigMaps so the suite can see that a webhook registration is active',
-  match: {
-    rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-    objectSelector: { matchExpressions: [{ key: PROBE_LABEL, operator: 'Exists' }] },
-  },
+  match: on('configmaps')
+    .versions('v1')
+    .create()
+    .objectSelector({ matchExpressions: [{ key: PROBE_LABEL, operator: 'Exists' }] }),
   settings: (raw) => requiredToken(raw, 'id'),
-  mutate({ object, settings: id }) {
-    annotationsOf(object)[`${PROBE_ANNOTATION_PREFIX}${id}`] = 'seen';
-  },
-  validate({ warn }) {
-    warn('seen');
-    return allow();
-  },
+  setup: (id) => ({
+    mutate({ object }) {
+      annotationsOf(object)[`${PROBE_ANNOTATION_PREFIX}${id}`] = 'seen';
+    },
+    validate(ctx) {
+      ctx.warn('seen');
+      return allow();
+    },
+  }),
 });
 
 /** The label that makes `hold` wait: its value names the gate (`holdGate`) the review waits at. */
@@ -180,21 +177,21 @@ function abortion(signal: AbortSignal): Promise<never> {
 export const hold = definePlugin({
   name: 'hold',
   description: 'e2e: waits at the gate an object names before letting it through with a label',
-  match: {
-    rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-  },
-  async mutate({ object, signal }) {
-    const name = object.metadata?.labels?.[HOLD_LABEL];
-    if (name !== undefined) {
-      const gate = gates.get(name);
-      if (!gate) throw new Error(`no hold gate named ${name}`);
-      gate.arrive();
-      await Promise.race([gate.opened, abortion(signal)]);
-    }
-    object.metadata ??= {};
-    object.metadata.labels ??= {};
-    object.metadata.labels[PASSED_HOLD_LABEL] = 'true';
-  },
+  match: on('pods').versions('v1').create(),
+  setup: () => ({
+    async mutate({ object, signal }) {
+      const name = object.metadata?.labels?.[HOLD_LABEL];
+      if (name !== undefined) {
+        const gate = gates.get(name);
+        if (!gate) throw new Error(`no hold gate named ${name}`);
+        gate.arrive();
+        await Promise.race([gate.opened, abortion(signal)]);
+      }
+      object.metadata ??= {};
+      object.metadata.labels ??= {};
+      object.metadata.labels[PASSED_HOLD_LABEL] = 'true';
+    },
+  }),
 });
 
 export const testPlugins = [recordOrder, explode, protectConfigMaps, e2eProbe, hold] as const;

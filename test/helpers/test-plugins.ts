@@ -21,7 +21,7 @@ import {
   type JsonPatchOperation,
   type KubeObject,
   type Match,
-  type MutateOutcome,
+  type MutateResult,
   type Operation,
   type Verdict,
 } from '../../server/plugin-api/index.js';
@@ -164,16 +164,17 @@ export function createTestPlugins(): TestPlugins {
   const calls = new CallLog();
   const gate = new Gate();
 
-  const recordFor =
-    (phase: CallRecord['phase']) =>
+  /** Records what the plugin entry tagged `tag` saw in `phase`. */
+  const recorder =
+    (phase: CallRecord['phase'], tag: string) =>
     (
-      ctx: BaseContext<Tagged> & { readonly object: Readonly<KubeObject> | undefined },
+      ctx: BaseContext & { readonly object: Readonly<KubeObject> | undefined },
       event: CallEvent = 'call',
       detail?: string,
     ) => {
       const labels = labelsOf(ctx.object);
       calls.record({
-        tag: ctx.settings.tag,
+        tag,
         event,
         phase,
         operation: ctx.operation,
@@ -182,28 +183,32 @@ export function createTestPlugins(): TestPlugins {
         ...(detail !== undefined ? { detail } : {}),
       });
     };
-  const recordMutate = recordFor('mutate');
-  const recordValidate = recordFor('validate');
+  const tagged = (name: string) => (raw: unknown) => {
+    const s = settingsObject(raw, ['tag']);
+    return { tag: optionalString(s, 'tag', name) };
+  };
 
   /** Records a call, allows; never changes anything. */
-  const recordsCalls = definePlugin<Tagged>({
+  const recordsCalls = definePlugin({
     name: 'records-calls',
     match: MATCH_EVERYTHING,
-    settings: (raw) => {
-      const s = settingsObject(raw, ['tag']);
-      return { tag: optionalString(s, 'tag', 'records-calls') };
-    },
-    mutate(ctx) {
-      recordMutate(ctx);
-    },
-    validate(ctx) {
-      recordValidate(ctx);
-      return allow();
+    settings: tagged('records-calls'),
+    setup: ({ tag }) => {
+      const [recordMutate, recordValidate] = [recorder('mutate', tag), recorder('validate', tag)];
+      return {
+        mutate(ctx) {
+          recordMutate(ctx);
+        },
+        validate(ctx) {
+          recordValidate(ctx);
+          return allow();
+        },
+      };
     },
   });
 
   /** Sets `labels` on the object (a mutation by editing the working copy). */
-  const addLabel = definePlugin<Tagged & { labels: Readonly<Record<string, string>> }>({
+  const addLabel = definePlugin({
     name: 'add-label',
     match: MATCH_EVERYTHING,
     settings: (raw) => {
@@ -212,66 +217,82 @@ export function createTestPlugins(): TestPlugins {
       if (!labels) throw new SettingsError('labels', 'is required');
       return { tag: optionalString(s, 'tag', 'add-label'), labels };
     },
-    mutate(ctx) {
-      recordMutate(ctx);
-      setLabels(ctx.object, ctx.settings.labels);
+    setup: ({ tag, labels }) => {
+      const recordMutate = recorder('mutate', tag);
+      return {
+        mutate(ctx) {
+          recordMutate(ctx);
+          setLabels(ctx.object, labels);
+        },
+      };
     },
   });
 
   /** Returns deny(reason): a decision, never a failure. */
-  const denyWithReason = definePlugin<Tagged & { reason: string }>({
+  const denyWithReason = definePlugin({
     name: 'deny-with-reason',
     match: MATCH_EVERYTHING,
     settings: (raw) => {
       const s = settingsObject(raw, ['tag', 'reason']);
       return { tag: optionalString(s, 'tag', 'deny-with-reason'), reason: requiredString(s, 'reason') };
     },
-    validate(ctx) {
-      recordValidate(ctx);
-      return deny(ctx.settings.reason);
+    setup: ({ tag, reason }) => {
+      const recordValidate = recorder('validate', tag);
+      return {
+        validate(ctx) {
+          recordValidate(ctx);
+          return deny(reason);
+        },
+      };
     },
   });
 
   /** Edits the object (when `labels` is set), then throws `message`. */
-  const throws = definePlugin<Tagged & { message: string; labels?: Readonly<Record<string, string>> }>({
+  const throws = definePlugin({
     name: 'throws',
     match: MATCH_EVERYTHING,
     settings: (raw) => {
       const s = settingsObject(raw, ['tag', 'message', 'labels']);
-      const labels = optionalStringMap(s, 'labels');
       return {
         tag: optionalString(s, 'tag', 'throws'),
         message: optionalString(s, 'message', 'boom'),
-        ...(labels ? { labels } : {}),
+        labels: optionalStringMap(s, 'labels'),
       };
     },
-    mutate(ctx) {
-      recordMutate(ctx);
-      if (ctx.settings.labels) setLabels(ctx.object, ctx.settings.labels);
-      throw new Error(ctx.settings.message);
-    },
-    validate(ctx) {
-      recordValidate(ctx);
-      throw new Error(ctx.settings.message);
+    setup: ({ tag, message, labels }) => {
+      const [recordMutate, recordValidate] = [recorder('mutate', tag), recorder('validate', tag)];
+      return {
+        mutate(ctx) {
+          recordMutate(ctx);
+          if (labels) setLabels(ctx.object, labels);
+          throw new Error(message);
+        },
+        validate(ctx) {
+          recordValidate(ctx);
+          throw new Error(message);
+        },
+      };
     },
   });
 
   /** Never answers: waits for its AbortSignal, records `aborted` (detail: the reason's name) and rejects. */
-  const hangs = definePlugin<Tagged>({
+  const hangs = definePlugin({
     name: 'hangs',
     match: MATCH_EVERYTHING,
-    settings: (raw) => {
-      const s = settingsObject(raw, ['tag']);
-      return { tag: optionalString(s, 'tag', 'hangs') };
-    },
-    async mutate(ctx) {
-      recordMutate(ctx);
-      await untilAborted(ctx.signal, (reason) => recordMutate(ctx, 'aborted', reason));
-    },
-    async validate(ctx) {
-      recordValidate(ctx);
-      await untilAborted(ctx.signal, (reason) => recordValidate(ctx, 'aborted', reason));
-      return allow();
+    settings: tagged('hangs'),
+    setup: ({ tag }) => {
+      const [recordMutate, recordValidate] = [recorder('mutate', tag), recorder('validate', tag)];
+      return {
+        async mutate(ctx) {
+          recordMutate(ctx);
+          await untilAborted(ctx.signal, (reason) => recordMutate(ctx, 'aborted', reason));
+        },
+        async validate(ctx) {
+          recordValidate(ctx);
+          await untilAborted(ctx.signal, (reason) => recordValidate(ctx, 'aborted', reason));
+          return allow();
+        },
+      };
     },
   });
 
@@ -279,7 +300,7 @@ export function createTestPlugins(): TestPlugins {
    * Returns JSON patch operations (default: a valid add, then a remove of a path that does not exist, so
    * the patch does not apply as a whole).
    */
-  const returnsBadPatch = definePlugin<Tagged & { ops: readonly JsonPatchOperation[] }>({
+  const returnsBadPatch = definePlugin({
     name: 'returns-bad-patch',
     match: MATCH_EVERYTHING,
     settings: (raw) => {
@@ -291,27 +312,34 @@ export function createTestPlugins(): TestPlugins {
       if (!Array.isArray(ops)) throw new SettingsError('ops', 'expected a list of JSON patch operations');
       return { tag: optionalString(s, 'tag', 'returns-bad-patch'), ops: ops as JsonPatchOperation[] };
     },
-    mutate(ctx): MutateOutcome {
-      recordMutate(ctx);
-      return ctx.settings.ops;
+    setup: ({ tag, ops }) => {
+      const recordMutate = recorder('mutate', tag);
+      return {
+        mutate(ctx): MutateResult {
+          recordMutate(ctx);
+          return ops;
+        },
+      };
     },
   });
 
   /** Returns a value that is neither a verdict nor a patch. */
-  const returnsGarbage = definePlugin<Tagged>({
+  const returnsGarbage = definePlugin({
     name: 'returns-garbage',
     match: MATCH_EVERYTHING,
-    settings: (raw) => {
-      const s = settingsObject(raw, ['tag']);
-      return { tag: optionalString(s, 'tag', 'returns-garbage') };
-    },
-    mutate(ctx) {
-      recordMutate(ctx);
-      return 42 as unknown as MutateOutcome;
-    },
-    validate(ctx) {
-      recordValidate(ctx);
-      return 'garbage' as unknown as Verdict;
+    settings: tagged('returns-garbage'),
+    setup: ({ tag }) => {
+      const [recordMutate, recordValidate] = [recorder('mutate', tag), recorder('validate', tag)];
+      return {
+        mutate(ctx) {
+          recordMutate(ctx);
+          return 42 as unknown as MutateResult;
+        },
+        validate(ctx) {
+          recordValidate(ctx);
+          return 'garbage' as unknown as Verdict;
+        },
+      };
     },
   });
 
@@ -330,10 +358,10 @@ export function createTestPlugins(): TestPlugins {
     deny?: string;
     labels?: Readonly<Record<string, string>>;
   }
-  const slowAsync = definePlugin<SlowSettings>({
+  const slowAsync = definePlugin({
     name: 'slow-async',
     match: MATCH_EVERYTHING,
-    settings: (raw) => {
+    settings: (raw): SlowSettings => {
       const s = settingsObject(raw, ['tag', 'awaitRelease', 'ignoreAbort', 'awaitCall', 'awaitEnd', 'deny', 'labels']);
       const labels = optionalStringMap(s, 'labels');
       const awaitCall = optionalString(s, 'awaitCall', '');
@@ -349,25 +377,30 @@ export function createTestPlugins(): TestPlugins {
         ...(labels ? { labels } : {}),
       };
     },
-    async mutate(ctx) {
-      recordMutate(ctx);
-      await awaitCondition(ctx.settings, ctx.settings.ignoreAbort ? new AbortController().signal : ctx.signal);
-      if (ctx.settings.labels) {
-        try {
-          setLabels(ctx.object, ctx.settings.labels);
-        } catch (err) {
-          recordMutate(ctx, 'refused', err instanceof Error ? err.message : String(err));
-          throw err;
-        }
-      }
-      recordMutate(ctx, 'end');
-      return ctx.settings.deny ? deny(ctx.settings.deny) : undefined;
-    },
-    async validate(ctx) {
-      recordValidate(ctx);
-      await awaitCondition(ctx.settings, ctx.signal);
-      recordValidate(ctx, 'end');
-      return ctx.settings.deny ? deny(ctx.settings.deny) : allow();
+    setup: (settings) => {
+      const [recordMutate, recordValidate] = [recorder('mutate', settings.tag), recorder('validate', settings.tag)];
+      return {
+        async mutate(ctx) {
+          recordMutate(ctx);
+          await awaitCondition(settings, settings.ignoreAbort ? new AbortController().signal : ctx.signal);
+          if (settings.labels) {
+            try {
+              setLabels(ctx.object, settings.labels);
+            } catch (err) {
+              recordMutate(ctx, 'refused', err instanceof Error ? err.message : String(err));
+              throw err;
+            }
+          }
+          recordMutate(ctx, 'end');
+          return settings.deny ? deny(settings.deny) : undefined;
+        },
+        async validate(ctx) {
+          recordValidate(ctx);
+          await awaitCondition(settings, ctx.signal);
+          recordValidate(ctx, 'end');
+          return settings.deny ? deny(settings.deny) : allow();
+        },
+      };
     },
   });
 
@@ -379,17 +412,19 @@ export function createTestPlugins(): TestPlugins {
   }
 
   /** A validating plugin that tries to write to its (read-only) object. */
-  const editsInValidate = definePlugin<Tagged>({
+  const editsInValidate = definePlugin({
     name: 'edits-in-validate',
     match: MATCH_EVERYTHING,
-    settings: (raw) => {
-      const s = settingsObject(raw, ['tag']);
-      return { tag: optionalString(s, 'tag', 'edits-in-validate') };
-    },
-    validate(ctx) {
-      recordValidate(ctx);
-      setLabels(ctx.object as KubeObject, { 'sneaky-edit': 'yes' });
-      return allow();
+    settings: tagged('edits-in-validate'),
+    setup: ({ tag }) => {
+      const recordValidate = recorder('validate', tag);
+      return {
+        validate(ctx) {
+          recordValidate(ctx);
+          setLabels(ctx.object as KubeObject, { 'sneaky-edit': 'yes' });
+          return allow();
+        },
+      };
     },
   });
 
@@ -397,45 +432,54 @@ export function createTestPlugins(): TestPlugins {
    * Sets `labels` (mutate), then keeps the event loop busy for `ms` milliseconds — a CPU-heavy in-process
    * plugin, which no timer can interrupt — then allows.
    */
-  const busyLoops = definePlugin<Tagged & { ms: number; labels?: Readonly<Record<string, string>> }>({
+  const busyLoops = definePlugin({
     name: 'busy-loops',
     match: MATCH_EVERYTHING,
     settings: (raw) => {
       const s = settingsObject(raw, ['tag', 'ms', 'labels']);
-      const labels = optionalStringMap(s, 'labels');
       if (typeof s.ms !== 'number') throw new SettingsError('ms', 'expected a number of milliseconds');
-      return { tag: optionalString(s, 'tag', 'busy-loops'), ms: s.ms, ...(labels ? { labels } : {}) };
+      return { tag: optionalString(s, 'tag', 'busy-loops'), ms: s.ms, labels: optionalStringMap(s, 'labels') };
     },
-    mutate(ctx) {
-      recordMutate(ctx);
-      if (ctx.settings.labels) setLabels(ctx.object, ctx.settings.labels);
-      busyWait(ctx.settings.ms);
-      recordMutate(ctx, 'end');
-    },
-    validate(ctx) {
-      recordValidate(ctx);
-      busyWait(ctx.settings.ms);
-      recordValidate(ctx, 'end');
-      return allow();
+    setup: ({ tag, ms, labels }) => {
+      const [recordMutate, recordValidate] = [recorder('mutate', tag), recorder('validate', tag)];
+      return {
+        mutate(ctx) {
+          recordMutate(ctx);
+          if (labels) setLabels(ctx.object, labels);
+          busyWait(ms);
+          recordMutate(ctx, 'end');
+        },
+        validate(ctx) {
+          recordValidate(ctx);
+          busyWait(ms);
+          recordValidate(ctx, 'end');
+          return allow();
+        },
+      };
     },
   });
 
   /** Adds each of `messages` as a warning (in both phases), then allows. */
-  const warns = definePlugin<Tagged & { messages: readonly string[] }>({
+  const warns = definePlugin({
     name: 'warns',
     match: MATCH_EVERYTHING,
     settings: (raw) => {
       const s = settingsObject(raw, ['tag', 'messages']);
       return { tag: optionalString(s, 'tag', 'warns'), messages: optionalStringList(s, 'messages') ?? [] };
     },
-    mutate(ctx) {
-      recordMutate(ctx);
-      for (const message of ctx.settings.messages) ctx.warn(message);
-    },
-    validate(ctx) {
-      recordValidate(ctx);
-      for (const message of ctx.settings.messages) ctx.warn(message);
-      return allow();
+    setup: ({ tag, messages }) => {
+      const [recordMutate, recordValidate] = [recorder('mutate', tag), recorder('validate', tag)];
+      return {
+        mutate(ctx) {
+          recordMutate(ctx);
+          for (const message of messages) ctx.warn(message);
+        },
+        validate(ctx) {
+          recordValidate(ctx);
+          for (const message of messages) ctx.warn(message);
+          return allow();
+        },
+      };
     },
   });
 
@@ -451,7 +495,7 @@ export function createTestPlugins(): TestPlugins {
     editsInValidate,
     warns,
     busyLoops,
-  ].map((plugin) => plugin as unknown as AnyPlugin);
+  ];
   return { plugins, calls, gate };
 }
 

@@ -207,6 +207,7 @@ export function matches<S, T extends KubeObject>(
   request: AdmissionRequest,
   options: { readonly match?: Match; readonly namespaceLabels?: Labels } = {},
 ): boolean {
-  const labels = options.namespaceLabels ?? (request.namespace ? { 'kubernetes.io/metadata.name': request.namespace } : undefined);
+  const labels =
+    options.namespaceLabels ?? (request.namespace ? { 'kubernetes.io/metadata.name': request.namespace } : undefined);
   return compileMatch(options.match ?? plugin.match).matches(request, labels) === undefined;
 }

@@ -6,7 +6,11 @@ import { ConfigError, PluginRegistrationError } from '../../../server/base/error
 import { allow, definePlugin, optionalStringList, settingsObject } from '../../../server/plugin-api/index.js';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
-const both = definePlugin({ name: 'both', match: everything, mutate: () => undefined, validate: () => allow() });
+const both = definePlugin({
+  name: 'both',
+  match: everything,
+  setup: () => ({ mutate: () => undefined, validate: () => allow() }),
+});
 const validator = definePlugin({
   name: 'validator',
   match: everything,
@@ -14,18 +18,28 @@ const validator = definePlugin({
     const s = settingsObject(raw, ['labels']);
     return { labels: optionalStringList(s, 'labels') ?? [] };
   },
-  validate: () => allow(),
+  setup: () => ({ validate: () => allow() }),
 });
-/** Mutates only when its settings name a label to add. */
+/** Mutates only when its settings name a label to add; with `idle: true` it has nothing to do at all. */
 const optional = definePlugin({
   name: 'optional',
   match: everything,
-  settings: (raw) => optionalStringList(settingsObject(raw, ['labels']), 'labels') ?? [],
-  mutates: (labels) => labels.length > 0,
-  mutate: () => undefined,
-  validate: () => allow(),
+  settings: (raw) => {
+    const s = settingsObject(raw, ['labels', 'idle']);
+    return { labels: optionalStringList(s, 'labels') ?? [], idle: s.idle === true };
+  },
+  setup: ({ labels, idle }) =>
+    idle ? {} : { ...(labels.length > 0 ? { mutate: () => undefined } : {}), validate: () => allow() },
 });
-const plugins = [both, validator, optional] as AnyPlugin[];
+/** Its setup refuses the settings it was given. */
+const picky = definePlugin({
+  name: 'picky',
+  match: everything,
+  setup: () => {
+    throw new Error('needs a cluster it cannot reach');
+  },
+});
+const plugins: AnyPlugin[] = [both, validator, optional, picky];
 
 function chainFrom(yaml: string) {
   const config = parseConfigText(yaml, 'gateway.yaml', '/');
@@ -75,7 +89,7 @@ chain:
     assert.deepEqual(chain.route('mutate/fail'), []);
   });
 
-  it('gives a plugin no mutate step when mutates(settings) says its settings leave it nothing to do', () => {
+  it('gives a plugin no mutate step when its setup returns no mutate for these settings', () => {
     const chain = chainFrom(`
 chain:
   - { plugin: optional, name: idle }
@@ -130,7 +144,23 @@ describe('buildPluginSteps()', () => {
   it('refuses an unknown plugin, listing the known ones', () => {
     assert.throws(() => chainFrom('chain: [{ plugin: defualt-labels }]'), {
       name: 'ConfigError',
-      message: 'gateway.yaml: chain[0].plugin: unknown plugin "defualt-labels" (known: both, optional, validator)',
+      message:
+        'gateway.yaml: chain[0].plugin: unknown plugin "defualt-labels" (known: both, optional, picky, validator)',
+    });
+  });
+
+  it('refuses an entry whose plugin has nothing to do with its settings', () => {
+    assert.throws(() => chainFrom('chain: [{ plugin: optional, settings: { idle: true } }]'), {
+      name: 'ConfigError',
+      message:
+        'gateway.yaml: chain[0]: plugin "optional" has nothing to do with these settings (its setup returned neither mutate nor validate)',
+    });
+  });
+
+  it('refuses an entry whose plugin cannot be set up, with the reason', () => {
+    assert.throws(() => chainFrom('chain: [{ plugin: picky }]'), {
+      name: 'ConfigError',
+      message: 'gateway.yaml: chain[0]: plugin "picky" could not be set up: needs a cluster it cannot reach',
     });
   });
 
@@ -164,11 +194,7 @@ describe('createPluginRegistry()', () => {
       'plugin at index 0 has name "Both": expected a kebab-case name (lower-case DNS-1123 label)',
     ],
     ['a duplicate name', [both, both], 'plugin "both" is registered twice'],
-    [
-      'a plugin without handlers',
-      [{ name: 'idle', match: everything }],
-      'plugin "idle" has neither mutate nor validate',
-    ],
+    ['a plugin without setup', [{ name: 'idle', match: everything }], 'plugin "idle" has no setup: it could never run'],
     [
       'a plugin without rules',
       [{ ...both, match: { rules: [] } }],

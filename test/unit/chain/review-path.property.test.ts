@@ -27,7 +27,7 @@ import {
   definePlugin,
   type JsonPatchOperation,
   type Match,
-  type MutateOutcome,
+  type MutateResult,
   type Operation,
 } from '../../../server/plugin-api/index.js';
 
@@ -621,18 +621,20 @@ function gatewayStep(
   const plugin = definePlugin({
     name,
     match: EVERYTHING,
-    mutate(ctx): MutateOutcome | Promise<MutateOutcome> {
-      const plain = raw.root!;
-      trace.push({ step: name, before: JSON.stringify(plain) });
-      const act = (): MutateOutcome => {
-        applyEdits(ctx.object, plain, spec.edits, (text): unknown => JSON.parse(text));
-        if (spec.outcome === 'throw') throw new Error(`${name} fails after editing`);
-        if (spec.outcome !== 'allow') return deny(`${name} would deny`);
-        if (!spec.patch) return undefined;
-        return buildPatch(JSON.stringify(plain), spec.patch).map((op) => materialize(op, JSON.parse));
-      };
-      return spec.async ? Promise.resolve().then(act) : act();
-    },
+    setup: () => ({
+      mutate(ctx): MutateResult | Promise<MutateResult> {
+        const plain = raw.root!;
+        trace.push({ step: name, before: JSON.stringify(plain) });
+        const act = (): MutateResult => {
+          applyEdits(ctx.object, plain, spec.edits, (text): unknown => JSON.parse(text));
+          if (spec.outcome === 'throw') throw new Error(`${name} fails after editing`);
+          if (spec.outcome !== 'allow') return deny(`${name} would deny`);
+          if (!spec.patch) return undefined;
+          return buildPatch(JSON.stringify(plain), spec.patch).map((op) => materialize(op, JSON.parse));
+        };
+        return spec.async ? Promise.resolve().then(act) : act();
+      },
+    }),
   });
   const mode = spec.outcome === 'warn-deny' ? 'warn' : spec.outcome === 'audit-deny' ? 'audit' : 'enforce';
   const [step] = createPluginSteps(plugin, {
@@ -645,7 +647,7 @@ function gatewayStep(
     sideEffects: 'None',
     reinvocationPolicy: spec.reinvocation,
     order: (index + 1) * 10,
-    settings: undefined,
+    handlers: plugin.setup(undefined),
   });
   return {
     ...step!,

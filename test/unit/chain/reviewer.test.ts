@@ -19,12 +19,14 @@ describe('createReviewer()', () => {
       name: 'marks',
       match: everything,
       settings: (raw) => String((raw as { tag?: unknown } | undefined)?.tag),
-      mutate({ settings: tag, object }) {
-        events.push(tag);
-        // Other work that becomes ready while the step runs, as an ordinary review arriving would.
-        setImmediate(() => events.push(`other work after ${tag}`));
-        (object.metadata as Record<string, unknown>).annotations = { [tag]: 'yes' };
-      },
+      setup: (tag) => ({
+        mutate({ object }) {
+          events.push(tag);
+          // Other work that becomes ready while the step runs, as an ordinary review arriving would.
+          setImmediate(() => events.push(`other work after ${tag}`));
+          (object.metadata ??= {}).annotations = { [tag]: 'yes' };
+        },
+      }),
     });
 
     function reviewer() {
