@@ -15,6 +15,7 @@ import {
   optionalBoolean,
   optionalStringList,
   optionalStringMap,
+  podSpecResources,
   settingsObject,
   type KubeObject,
 } from '../server/plugin-api/index.js';
@@ -25,7 +26,7 @@ import {
   normalizeRegistry,
   parseImageRef,
 } from './lib/image-ref.js';
-import { containersIn, type ContainerAt, podSpecMatch } from './lib/pod-spec.js';
+import { containersIn, type ContainerAt } from './lib/pod-spec.js';
 
 export interface ImagePolicySettings {
   /** `registry[/repository path][/]` prefixes, matched at a path boundary; empty allows any registry. */
@@ -114,55 +115,52 @@ function judgeImage(image: string, settings: ImagePolicySettings): ImageJudgemen
   return { problems, registryRefused };
 }
 
-/** Container path → image, to recognise images an UPDATE leaves as they were. */
-function imagesByPath(object: Readonly<KubeObject> | undefined): ReadonlyMap<string, unknown> {
-  return new Map(containersIn(object).map(({ path, container }) => [path, container.image]));
-}
-
-/** The containers of `object` whose image is new or changed compared with `oldObject`. */
-function changedImages(
+/** Calls `visit` for each container of `object` whose image is new or changed compared with `oldObject`. */
+function forEachChangedImage(
   object: Readonly<KubeObject> | undefined,
   oldObject: Readonly<KubeObject> | undefined,
-): Array<ContainerAt & { image: string }> {
-  const before = imagesByPath(oldObject);
-  return containersIn(object).flatMap((at) => {
-    const image = at.container.image;
-    return typeof image === 'string' && before.get(at.path) !== image
-      ? [{ container: at.container, field: at.field, path: at.path, image }]
-      : [];
-  });
+  visit: (image: string, at: ContainerAt) => void,
+): void {
+  // Container path → image on UPDATE; on CREATE nothing is compared, so no container's path is written out.
+  const before = oldObject && new Map(containersIn(oldObject).map(({ path, container }) => [path, container.image]));
+  for (const at of containersIn(object)) {
+    const { image } = at.container;
+    if (typeof image === 'string' && before?.get(at.path) !== image) visit(image, at);
+  }
 }
 
 export default definePlugin({
   name: 'image-policy',
   description: 'Allows images from trusted registries only, forbids :latest, and can rewrite images to a mirror',
-  match: podSpecMatch(['CREATE', 'UPDATE'], ['pods/ephemeralcontainers']),
+  match: podSpecResources('pods/ephemeralcontainers').create().update(),
   settings: parseSettings,
-  // Without mirrors there is nothing to rewrite: no mutate step at all, rather than one per review doing nothing.
-  mutates: (settings) => settings.mirrors.size > 0,
-  mutate(ctx) {
-    const { mirrors } = ctx.settings;
-    let rewritten = 0;
-    for (const { container, image } of changedImages(ctx.object, ctx.oldObject)) {
-      const target = mirrored(image, mirrors);
-      if (target === undefined) continue;
-      container.image = target;
-      rewritten += 1;
-    }
-    if (rewritten > 0) ctx.annotate('rewritten', String(rewritten));
-  },
-  validate({ object, oldObject, settings }) {
-    const judged = changedImages(object, oldObject).map(({ path, image }) => ({
-      path,
-      image,
-      ...judgeImage(image, settings),
-    }));
-    const refused = judged.filter(({ problems }) => problems.length > 0);
-    if (refused.length === 0) return allow();
-    const messages = refused.map(({ path, image, problems }) => `${path} image "${image}": ${problems.join(', ')}`);
-    if (refused.some(({ registryRefused }) => registryRefused)) {
-      messages.push(`allowed registries: ${settings.allowedRegistries.join(', ')}`);
-    }
-    return deny(messages.join('; '));
-  },
+  setup: (settings) => ({
+    // Without mirrors there is nothing to rewrite: no mutate step at all, rather than one per review doing nothing.
+    mutate:
+      settings.mirrors.size === 0
+        ? undefined
+        : ({ object, oldObject, annotate }) => {
+            let rewritten = 0;
+            forEachChangedImage(object, oldObject, (image, { container }) => {
+              const target = mirrored(image, settings.mirrors);
+              if (target === undefined) return;
+              container.image = target;
+              rewritten += 1;
+            });
+            if (rewritten > 0) annotate('rewritten', String(rewritten));
+          },
+    validate({ object, oldObject }) {
+      const messages: string[] = [];
+      let registryRefused = false;
+      forEachChangedImage(object, oldObject, (image, at) => {
+        const judged = judgeImage(image, settings);
+        if (judged.problems.length === 0) return;
+        messages.push(`${at.path} image "${image}": ${judged.problems.join(', ')}`);
+        registryRefused ||= judged.registryRefused;
+      });
+      if (messages.length === 0) return allow();
+      if (registryRefused) messages.push(`allowed registries: ${settings.allowedRegistries.join(', ')}`);
+      return deny(messages.join('; '));
+    },
+  }),
 });

@@ -13,18 +13,11 @@ import {
   deny,
   optionalBoolean,
   optionalStringList,
+  podSpecResources,
   settingsObject,
   type KubeObject,
 } from '../server/plugin-api/index.js';
-import {
-  containersOf,
-  isObject,
-  objectField,
-  podSpecsOf,
-  type ContainerAt,
-  type PodSpecAt,
-  podSpecMatch,
-} from './lib/pod-spec.js';
+import { containersOf, podSpecOf, type ContainerAt, type PodSpecAt } from './lib/pod-spec.js';
 
 export interface PodSecuritySettings {
   readonly allowPrivileged: boolean;
@@ -81,43 +74,42 @@ function parseSettings(raw: unknown): PodSecuritySettings {
   };
 }
 
-function hostNamespaceViolations(pod: PodSpecAt): string[] {
-  return HOST_NAMESPACES.filter((field) => pod.spec[field] === true).map(
-    (field) => `${pod.path}.${field}: sharing the host's namespaces is not allowed`,
-  );
+// Each check adds the violations it finds to `found`: no list per container (a Pod may have thousands).
+
+function checkHostNamespaces(pod: PodSpecAt, found: string[]): void {
+  for (const field of HOST_NAMESPACES) {
+    if (pod.spec[field] === true) found.push(`${pod.path}.${field}: sharing the host's namespaces is not allowed`);
+  }
 }
 
-function hostPathViolations(pod: PodSpecAt): string[] {
-  const volumes: unknown = pod.spec.volumes;
-  if (!Array.isArray(volumes)) return [];
-  return volumes.flatMap((volume: unknown, i) => {
-    if (!isObject(volume) || volume.hostPath === undefined || volume.hostPath === null) return [];
+function checkHostPaths(pod: PodSpecAt, found: string[]): void {
+  const { volumes } = pod.spec;
+  if (!Array.isArray(volumes)) return;
+  volumes.forEach((volume, i) => {
+    if (!volume.hostPath) return;
     const name = typeof volume.name === 'string' ? ` (volume "${volume.name}")` : '';
-    return [`${pod.path}.volumes[${i}].hostPath: hostPath volumes are not allowed${name}`];
+    found.push(`${pod.path}.volumes[${i}].hostPath: hostPath volumes are not allowed${name}`);
   });
 }
 
-function containerViolations({ container, path }: ContainerAt, settings: PodSecuritySettings): string[] {
-  const context = objectField(container, 'securityContext') ?? {};
-  const at = `${path}.securityContext`;
-  const found: string[] = [];
+/** The container's own securityContext: privilege, escalation and added capabilities. */
+function checkContainer(at: ContainerAt, settings: PodSecuritySettings, found: string[]): void {
+  const context = at.container.securityContext;
+  if (!context) return;
   if (!settings.allowPrivileged && context.privileged === true) {
-    found.push(`${at}.privileged: privileged containers are not allowed`);
+    found.push(`${at.path}.securityContext.privileged: privileged containers are not allowed`);
   }
   if (!settings.allowPrivilegeEscalation && context.allowPrivilegeEscalation === true) {
-    found.push(`${at}.allowPrivilegeEscalation: privilege escalation is not allowed`);
+    found.push(`${at.path}.securityContext.allowPrivilegeEscalation: privilege escalation is not allowed`);
   }
-  const added: unknown = objectField(context, 'capabilities')?.add;
-  const refused = (Array.isArray(added) ? added : []).filter(
-    (name: unknown): name is string =>
-      typeof name === 'string' && !settings.allowedCapabilities.has(normalizeCapability(name)),
-  );
+  const added = context.capabilities?.add;
+  if (!Array.isArray(added)) return;
+  const refused = added.filter((name) => !settings.allowedCapabilities.has(normalizeCapability(name)));
   if (refused.length > 0) {
     const noun = refused.length === 1 ? 'capability' : 'capabilities';
     const verb = refused.length === 1 ? 'is' : 'are';
-    found.push(`${at}.capabilities.add: ${noun} ${refused.join(', ')} ${verb} not allowed`);
+    found.push(`${at.path}.securityContext.capabilities.add: ${noun} ${refused.join(', ')} ${verb} not allowed`);
   }
-  return found;
 }
 
 /**
@@ -125,49 +117,45 @@ function containerViolations({ container, path }: ContainerAt, settings: PodSecu
  * without one, when its effective runAsNonRoot is true — then the kubelet refuses to start a root image.
  * An inherited `runAsUser: 0` is reported once, where it is set.
  */
-function runAsRootViolations(pod: PodSpecAt, containers: readonly ContainerAt[]): string[] {
-  const podContext = objectField(pod.spec, 'securityContext') ?? {};
-  const found = new Set<string>();
-  for (const { container, path } of containers) {
-    const own = objectField(container, 'securityContext') ?? {};
-    const user =
-      typeof own.runAsUser === 'number'
-        ? { uid: own.runAsUser, at: `${path}.securityContext.runAsUser` }
-        : typeof podContext.runAsUser === 'number'
-          ? { uid: podContext.runAsUser, at: `${pod.path}.securityContext.runAsUser` }
-          : undefined;
-    const nonRoot = typeof own.runAsNonRoot === 'boolean' ? own.runAsNonRoot : podContext.runAsNonRoot === true;
-    if (user?.uid === 0) {
-      found.add(`${user.at}: running as root (user 0) is not allowed`);
-    } else if (user === undefined && !nonRoot) {
-      found.add(`${path}: must run as non-root: set securityContext.runAsNonRoot: true or a non-zero runAsUser`);
+function checkRunAsNonRoot(pod: PodSpecAt, containers: readonly ContainerAt[], found: string[]): void {
+  const podContext = pod.spec.securityContext;
+  let inheritedRoot = false;
+  for (const at of containers) {
+    const context = at.container.securityContext;
+    const user = context?.runAsUser ?? podContext?.runAsUser;
+    if (context?.runAsUser === 0) {
+      found.push(`${at.path}.securityContext.runAsUser: running as root (user 0) is not allowed`);
+    } else if (user === 0) {
+      if (!inheritedRoot) found.push(`${pod.path}.securityContext.runAsUser: running as root (user 0) is not allowed`);
+      inheritedRoot = true;
+    } else if (user == null && (context?.runAsNonRoot ?? podContext?.runAsNonRoot) !== true) {
+      found.push(`${at.path}: must run as non-root: set securityContext.runAsNonRoot: true or a non-zero runAsUser`);
     }
   }
-  return [...found];
-}
-
-function podViolations(pod: PodSpecAt, settings: PodSecuritySettings): string[] {
-  const containers = containersOf(pod);
-  return [
-    ...(settings.allowHostNamespaces ? [] : hostNamespaceViolations(pod)),
-    ...(settings.allowHostPath ? [] : hostPathViolations(pod)),
-    ...containers.flatMap((container) => containerViolations(container, settings)),
-    ...(settings.requireRunAsNonRoot ? runAsRootViolations(pod, containers) : []),
-  ];
 }
 
 function violations(object: Readonly<KubeObject> | undefined, settings: PodSecuritySettings): string[] {
-  return podSpecsOf(object).flatMap((pod) => podViolations(pod, settings));
+  const pod = podSpecOf(object);
+  if (!pod) return [];
+  const found: string[] = [];
+  if (!settings.allowHostNamespaces) checkHostNamespaces(pod, found);
+  if (!settings.allowHostPath) checkHostPaths(pod, found);
+  const containers = containersOf(pod);
+  for (const at of containers) checkContainer(at, settings, found);
+  if (settings.requireRunAsNonRoot) checkRunAsNonRoot(pod, containers, found);
+  return found;
 }
 
 export default definePlugin({
   name: 'pod-security',
   description: 'Refuses privileged containers, host access and containers that may run as root',
-  match: podSpecMatch(['CREATE', 'UPDATE'], ['pods/ephemeralcontainers']),
+  match: podSpecResources('pods/ephemeralcontainers').create().update(),
   settings: parseSettings,
-  validate({ object, oldObject, settings }) {
-    const existing = new Set(violations(oldObject, settings));
-    const introduced = violations(object, settings).filter((violation) => !existing.has(violation));
-    return introduced.length === 0 ? allow() : deny(introduced.join('; '));
-  },
+  setup: (settings) => ({
+    validate({ object, oldObject }) {
+      const existing = new Set(violations(oldObject, settings));
+      const introduced = violations(object, settings).filter((violation) => !existing.has(violation));
+      return introduced.length === 0 ? allow() : deny(introduced.join('; '));
+    },
+  }),
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import plugin from '../../plugins/pod-security.js';
-import type { AdmissionRequest } from '../../server/plugin-api/index.js';
+import { on, type AdmissionRequest } from '../../server/plugin-api/index.js';
+import { matches, runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
 import {
   cronjobCreate,
   deploymentCreate,
@@ -11,10 +12,8 @@ import {
   requestOf,
   setAt,
 } from '../fixtures/reviews/index.js';
-import { parseSettings, runValidate } from '../helpers/plugin-context.js';
-import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
-const denied = (message: string) => ({ allowed: false, message, code: 403 });
+const denial = (message: string) => ({ message: `pod-security: ${message}`, code: 403 });
 const NON_ROOT_HINT = 'must run as non-root: set securityContext.runAsNonRoot: true or a non-zero runAsUser';
 
 /** The Pod fixture made compliant (pod-level runAsNonRoot), then edited at each `path: value`. */
@@ -27,7 +26,7 @@ function pod(values: Readonly<Record<string, unknown>> = {}): AdmissionRequest {
 describe('pod-security', () => {
   describe('settings', () => {
     it('forbids everything it checks by default, except adding NET_BIND_SERVICE', () => {
-      assert.deepEqual(parseSettings(plugin, undefined), {
+      assert.deepEqual(settingsOf(plugin, undefined), {
         allowPrivileged: false,
         allowPrivilegeEscalation: false,
         allowHostPath: false,
@@ -38,7 +37,7 @@ describe('pod-security', () => {
     });
 
     it('normalises capability names the way runtimes accept them', () => {
-      const parsed = parseSettings(plugin, { allowedCapabilities: ['cap_net_admin', 'SYS_PTRACE'] });
+      const parsed = settingsOf(plugin, { allowedCapabilities: ['cap_net_admin', 'SYS_PTRACE'] });
       assert.deepEqual(parsed.allowedCapabilities, new Set(['NET_BIND_SERVICE', 'NET_ADMIN', 'SYS_PTRACE']));
     });
 
@@ -63,7 +62,10 @@ describe('pod-security', () => {
     ];
     for (const [description, raw, message] of refusals) {
       it(`refuses ${description}`, () => {
-        assert.throws(() => parseSettings(plugin, raw), { name: 'SettingsError', message });
+        assert.throws(() => settingsOf(plugin, raw), {
+          name: 'ConfigError',
+          message: `gateway.yaml: chain[0].settings.${message}`,
+        });
       });
     }
   });
@@ -76,28 +78,48 @@ describe('pod-security', () => {
             operations: ['CREATE', 'UPDATE'],
             apiGroups: ['', 'apps', 'batch'],
             apiVersions: ['*'],
-            resources: [...POD_SPEC_RESOURCES, 'pods/ephemeralcontainers'],
+            resources: [
+              'pods',
+              'deployments',
+              'replicasets',
+              'statefulsets',
+              'daemonsets',
+              'jobs',
+              'cronjobs',
+              'replicationcontrollers',
+              'podtemplates',
+              'pods/ephemeralcontainers',
+            ],
           },
         ],
       });
+    });
+
+    it('does not see a DELETE', () => {
+      assert.equal(matches(plugin, requestOf(podDelete())), false);
     });
   });
 
   describe('given the Pod fixture', () => {
     it('refuses the sidecar that sets neither runAsNonRoot nor runAsUser', async () => {
-      const result = await runValidate(plugin, requestOf(podCreate()));
+      const request = requestOf(podCreate());
+      const result = await runPlugin(plugin, request);
       assert.deepEqual(result, {
-        verdict: denied(`spec.containers[1]: ${NON_ROOT_HINT}`),
+        allowed: false,
+        denial: denial(`spec.containers[1]: ${NON_ROOT_HINT}`),
         warnings: [],
         annotations: {},
+        patch: [],
+        object: request.object,
+        steps: [{ phase: 'validate', outcome: 'denied' }],
       });
     });
   });
 
   describe('given a compliant Pod', () => {
     it('allows it', async () => {
-      const result = await runValidate(plugin, pod());
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, pod());
+      assert.equal(result.allowed, true, result.denial?.message);
     });
   });
 
@@ -155,13 +177,13 @@ describe('pod-security', () => {
     for (const [description, values, message, relaxed] of cases) {
       describe(`given ${description}`, () => {
         it('refuses it with the path of the field', async () => {
-          const result = await runValidate(plugin, pod(values));
-          assert.deepEqual(result.verdict, denied(message));
+          const result = await runPlugin(plugin, pod(values));
+          assert.deepEqual(result.denial, denial(message));
         });
 
         it(`allows it with ${JSON.stringify(relaxed)}`, async () => {
-          const result = await runValidate(plugin, pod(values), relaxed);
-          assert.deepEqual(result.verdict, { allowed: true });
+          const result = await runPlugin(plugin, pod(values), { settings: relaxed });
+          assert.equal(result.allowed, true, result.denial?.message);
         });
       });
     }
@@ -182,10 +204,10 @@ describe('pod-security', () => {
       });
 
     it('lists every violation with its path, pod-level first', async () => {
-      const result = await runValidate(plugin, request());
+      const result = await runPlugin(plugin, request());
       assert.deepEqual(
-        result.verdict,
-        denied(
+        result.denial,
+        denial(
           [
             "spec.hostNetwork: sharing the host's namespaces is not allowed",
             "spec.hostPID: sharing the host's namespaces is not allowed",
@@ -200,15 +222,17 @@ describe('pod-security', () => {
     });
 
     it('allows it when every check is relaxed, matching capability names however they are written', async () => {
-      const result = await runValidate(plugin, request(), {
-        allowPrivileged: true,
-        allowPrivilegeEscalation: true,
-        allowHostPath: true,
-        allowHostNamespaces: true,
-        requireRunAsNonRoot: false,
-        allowedCapabilities: ['CAP_SYS_ADMIN', 'net_raw'],
+      const result = await runPlugin(plugin, request(), {
+        settings: {
+          allowPrivileged: true,
+          allowPrivilegeEscalation: true,
+          allowHostPath: true,
+          allowHostNamespaces: true,
+          requireRunAsNonRoot: false,
+          allowedCapabilities: ['CAP_SYS_ADMIN', 'net_raw'],
+        },
       });
-      assert.deepEqual(result.verdict, { allowed: true });
+      assert.equal(result.allowed, true, result.denial?.message);
     });
   });
 
@@ -218,10 +242,10 @@ describe('pod-security', () => {
         'spec.securityContext': { runAsUser: 0 },
         'spec.initContainers': [{ name: 'init', image: 'busybox:1.36' }],
       });
-      const result = await runValidate(plugin, request);
+      const result = await runPlugin(plugin, request);
       assert.deepEqual(
-        result.verdict,
-        denied('spec.securityContext.runAsUser: running as root (user 0) is not allowed'),
+        result.denial,
+        denial('spec.securityContext.runAsUser: running as root (user 0) is not allowed'),
       );
     });
 
@@ -230,18 +254,18 @@ describe('pod-security', () => {
         'spec.securityContext': { runAsUser: 0 },
         'spec.containers[1].securityContext': { runAsUser: 1000 },
       });
-      const result = await runValidate(plugin, request);
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, request);
+      assert.equal(result.allowed, true, result.denial?.message);
     });
 
     it('accepts a non-zero pod-level runAsUser for every container', async () => {
-      const result = await runValidate(plugin, pod({ 'spec.securityContext': { runAsUser: 1000 } }));
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, pod({ 'spec.securityContext': { runAsUser: 1000 } }));
+      assert.equal(result.allowed, true, result.denial?.message);
     });
 
     it('refuses a container that turns the pod-level runAsNonRoot off', async () => {
-      const result = await runValidate(plugin, pod({ 'spec.containers[1].securityContext': { runAsNonRoot: false } }));
-      assert.deepEqual(result.verdict, denied(`spec.containers[1]: ${NON_ROOT_HINT}`));
+      const result = await runPlugin(plugin, pod({ 'spec.containers[1].securityContext': { runAsNonRoot: false } }));
+      assert.deepEqual(result.denial, denial(`spec.containers[1]: ${NON_ROOT_HINT}`));
     });
   });
 
@@ -253,10 +277,10 @@ describe('pod-security', () => {
           { name: 'debug', image: 'busybox:1.36', securityContext: { capabilities: { add: ['SYS_PTRACE'] } } },
         ],
       });
-      const result = await runValidate(plugin, request);
+      const result = await runPlugin(plugin, request);
       assert.deepEqual(
-        result.verdict,
-        denied(
+        result.denial,
+        denial(
           'spec.initContainers[0].securityContext.privileged: privileged containers are not allowed; ' +
             'spec.ephemeralContainers[0].securityContext.capabilities.add: capability SYS_PTRACE is not allowed',
         ),
@@ -266,13 +290,13 @@ describe('pod-security', () => {
 
   describe('given workloads', () => {
     it('allows the Deployment fixture, which runs as a non-root user', async () => {
-      const result = await runValidate(plugin, requestOf(deploymentCreate()));
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, requestOf(deploymentCreate()));
+      assert.equal(result.allowed, true, result.denial?.message);
     });
 
     it('reports the batch/v1beta1 CronJob container by its template path', async () => {
-      const result = await runValidate(plugin, requestOf(cronjobCreate()));
-      assert.deepEqual(result.verdict, denied(`spec.jobTemplate.spec.template.spec.containers[0]: ${NON_ROOT_HINT}`));
+      const result = await runPlugin(plugin, requestOf(cronjobCreate()));
+      assert.deepEqual(result.denial, denial(`spec.jobTemplate.spec.template.spec.containers[0]: ${NON_ROOT_HINT}`));
     });
   });
 
@@ -282,8 +306,8 @@ describe('pod-security', () => {
       for (const object of [request.object, request.oldObject]) {
         setAt(object, 'spec.containers[0].securityContext.privileged', true);
       }
-      const result = await runValidate(plugin, request);
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, request);
+      assert.equal(result.allowed, true, result.denial?.message);
     });
 
     it('refuses a violation the request introduces, and only that one', async () => {
@@ -292,53 +316,62 @@ describe('pod-security', () => {
       setAt(request.object, 'spec.template.spec.containers[0].securityContext.runAsUser', 0);
       request.oldObject = structuredClone(request.object);
       setAt(request.object, 'spec.template.spec.hostNetwork', true);
-      const result = await runValidate(plugin, request);
+      const result = await runPlugin(plugin, request);
       assert.deepEqual(
-        result.verdict,
-        denied("spec.template.spec.hostNetwork: sharing the host's namespaces is not allowed"),
+        result.denial,
+        denial("spec.template.spec.hostNetwork: sharing the host's namespaces is not allowed"),
       );
     });
   });
 
-  describe('given a DELETE', () => {
-    it('allows it', async () => {
+  describe('given a DELETE, under an entry match that includes it', () => {
+    it('allows it, whatever the stored object holds', async () => {
       const request = requestOf(podDelete());
       setAt(request.oldObject, 'spec.hostNetwork', true);
-      const result = await runValidate(plugin, request);
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, request, { match: on('pods').delete().toMatch() });
+      assert.deepEqual(
+        { allowed: result.allowed, steps: result.steps },
+        { allowed: true, steps: [{ phase: 'validate', outcome: 'allowed' }] },
+      );
     });
   });
 
   describe('given malformed objects', () => {
-    it('treats fields of the wrong type as absent', async () => {
+    it('treats null fields as absent', async () => {
       const request = pod({
-        'spec.hostNetwork': 'true',
+        'spec.hostNetwork': null,
+        'spec.volumes': [{ name: 'empty', hostPath: null }],
+        'spec.containers[0].securityContext': null,
+        'spec.containers[1].securityContext': { capabilities: { add: null }, runAsUser: null, runAsNonRoot: null },
+      });
+      const result = await runPlugin(plugin, request);
+      assert.equal(result.allowed, true, result.denial?.message);
+    });
+
+    it('reads a null pod-level securityContext as an empty one', async () => {
+      const result = await runPlugin(plugin, pod({ 'spec.securityContext': null }));
+      assert.deepEqual(result.denial, denial(`spec.containers[1]: ${NON_ROOT_HINT}`));
+    });
+
+    it('skips volume and capability lists that are not lists', async () => {
+      const request = pod({
         'spec.volumes': { name: 'logs', hostPath: { path: '/var/log' } },
-        'spec.containers[0].securityContext': 'privileged',
-        'spec.containers[1].securityContext': { capabilities: { add: 'SYS_ADMIN' }, runAsUser: '0' },
+        'spec.containers[1].securityContext': { capabilities: { add: 'SYS_ADMIN' } },
       });
-      const result = await runValidate(plugin, request);
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, request);
+      assert.equal(result.allowed, true, result.denial?.message);
     });
 
-    it('skips volumes and capabilities that are not of the expected type inside lists', async () => {
-      const request = pod({
-        'spec.volumes': [null, 'hostPath', { name: 'empty', hostPath: null }],
-        'spec.containers[0].securityContext.capabilities.add': [7, null],
-      });
-      const result = await runValidate(plugin, request);
-      assert.deepEqual(result.verdict, { allowed: true });
-    });
-
-    it('allows a Pod without spec or with containers that are not a list', async () => {
-      const results = await Promise.all([
-        runValidate(plugin, pod({ spec: undefined })),
-        runValidate(plugin, pod({ 'spec.containers': 'web' })),
-      ]);
-      assert.deepEqual(
-        results.map(({ verdict }) => verdict),
-        [{ allowed: true }, { allowed: true }],
-      );
+    it('allows a Pod without spec, with a null one, or with containers that are null or not a list', async () => {
+      for (const values of [
+        { spec: undefined },
+        { spec: null },
+        { 'spec.containers': null },
+        { 'spec.containers': 'web' },
+      ]) {
+        const result = await runPlugin(plugin, pod(values));
+        assert.deepEqual({ values, allowed: result.allowed }, { values, allowed: true });
+      }
     });
   });
 });
