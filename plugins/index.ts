@@ -12,4 +12,4 @@ import resourceDefaults from './resource-defaults.js';
 export const plugins = [defaultLabels, requireLabels, imagePolicy, resourceDefaults, podSecurity] as const;
 
 /** The same list, typed for the gateway, which handles every plugin's settings as opaque values. */
-export const availablePlugins: readonly Plugin<unknown, KubeObject>[] = plugins;
+export const availablePlugins: readonly Plugin<unknown, object>[] = plugins;

@@ -22,11 +22,12 @@ export interface PodSpecAt {
   readonly path: string;
 }
 
-/** A container and its path, e.g. `spec.template.spec.initContainers[1]`. */
+/** A container, its list and index, and its path, e.g. `spec.template.spec.initContainers[1]`. */
 export interface ContainerAt {
   readonly container: AnyContainer;
   readonly path: string;
   readonly field: ContainerField;
+  readonly index: number;
 }
 
 /** A ContainerAt whose path is only written out when asked for (most callers never read it). */
@@ -35,7 +36,7 @@ class FoundContainer implements ContainerAt {
     readonly container: AnyContainer,
     readonly field: ContainerField,
     private readonly podPath: string,
-    private readonly index: number,
+    readonly index: number,
   ) {}
 
   get path(): string {
@@ -86,7 +87,7 @@ export function podSpecOf(object: Readonly<KubeObject> | null | undefined): PodS
   if (!location || group === undefined || !location.groups.includes(group)) return undefined;
   let node: unknown = object;
   for (const key of location.path) node = isObject(node) ? node[key] : undefined;
-  return isObject(node) ? { spec: node as PodSpec, path: location.dotted } : undefined;
+  return isObject(node) ? { spec: node, path: location.dotted } : undefined;
 }
 
 /** The containers of one PodSpec. */

@@ -6,7 +6,7 @@ import { PluginRegistrationError } from '../base/errors.js';
 import type { KubeObject, Plugin } from '../plugin-api/types.js';
 import { STEP_NAME } from '../config/validate.js';
 
-export type AnyPlugin = Plugin<unknown, KubeObject>;
+export type AnyPlugin = Plugin<unknown, object>;
 export type PluginRegistry = ReadonlyMap<string, AnyPlugin>;
 
 export function createPluginRegistry(plugins: readonly AnyPlugin[]): PluginRegistry {

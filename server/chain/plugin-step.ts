@@ -66,7 +66,7 @@ class PluginContext implements MutateContext, ValidateContext {
   }
 }
 
-export function createPluginSteps(plugin: Plugin<unknown, KubeObject>, options: PluginStepOptions): Step[] {
+export function createPluginSteps(plugin: Plugin<unknown, object>, options: PluginStepOptions): Step[] {
   const steps: Step[] = [];
   const common = (phase: Phase) => ({
     name: options.name,

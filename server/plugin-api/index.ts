@@ -19,7 +19,7 @@ import type { KubeObject, Plugin, Verdict } from './types.js';
 export type * from './types.js';
 export type * from './objects.js';
 export { MatchBuilder, MatchDefinitionError, POD_SPEC_RESOURCES, on, podSpecResources } from './match-builder.js';
-export type { MatchSpec } from './match-builder.js';
+export type { MatchSpec, MatchedObject } from './match-builder.js';
 export { isObject, own, type JsonObject } from './json.js';
 export {
   SettingsError,
@@ -32,7 +32,7 @@ export {
 } from './settings.js';
 
 /** What `definePlugin` takes: a plugin whose `match` may be a builder (`on('pods').create()`). */
-export interface PluginDefinition<S, T extends KubeObject> extends Omit<Plugin<S, T>, 'match'> {
+export interface PluginDefinition<S, T extends object> extends Omit<Plugin<S, T>, 'match'> {
   readonly match: MatchSpec<T>;
 }
 
@@ -41,7 +41,7 @@ export interface PluginDefinition<S, T extends KubeObject> extends Omit<Plugin<S
  * `match` written with `on(...)`; the match is turned into webhook rules here, so a mistake in it fails
  * when the module is loaded, naming the rule.
  */
-export function definePlugin<S = undefined, T extends KubeObject = KubeObject>(
+export function definePlugin<S = undefined, T extends object = KubeObject>(
   definition: PluginDefinition<S, T>,
 ): Plugin<S, T> {
   return Object.freeze({ ...definition, match: toMatch(definition.match) });

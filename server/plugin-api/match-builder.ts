@@ -29,7 +29,7 @@ export class MatchDefinitionError extends Error {
  * A match under construction. Every method returns a new builder; the last rule (the one `on` or `or`
  * started) is the one `create()`, `groups()`, … change. `T` is the type of the objects it matches.
  */
-export class MatchBuilder<T extends KubeObject = KubeObject> {
+export class MatchBuilder<T extends object = KubeObject> {
   /** Never set: it only carries `T` for type inference. */
   declare readonly objectType?: T;
 
@@ -71,7 +71,7 @@ export class MatchBuilder<T extends KubeObject = KubeObject> {
   }
 
   /** Adds the rules of `other` (its selectors are ignored: a match has one of each). */
-  or<U extends KubeObject>(other: MatchBuilder<U>): MatchBuilder<T | U> {
+  or<U extends object>(other: MatchBuilder<U>): MatchBuilder<T | U> {
     return new MatchBuilder<T | U>([...this.drafts, ...other.drafts], this.selectors);
   }
 
@@ -166,10 +166,13 @@ export function podSpecResources<const X extends readonly ResourceName[] = []>(
   return on(...POD_SPEC_RESOURCES, ...extra);
 }
 
+/** The type of the objects a match written with the builder sees (`KubeObject` for a literal match). */
+export type MatchedObject<M> = M extends MatchBuilder<infer T> ? T : KubeObject;
+
 /** A plugin's `match` as written: a builder, or the webhook configuration's shape itself. */
-export type MatchSpec<T extends KubeObject = KubeObject> = MatchBuilder<T> | Match;
+export type MatchSpec<T extends object = KubeObject> = MatchBuilder<T> | Match;
 
 /** The webhook-configuration shape of a match, whichever way it was written. */
-export function toMatch(spec: MatchSpec): Match {
+export function toMatch(spec: MatchSpec<object>): Match {
   return spec instanceof MatchBuilder ? spec.toMatch() : spec;
 }

@@ -50,9 +50,9 @@ import type {
 import type { KubeObject } from './types.js';
 
 /**
- * An object as a webhook receives it: every field optional, timestamps as strings. A map (labels, resource
- * quantities) keeps its index signature as it is: reading an absent key is already `undefined` under
- * `noUncheckedIndexedAccess`.
+ * An object as a webhook receives it: every field optional, a list or an object possibly `null`, timestamps
+ * as strings. A map (labels, resource quantities) keeps its index signature as it is: reading an absent key is
+ * already `undefined` under `noUncheckedIndexedAccess`.
  */
 export type Received<T> = T extends Date
   ? string
@@ -61,8 +61,14 @@ export type Received<T> = T extends Date
     : T extends object
       ? string extends keyof T
         ? { [key: string]: Received<T[string & keyof T]> }
-        : { -readonly [K in keyof T]?: Received<T[K]> }
+        : { -readonly [K in keyof T]?: Field<T[K]> }
       : T;
+
+/**
+ * A field's value: a list, map or object the client left out may arrive as `null` (the apiserver writes a
+ * Go slice, map or pointer without `omitempty` that way), so the compiler makes a plugin handle it.
+ */
+type Field<V> = V extends Date ? string : V extends object ? Received<V> | null : V;
 
 export type Pod = Received<V1Pod>;
 export type PodSpec = NonNullable<Pod['spec']>;
@@ -158,7 +164,6 @@ export type ObjectFor<R extends string> = R extends BuiltInResource
 
 /** A resource name as a match takes it: a built-in plural (suggested by the editor) or any other. */
 // `string & {}` keeps the editor's suggestions of the built-in names while accepting any string.
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export type ResourceName = BuiltInResource | `${BuiltInResource}/${string}` | (string & {});
 
 /** The API group of a built-in resource or of its subresource; undefined for any other. */

@@ -14,17 +14,17 @@ export interface ObjectMeta {
   uid?: string;
   resourceVersion?: string;
   generation?: number;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  ownerReferences?: unknown[];
+  labels?: Record<string, string> | null;
+  annotations?: Record<string, string> | null;
+  ownerReferences?: unknown[] | null;
   [key: string]: unknown;
 }
 
-/** Any Kubernetes object as JSON. */
+/** Any Kubernetes object as JSON. A map or list the client left out may arrive as `null`. */
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata?: ObjectMeta;
+  metadata?: ObjectMeta | null;
   [key: string]: unknown;
 }
 
@@ -134,13 +134,13 @@ export interface BaseContext {
 }
 
 /** Context of `mutate`: `object` is the working copy — edit it in place, the gateway computes the patch. */
-export interface MutateContext<T extends KubeObject = KubeObject> extends BaseContext {
+export interface MutateContext<T extends object = KubeObject> extends BaseContext {
   readonly object: T;
   readonly oldObject: Readonly<T> | undefined;
 }
 
 /** Context of `validate`: objects are read-only (writing throws); `object` is undefined on DELETE. */
-export interface ValidateContext<T extends KubeObject = KubeObject> extends BaseContext {
+export interface ValidateContext<T extends object = KubeObject> extends BaseContext {
   readonly object: Readonly<T> | undefined;
   readonly oldObject: Readonly<T> | undefined;
 }
@@ -149,7 +149,7 @@ export interface ValidateContext<T extends KubeObject = KubeObject> extends Base
 export type MutateResult = void | Verdict | readonly JsonPatchOperation[];
 
 /** What a plugin does for one chain entry's settings: `setup` returns it. */
-export interface PluginHandlers<T extends KubeObject = KubeObject> {
+export interface PluginHandlers<T extends object = KubeObject> {
   /** Runs in the mutate phase (serially, in chain order), only when the request carries an object. */
   mutate?(ctx: MutateContext<T>): MutateResult | Promise<MutateResult>;
   /** Runs in the validate phase (in parallel with the other validating steps). */
@@ -172,7 +172,7 @@ export interface PluginDefaults {
  * An in-process plugin. Export one from a module in `plugins/` with `definePlugin` and list it in
  * `plugins/index.ts`; `gateway.yaml`'s `chain` decides whether and where it runs.
  */
-export interface Plugin<S = undefined, T extends KubeObject = KubeObject> {
+export interface Plugin<S = undefined, T extends object = KubeObject> {
   /** Unique kebab-case name; used in logs, metric labels, denial messages and audit annotation keys. */
   readonly name: string;
   /** One line for `/chain` and `--help`. */

@@ -21,12 +21,12 @@ import { createPluginRegistry } from '../../chain/plugin-registry.js';
 import { createReviewer, type BindableLogger, type ReviewResult } from '../../chain/reviewer.js';
 import { validateConfig } from '../../config/validate.js';
 import { createMetrics } from '../../metrics/metrics.js';
+import { toMatch, type MatchSpec } from '../match-builder.js';
 import type {
   AdmissionRequest,
   FailurePolicy,
   JsonPatchOperation,
   KubeObject,
-  Match,
   Mode,
   Operation,
   Plugin,
@@ -42,8 +42,8 @@ export interface EntryOptions {
   readonly failurePolicy?: FailurePolicy;
   readonly timeoutSeconds?: number;
   readonly reinvocationPolicy?: ReinvocationPolicy;
-  /** Replaces the plugin's own match, as an entry's `match` does. */
-  readonly match?: Match;
+  /** Replaces the plugin's own match, as an entry's `match` does (a builder or the literal shape). */
+  readonly match?: MatchSpec<object>;
 }
 
 export interface RunOptions extends EntryOptions {
@@ -69,7 +69,7 @@ export interface StepRun {
   readonly failedOpen?: boolean;
 }
 
-export interface PluginRun<T extends KubeObject = KubeObject> {
+export interface PluginRun<T extends object = KubeObject> {
   readonly allowed: boolean;
   /** The refusal the user sees (the message prefixed with the plugin's name), when not allowed. */
   readonly denial?: { readonly message: string; readonly code: number };
@@ -79,7 +79,10 @@ export interface PluginRun<T extends KubeObject = KubeObject> {
   readonly annotations: Readonly<Record<string, string>>;
   /** The mutate phase's one JSON patch, decoded; empty when nothing changed. */
   readonly patch: readonly JsonPatchOperation[];
-  /** The object as the apiserver would store it: the request's object with the patch applied. */
+  /**
+   * The request's object with the patch applied: what the validate phase saw, and what the apiserver stores
+   * when the request is allowed.
+   */
   readonly object: T | undefined;
   readonly steps: readonly StepRun[];
 }
@@ -113,11 +116,12 @@ export function reviewOf(
 const silent: BindableLogger = pino({ level: 'silent' });
 
 /** A gateway config holding only this plugin, read by the gateway's own reader. */
-function chainFor(plugin: Plugin<unknown, KubeObject>, options: EntryOptions) {
+function chainFor(plugin: Plugin<unknown, object>, options: EntryOptions) {
   const entry: Record<string, unknown> = { plugin: plugin.name };
-  for (const key of ['settings', 'mode', 'failurePolicy', 'timeoutSeconds', 'reinvocationPolicy', 'match'] as const) {
+  for (const key of ['settings', 'mode', 'failurePolicy', 'timeoutSeconds', 'reinvocationPolicy'] as const) {
     if (options[key] !== undefined) entry[key] = options[key];
   }
+  if (options.match) entry.match = toMatch(options.match);
   const config = validateConfig({ chain: [entry] }, 'gateway.yaml', process.cwd());
   return createChain(buildPluginSteps(config.chain, createPluginRegistry([plugin]), config.file));
 }
@@ -126,13 +130,13 @@ function chainFor(plugin: Plugin<unknown, KubeObject>, options: EntryOptions) {
  * The plugin's parsed settings for `raw`, or the error the gateway would refuse its config with
  * (`gateway.yaml: chain[0].settings.max: expected a positive integer, got 0`).
  */
-export function settingsOf<S, T extends KubeObject>(plugin: Plugin<S, T>, raw?: unknown): S {
+export function settingsOf<S, T extends object>(plugin: Plugin<S, T>, raw?: unknown): S {
   chainFor(plugin, { settings: raw });
   return (plugin.settings ? plugin.settings(raw) : undefined) as S;
 }
 
 /** Runs `request` through a chain of this plugin alone; see the module's header. */
-export async function runPlugin<S, T extends KubeObject>(
+export async function runPlugin<S, T extends object>(
   plugin: Plugin<S, T>,
   request: AdmissionRequest,
   options: RunOptions = {},
@@ -202,12 +206,12 @@ export async function runPlugin<S, T extends KubeObject>(
  * Whether the plugin (or an entry `match` that replaces its own) would see `request`: the same rules and
  * selectors the gateway applies. `namespaceLabels` as for `runPlugin`.
  */
-export function matches<S, T extends KubeObject>(
+export function matches<S, T extends object>(
   plugin: Plugin<S, T>,
   request: AdmissionRequest,
-  options: { readonly match?: Match; readonly namespaceLabels?: Labels } = {},
+  options: { readonly match?: MatchSpec<object>; readonly namespaceLabels?: Labels } = {},
 ): boolean {
   const labels =
     options.namespaceLabels ?? (request.namespace ? { 'kubernetes.io/metadata.name': request.namespace } : undefined);
-  return compileMatch(options.match ?? plugin.match).matches(request, labels) === undefined;
+  return compileMatch(options.match ? toMatch(options.match) : plugin.match).matches(request, labels) === undefined;
 }
