@@ -7,12 +7,12 @@ import {
   allow,
   definePlugin,
   deny,
+  on,
   optionalStringList,
   optionalStringMap,
+  own,
   settingsObject,
-  type KubeObject,
 } from '../server/plugin-api/index.js';
-import { isObject, objectField, ownField } from './lib/pod-spec.js';
 
 interface ValueRule {
   /** As written in the settings, for messages. */
@@ -51,47 +51,30 @@ function parseSettings(raw: unknown): RequireLabelsSettings {
   };
 }
 
-function labelValue(labels: Record<string, unknown>, key: string): string | undefined {
-  const value = ownField(labels, key);
-  return typeof value === 'string' ? value : undefined;
-}
-
-function problems(object: Readonly<KubeObject>, settings: RequireLabelsSettings): string[] {
-  const metadata = isObject(object.metadata) ? object.metadata : {};
-  const labels = objectField(metadata, 'labels') ?? {};
-  const missing = settings.labels.filter((key) => labelValue(labels, key) === undefined);
-  const invalid = [...settings.values].flatMap(([key, rule]) => {
-    const value = labelValue(labels, key);
-    return value === undefined || rule.regex.test(value)
-      ? []
-      : [`label ${key}="${value}" does not match "${rule.pattern}"`];
-  });
-  const missingText = missing.length === 1 ? 'missing required label: ' : 'missing required labels: ';
-  return [...(missing.length > 0 ? [missingText + missing.join(', ')] : []), ...invalid];
-}
-
-/** Objects being deleted only shed finalizers; refusing that update would leave them stuck in Terminating. */
-function isBeingDeleted(object: Readonly<KubeObject>): boolean {
-  return isObject(object.metadata) && object.metadata.deletionTimestamp != null;
+function problems(labels: Readonly<Record<string, string>>, settings: RequireLabelsSettings): string[] {
+  const missing = settings.labels.filter((key) => own(labels, key) === undefined);
+  const found: string[] = [];
+  if (missing.length > 0) found.push(`missing required label${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`);
+  for (const [key, { pattern, regex }] of settings.values) {
+    const value = own(labels, key);
+    if (value !== undefined && !regex.test(value)) found.push(`label ${key}="${value}" does not match "${pattern}"`);
+  }
+  return found;
 }
 
 export default definePlugin({
   name: 'require-labels',
   description: 'Refuses objects without the required labels or with label values of the wrong form',
-  match: {
-    rules: [
-      {
-        operations: ['CREATE', 'UPDATE'],
-        apiGroups: ['', 'apps', 'batch'],
-        apiVersions: ['*'],
-        resources: ['pods', 'deployments', 'statefulsets', 'daemonsets', 'replicasets', 'jobs', 'cronjobs', 'services'],
-      },
-    ],
-  },
+  match: on('pods', 'deployments', 'statefulsets', 'daemonsets', 'replicasets', 'jobs', 'cronjobs', 'services')
+    .create()
+    .update(),
   settings: parseSettings,
-  validate({ object, settings }) {
-    if (object === undefined || isBeingDeleted(object)) return allow();
-    const found = problems(object, settings);
-    return found.length === 0 ? allow() : deny(found.join('; '));
-  },
+  setup: (settings) => ({
+    validate({ object }) {
+      // Objects being deleted only shed finalizers; refusing that update would leave them stuck in Terminating.
+      if (!object || object.metadata?.deletionTimestamp != null) return allow();
+      const found = problems(object.metadata?.labels ?? {}, settings);
+      return found.length === 0 ? allow() : deny(found.join('; '));
+    },
+  }),
 });

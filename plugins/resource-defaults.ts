@@ -5,9 +5,16 @@
  * - no default request where the user set a limit: Kubernetes then defaults the request to that limit;
  * - no default limit below the request the user set.
  */
-import { SettingsError, definePlugin, settingsObject } from '../server/plugin-api/index.js';
-import { forEachContainer, isObject, ownField, type Container, type JsonObject, podSpecMatch } from './lib/pod-spec.js';
-import { parseQuantity, quantityValue } from './lib/quantity.js';
+import {
+  SettingsError,
+  definePlugin,
+  isObject,
+  own,
+  podSpecResources,
+  settingsObject,
+} from '../server/plugin-api/index.js';
+import { forEachContainer, type AnyContainer } from './lib/pod-spec.js';
+import { parseQuantity } from './lib/quantity.js';
 
 export interface Quantity {
   /** As configured, inserted verbatim. */
@@ -15,9 +22,12 @@ export interface Quantity {
   readonly value: number;
 }
 
+/** Resource name → default quantity. */
+type Defaults = ReadonlyMap<string, Quantity>;
+
 export interface ResourceDefaultsSettings {
-  readonly requests: ReadonlyMap<string, Quantity>;
-  readonly limits: ReadonlyMap<string, Quantity>;
+  readonly requests: Defaults;
+  readonly limits: Defaults;
 }
 
 type Field = 'requests' | 'limits';
@@ -37,7 +47,7 @@ function readQuantity(value: unknown, path: string): Quantity {
   return { text, value: parsed };
 }
 
-function readQuantities(settings: Record<string, unknown>, field: Field): ReadonlyMap<string, Quantity> {
+function readQuantities(settings: Record<string, unknown>, field: Field): Defaults {
   const raw = settings[field] === undefined ? FALLBACK[field] : settings[field];
   if (!isObject(raw)) {
     throw new SettingsError(
@@ -54,6 +64,9 @@ function parseSettings(raw: unknown): ResourceDefaultsSettings {
   const settings = settingsObject(raw, ['requests', 'limits']);
   const requests = readQuantities(settings, 'requests');
   const limits = readQuantities(settings, 'limits');
+  if (requests.size === 0 && limits.size === 0) {
+    throw new SettingsError('', 'expected requests or limits (or both) with at least one entry');
+  }
   for (const [resource, request] of requests) {
     const limit = limits.get(resource);
     if (limit && request.value > limit.value) {
@@ -66,44 +79,33 @@ function parseSettings(raw: unknown): ResourceDefaultsSettings {
   return { requests, limits };
 }
 
-const NONE: JsonObject = Object.freeze({});
+type Resources = NonNullable<AnyContainer['resources']>;
+/** A container's requests or limits: resource name → quantity. */
+type Quantities = Record<string, string>;
 
-/** `resources[field]`: empty when absent, undefined when it is not a map (left for the apiserver to refuse). */
-function quantitiesIn(resources: JsonObject, field: Field): JsonObject | undefined {
-  const value = resources[field];
-  if (value === undefined || value === null) return NONE;
-  return isObject(value) ? value : undefined;
-}
+const NONE: Quantities = Object.freeze({});
 
 // Plain loops over the settings' keys, returning a map only when something is missing: this runs for every
 // container of every created workload, and a Pod may have tens of thousands.
-function missingRequests(
-  defaults: ReadonlyMap<string, Quantity>,
-  requests: JsonObject,
-  limits: JsonObject,
-): JsonObject | undefined {
-  let missing: JsonObject | undefined;
+function missingRequests(defaults: Defaults, requests: Quantities, limits: Quantities): Quantities | undefined {
+  let missing: Quantities | undefined;
   for (const resource of defaults.keys()) {
-    if (ownField(requests, resource) === undefined && ownField(limits, resource) === undefined) {
+    if (own(requests, resource) === undefined && own(limits, resource) === undefined) {
       (missing ??= {})[resource] = defaults.get(resource)!.text;
     }
   }
   return missing;
 }
 
-function missingLimits(
-  defaults: ReadonlyMap<string, Quantity>,
-  requests: JsonObject,
-  limits: JsonObject,
-): JsonObject | undefined {
-  let missing: JsonObject | undefined;
+function missingLimits(defaults: Defaults, requests: Quantities, limits: Quantities): Quantities | undefined {
+  let missing: Quantities | undefined;
   for (const resource of defaults.keys()) {
-    if (ownField(limits, resource) !== undefined) continue;
+    if (own(limits, resource) !== undefined) continue;
     const limit = defaults.get(resource)!;
-    const request = ownField(requests, resource);
+    const request = own(requests, resource);
     if (request !== undefined) {
       // An unreadable request cannot be compared; adding a limit could only make it worse.
-      const value = quantityValue(request);
+      const value = parseQuantity(request);
       if (value === undefined || value > limit.value) continue;
     }
     (missing ??= {})[resource] = limit.text;
@@ -111,30 +113,26 @@ function missingLimits(
   return missing;
 }
 
-function addQuantities(resources: JsonObject, field: Field, additions: JsonObject | undefined): void {
+function addQuantities(resources: Resources, field: Field, additions: Quantities | undefined): void {
   if (!additions) return;
   const existing = resources[field];
-  if (!isObject(existing)) {
-    resources[field] = additions;
-    return;
-  }
-  for (const resource in additions) existing[resource] = additions[resource];
+  if (existing) Object.assign(existing, additions);
+  else resources[field] = additions;
 }
 
-function defaultContainer(container: Container, settings: ResourceDefaultsSettings): void {
-  const resources = container.resources ?? NONE;
-  if (!isObject(resources)) return;
-  const requests = quantitiesIn(resources, 'requests');
-  const limits = quantitiesIn(resources, 'limits');
-  if (!requests || !limits) return;
+function defaultContainer(container: AnyContainer, defaults: ResourceDefaultsSettings): void {
+  const existing = container.resources;
+  const requests = existing?.requests ?? NONE;
+  const limits = existing?.limits ?? NONE;
   // Both lists are decided on the container as the user wrote it, before either is added.
-  const newRequests = missingRequests(settings.requests, requests, limits);
-  const newLimits = missingLimits(settings.limits, requests, limits);
+  const newRequests = missingRequests(defaults.requests, requests, limits);
+  const newLimits = missingLimits(defaults.limits, requests, limits);
   if (!newRequests && !newLimits) return;
-  const target = resources === NONE ? {} : resources;
-  addQuantities(target, 'requests', newRequests);
-  addQuantities(target, 'limits', newLimits);
-  if (target !== resources) container.resources = target;
+  // A new resources map is filled before it is written, so the container gets one write.
+  const resources = existing ?? {};
+  addQuantities(resources, 'requests', newRequests);
+  addQuantities(resources, 'limits', newLimits);
+  if (!existing) container.resources = resources;
 }
 
 const DEFAULTED_FIELDS = ['containers', 'initContainers'] as const;
@@ -142,9 +140,9 @@ const DEFAULTED_FIELDS = ['containers', 'initContainers'] as const;
 export default definePlugin({
   name: 'resource-defaults',
   description: 'Adds default resource requests and limits to containers that do not declare them',
-  match: podSpecMatch(['CREATE']),
+  match: podSpecResources().create(),
   settings: parseSettings,
-  mutate({ object, settings }) {
-    forEachContainer(object, DEFAULTED_FIELDS, (container) => defaultContainer(container, settings));
-  },
+  setup: (defaults) => ({
+    mutate: ({ object }) => forEachContainer(object, DEFAULTED_FIELDS, (c) => defaultContainer(c, defaults)),
+  }),
 });

@@ -36,9 +36,3 @@ export function parseQuantity(text: string): number | undefined {
   const scale = exponent !== undefined ? Number(exponent) : (DECIMAL_EXPONENTS.get(decimal ?? '') ?? 0);
   return Number(`${mantissa}e${scale}`);
 }
-
-/** A quantity as found in an object: a string, or a JSON number (which the apiserver also accepts). */
-export function quantityValue(value: unknown): number | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
-  return typeof value === 'string' ? parseQuantity(value) : undefined;
-}

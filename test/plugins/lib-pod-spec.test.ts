@@ -3,7 +3,9 @@ import type { KubeObject } from '../../server/plugin-api/index.js';
 import {
   containersIn,
   containersOf,
-  podSpecsOf,
+  forEachContainer,
+  podSpecOf,
+  type AnyContainer,
   type ContainerAt,
   type PodSpecAt,
 } from '../../plugins/lib/pod-spec.js';
@@ -23,34 +25,46 @@ const templated = (apiVersion: string, kind: string): KubeObject => ({
   spec: { template: { spec } },
 });
 
-/** The one PodSpec found, checking it is the object's own (edits go to the object, not a copy). */
-function onlySpec(object: KubeObject, path: string): PodSpecAt {
-  const found = podSpecsOf(object);
-  assert.equal(found.length, 1);
-  const [first] = found;
-  assert.ok(first);
-  assert.equal(first.path, path);
-  assert.equal(first.spec, valueAt(object, path));
-  return first;
+/** The PodSpec found, checking it is the object's own (edits go to the object, not a copy). */
+function specAt(object: KubeObject, path: string): PodSpecAt {
+  const found = podSpecOf(object);
+  assert.ok(found);
+  assert.equal(found.path, path);
+  assert.equal(found.spec, valueAt(object, path));
+  return found;
 }
 
+/**
+ * A Pod whose container lists hold entries that are not containers, as a client other than the apiserver
+ * could send: they are skipped, and keep their index in the paths of the others.
+ */
+const untidyPod: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'Pod',
+  spec: {
+    initContainers: [{ name: 'init' }],
+    containers: [{ name: 'a' }, 'not a container', null, { name: 'b' }],
+    ephemeralContainers: [{ name: 'debug' }],
+  },
+};
+
 describe('lib/pod-spec', () => {
-  describe('podSpecsOf()', () => {
+  describe('podSpecOf()', () => {
     describe('given the fixtures', () => {
       it('finds a Pod spec at spec', () => {
-        onlySpec(requestOf(podCreate()).object ?? {}, 'spec');
+        specAt(requestOf(podCreate()).object ?? {}, 'spec');
       });
 
       it('finds a Deployment template at spec.template.spec', () => {
-        onlySpec(requestOf(deploymentCreate()).object ?? {}, 'spec.template.spec');
+        specAt(requestOf(deploymentCreate()).object ?? {}, 'spec.template.spec');
       });
 
       it('finds a batch/v1beta1 CronJob template at spec.jobTemplate.spec.template.spec', () => {
-        onlySpec(requestOf(cronjobCreate()).object ?? {}, 'spec.jobTemplate.spec.template.spec');
+        specAt(requestOf(cronjobCreate()).object ?? {}, 'spec.jobTemplate.spec.template.spec');
       });
 
       it('finds nothing on DELETE, where there is no object', () => {
-        assert.deepEqual(podSpecsOf(requestOf(podDelete()).object), []);
+        assert.equal(podSpecOf(requestOf(podDelete()).object), undefined);
       });
     });
 
@@ -65,7 +79,7 @@ describe('lib/pod-spec', () => {
       ];
       for (const [apiVersion, kind] of kinds) {
         it(`finds the ${apiVersion} ${kind} template at spec.template.spec`, () => {
-          onlySpec(templated(apiVersion, kind), 'spec.template.spec');
+          specAt(templated(apiVersion, kind), 'spec.template.spec');
         });
       }
 
@@ -75,11 +89,11 @@ describe('lib/pod-spec', () => {
           kind: 'CronJob',
           spec: { jobTemplate: { spec: { template: { spec } } } },
         };
-        onlySpec(cronJob, 'spec.jobTemplate.spec.template.spec');
+        specAt(cronJob, 'spec.jobTemplate.spec.template.spec');
       });
 
       it('finds a PodTemplate spec at template.spec', () => {
-        onlySpec({ apiVersion: 'v1', kind: 'PodTemplate', template: { spec } }, 'template.spec');
+        specAt({ apiVersion: 'v1', kind: 'PodTemplate', template: { spec } }, 'template.spec');
       });
     });
 
@@ -90,6 +104,7 @@ describe('lib/pod-spec', () => {
         ['an object without apiVersion', { kind: 'Pod', spec }],
         ['a kind that is an Object.prototype member', { apiVersion: 'v1', kind: 'constructor', spec }],
         ['a Pod without spec', { apiVersion: 'v1', kind: 'Pod' }],
+        ['a Pod whose spec is null', { apiVersion: 'v1', kind: 'Pod', spec: null }],
         ['a Pod whose spec is a list', { apiVersion: 'v1', kind: 'Pod', spec: [spec] }],
         [
           'a Deployment whose template is a string',
@@ -100,21 +115,14 @@ describe('lib/pod-spec', () => {
       ];
       for (const [description, object] of cases) {
         it(`finds nothing in ${description}`, () => {
-          assert.deepEqual(podSpecsOf(object), []);
+          assert.equal(podSpecOf(object), undefined);
         });
       }
     });
   });
 
   describe('containersOf()', () => {
-    const pod: PodSpecAt = {
-      path: 'spec',
-      spec: {
-        initContainers: [{ name: 'init' }],
-        containers: [{ name: 'a' }, 'not a container', null, { name: 'b' }],
-        ephemeralContainers: [{ name: 'debug' }],
-      },
-    };
+    const pod = specAt(untidyPod, 'spec');
 
     /** The found containers as plain records (`path` is worked out on demand). */
     const listed = (found: readonly ContainerAt[]) =>
@@ -136,7 +144,17 @@ describe('lib/pod-spec', () => {
     });
 
     it('skips container lists that are not lists', () => {
-      assert.deepEqual(containersOf({ path: 'spec', spec: { containers: { name: 'a' }, initContainers: 'x' } }), []);
+      const odd: KubeObject = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        spec: { containers: { name: 'a' }, initContainers: 'x' },
+      };
+      assert.deepEqual(containersOf(specAt(odd, 'spec')), []);
+    });
+
+    it('skips null container lists', () => {
+      const nulls: KubeObject = { apiVersion: 'v1', kind: 'Pod', spec: { containers: null, initContainers: null } };
+      assert.deepEqual(containersOf(specAt(nulls, 'spec')), []);
     });
   });
 
@@ -150,6 +168,22 @@ describe('lib/pod-spec', () => {
         ['spec.template.spec.containers[0]', 'checkout'],
         ['spec.template.spec.initContainers[0]', 'migrate'],
       ]);
+    });
+
+    it('lists none for an object without a PodSpec', () => {
+      assert.deepEqual(containersIn(requestOf(podDelete()).object), []);
+    });
+  });
+
+  describe('forEachContainer()', () => {
+    it('visits the containers of the fields asked for, in order, skipping entries that are not containers', () => {
+      const visited: AnyContainer[] = [];
+      forEachContainer(untidyPod, ['containers', 'initContainers'], (container) => visited.push(container));
+      assert.deepEqual(visited, [{ name: 'a' }, { name: 'b' }, { name: 'init' }]);
+    });
+
+    it('visits none for an object without a PodSpec', () => {
+      forEachContainer(templated('example.com/v1', 'Job'), ['containers'], () => assert.fail('visited'));
     });
   });
 });

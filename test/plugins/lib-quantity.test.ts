@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { parseQuantity, quantityValue } from '../../plugins/lib/quantity.js';
+import { parseQuantity } from '../../plugins/lib/quantity.js';
 
 describe('lib/quantity', () => {
   describe('parseQuantity()', () => {
@@ -49,19 +49,5 @@ describe('lib/quantity', () => {
         assert.equal(parseQuantity(text), undefined);
       });
     }
-  });
-
-  describe('quantityValue()', () => {
-    it('reads quantity strings', () => {
-      assert.equal(quantityValue('100m'), 0.1);
-    });
-
-    it('reads JSON numbers, which the apiserver also accepts', () => {
-      assert.equal(quantityValue(2), 2);
-    });
-
-    it('refuses non-finite numbers and other types', () => {
-      assert.deepEqual([Infinity, NaN, null, undefined, {}, ['1']].map(quantityValue), Array(6).fill(undefined));
-    });
   });
 });

@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import plugin from '../../plugins/require-labels.js';
 import { deploymentCreate, podCreate, podDelete, podUpdate, requestOf, setAt } from '../fixtures/reviews/index.js';
-import { parseSettings, runValidate } from '../helpers/plugin-context.js';
+import { runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
+import { on, type AdmissionRequest } from '../../server/plugin-api/index.js';
 
-const denied = (message: string) => ({ allowed: false, message, code: 403 });
+/** The user's answer when the plugin refuses: its message, prefixed with the plugin's name. */
+const denied = (message: string) => ({ message: `require-labels: ${message}`, code: 403 });
+
+const denialOf = async (request: AdmissionRequest, settings: unknown) =>
+  (await runPlugin(plugin, request, { settings })).denial;
 
 describe('require-labels', () => {
   describe('settings', () => {
@@ -27,12 +32,15 @@ describe('require-labels', () => {
     ];
     for (const [description, raw, message] of refusals) {
       it(`refuses ${description}`, () => {
-        assert.throws(() => parseSettings(plugin, raw), { name: 'SettingsError', message });
+        assert.throws(() => settingsOf(plugin, raw), {
+          name: 'ConfigError',
+          message: `gateway.yaml: chain[0].settings.${message}`,
+        });
       });
     }
 
     it('drops repeated names and compiles each pattern to match whole values', () => {
-      const parsed = parseSettings(plugin, { labels: ['team', 'team', 'tier'], values: { tier: 'front|back' } });
+      const parsed = settingsOf(plugin, { labels: ['team', 'team', 'tier'], values: { tier: 'front|back' } });
       assert.deepEqual(parsed, {
         labels: ['team', 'tier'],
         values: new Map([['tier', { pattern: 'front|back', regex: /^(?:front|back)$/ }]]),
@@ -65,63 +73,81 @@ describe('require-labels', () => {
   });
 
   describe('given a Pod with every required label', () => {
-    it('allows it without warnings', async () => {
-      const result = await runValidate(plugin, requestOf(podCreate()), { labels: ['app', 'team'] });
-      assert.deepEqual(result, { verdict: { allowed: true }, warnings: [], annotations: {} });
+    it('allows it as it is, without warnings or annotations', async () => {
+      const request = requestOf(podCreate());
+      const result = await runPlugin(plugin, request, { settings: { labels: ['app', 'team'] } });
+      assert.deepEqual(result, {
+        allowed: true,
+        warnings: [],
+        annotations: {},
+        patch: [],
+        object: request.object,
+        steps: [{ phase: 'validate', outcome: 'allowed' }],
+      });
     });
   });
 
   describe('given a Pod missing several required labels', () => {
-    it('lists every missing label, in the configured order, in one message', async () => {
-      const result = await runValidate(plugin, requestOf(podCreate()), {
-        labels: ['team', 'cost-center', 'app', 'owner'],
+    it('refuses it, listing every missing label in the configured order in one message', async () => {
+      const result = await runPlugin(plugin, requestOf(podCreate()), {
+        settings: { labels: ['team', 'cost-center', 'app', 'owner'] },
       });
-      assert.deepEqual(result.verdict, denied('missing required labels: cost-center, owner'));
+      assert.deepEqual(
+        { ...result, object: undefined },
+        {
+          allowed: false,
+          denial: denied('missing required labels: cost-center, owner'),
+          warnings: [],
+          annotations: {},
+          patch: [],
+          object: undefined,
+          steps: [{ phase: 'validate', outcome: 'denied' }],
+        },
+      );
     });
   });
 
   describe('given a Pod missing one required label', () => {
     it('names it in the singular', async () => {
-      const result = await runValidate(plugin, requestOf(podCreate()), { labels: ['cost-center'] });
-      assert.deepEqual(result.verdict, denied('missing required label: cost-center'));
+      const denial = await denialOf(requestOf(podCreate()), { labels: ['cost-center'] });
+      assert.deepEqual(denial, denied('missing required label: cost-center'));
     });
   });
 
   describe('given values patterns', () => {
     it('refuses a value that matches only part of the pattern', async () => {
-      const result = await runValidate(plugin, requestOf(podCreate()), { labels: ['team'], values: { team: 'pay' } });
-      assert.deepEqual(result.verdict, denied('label team="payments" does not match "pay"'));
+      const denial = await denialOf(requestOf(podCreate()), { labels: ['team'], values: { team: 'pay' } });
+      assert.deepEqual(denial, denied('label team="payments" does not match "pay"'));
     });
 
     it('allows a value that matches the whole pattern', async () => {
-      const result = await runValidate(plugin, requestOf(podCreate()), {
-        labels: ['team'],
-        values: { team: 'payments|search' },
+      const result = await runPlugin(plugin, requestOf(podCreate()), {
+        settings: { labels: ['team'], values: { team: 'payments|search' } },
       });
-      assert.deepEqual(result.verdict, { allowed: true });
+      assert.equal(result.allowed, true);
     });
 
     it('checks a label that is not required only when it is present', async () => {
-      const raw = { labels: ['app'], values: { tier: 'frontend|backend' } };
-      const absent = await runValidate(plugin, requestOf(podCreate()), raw);
+      const settings = { labels: ['app'], values: { tier: 'frontend|backend' } };
+      const absent = await runPlugin(plugin, requestOf(podCreate()), { settings });
       const request = requestOf(podCreate());
       setAt(request.object, 'metadata.labels.tier', 'cache');
-      const present = await runValidate(plugin, request, raw);
+      const present = await runPlugin(plugin, request, { settings });
       assert.deepEqual(
-        [absent.verdict, present.verdict],
-        [{ allowed: true }, denied('label tier="cache" does not match "frontend|backend"')],
+        [absent.denial, present.denial],
+        [undefined, denied('label tier="cache" does not match "frontend|backend"')],
       );
     });
 
     it('reports missing and invalid labels together', async () => {
       const request = requestOf(podCreate());
       setAt(request.object, 'metadata.labels.app', 'Web Server');
-      const result = await runValidate(plugin, request, {
+      const denial = await denialOf(request, {
         labels: ['app', 'team', 'owner', 'cost-center'],
         values: { app: '[a-z-]+', team: 'team-[a-z]+' },
       });
       assert.deepEqual(
-        result.verdict,
+        denial,
         denied(
           'missing required labels: owner, cost-center; label app="Web Server" does not match "[a-z-]+"; ' +
             'label team="payments" does not match "team-[a-z]+"',
@@ -132,60 +158,55 @@ describe('require-labels', () => {
 
   describe('given a Deployment', () => {
     it('checks the labels of the Deployment itself, not of its pod template', async () => {
-      const result = await runValidate(plugin, requestOf(deploymentCreate()), {
-        labels: ['app.kubernetes.io/name', 'team'],
-      });
-      assert.deepEqual(result.verdict, denied('missing required label: team'));
+      const denial = await denialOf(requestOf(deploymentCreate()), { labels: ['app.kubernetes.io/name', 'team'] });
+      assert.deepEqual(denial, denied('missing required label: team'));
     });
   });
 
   describe('given a DELETE', () => {
-    it('allows it, as there is no object to check', async () => {
-      const result = await runValidate(plugin, requestOf(podDelete()), { labels: ['owner'] });
-      assert.deepEqual(result.verdict, { allowed: true });
+    it('allows it, as there is no object to check, even under a match that covers DELETE', async () => {
+      const match = on('pods').delete().toMatch();
+      const result = await runPlugin(plugin, requestOf(podDelete()), { settings: { labels: ['owner'] }, match });
+      assert.deepEqual(
+        { allowed: result.allowed, steps: result.steps },
+        { allowed: true, steps: [{ phase: 'validate', outcome: 'allowed' }] },
+      );
     });
   });
 
   describe('given an UPDATE', () => {
     it('refuses an existing object that still lacks a label', async () => {
-      const result = await runValidate(plugin, requestOf(podUpdate()), { labels: ['owner'] });
-      assert.deepEqual(result.verdict, denied('missing required label: owner'));
+      const denial = await denialOf(requestOf(podUpdate()), { labels: ['owner'] });
+      assert.deepEqual(denial, denied('missing required label: owner'));
     });
 
     it('allows an object being deleted, so its finalizers can be removed', async () => {
       const request = requestOf(podUpdate());
       setAt(request.object, 'metadata.deletionTimestamp', '2024-05-14T10:00:00Z');
       setAt(request.object, 'metadata.finalizers', []);
-      const result = await runValidate(plugin, request, { labels: ['owner'] });
-      assert.deepEqual(result.verdict, { allowed: true });
+      const result = await runPlugin(plugin, request, { settings: { labels: ['owner'] } });
+      assert.equal(result.allowed, true);
     });
   });
 
-  describe('given malformed labels', () => {
-    it('counts labels that are not a map as missing', async () => {
+  describe('given missing or null labels', () => {
+    it('counts null labels as no labels', async () => {
       const request = requestOf(podCreate());
-      setAt(request.object, 'metadata.labels', ['app=web']);
-      const result = await runValidate(plugin, request, { labels: ['app'] });
-      assert.deepEqual(result.verdict, denied('missing required label: app'));
+      setAt(request.object, 'metadata.labels', null);
+      const denial = await denialOf(request, { labels: ['app'] });
+      assert.deepEqual(denial, denied('missing required label: app'));
     });
 
-    it('counts a value that is not a string as missing', async () => {
+    it('counts every label as missing when metadata is null', async () => {
       const request = requestOf(podCreate());
-      setAt(request.object, 'metadata.labels.app', 42);
-      const result = await runValidate(plugin, request, { labels: ['app'], values: { app: '.*' } });
-      assert.deepEqual(result.verdict, denied('missing required label: app'));
+      setAt(request.object, 'metadata', null);
+      const denial = await denialOf(request, { labels: ['app', 'team'] });
+      assert.deepEqual(denial, denied('missing required labels: app, team'));
     });
 
     it('does not mistake Object.prototype members for labels', async () => {
-      const result = await runValidate(plugin, requestOf(podCreate()), { labels: ['constructor', 'toString'] });
-      assert.deepEqual(result.verdict, denied('missing required labels: constructor, toString'));
-    });
-
-    it('counts every label as missing when metadata is not a map', async () => {
-      const request = requestOf(podCreate());
-      setAt(request.object, 'metadata', null);
-      const result = await runValidate(plugin, request, { labels: ['app', 'team'] });
-      assert.deepEqual(result.verdict, denied('missing required labels: app, team'));
+      const denial = await denialOf(requestOf(podCreate()), { labels: ['constructor', 'toString', '__proto__'] });
+      assert.deepEqual(denial, denied('missing required labels: constructor, toString, __proto__'));
     });
   });
 });

@@ -9,28 +9,40 @@ import {
   setAt,
   valueAt,
 } from '../fixtures/reviews/index.js';
-import { parseSettings, runMutate } from '../helpers/plugin-context.js';
 import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
+import type { AdmissionRequest, JsonPatchOperation } from '../../server/plugin-api/index.js';
+import { runPlugin, settingsOf, type PluginRun } from '../../server/plugin-api/testing/index.js';
 
 const DEFAULTED = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
 
-/**
- * Runs the plugin on the Pod fixture reduced to its `web` container with `before` as its resources, and
- * checks the whole result: the fixture with exactly `after` as those resources.
- */
-async function expectWebResources(before: unknown, after: unknown, settings?: unknown): Promise<void> {
+/** The Pod fixture reduced to its `web` container, with `resources` as that container's resources. */
+function webPod(resources: unknown): AdmissionRequest {
   const request = requestOf(podCreate());
-  setAt(request.object, 'spec.containers', [
-    edited(valueAt(request.object, 'spec.containers[0]'), { resources: before }),
-  ]);
-  const result = await runMutate(plugin, request, settings);
+  setAt(request.object, 'spec.containers', [edited(valueAt(request.object, 'spec.containers[0]'), { resources })]);
+  return request;
+}
+
+/**
+ * Runs the plugin on `webPod(before)` and checks what the apiserver gets: the request allowed, with exactly
+ * `after` as the container's resources, and `patch` as the patch when one is given.
+ */
+async function expectWebResources(
+  before: unknown,
+  after: unknown,
+  { settings, patch }: { settings?: unknown; patch?: readonly JsonPatchOperation[] } = {},
+): Promise<PluginRun> {
+  const request = webPod(before);
+  const result = await runPlugin(plugin, request, { settings });
+  assert.equal(result.allowed, true);
   assert.deepEqual(result.object, edited(request.object, { 'spec.containers[0].resources': after }));
+  if (patch) assert.deepEqual(result.patch, patch);
+  return result;
 }
 
 describe('resource-defaults', () => {
   describe('settings', () => {
     it('defaults to requests cpu 100m and memory 128Mi, and a memory limit of 512Mi', () => {
-      assert.deepEqual(parseSettings(plugin, undefined), {
+      assert.deepEqual(settingsOf(plugin, undefined), {
         requests: new Map([
           ['cpu', { text: '100m', value: 0.1 }],
           ['memory', { text: '128Mi', value: 134217728 }],
@@ -40,7 +52,7 @@ describe('resource-defaults', () => {
     });
 
     it('accepts numbers, as YAML reads `cpu: 1`, and an empty map to turn a list off', () => {
-      assert.deepEqual(parseSettings(plugin, { requests: { cpu: 1, 'ephemeral-storage': '1e9' }, limits: {} }), {
+      assert.deepEqual(settingsOf(plugin, { requests: { cpu: 1, 'ephemeral-storage': '1e9' }, limits: {} }), {
         requests: new Map([
           ['cpu', { text: '1', value: 1 }],
           ['ephemeral-storage', { text: '1e9', value: 1e9 }],
@@ -53,38 +65,48 @@ describe('resource-defaults', () => {
       [
         'a quantity that is not one',
         { requests: { cpu: 'lots' } },
-        'requests.cpu: expected a quantity such as 100m, 0.5 or 128Mi, got "lots"',
+        'settings.requests.cpu: expected a quantity such as 100m, 0.5 or 128Mi, got "lots"',
       ],
       [
         'a negative quantity',
         { limits: { memory: '-1Gi' } },
-        'limits.memory: expected a quantity such as 100m, 0.5 or 128Mi, got "-1Gi"',
+        'settings.limits.memory: expected a quantity such as 100m, 0.5 or 128Mi, got "-1Gi"',
       ],
       [
         'a quantity of the wrong type',
         { requests: { cpu: true } },
-        'requests.cpu: expected a quantity such as 100m, 0.5 or 128Mi, got true',
+        'settings.requests.cpu: expected a quantity such as 100m, 0.5 or 128Mi, got true',
       ],
       [
         'a list instead of a map',
         { limits: ['512Mi'] },
-        'limits: expected a map of resource names to quantities, e.g. { cpu: 100m, memory: 128Mi }, got ["512Mi"]',
+        'settings.limits: expected a map of resource names to quantities, e.g. { cpu: 100m, memory: 128Mi },' +
+          ' got ["512Mi"]',
       ],
       [
         'null instead of a map',
         { requests: null },
-        'requests: expected a map of resource names to quantities, e.g. { cpu: 100m, memory: 128Mi }, got null',
+        'settings.requests: expected a map of resource names to quantities, e.g. { cpu: 100m, memory: 128Mi },' +
+          ' got null',
       ],
       [
         'a default request above the default limit, which would make containers invalid',
         { requests: { memory: '1Gi' } },
-        'requests.memory: the default request 1Gi is larger than the default limit 512Mi',
+        'settings.requests.memory: the default request 1Gi is larger than the default limit 512Mi',
       ],
-      ['a misspelt setting', { request: {} }, 'request: unknown setting (known: requests, limits)'],
+      [
+        'both maps empty, which would leave it nothing to add',
+        { requests: {}, limits: {} },
+        'settings: expected requests or limits (or both) with at least one entry',
+      ],
+      ['a misspelt setting', { request: {} }, 'settings.request: unknown setting (known: requests, limits)'],
     ];
     for (const [description, raw, message] of refusals) {
       it(`refuses ${description}`, () => {
-        assert.throws(() => parseSettings(plugin, raw), { name: 'SettingsError', message });
+        assert.throws(() => settingsOf(plugin, raw), {
+          name: 'ConfigError',
+          message: `gateway.yaml: chain[0].${message}`,
+        });
       });
     }
   });
@@ -107,22 +129,26 @@ describe('resource-defaults', () => {
   describe('given the Pod fixture', () => {
     it('fills the container without resources and leaves the one whose limit implies its request', async () => {
       const request = requestOf(podCreate());
-      const result = await runMutate(plugin, request);
-      assert.deepEqual(
-        { object: result.object, outcome: result.outcome, warnings: result.warnings, annotations: result.annotations },
-        {
-          object: edited(request.object, { 'spec.containers[1].resources': DEFAULTED }),
-          outcome: undefined,
-          warnings: [],
-          annotations: {},
-        },
-      );
+      const result = await runPlugin(plugin, request);
+      assert.deepEqual(result, {
+        allowed: true,
+        warnings: [],
+        annotations: {},
+        patch: [
+          { op: 'add', path: '/spec/containers/1/resources/requests', value: DEFAULTED.requests },
+          { op: 'add', path: '/spec/containers/1/resources/limits', value: DEFAULTED.limits },
+        ],
+        object: edited(request.object, { 'spec.containers[1].resources': DEFAULTED }),
+        steps: [{ phase: 'mutate', outcome: 'patched' }],
+      });
     });
   });
 
   describe('given a container without a resources field', () => {
-    it('creates it with every default', async () => {
-      await expectWebResources(undefined, DEFAULTED);
+    it('creates it with every default, in one patch operation', async () => {
+      await expectWebResources(undefined, DEFAULTED, {
+        patch: [{ op: 'add', path: '/spec/containers/0/resources', value: DEFAULTED }],
+      });
     });
   });
 
@@ -131,6 +157,12 @@ describe('resource-defaults', () => {
       await expectWebResources(
         { requests: { cpu: '2' } },
         { requests: { cpu: '2', memory: '128Mi' }, limits: { memory: '512Mi' } },
+        {
+          patch: [
+            { op: 'add', path: '/spec/containers/0/resources/requests/memory', value: '128Mi' },
+            { op: 'add', path: '/spec/containers/0/resources/limits', value: { memory: '512Mi' } },
+          ],
+        },
       );
     });
   });
@@ -149,8 +181,15 @@ describe('resource-defaults', () => {
       await expectWebResources({ requests: { memory: '1Gi' } }, { requests: { memory: '1Gi', cpu: '100m' } });
     });
 
-    it('compares across units (600M is above 512Mi)', async () => {
-      await expectWebResources({ requests: { memory: '600M', cpu: '1' } }, { requests: { memory: '600M', cpu: '1' } });
+    it('compares across units (600M is above 512Mi), and leaves a complete container alone', async () => {
+      const result = await expectWebResources(
+        { requests: { memory: '600M', cpu: '1' } },
+        { requests: { memory: '600M', cpu: '1' } },
+      );
+      assert.deepEqual(
+        { patch: result.patch, steps: result.steps },
+        { patch: [], steps: [{ phase: 'mutate', outcome: 'allowed' }] },
+      );
     });
 
     it('adds the limit when the request equals it in other units (0.5Gi = 512Mi)', async () => {
@@ -171,14 +210,14 @@ describe('resource-defaults', () => {
   describe('given custom settings', () => {
     it('adds only what is configured, verbatim', async () => {
       const settings = { requests: { cpu: '50m', 'ephemeral-storage': '1Gi' }, limits: {} };
-      await expectWebResources(undefined, { requests: { cpu: '50m', 'ephemeral-storage': '1Gi' } }, settings);
+      await expectWebResources(undefined, { requests: { cpu: '50m', 'ephemeral-storage': '1Gi' } }, { settings });
     });
   });
 
   describe('given a Deployment with an init container', () => {
     it('fills the init container and leaves the complete main container', async () => {
       const request = requestOf(deploymentCreate());
-      const result = await runMutate(plugin, request);
+      const result = await runPlugin(plugin, request);
       assert.deepEqual(
         result.object,
         edited(request.object, { 'spec.template.spec.initContainers[0].resources': DEFAULTED }),
@@ -189,7 +228,7 @@ describe('resource-defaults', () => {
   describe('given a batch/v1beta1 CronJob whose container has a cpu limit', () => {
     it('fills the job template container without a cpu request', async () => {
       const request = requestOf(cronjobCreate());
-      const result = await runMutate(plugin, request);
+      const result = await runPlugin(plugin, request);
       assert.deepEqual(
         result.object,
         edited(request.object, {
@@ -206,33 +245,28 @@ describe('resource-defaults', () => {
     it('leaves it alone, as ephemeral containers may not declare resources', async () => {
       const request = requestOf(podCreate());
       setAt(request.object, 'spec.ephemeralContainers', [{ name: 'debug', image: 'busybox:1.36' }]);
-      const result = await runMutate(plugin, request);
+      const result = await runPlugin(plugin, request);
       assert.deepEqual(result.object, edited(request.object, { 'spec.containers[1].resources': DEFAULTED }));
     });
   });
 
-  describe('given malformed resources', () => {
-    const cases: ReadonlyArray<[string, unknown]> = [
-      ['resources that are a string', '1 cpu'],
-      ['requests that are a list', { requests: ['cpu=1'] }],
-      ['limits that are a number', { limits: 1 }],
-    ];
-    for (const [description, resources] of cases) {
-      it(`leaves a container with ${description} alone`, async () => {
-        await expectWebResources(resources, resources);
+  describe('given null fields', () => {
+    it('treats null resources as absent', async () => {
+      await expectWebResources(null, DEFAULTED, {
+        patch: [{ op: 'replace', path: '/spec/containers/0/resources', value: DEFAULTED }],
       });
-    }
+    });
 
-    it('treats null maps as absent', async () => {
+    it('treats null requests and limits as absent', async () => {
       await expectWebResources({ requests: null, limits: null }, DEFAULTED);
     });
 
-    it('skips container lists that are not lists and containers that are not objects', async () => {
+    it('leaves a PodSpec with null container lists alone', async () => {
       const request = requestOf(podCreate());
-      setAt(request.object, 'spec.containers', { web: {} });
-      setAt(request.object, 'spec.initContainers', ['init', null]);
-      const result = await runMutate(plugin, request);
-      assert.deepEqual(result.object, request.object);
+      setAt(request.object, 'spec.containers', null);
+      setAt(request.object, 'spec.initContainers', null);
+      const result = await runPlugin(plugin, request);
+      assert.deepEqual({ allowed: result.allowed, patch: result.patch }, { allowed: true, patch: [] });
     });
   });
 });
