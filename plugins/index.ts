@@ -2,7 +2,7 @@
  * The plugins compiled into the gateway. Listing one here only makes it available: `gateway.yaml`'s
  * `chain` decides which run, in which order, and with which settings.
  */
-import type { KubeObject, Plugin } from '../server/plugin-api/index.js';
+import type { Plugin } from '../server/plugin-api/index.js';
 import defaultLabels from './default-labels.js';
 import imagePolicy from './image-policy.js';
 import podSecurity from './pod-security.js';

@@ -21,12 +21,12 @@ export function decodePatch(response: Pick<AdmissionResponse, 'patch' | 'patchTy
  * Applies `ops` to a deep copy of `object` (the original is never touched) the way the apiserver does:
  * every operation validated, the first one that does not apply fails the whole patch.
  */
-export function applyPatch<T extends object>(object: T, ops: readonly JsonPatchOperation[]): T {
+export function applyPatch<T extends KubeObject>(object: T, ops: readonly JsonPatchOperation[]): T {
   const copy = structuredClone(object);
   return jsonpatch.applyPatch(copy, ops as jsonpatch.Operation[], true, true).newDocument;
 }
 
 /** Decodes the answer's patch and applies it to a copy of `object`. */
-export function patchedObject<T extends object>(object: T, response: AdmissionResponse): T {
+export function patchedObject<T extends KubeObject>(object: T, response: AdmissionResponse): T {
   return applyPatch(object, decodePatch(response));
 }
