@@ -392,10 +392,14 @@ chain:
       );
     });
 
-    it('given an unknown flag', async function () {
-      const run = await runCli(['manifests', '--bogus']);
+    it('given a misspelt flag, naming the closest', async function () {
+      const run = await runCli(['manifests', '--no-cabundle']);
       assert.equal(run.code, 2);
-      assert.ok(run.stderr.startsWith("admission-gateway: Unknown option '--bogus'"), run.stderr);
+      assert.equal(
+        run.stderr,
+        'admission-gateway manifests: unknown option --no-cabundle (did you mean --no-ca-bundle?)\n' +
+          'Run "admission-gateway manifests --help" for its options.\n',
+      );
     });
   });
 });

@@ -8,13 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { Agent } from 'undici';
 import { caBundle } from '../../certs/generate.js';
 import { runCliCaptured, type CliRun } from '../helpers/cli.js';
-import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+import { podCreate } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
 import { decodePatch } from '../helpers/patch.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAIN = join(ROOT, 'server', 'main.ts');
-const UID = '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21';
 const KNOWN_PLUGINS = 'default-labels, image-policy, pod-security, require-labels, resource-defaults';
 
 type Run = CliRun;
@@ -72,134 +71,98 @@ describe('admission-gateway command line', function () {
     return file;
   }
 
-  describe('--help', function () {
-    it('prints the commands and exits 0', async function () {
+  describe('the command line', function () {
+    it('prints the commands with --help and exits 0', async function () {
       const run = await runProcess(['--help']);
 
       assert.equal(run.code, 0);
       assert.equal(run.stderr, '');
       assert.ok(run.stdout.startsWith('admission-gateway — an admission webhook gateway for Kubernetes\n'), run.stdout);
-      for (const command of ['serve', 'certs', 'review']) assert.match(run.stdout, new RegExp(`^  ${command} `, 'm'));
+      for (const command of ['serve', 'certs', 'review', 'manifests', 'version']) {
+        assert.match(run.stdout, new RegExp(`^  ${command} `, 'm'));
+      }
     });
 
-    it('prints the usage of one command with `review --help`', async function () {
-      const run = await runCli(['review', '--help']);
+    it('prints the usage of one command with `<command> --help`', async function () {
+      const run = await runCli(['certs', '--help']);
 
       assert.equal(run.code, 0);
-      assert.ok(
-        run.stdout.startsWith('usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE]\n'),
-        run.stdout,
-      );
+      assert.ok(run.stdout.startsWith('usage: admission-gateway certs [--config FILE] [--ca FILE]\n'), run.stdout);
     });
 
-    it('refuses an unknown command with exit code 2', async function () {
-      const run = await runProcess(['frobnicate']);
+    for (const args of [['--version'], ['-v'], ['version'], ['review', '--version']]) {
+      it(`prints the package version with \`${args.join(' ')}\``, async function () {
+        const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
 
-      assert.equal(run.code, 2);
-      assert.ok(run.stderr.startsWith('admission-gateway: unknown command "frobnicate"\n'), run.stderr);
-    });
-  });
+        const run = await runCli(args);
 
-  describe('review', function () {
-    const CHAIN = `
-chain:
-  - plugin: default-labels
-    settings: { labels: { owner: platform } }
-  - plugin: require-labels
-    settings: { labels: [owner, cost-center] }
-`;
-    const mutateReview = {
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      response: {
-        uid: UID,
-        allowed: true,
-        patchType: 'JSONPatch',
-        patch: Buffer.from(JSON.stringify([{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }])).toString(
-          'base64',
-        ),
-      },
-    };
-    const expectedOutput = {
-      mutate: {
-        review: mutateReview,
-        patch: [{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }],
-        steps: [{ step: 'default-labels', outcome: 'patched' }],
-      },
-      validate: {
-        review: {
-          apiVersion: 'admission.k8s.io/v1',
-          kind: 'AdmissionReview',
-          response: {
-            uid: UID,
-            allowed: false,
-            status: {
-              code: 403,
-              reason: 'Forbidden',
-              message: 'require-labels: missing required label: cost-center',
-            },
-          },
-        },
-        patch: null,
-        steps: [{ step: 'require-labels', outcome: 'denied' }],
-      },
-      allowed: false,
-    };
-
-    /** The printed output without the step durations (wall-clock). */
-    function withoutDurations(stdout: string): unknown {
-      const output = JSON.parse(stdout) as Record<string, { steps?: Array<Record<string, unknown>> } | boolean>;
-      for (const phase of Object.values(output)) {
-        if (typeof phase === 'object') {
-          phase.steps = phase.steps?.map(({ ms, ...rest }) => {
-            assert.equal(typeof ms, 'number');
-            return rest;
-          });
-        }
-      }
-      return output;
+        assert.deepEqual(run, { code: 0, stdout: `admission-gateway ${version}\n`, stderr: '' });
+      });
     }
 
-    it('runs a review file through mutate, then validate on the mutated object, and prints responses and the decoded patch', async function () {
-      const file = join(dir, 'pod.json');
-      await writeFile(file, JSON.stringify(podCreate()));
+    const refusals: Array<[string, string[], string]> = [
+      [
+        'an unknown command',
+        ['frobnicate'],
+        'admission-gateway: unknown command "frobnicate"\nRun "admission-gateway --help" for the commands and their options.\n',
+      ],
+      [
+        'a misspelt command, naming the closest',
+        ['reveiw', 'pod.yaml'],
+        'admission-gateway: unknown command "reveiw" (did you mean "review"?)\nRun "admission-gateway --help" for the commands and their options.\n',
+      ],
+      [
+        'an unknown option',
+        ['review', 'pod.yaml', '--bogus'],
+        'admission-gateway review: unknown option --bogus\nRun "admission-gateway review --help" for its options.\n',
+      ],
+      [
+        'a misspelt option, naming the closest',
+        ['review', '--confg', 'gw.yaml', 'pod.yaml'],
+        'admission-gateway review: unknown option --confg (did you mean --config?)\nRun "admission-gateway review --help" for its options.\n',
+      ],
+      [
+        'a misspelt option of the default command (serve)',
+        ['--prot', '8443'],
+        'admission-gateway: unknown option --prot (did you mean --port?)\nRun "admission-gateway --help" for the commands and their options.\n',
+      ],
+      [
+        'an unknown short option',
+        ['certs', '-x'],
+        'admission-gateway certs: unknown option -x\nRun "admission-gateway certs --help" for its options.\n',
+      ],
+      [
+        "another command's option, naming the commands that take it",
+        ['serve', '--ca', 'ca.crt'],
+        'admission-gateway serve: unknown option --ca (an option of certs and manifests)\nRun "admission-gateway serve --help" for its options.\n',
+      ],
+      [
+        'an option without its value',
+        ['review', 'pod.yaml', '--config'],
+        'admission-gateway review: option --config needs a value\nRun "admission-gateway review --help" for its options.\n',
+      ],
+      [
+        'a value for a flag',
+        ['review', 'pod.yaml', '--exit-code=yes'],
+        'admission-gateway review: option --exit-code takes no value\nRun "admission-gateway review --help" for its options.\n',
+      ],
+    ];
+    for (const [what, args, message] of refusals) {
+      it(`refuses ${what} in one line and a pointer to --help, exit code 2`, async function () {
+        const run = await runCli(args);
 
-      const run = await runCli(['review', file, '--config', await config(CHAIN)]);
-
-      assert.equal(run.stderr, '');
-      assert.equal(run.code, 0);
-      assert.deepEqual(withoutDurations(run.stdout), expectedOutput);
-    });
-
-    it('reads the review from standard input with `-`', async function () {
-      const run = await runCli(['review', '-', '--config', await config(CHAIN)], {
-        stdin: JSON.stringify(podCreate()),
+        assert.deepEqual(run, { code: 2, stdout: '', stderr: message });
       });
+    }
 
-      assert.equal(run.code, 0);
-      assert.deepEqual(withoutDurations(run.stdout), expectedOutput);
-    });
-
-    it('runs one route with --route, e.g. the mutate phase alone', async function () {
-      const run = await runCli(['review', '-', '--route', 'mutate', '--config', await config(CHAIN)], {
-        stdin: JSON.stringify(podCreate()),
-      });
-
-      assert.equal(run.code, 0);
-      const output = JSON.parse(run.stdout) as { review: unknown; patch: unknown };
-      assert.deepEqual(output.review, mutateReview);
-      assert.deepEqual(output.patch, [{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }]);
-    });
-
-    it('refuses an input that is not an AdmissionReview with exit code 2 and says what is wrong', async function () {
-      const review = podCreate();
-      delete (requestOf(review) as { uid?: string }).uid;
-
-      const run = await runCli(['review', '-', '--config', await config(CHAIN)], { stdin: JSON.stringify(review) });
+    it('does the same as a process (what main.ts adds: the exit code)', async function () {
+      const run = await runProcess(['review', '--confg', 'gw.yaml']);
 
       assert.equal(run.code, 2);
-      assert.equal(run.stdout, '');
-      assert.equal(run.stderr, 'admission-gateway: invalid AdmissionReview: request.uid is missing or empty\n');
+      assert.equal(
+        run.stderr,
+        'admission-gateway review: unknown option --confg (did you mean --config?)\nRun "admission-gateway review --help" for its options.\n',
+      );
     });
   });
 
@@ -251,7 +214,7 @@ chain:
   });
 
   describe('certs', function () {
-    it('generates a CA and serving certificate and prints a caBundle that decodes to the CA PEM', async function () {
+    it('generates a CA and serving certificate, says where on stderr, and prints a caBundle that decodes to the CA PEM', async function () {
       const file = await config('server:\n  tls: { certFile: certs/tls.crt, keyFile: certs/tls.key }\n');
 
       const first = await runCli(['certs', '--config', file]);
@@ -268,6 +231,18 @@ chain:
       assert.match(serving.subjectAltName ?? '', /IP Address:127\.0\.0\.1/);
       assert.equal((await stat(join(dir, 'certs', 'tls.key'))).mode & 0o777, 0o600);
       assert.equal(second.stdout, first.stdout, 'a second run reuses the certificates');
+      const certs = join(dir, 'certs');
+      assert.equal(
+        first.stderr,
+        `admission-gateway certs: generated a CA (${certs}/ca.crt, key ${certs}/ca.key) and a serving certificate ` +
+          `(${certs}/tls.crt, key ${certs}/tls.key); keys are mode 0600\n` +
+          `admission-gateway certs: standard output is the caBundle: ${certs}/ca.crt in base64\n`,
+      );
+      assert.equal(
+        second.stderr,
+        `admission-gateway certs: using the existing serving certificate ${certs}/tls.crt (key ${certs}/tls.key)\n` +
+          `admission-gateway certs: standard output is the caBundle: ${certs}/ca.crt in base64\n`,
+      );
     });
   });
 
