@@ -5,6 +5,7 @@ import path from 'node:path';
 import { DEFAULT_CONFIG_YAML } from '../../../server/config/default-config.js';
 import { EMBEDDED_CONFIG, loadConfig } from '../../../server/config/load.js';
 import { ConfigError } from '../../../server/base/errors.js';
+import { configMapGatewayYaml } from '../../../server/manifests/config-source.js';
 import { configError, parseConfig as parse } from '../../helpers/config.js';
 
 describe('parseConfigText()', () => {
@@ -253,6 +254,22 @@ chain:
 describe('the shipped gateway.yaml', () => {
   it('is the embedded default, byte for byte', async () => {
     assert.equal(await readFile(new URL('../../../gateway.yaml', import.meta.url), 'utf8'), DEFAULT_CONFIG_YAML);
+  });
+
+  it('is as safe as the installed config: the chain of manifests/config.yaml, mutating steps Ignore', async () => {
+    const configMap = await readFile(new URL('../../../manifests/config.yaml', import.meta.url), 'utf8');
+    const installed = parse(configMapGatewayYaml(configMap, 'manifests/config.yaml')!);
+
+    const shipped = parse(DEFAULT_CONFIG_YAML);
+
+    assert.deepEqual(shipped.chain, installed.chain);
+    assert.deepEqual(
+      shipped.chain.filter((e) => e.mode === undefined).map((e) => [e.name, e.failurePolicy]),
+      [
+        ['default-labels', 'Ignore'],
+        ['resource-defaults', 'Ignore'],
+      ],
+    );
   });
 
   it('starts validating plugins in warn mode so a first install blocks nobody', () => {
