@@ -321,6 +321,30 @@ chain:
     );
   });
 
+  it('renders a provider without match for every operation on every resource, and warns when it is Fail', async function () {
+    const file = await config(
+      'kube: { enabled: false }\nchain:\n  - provider: scanner\n    url: https://127.0.0.1:1/admit\n    phases: [validate]\n',
+    );
+    const run = await runCli(['manifests', '--config', file, '--no-ca-bundle', '-o', 'json']);
+
+    assert.deepEqual(
+      items(run).flatMap((c) => c.webhooks.map((w) => [w.name, w.failurePolicy, w.rules])),
+      [
+        [
+          'validate-fail.admissiongateway.io',
+          'Fail',
+          [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], scope: '*' }],
+        ],
+      ],
+    );
+    assert.match(run.stderr, /^admission-gateway: WARNING: validate-fail\.admissiongateway\.io \(\/validate\/fail\)/);
+    assert.match(run.stderr, /^ {2}failurePolicy Fail because of: scanner$/m);
+    assert.match(
+      run.stderr,
+      /^ {2}every resource because of: scanner \(operations \['\*'\], apiGroups \['\*'\], resources \['\*'\]\)$/m,
+    );
+  });
+
   it('renders the shipped gateway.yaml as Ignore webhooks only, without a warning: it blocks nobody', async function () {
     const run = await runCli(['manifests', '--config', 'gateway.yaml', '--no-ca-bundle', '-o', 'json']);
 
