@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { availablePlugins } from '../plugins/index.js';
 import type { AnyPlugin } from './chain/plugin-registry.js';
+import { locateConfigError } from './config/field-positions.js';
 import { loadConfig } from './config/load.js';
 import type { GatewayConfig } from './config/types.js';
 import { ReviewDecodeError } from './admission/review-decode-error.js';
@@ -73,11 +74,12 @@ async function serve(values: Values, io: CliIO): Promise<number> {
   const log = createLogger(config.log.level);
   const kc = await loadKubeConfig(config.kube, io.env);
   if (!kc && config.kube.certificate.secretName) {
-    throw new ConfigError(
+    const err = new ConfigError(
       config.file,
       'kube.certificate.secretName',
       'needs cluster mode, but no kubeconfig or in-cluster service account was found',
     );
+    throw locateConfigError(err, config.file, config.locateField);
   }
   const cluster = kc ? (await import('./kube/cluster-mode.js')).createClusterMode(kc, config, log) : undefined;
   log.info({ cluster: kc?.getCurrentCluster()?.server ?? null }, kc ? 'cluster mode' : 'standalone mode (no cluster)');

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type Koa from 'koa';
 import { buildPluginSteps, type Chain } from './chain/chain.js';
+import type { Step } from './chain/step.js';
 import { createChainManager, type ChainManager } from './chain/chain-manager.js';
 import { createPluginRegistry, type AnyPlugin } from './chain/plugin-registry.js';
 import {
@@ -17,6 +18,7 @@ import {
   type NamespaceLabelSource,
   type Reviewer,
 } from './chain/reviewer.js';
+import { locateConfigError } from './config/field-positions.js';
 import type { GatewayConfig, ProviderEntry } from './config/types.js';
 import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './providers/provider-runtime.js';
 import type { GatewayLogger } from './base/log.js';
@@ -87,7 +89,13 @@ export async function createChainForConfig(
     onProviderChange?: (runtime: ProviderRuntime) => void;
   },
 ): Promise<ChainManager> {
-  const pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
+  let pluginSteps: Step[];
+  try {
+    pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
+  } catch (err) {
+    // Unknown plugins and plugin settings are checked here, after validation: give them their line too.
+    throw locateConfigError(err, config.file, config.locateField);
+  }
   const manager = createChainManager({
     pluginSteps,
     createRuntime: (entry, onChange) =>

@@ -456,13 +456,13 @@ chain:
       });
     }
 
-    it('given an unknown plugin in the config (the field path is named)', async function () {
+    it('given an unknown plugin in the config (its line and field path are named)', async function () {
       const file = await config('chain:\n  - plugin: nope\n');
       const run = await runCli(['manifests', '--config', file, '--no-ca-bundle']);
       assert.equal(run.code, 2, run.stderr);
       assert.equal(
         run.stderr,
-        `admission-gateway: ${file}: chain[0].plugin: unknown plugin "nope" (known: default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
+        `admission-gateway: ${file}:2:5: chain[0].plugin: unknown plugin "nope" (known: default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
       );
     });
 

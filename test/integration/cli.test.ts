@@ -167,49 +167,81 @@ describe('admission-gateway command line', function () {
   });
 
   describe('given an invalid gateway.yaml', function () {
+    /** A config with its mistake on line 14 (chain[2]), as a user's file would have it. */
+    const CHAIN_OF_THREE = (third: string) => `apiVersion: admissiongateway.io/v1alpha1
+kind: GatewayConfig
+server:
+  port: 8443
+log:
+  level: info
+chain:
+  - plugin: default-labels
+    settings:
+      labels: { owner: platform }
+  - plugin: image-policy
+    mode: warn
+${third}`;
     const cases = [
+      {
+        name: 'a value of the wrong type, at its line and column',
+        yaml: CHAIN_OF_THREE('  - plugin: require-labels\n    timeoutSeconds: ten\n    settings: { labels: [team] }\n'),
+        error: '14:5: chain[2].timeoutSeconds: expected a number from 0.001 to 30, got "ten"',
+      },
+      {
+        name: 'a misspelt plugin, naming the closest',
+        yaml: CHAIN_OF_THREE('  - plugin: requre-labels\n'),
+        error: '13:5: chain[2].plugin: unknown plugin "requre-labels" (did you mean "require-labels"?)',
+      },
       {
         name: 'an unknown plugin name, listing the known ones',
         yaml: 'chain:\n  - plugin: no-such-plugin\n',
-        error: `chain[0].plugin: unknown plugin "no-such-plugin" (known: ${KNOWN_PLUGINS})`,
+        error: `2:5: chain[0].plugin: unknown plugin "no-such-plugin" (known: ${KNOWN_PLUGINS})`,
       },
       {
-        name: 'chain[0].timeoutSeconds out of range',
-        yaml: 'chain:\n  - plugin: default-labels\n    timeoutSeconds: 99\n    settings: { labels: { a: b } }\n',
-        error: 'chain[0].timeoutSeconds: expected a number from 0.001 to 30, got 99',
-      },
-      {
-        name: 'a misspelt field, listing the known ones',
+        name: 'a misspelt field, naming the closest',
         yaml: 'chain:\n  - plugin: default-labels\n    failurePolicyy: Ignore\n',
-        error:
-          'chain[0].failurePolicyy: unknown field (known: plugin, name, match, failurePolicy, timeoutSeconds, mode, sideEffects, reinvocationPolicy, settings)',
+        error: '3:5: chain[0].failurePolicyy: unknown field (did you mean "failurePolicy"?)',
       },
       {
-        name: 'invalid plugin settings, with the path below settings',
-        yaml: 'chain:\n  - plugin: require-labels\n    settings: { labels: team }\n',
-        error: 'chain[0].settings.labels: expected a list of strings, got string "team"',
+        name: 'a misspelt value, naming the closest',
+        yaml: 'chain:\n  - plugin: default-labels\n    failurePolicy: ignore\n',
+        error: '3:5: chain[0].failurePolicy: expected one of Fail, Ignore, got "ignore" (did you mean "Ignore"?)',
+      },
+      {
+        name: 'invalid plugin settings, with the path below settings and its line',
+        yaml: CHAIN_OF_THREE('  - plugin: require-labels\n    settings:\n      labels:\n        team: yes\n'),
+        error: '15:7: chain[2].settings.labels: expected a list of strings, got a map',
+      },
+      {
+        name: 'a required field left out, at the line of the entry that lacks it',
+        yaml: 'chain:\n  - plugin: default-labels\n    match:\n      rules:\n        - operations: [CREATE]\n          apiGroups: [""]\n          apiVersions: [v1]\n',
+        error: '5:11: chain[0].match.rules[0].resources: expected a non-empty list of strings',
       },
     ];
     for (const c of cases) {
-      it(`serve exits 2 naming the file and the field for ${c.name}`, async function () {
+      it(`serve exits 2 naming the file, line, column and field for ${c.name}`, async function () {
         const file = await config(c.yaml);
 
         const run = await runCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
 
         assert.equal(run.code, 2);
-        assert.equal(run.stderr, `admission-gateway: ${file}: ${c.error}\n`);
+        assert.equal(run.stderr, `admission-gateway: ${file}:${c.error}\n`);
       });
     }
 
-    it('review exits 2 with the same message', async function () {
+    it('review and manifests exit 2 with the same message', async function () {
       const file = await config(cases[0]!.yaml);
       const review = join(dir, 'pod.json');
       await writeFile(review, JSON.stringify(podCreate()));
 
-      const run = await runCli(['review', review, '--config', file]);
+      const runs = [
+        await runCli(['review', review, '--config', file]),
+        await runCli(['manifests', '--config', file, '--no-ca-bundle']),
+      ];
 
-      assert.equal(run.code, 2);
-      assert.equal(run.stderr, `admission-gateway: ${file}: ${cases[0]!.error}\n`);
+      for (const run of runs) {
+        assert.deepEqual(run, { code: 2, stdout: '', stderr: `admission-gateway: ${file}:${cases[0]!.error}\n` });
+      }
     });
   });
 
