@@ -7,7 +7,8 @@ import path from 'node:path';
 import { availablePlugins } from '../plugins/index.js';
 import type { AnyPlugin } from './chain/plugin-registry.js';
 import { locateConfigError } from './config/field-positions.js';
-import { loadConfig } from './config/load.js';
+import { configFilePaths } from './config/file-paths.js';
+import { EMBEDDED_CONFIG, loadConfig } from './config/load.js';
 import type { GatewayConfig } from './config/types.js';
 import { ReviewDecodeError } from './admission/review-decode-error.js';
 import { ConfigError, PluginRegistrationError, errorMessage } from './base/errors.js';
@@ -72,6 +73,13 @@ function withOverrides(config: GatewayConfig, values: Values): GatewayConfig {
 async function serve(values: Values, io: CliIO): Promise<number> {
   const config = withOverrides(await configFrom(values, io), values);
   const log = createLogger(config.log.level);
+  log.info(
+    {
+      config: config.file === EMBEDDED_CONFIG ? EMBEDDED_CONFIG : path.resolve(io.cwd, config.file),
+      files: configFilePaths(config),
+    },
+    'configuration loaded',
+  );
   const kc = await loadKubeConfig(config.kube, io.env);
   if (!kc && config.kube.certificate.secretName) {
     const err = new ConfigError(

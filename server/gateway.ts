@@ -136,6 +136,12 @@ function listen(server: http.Server, port: number, host: string): Promise<Addres
   });
 }
 
+/** `0.0.0.0:8443`, `[::]:8443`: the address a server is bound to, from `server.address()`. */
+function boundAddress({ address, family, port }: AddressInfo): string {
+  return family === 'IPv6' ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/** The host of a URL that reaches a server bound to `host` from this machine. */
 function urlHost(host: string): string {
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   return h.includes(':') ? `[${h}]` : h;
@@ -262,7 +268,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const opsAddress = await listen(opsServer, serverConfig.opsPort, serverConfig.opsHost);
   const webhookUrl = `https://${urlHost(serverConfig.host)}:${webhookAddress.port}`;
   const opsUrl = `http://${urlHost(serverConfig.opsHost)}:${opsAddress.port}`;
-  log.info({ webhook: webhookUrl, ops: opsUrl }, 'admission-gateway serving');
+  // What each server is bound to, and a URL on this host that reaches it (for curl: the generated
+  // certificate names 127.0.0.1 and localhost).
+  log.info(
+    {
+      listening: { webhook: boundAddress(webhookAddress), ops: boundAddress(opsAddress) },
+      webhook: webhookUrl,
+      ops: opsUrl,
+    },
+    'admission-gateway serving',
+  );
   let closed: Promise<void> | undefined;
 
   return {

@@ -282,7 +282,6 @@ ${third}`;
     it('serves reviews over HTTPS with the generated certificate, and exits 0 after draining on SIGTERM', async function () {
       const file = await config(`
 server:
-  host: 127.0.0.1
   opsHost: 127.0.0.1
   tls: { certFile: tls.crt, keyFile: tls.key }
 kube: { enabled: false }
@@ -293,18 +292,22 @@ chain:
       const child = spawnCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
       const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
       let stdout = '';
-      const serving = new Promise<{ webhook: string; ops: string }>((resolve, reject) => {
+      const lines = () =>
+        stdout
+          .split('\n')
+          .slice(0, -1)
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const serving = new Promise<Record<string, unknown>>((resolve, reject) => {
         child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
           stdout += chunk;
-          for (const line of stdout.split('\n')) {
-            if (!line.includes('"admission-gateway serving"')) continue;
-            resolve(JSON.parse(line) as { webhook: string; ops: string });
-          }
+          const line = lines().find((l) => l.msg === 'admission-gateway serving');
+          if (line) resolve(line);
         });
         void exited.then((code) => reject(new Error(`serve exited with ${code} before serving: ${stdout}`)));
       });
       try {
-        const { webhook, ops } = await serving;
+        const line = await serving;
+        const { webhook, ops } = line as { webhook: string; ops: string };
         const trusted = new Agent({ connect: { ca: await readFile(join(dir, 'ca.crt')) } });
         try {
           const ready = await sendRequest(trusted, `${ops}/readyz`, 'GET');
@@ -316,6 +319,26 @@ chain:
         } finally {
           await trusted.close();
         }
+        // The addresses the servers are bound to (the webhook on every interface), and URLs that reach them.
+        const webhookPort = new URL(webhook).port;
+        const opsPort = new URL(ops).port;
+        assert.deepEqual(
+          { listening: line.listening, webhook, ops },
+          {
+            listening: { webhook: `0.0.0.0:${webhookPort}`, ops: `127.0.0.1:${opsPort}` },
+            webhook: `https://127.0.0.1:${webhookPort}`,
+            ops: `http://127.0.0.1:${opsPort}`,
+          },
+        );
+        // Where the relative paths of the file went: its own folder.
+        const loaded = lines().find((l) => l.msg === 'configuration loaded');
+        assert.deepEqual(
+          { config: loaded?.config, files: loaded?.files },
+          {
+            config: file,
+            files: { 'server.tls.certFile': join(dir, 'tls.crt'), 'server.tls.keyFile': join(dir, 'tls.key') },
+          },
+        );
 
         child.kill('SIGTERM');
         assert.equal(await exited, 0);

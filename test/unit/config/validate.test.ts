@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CONFIG_YAML } from '../../../server/config/default-config.js';
+import { configFilePaths } from '../../../server/config/file-paths.js';
 import { EMBEDDED_CONFIG, loadConfig } from '../../../server/config/load.js';
 import { ConfigError } from '../../../server/base/errors.js';
 import { configMapGatewayYaml } from '../../../server/manifests/config-source.js';
@@ -319,9 +320,37 @@ describe('loadConfig()', () => {
     });
   });
 
-  it('resolves relative files against the config file directory', async () => {
-    await writeFile(path.join(dir, 'gw.yaml'), 'server: { tls: { certFile: tls/a.crt, keyFile: tls/a.key } }');
-    const config = await loadConfig('gw.yaml', { cwd: dir });
-    assert.equal(config.server.tls.certFile, path.join(dir, 'tls/a.crt'));
+  it("resolves every relative path against the config file's folder, whatever the working directory", async () => {
+    await mkdir(path.join(dir, 'conf'));
+    await writeFile(
+      path.join(dir, 'conf', 'gw.yaml'),
+      `server: { tls: { certFile: tls/a.crt, keyFile: /etc/tls/a.key, clientCAFile: ../ca.crt } }
+kube: { kubeconfig: kube/config }
+chain:
+  - provider: p
+    url: https://127.0.0.1:1/
+    clientCert: { certFile: client.crt, keyFile: client.key }
+`,
+    );
+
+    const config = await loadConfig('conf/gw.yaml', { cwd: dir });
+
+    assert.deepEqual(configFilePaths(config), {
+      'server.tls.certFile': path.join(dir, 'conf', 'tls/a.crt'),
+      'server.tls.keyFile': '/etc/tls/a.key',
+      'server.tls.clientCAFile': path.join(dir, 'ca.crt'),
+      'kube.kubeconfig': path.join(dir, 'conf', 'kube/config'),
+      'chain[0].clientCert.certFile': path.join(dir, 'conf', 'client.crt'),
+      'chain[0].clientCert.keyFile': path.join(dir, 'conf', 'client.key'),
+    });
+  });
+
+  it('resolves the relative paths of the embedded default against the working directory', async () => {
+    const config = await loadConfig('gateway.yaml', { isDefaultLocation: true, cwd: dir });
+
+    assert.deepEqual(configFilePaths(config), {
+      'server.tls.certFile': path.join(dir, 'certs/tls.crt'),
+      'server.tls.keyFile': path.join(dir, 'certs/tls.key'),
+    });
   });
 });
