@@ -66,37 +66,41 @@ describe('the admission-gateway launcher (package.json bin)', function () {
 
   const launcher = () => join(tree, 'scripts', 'admission-gateway.mjs');
 
-  it('runs the sources in a checkout, even when a build is there (it may be stale)', async function () {
-    await checkout({ sources: true, build: true, tsx: true });
+  const cases: Array<[string, Parameters<typeof checkout>[0], string[], string]> = [
+    [
+      'runs the sources in a checkout, even when a build is there (it may be stale)',
+      { sources: true, build: true, tsx: true },
+      ['review', '-', '--exit-code'],
+      'sources: review - --exit-code\n',
+    ],
+    [
+      'runs the sources in a fresh clone that has no build',
+      { sources: true, build: false, tsx: true },
+      ['--version'],
+      'sources: --version\n',
+    ],
+    [
+      'runs the build where tsx is not installed (production dependencies only)',
+      { sources: true, build: true, tsx: false },
+      ['serve'],
+      'build: serve\n',
+    ],
+    [
+      'runs the build where there are no sources',
+      { sources: false, build: true, tsx: true },
+      ['serve'],
+      'build: serve\n',
+    ],
+  ];
+  for (const [what, parts, args, stdout] of cases) {
+    it(what, async function () {
+      await checkout(parts);
 
-    const run = await launch(launcher(), ['review', '-', '--exit-code']);
+      const run = await launch(launcher(), args);
 
-    assert.deepEqual(run, { code: 0, stdout: 'sources: review - --exit-code\n', stderr: '' });
-  });
-
-  it('runs the sources in a fresh clone that has no build', async function () {
-    await checkout({ sources: true, build: false, tsx: true });
-
-    const run = await launch(launcher(), ['--version']);
-
-    assert.deepEqual(run, { code: 0, stdout: 'sources: --version\n', stderr: '' });
-  });
-
-  it('runs the build where tsx is not installed (production dependencies only)', async function () {
-    await checkout({ sources: true, build: true, tsx: false });
-
-    const run = await launch(launcher(), ['serve']);
-
-    assert.deepEqual(run, { code: 0, stdout: 'build: serve\n', stderr: '' });
-  });
-
-  it('runs the build where there are no sources', async function () {
-    await checkout({ sources: false, build: true, tsx: true });
-
-    const run = await launch(launcher(), ['serve']);
-
-    assert.deepEqual(run, { code: 0, stdout: 'build: serve\n', stderr: '' });
-  });
+      assert.deepEqual(run, { code: 0, stdout, stderr: '' });
+    });
+  }
 
   it('says what is missing and exits 1 when it has neither', async function () {
     await checkout({ sources: false, build: false, tsx: false });
