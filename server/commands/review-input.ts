@@ -24,7 +24,7 @@ function isMap(value: unknown): value is Record<string, unknown> {
 }
 
 /** The one document of `text`: JSON as such (the apiserver's format, checked strictly), else YAML. */
-function parseDocument(text: string, source: string): unknown {
+function readDocument(text: string, source: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -51,7 +51,7 @@ function describe(request: AdmissionRequest): string {
 
 /** The request `text` stands for; `source` (a file name or "-") names it in messages. */
 export function reviewInput(text: string, source: string): ReviewInput {
-  const value = parseDocument(text, source);
+  const value = readDocument(text, source);
   if (!isMap(value)) {
     throw new UsageError(
       `review: "${source}" is empty or not a map: expected an AdmissionReview or a Kubernetes object`,
