@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type Koa from 'koa';
 import { buildPluginSteps, type Chain } from './chain/chain.js';
+import type { Step } from './chain/step.js';
 import { createChainManager, type ChainManager } from './chain/chain-manager.js';
 import { createPluginRegistry, type AnyPlugin } from './chain/plugin-registry.js';
 import {
@@ -17,6 +18,7 @@ import {
   type NamespaceLabelSource,
   type Reviewer,
 } from './chain/reviewer.js';
+import { locateConfigError } from './config/field-positions.js';
 import type { GatewayConfig, ProviderEntry } from './config/types.js';
 import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './providers/provider-runtime.js';
 import type { GatewayLogger } from './base/log.js';
@@ -87,7 +89,13 @@ export async function createChainForConfig(
     onProviderChange?: (runtime: ProviderRuntime) => void;
   },
 ): Promise<ChainManager> {
-  const pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
+  let pluginSteps: Step[];
+  try {
+    pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
+  } catch (err) {
+    // Unknown plugins and plugin settings are checked here, after validation: give them their line too.
+    throw locateConfigError(err, config.file, config.locateField);
+  }
   const manager = createChainManager({
     pluginSteps,
     createRuntime: (entry, onChange) =>
@@ -128,6 +136,12 @@ function listen(server: http.Server, port: number, host: string): Promise<Addres
   });
 }
 
+/** `0.0.0.0:8443`, `[::]:8443`: the address a server is bound to, from `server.address()`. */
+function boundAddress({ address, family, port }: AddressInfo): string {
+  return family === 'IPv6' ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/** The host of a URL that reaches a server bound to `host` from this machine. */
 function urlHost(host: string): string {
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   return h.includes(':') ? `[${h}]` : h;
@@ -254,7 +268,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const opsAddress = await listen(opsServer, serverConfig.opsPort, serverConfig.opsHost);
   const webhookUrl = `https://${urlHost(serverConfig.host)}:${webhookAddress.port}`;
   const opsUrl = `http://${urlHost(serverConfig.opsHost)}:${opsAddress.port}`;
-  log.info({ webhook: webhookUrl, ops: opsUrl }, 'admission-gateway serving');
+  // What each server is bound to, and a URL on this host that reaches it (for curl: the generated
+  // certificate names 127.0.0.1 and localhost).
+  log.info(
+    {
+      listening: { webhook: boundAddress(webhookAddress), ops: boundAddress(opsAddress) },
+      webhook: webhookUrl,
+      ops: opsUrl,
+    },
+    'admission-gateway serving',
+  );
   let closed: Promise<void> | undefined;
 
   return {

@@ -1,36 +1,193 @@
-/** PROVISIONAL (replaced by the CLI branch's module at merge): a bare object wrapped as an AdmissionRequest. */
+/**
+ * The AdmissionRequest kube-apiserver would send for a write of a plain Kubernetes object: what
+ * `admission-gateway review` runs when given a manifest instead of an AdmissionReview, and what a test of
+ * a plugin can build its requests from. Pure apart from the generated uid.
+ *
+ * - kind → resource: the built-in kinds below (with their scope); any other kind gets its English plural
+ *   in lower case ({@link guessResource}), which is how CRDs are usually named.
+ * - group and version come from `apiVersion` (`apps/v1`; `v1` is the core group, `""`).
+ * - namespace: `metadata.namespace`, else the option, else `default` for a namespaced built-in kind (as
+ *   kubectl does); none for a cluster-scoped built-in kind; for any other kind only when one is given. As
+ *   the apiserver does before admission, a namespaced object gets it in `metadata.namespace`.
+ * - DELETE reviews the object as it is being deleted: it is sent as `oldObject`, with no `object`.
+ */
 import { randomUUID } from 'node:crypto';
 import type { AdmissionRequest, KubeObject, Operation, UserInfo } from '../plugin-api/types.js';
 
 export interface RequestForObjectOptions {
+  /** Default CREATE. */
   readonly operation?: Operation;
+  /** The object before the write (UPDATE). */
   readonly oldObject?: KubeObject;
+  /** Used when the object has no `metadata.namespace`. */
   readonly namespace?: string;
+  /** Default {@link DEFAULT_USER}. */
   readonly userInfo?: UserInfo;
   readonly dryRun?: boolean;
+  /** e.g. `status`, `scale`, `exec`. */
   readonly subResource?: string;
 }
 
+/** Who the request is made by unless told otherwise: an authenticated user that names where it came from. */
+export const DEFAULT_USER: Readonly<UserInfo> = Object.freeze({
+  username: 'admission-gateway:offline-review',
+  groups: ['system:authenticated'],
+});
+
+/** The object cannot be a request's object: no usable `apiVersion` or `kind`. */
+export class ObjectShapeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ObjectShapeError';
+  }
+}
+
+interface BuiltInKind {
+  readonly resource: string;
+  readonly namespaced: boolean;
+}
+
+const namespaced = (resource: string): BuiltInKind => ({ resource, namespaced: true });
+const cluster = (resource: string): BuiltInKind => ({ resource, namespaced: false });
+
+/** The built-in kinds by group and kind (Kubernetes 1.20 to 1.31). */
+const BUILT_IN_KINDS: Readonly<Record<string, Readonly<Record<string, BuiltInKind>>>> = {
+  '': {
+    Binding: namespaced('bindings'),
+    ComponentStatus: cluster('componentstatuses'),
+    ConfigMap: namespaced('configmaps'),
+    Endpoints: namespaced('endpoints'),
+    Event: namespaced('events'),
+    LimitRange: namespaced('limitranges'),
+    Namespace: cluster('namespaces'),
+    Node: cluster('nodes'),
+    PersistentVolume: cluster('persistentvolumes'),
+    PersistentVolumeClaim: namespaced('persistentvolumeclaims'),
+    Pod: namespaced('pods'),
+    PodTemplate: namespaced('podtemplates'),
+    ReplicationController: namespaced('replicationcontrollers'),
+    ResourceQuota: namespaced('resourcequotas'),
+    Secret: namespaced('secrets'),
+    Service: namespaced('services'),
+    ServiceAccount: namespaced('serviceaccounts'),
+  },
+  'admissionregistration.k8s.io': {
+    MutatingWebhookConfiguration: cluster('mutatingwebhookconfigurations'),
+    ValidatingAdmissionPolicy: cluster('validatingadmissionpolicies'),
+    ValidatingAdmissionPolicyBinding: cluster('validatingadmissionpolicybindings'),
+    ValidatingWebhookConfiguration: cluster('validatingwebhookconfigurations'),
+  },
+  'apiextensions.k8s.io': { CustomResourceDefinition: cluster('customresourcedefinitions') },
+  'apiregistration.k8s.io': { APIService: cluster('apiservices') },
+  apps: {
+    ControllerRevision: namespaced('controllerrevisions'),
+    DaemonSet: namespaced('daemonsets'),
+    Deployment: namespaced('deployments'),
+    ReplicaSet: namespaced('replicasets'),
+    StatefulSet: namespaced('statefulsets'),
+  },
+  autoscaling: { HorizontalPodAutoscaler: namespaced('horizontalpodautoscalers') },
+  batch: { CronJob: namespaced('cronjobs'), Job: namespaced('jobs') },
+  'certificates.k8s.io': { CertificateSigningRequest: cluster('certificatesigningrequests') },
+  'coordination.k8s.io': { Lease: namespaced('leases') },
+  'discovery.k8s.io': { EndpointSlice: namespaced('endpointslices') },
+  'events.k8s.io': { Event: namespaced('events') },
+  'flowcontrol.apiserver.k8s.io': {
+    FlowSchema: cluster('flowschemas'),
+    PriorityLevelConfiguration: cluster('prioritylevelconfigurations'),
+  },
+  'networking.k8s.io': {
+    Ingress: namespaced('ingresses'),
+    IngressClass: cluster('ingressclasses'),
+    NetworkPolicy: namespaced('networkpolicies'),
+  },
+  'node.k8s.io': { RuntimeClass: cluster('runtimeclasses') },
+  policy: { PodDisruptionBudget: namespaced('poddisruptionbudgets') },
+  'rbac.authorization.k8s.io': {
+    ClusterRole: cluster('clusterroles'),
+    ClusterRoleBinding: cluster('clusterrolebindings'),
+    Role: namespaced('roles'),
+    RoleBinding: namespaced('rolebindings'),
+  },
+  'scheduling.k8s.io': { PriorityClass: cluster('priorityclasses') },
+  'storage.k8s.io': {
+    CSIDriver: cluster('csidrivers'),
+    CSINode: cluster('csinodes'),
+    CSIStorageCapacity: namespaced('csistoragecapacities'),
+    StorageClass: cluster('storageclasses'),
+    VolumeAttachment: cluster('volumeattachments'),
+  },
+};
+
+/** The namespace kubectl writes a namespaced object into when neither the object nor the command names one. */
+export const DEFAULT_NAMESPACE = 'default';
+
+/**
+ * The resource of a kind not in the table: its English plural in lower case, as CRD generators name it
+ * (Widget → widgets, Ingress → ingresses, Policy → policies, Gateway → gateways).
+ */
+export function guessResource(kind: string): string {
+  const lower = kind.toLowerCase();
+  if (/(s|x|z|ch|sh)$/.test(lower)) return `${lower}es`;
+  if (/[^aeiou]y$/.test(lower)) return `${lower.slice(0, -1)}ies`;
+  return `${lower}s`;
+}
+
+/** `apps/v1` → group `apps`, version `v1`; `v1` → the core group. */
+function groupVersion(apiVersion: unknown): { group: string; version: string } {
+  const parts = typeof apiVersion === 'string' ? apiVersion.split('/') : [];
+  const [first = '', second] = parts;
+  if (parts.length === 1 && first !== '') return { group: '', version: first };
+  if (parts.length === 2 && first !== '' && second) return { group: first, version: second };
+  throw new ObjectShapeError(
+    `expected apiVersion as "group/version" or "version" (e.g. apps/v1, v1), got ${JSON.stringify(apiVersion ?? null)}`,
+  );
+}
+
+const OPTIONS_KIND: Readonly<Record<Operation, string | undefined>> = {
+  CREATE: 'CreateOptions',
+  UPDATE: 'UpdateOptions',
+  DELETE: 'DeleteOptions',
+  CONNECT: undefined,
+};
+
+function namespaceFor(object: KubeObject, builtIn: BuiltInKind | undefined, option: string | undefined) {
+  const own = object.metadata?.namespace;
+  if (typeof own === 'string' && own !== '') return own;
+  if (builtIn && !builtIn.namespaced) return undefined;
+  return option ?? (builtIn ? DEFAULT_NAMESPACE : undefined);
+}
+
+/** The request for a write of `object` (see the module comment for what is inferred and how). */
 export function requestForObject(object: KubeObject, options: RequestForObjectOptions = {}): AdmissionRequest {
-  const apiVersion = object.apiVersion ?? 'v1';
-  const slash = apiVersion.indexOf('/');
-  const group = slash === -1 ? '' : apiVersion.slice(0, slash);
-  const version = slash === -1 ? apiVersion : apiVersion.slice(slash + 1);
-  const kind = object.kind ?? 'Unknown';
-  const resource = `${kind.toLowerCase()}s`;
+  const { group, version } = groupVersion(object.apiVersion);
+  const kind = object.kind;
+  if (typeof kind !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(kind)) {
+    throw new ObjectShapeError(`expected kind as a name such as Pod, got ${JSON.stringify(kind ?? null)}`);
+  }
+  const builtIn = BUILT_IN_KINDS[group]?.[kind];
   const operation = options.operation ?? 'CREATE';
-  const namespace = options.namespace ?? object.metadata?.namespace;
+  const namespace = namespaceFor(object, builtIn, options.namespace);
+  const placed = structuredClone(object);
+  if (namespace !== undefined) placed.metadata = { ...placed.metadata, namespace };
+  const gvk = { group, version, kind };
+  const gvr = { group, version, resource: builtIn?.resource ?? guessResource(kind) };
+  const name = object.metadata?.name;
+  const optionsKind = OPTIONS_KIND[operation];
   return {
     uid: randomUUID(),
-    kind: { group, version, kind },
-    resource: { group, version, resource },
-    ...(options.subResource ? { subResource: options.subResource } : {}),
-    ...(object.metadata?.name ? { name: object.metadata.name } : {}),
-    ...(namespace ? { namespace } : {}),
+    kind: gvk,
+    resource: gvr,
+    requestKind: { ...gvk },
+    requestResource: { ...gvr },
+    ...(options.subResource ? { subResource: options.subResource, requestSubResource: options.subResource } : {}),
+    ...(typeof name === 'string' && name !== '' ? { name } : {}),
+    ...(namespace !== undefined ? { namespace } : {}),
     operation,
-    userInfo: options.userInfo ?? { username: 'test-user', groups: ['system:authenticated'] },
-    object: operation === 'DELETE' ? null : object,
-    oldObject: options.oldObject ?? null,
+    userInfo: structuredClone(options.userInfo ?? DEFAULT_USER),
+    object: operation === 'DELETE' ? null : placed,
+    oldObject: operation === 'DELETE' ? placed : options.oldObject ? structuredClone(options.oldObject) : null,
     dryRun: options.dryRun ?? false,
+    options: optionsKind ? { apiVersion: 'meta.k8s.io/v1', kind: optionsKind } : null,
   };
 }

@@ -27,3 +27,8 @@ export function didYouMean(input: string, known: Iterable<string>): string {
   const name = closestName(input, known);
   return name === undefined ? '' : ` (did you mean "${name}"?)`;
 }
+
+/** ` (did you mean "x"?)` for a likely typo, else ` (known: a, b, c)`: never leaves the reader guessing. */
+export function didYouMeanOrKnown(input: string, known: readonly string[]): string {
+  return didYouMean(input, known) || ` (known: ${known.join(', ')})`;
+}

@@ -2,16 +2,34 @@
  * Every error the gateway raises on purpose, each with a stable code (fastify/opossum style). Startup
  * errors stop the process with exit code 2; request-path errors become in-protocol answers.
  */
-/** Invalid configuration: names the file and field path, and what was expected. */
+/** A line and column in a file, from 1 (as editors count them). */
+export interface SourcePosition {
+  readonly line: number;
+  readonly col: number;
+}
+
+/**
+ * Invalid configuration: names the file, where in it when known (`gateway.yaml:14:7`), the field path, and
+ * what was expected.
+ */
 export class ConfigError extends Error {
   readonly code = 'GW_ERR_CONFIG';
   constructor(
     readonly file: string,
     readonly path: string,
     readonly expected: string,
+    readonly position?: SourcePosition,
   ) {
-    super(`${file}: ${path || '(root)'}: ${expected}`);
+    const where = position ? `${file}:${position.line}:${position.col}` : file;
+    // With a position the root needs no name: the position says where.
+    const field = path || (position ? '' : '(root)');
+    super(`${where}: ${field ? `${field}: ` : ''}${expected}`);
     this.name = 'ConfigError';
+  }
+
+  /** The same error at `position`. */
+  at(position: SourcePosition): ConfigError {
+    return new ConfigError(this.file, this.path, this.expected, position);
   }
 }
 

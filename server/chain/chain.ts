@@ -4,6 +4,7 @@
  * request path and swapped in whole; in-flight reviews finish on the chain they started with.
  */
 import type { Phase } from '../admission/types.js';
+import { didYouMeanOrKnown } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
@@ -89,7 +90,7 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
     throw new ConfigError(
       file,
       `${entry.path}.plugin`,
-      `unknown plugin "${entry.plugin}" (known: ${[...registry.keys()].sort().join(', ')})`,
+      `unknown plugin "${entry.plugin}"${didYouMeanOrKnown(entry.plugin, [...registry.keys()].sort())}`,
     );
   }
   let settings: unknown;

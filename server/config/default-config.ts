@@ -4,8 +4,9 @@
  */
 export const DEFAULT_CONFIG_YAML = `# admission-gateway configuration — every field is optional; docs/configuration.md describes them all.
 # ORDER MATTERS: mutating steps run one after another in this order; validating steps run in parallel.
-# Validating plugins start in \`warn\` mode so a first install never blocks anyone: read the warnings
-# (kubectl prints them), then switch an entry to \`mode: enforce\`.
+# A first install blocks nobody: the mutating steps are \`failurePolicy: Ignore\` (so is the rendered mutating
+# webhook: an unreachable gateway never blocks a write) and the validating plugins start in \`warn\` mode. Read
+# the warnings (kubectl prints them), then switch an entry to \`mode: enforce\`.
 apiVersion: admissiongateway.io/v1alpha1
 kind: GatewayConfig
 server:
@@ -24,10 +25,19 @@ log:
   level: info
 chain:
   - plugin: default-labels
+    failurePolicy: Ignore
+    match: # namespaced workloads only (the plugin's own default is every resource, cluster-scoped ones too)
+      rules:
+        - operations: [CREATE, UPDATE]
+          apiGroups: ['', apps, batch]
+          apiVersions: ['*']
+          resources: [pods, services, configmaps, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs]
+          scope: Namespaced
     settings:
       labels:
         admissiongateway.io/admitted: 'true'
   - plugin: resource-defaults
+    failurePolicy: Ignore
     settings:
       requests: { cpu: 100m, memory: 128Mi }
       limits: { memory: 512Mi }

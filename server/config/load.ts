@@ -2,23 +2,40 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { ConfigError } from '../base/errors.js';
+import { ConfigError, type SourcePosition } from '../base/errors.js';
 import { DEFAULT_CONFIG_YAML } from './default-config.js';
+import { locateConfigError, yamlFieldLocator, type LocateField } from './field-positions.js';
 import type { GatewayConfig } from './types.js';
 import { validateConfig } from './validate.js';
 
 export const EMBEDDED_CONFIG = '(embedded default)';
 
-/** Parses YAML text; syntax errors name the line and column. */
-export function parseConfigText(text: string, file: string, baseDir: string): GatewayConfig {
+/**
+ * Parses YAML text; every error names the line and column (of the field, or where the syntax breaks).
+ * `inFile` maps a position in `text` to one in `file` when the text is embedded in it (a ConfigMap).
+ */
+export function parseConfigText(
+  text: string,
+  file: string,
+  baseDir: string,
+  inFile: (position: SourcePosition) => SourcePosition = (position) => position,
+): GatewayConfig {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
   const first = doc.errors[0];
   if (first) {
-    const at = lineCounter.linePos(first.pos[0]);
-    throw new ConfigError(file, `line ${at.line} column ${at.col}`, `invalid YAML: ${first.message}`);
+    throw new ConfigError(file, '', `invalid YAML: ${first.message}`, inFile(lineCounter.linePos(first.pos[0])));
   }
-  return validateConfig(doc.toJS(), file, baseDir);
+  const locate = yamlFieldLocator(doc, lineCounter);
+  const locateField: LocateField = (fieldPath) => {
+    const position = locate(fieldPath);
+    return position && inFile(position);
+  };
+  try {
+    return { ...validateConfig(doc.toJS(), file, baseDir), locateField };
+  } catch (err) {
+    throw locateConfigError(err, file, locateField);
+  }
 }
 
 /**

@@ -3,6 +3,7 @@
  * what was expected: `gateway.yaml: chain[2].timeoutSeconds: expected an integer from 1 to 30, got "ten"`.
  * Used for gateway.yaml and for AdmissionProvider resources alike.
  */
+import { didYouMean, didYouMeanOrKnown } from '../base/did-you-mean.js';
 import { ConfigError } from '../base/errors.js';
 
 export function describeValue(value: unknown): string {
@@ -18,9 +19,10 @@ export const childPath = (path: string, key: string | number): string =>
 export class Reader {
   constructor(readonly file: string) {}
 
-  fail(path: string, expected: string, value?: unknown): never {
+  /** Throws the ConfigError for `path`; with `value`, says what was given, then `after` (a suggestion). */
+  fail(path: string, expected: string, value?: unknown, after = ''): never {
     const got = arguments.length >= 3 ? `, got ${describeValue(value)}` : '';
-    throw new ConfigError(this.file, path, `${expected}${got}`);
+    throw new ConfigError(this.file, path, `${expected}${got}${after}`);
   }
 
   /** A map with only the `known` keys (a typo must not pass silently); absent → `{}` when optional. */
@@ -32,7 +34,7 @@ export class Reader {
     if (typeof value !== 'object' || Array.isArray(value)) this.fail(path, 'expected a map', value);
     const obj = value as Record<string, unknown>;
     for (const key of Object.keys(obj)) {
-      if (!known.includes(key)) this.fail(childPath(path, key), `unknown field (known: ${known.join(', ')})`);
+      if (!known.includes(key)) this.fail(childPath(path, key), `unknown field${didYouMeanOrKnown(key, known)}`);
     }
     return obj;
   }
@@ -80,7 +82,8 @@ export class Reader {
   oneOf<E extends string>(value: unknown, path: string, allowed: readonly E[]): E | undefined {
     if (value === undefined || value === null) return undefined;
     if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-      this.fail(path, `expected one of ${allowed.join(', ')}`, value);
+      const typo = typeof value === 'string' ? didYouMean(value, allowed) : '';
+      this.fail(path, `expected one of ${allowed.join(', ')}`, value, typo);
     }
     return value as E;
   }

@@ -2,6 +2,7 @@
 import type { FailurePolicy, Match, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
 import type { SideEffects } from '../chain/step.js';
 import type { LogLevel } from '../base/log.js';
+import type { LocateField } from './field-positions.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -148,6 +149,8 @@ export type ChainEntry = PluginEntry | ProviderEntry;
 export interface GatewayConfig {
   /** The file it was read from ('(embedded default)' when none). */
   readonly file: string;
+  /** Where a field path is written in `file`, for errors found after validation (plugin settings). */
+  readonly locateField?: LocateField;
   readonly server: ServerConfig;
   readonly kube: KubeConfigSection;
   readonly log: LogConfig;

@@ -61,6 +61,11 @@ const PROVIDER_FIELDS = [
   'admissionReviewVersions',
 ];
 
+/** Every relative path in the file resolves against the file's folder; `''` (none) stays `''`. */
+function resolveFile(baseDir: string, file: string): string {
+  return file === '' ? '' : path.resolve(baseDir, file);
+}
+
 function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   const p = 'server';
   const m = r.map(value, p, [
@@ -86,10 +91,8 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     namespace: r.string(svc.namespace, `${p}.service.namespace`) ?? DEFAULT_SERVICE.namespace,
   };
   const sans = defaultSans(service);
-  const file = (key: string, fallback: string): string => {
-    const v = r.string(tls[key], `${p}.tls.${key}`) ?? fallback;
-    return v === '' ? '' : path.resolve(baseDir, v);
-  };
+  const file = (key: string, fallback: string): string =>
+    resolveFile(baseDir, r.string(tls[key], `${p}.tls.${key}`) ?? fallback);
   const port = r.integer(m.port, `${p}.port`, 0, 65535) ?? 8443;
   const opsPort = r.integer(m.opsPort, `${p}.opsPort`, 0, 65535) ?? 9090;
   if (port !== 0 && port === opsPort) r.fail(`${p}.opsPort`, `must differ from server.port (${port})`);
@@ -132,7 +135,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   };
 }
 
-function readKube(r: Reader, value: unknown, serviceNamespace: string): KubeConfigSection {
+function readKube(r: Reader, value: unknown, serviceNamespace: string, baseDir: string): KubeConfigSection {
   const m = r.map(value, 'kube', ['enabled', 'watchProviders', 'kubeconfig', 'certificate']);
   let enabled: KubeConfigSection['enabled'] = 'auto';
   if (m.enabled !== undefined && m.enabled !== 'auto') {
@@ -145,7 +148,7 @@ function readKube(r: Reader, value: unknown, serviceNamespace: string): KubeConf
   return {
     enabled,
     watchProviders: r.boolean(m.watchProviders, 'kube.watchProviders') ?? true,
-    kubeconfig: r.string(m.kubeconfig, 'kube.kubeconfig') ?? '',
+    kubeconfig: resolveFile(baseDir, r.string(m.kubeconfig, 'kube.kubeconfig') ?? ''),
     certificate,
   };
 }
@@ -344,7 +347,7 @@ export function readProviderFields(
   };
 }
 
-function readEntry(r: Reader, value: unknown, index: number): ChainEntry {
+function readEntry(r: Reader, value: unknown, index: number, baseDir: string): ChainEntry {
   const p = `chain[${index}]`;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) r.fail(p, 'expected a map', value);
   const raw = value as Record<string, unknown>;
@@ -360,7 +363,22 @@ function readEntry(r: Reader, value: unknown, index: number): ChainEntry {
   const m = r.map(raw, p, PROVIDER_FIELDS);
   const provider = r.requiredString(m.provider, `${p}.provider`);
   if (m.settings !== undefined) r.stringMap(m.settings, `${p}.settings`);
-  return { kind: 'provider', provider, ...readEntryOptions(r, m, p, provider, order), ...readProviderFields(r, m, p) };
+  const fields = readProviderFields(r, m, p);
+  const { clientCert } = fields;
+  return {
+    kind: 'provider',
+    provider,
+    ...readEntryOptions(r, m, p, provider, order),
+    ...fields,
+    ...(clientCert
+      ? {
+          clientCert: {
+            certFile: resolveFile(baseDir, clientCert.certFile),
+            keyFile: resolveFile(baseDir, clientCert.keyFile),
+          },
+        }
+      : {}),
+  };
 }
 
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
@@ -371,7 +389,7 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     r.fail('apiVersion', `expected ${CONFIG_API_VERSION}`, m.apiVersion);
   }
   if (m.kind !== undefined && m.kind !== CONFIG_KIND) r.fail('kind', `expected ${CONFIG_KIND}`, m.kind);
-  const chain = (r.list(m.chain, 'chain') ?? []).map((entry, i) => readEntry(r, entry, i));
+  const chain = (r.list(m.chain, 'chain') ?? []).map((entry, i) => readEntry(r, entry, i, baseDir));
   const names = new Map<string, string>();
   for (const entry of chain) {
     const earlier = names.get(entry.name);
@@ -386,7 +404,7 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
   return {
     file,
     server,
-    kube: readKube(r, m.kube, server.service.namespace),
+    kube: readKube(r, m.kube, server.service.namespace, baseDir),
     log: readLog(r, m.log),
     chain,
   };

@@ -12,6 +12,7 @@ import { errorMessage } from '../base/errors.js';
 import { createChainForConfig } from '../gateway.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { ensureConfiguredCertificate, servingCaBundle, type TlsLogger } from '../tls/serving-certificate.js';
+import { catchAllFailWarnings } from './catch-all-warning.js';
 import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
 import { toJson, toYaml } from './output.js';
 import {
@@ -128,6 +129,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
     deadlineMarginMs: config.server.deadlineMarginMs,
     defaultTimeoutSeconds: config.server.defaultTimeoutSeconds,
   });
+  for (const warning of catchAllFailWarnings(steps, options.allResources)) note(deps, warning);
   if (config.kube.enabled !== false && config.kube.watchProviders && !options.allResources) {
     note(
       deps,

@@ -5,10 +5,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parse } from 'yaml';
+import { LineCounter, Scalar, isScalar, parse, parseDocument } from 'yaml';
 import { loadConfig, parseConfigText } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
-import { ConfigError } from '../base/errors.js';
+import { ConfigError, type SourcePosition } from '../base/errors.js';
 
 export const CONFIG_MAP_KEY = 'gateway.yaml';
 
@@ -34,6 +34,25 @@ export function configMapGatewayYaml(text: string, file: string): string | undef
   return value;
 }
 
+/**
+ * Where the lines of the ConfigMap's gateway.yaml are in the ConfigMap file, when it is written as a literal
+ * block (`gateway.yaml: |`, as manifests/config.yaml has it): its lines are the file's lines after the
+ * header, indented. Undefined for any other style, whose lines do not map one to one.
+ */
+export function embeddedPositions(text: string): ((position: SourcePosition) => SourcePosition) | undefined {
+  const lineCounter = new LineCounter();
+  const node = parseDocument(text, { lineCounter }).getIn(['data', CONFIG_MAP_KEY], true);
+  if (!isScalar(node) || node.type !== Scalar.BLOCK_LITERAL || !node.range) return undefined;
+  const header = lineCounter.linePos(node.range[0]).line;
+  const firstLine =
+    text
+      .split('\n')
+      .slice(header)
+      .find((line) => line.trim() !== '') ?? '';
+  const indent = firstLine.length - firstLine.trimStart().length;
+  return ({ line, col }) => ({ line: header + line, col: col + indent });
+}
+
 export async function loadManifestsConfig(
   file: string,
   options: { isDefaultLocation: boolean; cwd: string },
@@ -41,6 +60,10 @@ export async function loadManifestsConfig(
   const absolute = path.resolve(options.cwd, file);
   const text = await readFile(absolute, 'utf8').catch(() => undefined);
   const embedded = text === undefined ? undefined : configMapGatewayYaml(text, file);
-  if (embedded === undefined) return loadConfig(file, options);
-  return parseConfigText(embedded, `${file} (data.${CONFIG_MAP_KEY})`, path.dirname(absolute));
+  if (text === undefined || embedded === undefined) return loadConfig(file, options);
+  const positions = embeddedPositions(text);
+  // Positions in the file itself where they map one to one; else in the key's own text, which the label names.
+  return positions
+    ? parseConfigText(embedded, file, path.dirname(absolute), positions)
+    : parseConfigText(embedded, `${file} (data.${CONFIG_MAP_KEY})`, path.dirname(absolute));
 }

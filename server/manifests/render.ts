@@ -102,7 +102,7 @@ export interface RenderedConfiguration {
 }
 
 /** One webhook to render: its route, policy and the steps behind it. */
-interface WebhookPlan {
+export interface WebhookPlan {
   readonly name: string;
   readonly path: string;
   readonly failurePolicy: FailurePolicy;
@@ -171,12 +171,17 @@ function renderWebhook(plan: WebhookPlan, options: RenderOptions): RenderedWebho
   };
 }
 
+/** Whether a webhook is rendered: one without steps only costs a call, unless `allResources` asks for every route. */
+export function isRendered(plan: WebhookPlan, allResources: boolean | undefined): boolean {
+  return allResources === true || plan.steps.length > 0;
+}
+
 function configuration(
   kind: RenderedConfiguration['kind'],
   plans: readonly WebhookPlan[],
   options: RenderOptions,
 ): RenderedConfiguration[] {
-  const webhooks = plans.filter((p) => options.allResources || p.steps.length > 0);
+  const webhooks = plans.filter((p) => isRendered(p, options.allResources));
   if (webhooks.length === 0) return [];
   return [
     {
@@ -188,46 +193,54 @@ function configuration(
   ];
 }
 
+/**
+ * The webhooks a chain needs, mutating first: one for the whole mutate phase, one per validating failure
+ * policy. Plans without steps are kept (`allResources` renders them for AdmissionProviders added later).
+ */
+export function planWebhooks(steps: readonly RenderStep[]): WebhookPlan[] {
+  const mutate = steps.filter((s) => s.phase === 'mutate');
+  const validate = (policy: FailurePolicy) => steps.filter((s) => s.phase === 'validate' && s.failurePolicy === policy);
+  return [
+    {
+      name: 'mutate.admissiongateway.io',
+      path: '/mutate',
+      // Fail when any step is Fail: while the gateway is unreachable, a Fail step must not be skipped.
+      failurePolicy: mutate.some((s) => s.failurePolicy === 'Fail') ? 'Fail' : 'Ignore',
+      steps: mutate,
+      mutating: true,
+    },
+    {
+      name: 'validate-fail.admissiongateway.io',
+      path: '/validate/fail',
+      failurePolicy: 'Fail',
+      steps: validate('Fail'),
+      mutating: false,
+    },
+    {
+      name: 'validate-ignore.admissiongateway.io',
+      path: '/validate/ignore',
+      failurePolicy: 'Ignore',
+      steps: validate('Ignore'),
+      mutating: false,
+    },
+  ];
+}
+
 /** The configurations for `steps` (mutating first); one without webhooks is left out. */
 export function renderWebhookConfigurations(
   steps: readonly RenderStep[],
   options: RenderOptions,
 ): RenderedConfiguration[] {
-  const mutate = steps.filter((s) => s.phase === 'mutate');
-  const validate = (policy: FailurePolicy) => steps.filter((s) => s.phase === 'validate' && s.failurePolicy === policy);
+  const plans = planWebhooks(steps);
   return [
     ...configuration(
       'MutatingWebhookConfiguration',
-      [
-        {
-          name: 'mutate.admissiongateway.io',
-          path: '/mutate',
-          // Fail when any step is Fail: while the gateway is unreachable, a Fail step must not be skipped.
-          failurePolicy: mutate.some((s) => s.failurePolicy === 'Fail') ? 'Fail' : 'Ignore',
-          steps: mutate,
-          mutating: true,
-        },
-      ],
+      plans.filter((p) => p.mutating),
       options,
     ),
     ...configuration(
       'ValidatingWebhookConfiguration',
-      [
-        {
-          name: 'validate-fail.admissiongateway.io',
-          path: '/validate/fail',
-          failurePolicy: 'Fail',
-          steps: validate('Fail'),
-          mutating: false,
-        },
-        {
-          name: 'validate-ignore.admissiongateway.io',
-          path: '/validate/ignore',
-          failurePolicy: 'Ignore',
-          steps: validate('Ignore'),
-          mutating: false,
-        },
-      ],
+      plans.filter((p) => !p.mutating),
       options,
     ),
   ];

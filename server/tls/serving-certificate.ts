@@ -28,6 +28,7 @@ import {
   caBundle,
   generateCertificates,
   writeCertificates,
+  type CertificateFiles,
   type SubjectAltNames,
 } from '../../certs/generate.js';
 
@@ -53,6 +54,10 @@ export interface TlsMaterial {
   /** SHA-256 fingerprint of the serving certificate (`AB:CD:...`), to tell certificates apart. */
   fingerprint256: string;
 }
+
+/** What {@link ensureServingCertificate} found: the files it wrote, when it generated them. */
+export type EnsuredCertificate =
+  { readonly generated: false } | { readonly generated: true; readonly files: CertificateFiles };
 
 /** Options for {@link ensureServingCertificate}. */
 export interface EnsureServingCertificateOptions {
@@ -96,7 +101,7 @@ export interface CertificateWatcher {
  * half-configured pair is an operator mistake, and overwriting the file that is there could destroy a real key.
  * Does not validate an existing pair; {@link loadTlsMaterial} does.
  */
-export async function ensureServingCertificate(opts: EnsureServingCertificateOptions): Promise<{ generated: boolean }> {
+export async function ensureServingCertificate(opts: EnsureServingCertificateOptions): Promise<EnsuredCertificate> {
   const [certExists, keyExists] = await Promise.all([fileExists(opts.certFile), fileExists(opts.keyFile)]);
   if (certExists && keyExists) return { generated: false };
   if (certExists !== keyExists) {
@@ -111,12 +116,11 @@ export async function ensureServingCertificate(opts: EnsureServingCertificateOpt
       `TLS certificate file "${opts.certFile}" and key file "${opts.keyFile}" do not exist and generation is disabled`,
     );
   }
-  await generateInto(opts);
-  return { generated: true };
+  return { generated: true, files: await generateInto(opts) };
 }
 
 /** {@link ensureServingCertificate} for `server.tls` as configured (what serve, certs and manifests all do). */
-export function ensureConfiguredCertificate(tls: TlsConfig, log: TlsLogger): Promise<{ generated: boolean }> {
+export function ensureConfiguredCertificate(tls: TlsConfig, log: TlsLogger): Promise<EnsuredCertificate> {
   return ensureServingCertificate({
     certFile: tls.certFile,
     keyFile: tls.keyFile,
@@ -303,7 +307,7 @@ function watchDirectory(dir: string, names: ReadonlySet<string>, onChange: () =>
   return watcher;
 }
 
-async function generateInto(opts: EnsureServingCertificateOptions): Promise<void> {
+async function generateInto(opts: EnsureServingCertificateOptions): Promise<CertificateFiles> {
   const dir = dirname(opts.certFile);
   const caFile = opts.caFile ?? join(dir, 'ca.crt');
   const bundle = generateCertificates({ dnsNames: opts.sans.dnsNames, ipAddresses: opts.sans.ipAddresses });
@@ -317,6 +321,7 @@ async function generateInto(opts: EnsureServingCertificateOptions): Promise<void
     { ...files, dnsNames: opts.sans.dnsNames, ipAddresses: opts.sans.ipAddresses },
     'generated a self-signed CA and serving certificate; register the CA as the webhook caBundle',
   );
+  return files;
 }
 
 async function fileExists(file: string): Promise<boolean> {
@@ -379,12 +384,17 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The CA certificate generated with `certFile`, and read for the caBundle unless another is named. */
+export function defaultCaFile(certFile: string): string {
+  return join(dirname(certFile), DEFAULT_FILE_NAMES.caCert);
+}
+
 /**
  * The caBundle (base64 PEM) of the CA that signed the serving certificate: `caFile`, or the `ca.crt`
  * generated next to `certFile`. Throws an Error that names the file and says how to pass another.
  */
 export async function servingCaBundle(certFile: string, caFile?: string): Promise<string> {
-  const file = caFile ?? join(dirname(certFile), DEFAULT_FILE_NAMES.caCert);
+  const file = caFile ?? defaultCaFile(certFile);
   let pem: string;
   try {
     pem = await readFile(file, 'utf8');

@@ -261,7 +261,17 @@ describe('admission-gateway manifests', function () {
     assert.equal(items(rendered).length, 2);
 
     const all = await runCli(['manifests', '--config', file, '--no-ca-bundle', '-o', 'json', '--all-resources']);
-    assert.equal(all.stderr, '');
+    assert.equal(
+      all.stderr,
+      'admission-gateway: WARNING: validate-fail.admissiongateway.io (/validate/fail) is rendered failurePolicy Fail ' +
+        'with rules that match every resource: while the gateway is unreachable, the apiserver refuses every ' +
+        'CREATE/UPDATE/DELETE/CONNECT of any resource in the namespaces it selects, and of any cluster-scoped ' +
+        'resource (namespaceSelector does not filter those).\n' +
+        '  failurePolicy Fail because of: require-labels\n' +
+        '  every resource because of: --all-resources\n' +
+        '  To avoid it, give those steps failurePolicy: Ignore (or mode: warn), or narrow their match.rules to the ' +
+        'resources they need (a provider without match sees every request), or render without --all-resources.\n',
+    );
     assert.deepEqual(
       items(all).flatMap((c) => c.webhooks.map((w) => [w.name, w.failurePolicy, w.rules])),
       [
@@ -280,6 +290,70 @@ describe('admission-gateway manifests', function () {
           'Ignore',
           [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*/*'], scope: '*' }],
         ],
+      ],
+    );
+  });
+
+  it('warns loudly on stderr about a Fail webhook that matches every resource, naming the steps and the fix', async function () {
+    const file = await config(`kube: { enabled: false }
+chain:
+  - plugin: default-labels
+    settings: { labels: { team: unknown } }
+  - plugin: resource-defaults
+    failurePolicy: Ignore
+`);
+    const run = await runCli(['manifests', '--config', file, '--no-ca-bundle', '-o', 'json']);
+
+    assert.equal(
+      run.stderr,
+      'admission-gateway: WARNING: mutate.admissiongateway.io (/mutate) is rendered failurePolicy Fail with rules ' +
+        'that match every resource: while the gateway is unreachable, the apiserver refuses every CREATE/UPDATE of ' +
+        'any resource in the namespaces it selects, and of any cluster-scoped resource (namespaceSelector does not ' +
+        'filter those).\n' +
+        '  failurePolicy Fail because of: default-labels\n' +
+        "  every resource because of: default-labels (operations ['CREATE', 'UPDATE'], apiGroups ['*'], resources ['*'])\n" +
+        '  To avoid it, give those steps failurePolicy: Ignore (or mode: warn), or narrow their match.rules to the ' +
+        'resources they need (a provider without match sees every request).\n',
+    );
+    assert.deepEqual(
+      items(run).flatMap((c) => c.webhooks.map((w) => [w.name, w.failurePolicy])),
+      [['mutate.admissiongateway.io', 'Fail']],
+    );
+  });
+
+  it('renders a provider without match for every operation on every resource, and warns when it is Fail', async function () {
+    const file = await config(
+      'kube: { enabled: false }\nchain:\n  - provider: scanner\n    url: https://127.0.0.1:1/admit\n    phases: [validate]\n',
+    );
+    const run = await runCli(['manifests', '--config', file, '--no-ca-bundle', '-o', 'json']);
+
+    assert.deepEqual(
+      items(run).flatMap((c) => c.webhooks.map((w) => [w.name, w.failurePolicy, w.rules])),
+      [
+        [
+          'validate-fail.admissiongateway.io',
+          'Fail',
+          [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], scope: '*' }],
+        ],
+      ],
+    );
+    assert.match(run.stderr, /^admission-gateway: WARNING: validate-fail\.admissiongateway\.io \(\/validate\/fail\)/);
+    assert.match(run.stderr, /^ {2}failurePolicy Fail because of: scanner$/m);
+    assert.match(
+      run.stderr,
+      /^ {2}every resource because of: scanner \(operations \['\*'\], apiGroups \['\*'\], resources \['\*'\]\)$/m,
+    );
+  });
+
+  it('renders the shipped gateway.yaml as Ignore webhooks only, without a warning: it blocks nobody', async function () {
+    const run = await runCli(['manifests', '--config', 'gateway.yaml', '--no-ca-bundle', '-o', 'json']);
+
+    assert.equal(run.stderr, WATCH_NOTE);
+    assert.deepEqual(
+      items(run).flatMap((c) => c.webhooks.map((w) => [w.name, w.failurePolicy])),
+      [
+        ['mutate.admissiongateway.io', 'Ignore'],
+        ['validate-ignore.admissiongateway.io', 'Ignore'],
       ],
     );
   });
@@ -382,20 +456,24 @@ chain:
       });
     }
 
-    it('given an unknown plugin in the config (the field path is named)', async function () {
+    it('given an unknown plugin in the config (its line and field path are named)', async function () {
       const file = await config('chain:\n  - plugin: nope\n');
       const run = await runCli(['manifests', '--config', file, '--no-ca-bundle']);
       assert.equal(run.code, 2, run.stderr);
       assert.equal(
         run.stderr,
-        `admission-gateway: ${file}: chain[0].plugin: unknown plugin "nope" (known: default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
+        `admission-gateway: ${file}:2:5: chain[0].plugin: unknown plugin "nope" (known: default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
       );
     });
 
-    it('given an unknown flag', async function () {
-      const run = await runCli(['manifests', '--bogus']);
+    it('given a misspelt flag, naming the closest', async function () {
+      const run = await runCli(['manifests', '--no-cabundle']);
       assert.equal(run.code, 2);
-      assert.ok(run.stderr.startsWith("admission-gateway: Unknown option '--bogus'"), run.stderr);
+      assert.equal(
+        run.stderr,
+        'admission-gateway manifests: unknown option --no-cabundle (did you mean --no-ca-bundle?)\n' +
+          'Run "admission-gateway manifests --help" for its options.\n',
+      );
     });
   });
 });

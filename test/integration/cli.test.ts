@@ -8,13 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { Agent } from 'undici';
 import { caBundle } from '../../certs/generate.js';
 import { runCliCaptured, type CliRun } from '../helpers/cli.js';
-import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+import { podCreate } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
 import { decodePatch } from '../helpers/patch.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAIN = join(ROOT, 'server', 'main.ts');
-const UID = '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21';
 const KNOWN_PLUGINS = 'default-labels, image-policy, pod-security, require-labels, resource-defaults';
 
 type Run = CliRun;
@@ -72,186 +71,182 @@ describe('admission-gateway command line', function () {
     return file;
   }
 
-  describe('--help', function () {
-    it('prints the commands and exits 0', async function () {
+  describe('the command line', function () {
+    it('prints the commands with --help and exits 0', async function () {
       const run = await runProcess(['--help']);
 
       assert.equal(run.code, 0);
       assert.equal(run.stderr, '');
       assert.ok(run.stdout.startsWith('admission-gateway — an admission webhook gateway for Kubernetes\n'), run.stdout);
-      for (const command of ['serve', 'certs', 'review']) assert.match(run.stdout, new RegExp(`^  ${command} `, 'm'));
+      for (const command of ['serve', 'certs', 'review', 'manifests', 'version']) {
+        assert.match(run.stdout, new RegExp(`^  ${command} `, 'm'));
+      }
     });
 
-    it('prints the usage of one command with `review --help`', async function () {
-      const run = await runCli(['review', '--help']);
+    it('prints the usage of one command with `<command> --help`', async function () {
+      const run = await runCli(['certs', '--help']);
 
       assert.equal(run.code, 0);
-      assert.ok(
-        run.stdout.startsWith('usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE]\n'),
-        run.stdout,
-      );
+      assert.ok(run.stdout.startsWith('usage: admission-gateway certs [--config FILE] [--ca FILE]\n'), run.stdout);
     });
 
-    it('refuses an unknown command with exit code 2', async function () {
-      const run = await runProcess(['frobnicate']);
+    for (const args of [['--version'], ['-v'], ['version'], ['review', '--version']]) {
+      it(`prints the package version with \`${args.join(' ')}\``, async function () {
+        const { version } = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { version: string };
 
-      assert.equal(run.code, 2);
-      assert.ok(run.stderr.startsWith('admission-gateway: unknown command "frobnicate"\n'), run.stderr);
-    });
-  });
+        const run = await runCli(args);
 
-  describe('review', function () {
-    const CHAIN = `
-chain:
-  - plugin: default-labels
-    settings: { labels: { owner: platform } }
-  - plugin: require-labels
-    settings: { labels: [owner, cost-center] }
-`;
-    const mutateReview = {
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      response: {
-        uid: UID,
-        allowed: true,
-        patchType: 'JSONPatch',
-        patch: Buffer.from(JSON.stringify([{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }])).toString(
-          'base64',
-        ),
-      },
-    };
-    const expectedOutput = {
-      mutate: {
-        review: mutateReview,
-        patch: [{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }],
-        steps: [{ step: 'default-labels', outcome: 'patched' }],
-      },
-      validate: {
-        review: {
-          apiVersion: 'admission.k8s.io/v1',
-          kind: 'AdmissionReview',
-          response: {
-            uid: UID,
-            allowed: false,
-            status: {
-              code: 403,
-              reason: 'Forbidden',
-              message: 'require-labels: missing required label: cost-center',
-            },
-          },
-        },
-        patch: null,
-        steps: [{ step: 'require-labels', outcome: 'denied' }],
-      },
-      allowed: false,
-    };
-
-    /** The printed output without the step durations (wall-clock). */
-    function withoutDurations(stdout: string): unknown {
-      const output = JSON.parse(stdout) as Record<string, { steps?: Array<Record<string, unknown>> } | boolean>;
-      for (const phase of Object.values(output)) {
-        if (typeof phase === 'object') {
-          phase.steps = phase.steps?.map(({ ms, ...rest }) => {
-            assert.equal(typeof ms, 'number');
-            return rest;
-          });
-        }
-      }
-      return output;
+        assert.deepEqual(run, { code: 0, stdout: `admission-gateway ${version}\n`, stderr: '' });
+      });
     }
 
-    it('runs a review file through mutate, then validate on the mutated object, and prints responses and the decoded patch', async function () {
-      const file = join(dir, 'pod.json');
-      await writeFile(file, JSON.stringify(podCreate()));
+    const refusals: Array<[string, string[], string]> = [
+      [
+        'an unknown command',
+        ['frobnicate'],
+        'admission-gateway: unknown command "frobnicate"\nRun "admission-gateway --help" for the commands and their options.\n',
+      ],
+      [
+        'a misspelt command, naming the closest',
+        ['reveiw', 'pod.yaml'],
+        'admission-gateway: unknown command "reveiw" (did you mean "review"?)\nRun "admission-gateway --help" for the commands and their options.\n',
+      ],
+      [
+        'an unknown option',
+        ['review', 'pod.yaml', '--bogus'],
+        'admission-gateway review: unknown option --bogus\nRun "admission-gateway review --help" for its options.\n',
+      ],
+      [
+        'a misspelt option, naming the closest',
+        ['review', '--confg', 'gw.yaml', 'pod.yaml'],
+        'admission-gateway review: unknown option --confg (did you mean --config?)\nRun "admission-gateway review --help" for its options.\n',
+      ],
+      [
+        'a misspelt option of the default command (serve)',
+        ['--prot', '8443'],
+        'admission-gateway: unknown option --prot (did you mean --port?)\nRun "admission-gateway --help" for the commands and their options.\n',
+      ],
+      [
+        'an unknown short option',
+        ['certs', '-x'],
+        'admission-gateway certs: unknown option -x\nRun "admission-gateway certs --help" for its options.\n',
+      ],
+      [
+        "another command's option, naming the commands that take it",
+        ['serve', '--ca', 'ca.crt'],
+        'admission-gateway serve: unknown option --ca (an option of certs and manifests)\nRun "admission-gateway serve --help" for its options.\n',
+      ],
+      [
+        'an option without its value',
+        ['review', 'pod.yaml', '--config'],
+        'admission-gateway review: option --config needs a value\nRun "admission-gateway review --help" for its options.\n',
+      ],
+      [
+        'a value for a flag',
+        ['review', 'pod.yaml', '--exit-code=yes'],
+        'admission-gateway review: option --exit-code takes no value\nRun "admission-gateway review --help" for its options.\n',
+      ],
+    ];
+    for (const [what, args, message] of refusals) {
+      it(`refuses ${what} in one line and a pointer to --help, exit code 2`, async function () {
+        const run = await runCli(args);
 
-      const run = await runCli(['review', file, '--config', await config(CHAIN)]);
-
-      assert.equal(run.stderr, '');
-      assert.equal(run.code, 0);
-      assert.deepEqual(withoutDurations(run.stdout), expectedOutput);
-    });
-
-    it('reads the review from standard input with `-`', async function () {
-      const run = await runCli(['review', '-', '--config', await config(CHAIN)], {
-        stdin: JSON.stringify(podCreate()),
+        assert.deepEqual(run, { code: 2, stdout: '', stderr: message });
       });
+    }
 
-      assert.equal(run.code, 0);
-      assert.deepEqual(withoutDurations(run.stdout), expectedOutput);
-    });
-
-    it('runs one route with --route, e.g. the mutate phase alone', async function () {
-      const run = await runCli(['review', '-', '--route', 'mutate', '--config', await config(CHAIN)], {
-        stdin: JSON.stringify(podCreate()),
-      });
-
-      assert.equal(run.code, 0);
-      const output = JSON.parse(run.stdout) as { review: unknown; patch: unknown };
-      assert.deepEqual(output.review, mutateReview);
-      assert.deepEqual(output.patch, [{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }]);
-    });
-
-    it('refuses an input that is not an AdmissionReview with exit code 2 and says what is wrong', async function () {
-      const review = podCreate();
-      delete (requestOf(review) as { uid?: string }).uid;
-
-      const run = await runCli(['review', '-', '--config', await config(CHAIN)], { stdin: JSON.stringify(review) });
+    it('does the same as a process (what main.ts adds: the exit code)', async function () {
+      const run = await runProcess(['review', '--confg', 'gw.yaml']);
 
       assert.equal(run.code, 2);
-      assert.equal(run.stdout, '');
-      assert.equal(run.stderr, 'admission-gateway: invalid AdmissionReview: request.uid is missing or empty\n');
+      assert.equal(
+        run.stderr,
+        'admission-gateway review: unknown option --confg (did you mean --config?)\nRun "admission-gateway review --help" for its options.\n',
+      );
     });
   });
 
   describe('given an invalid gateway.yaml', function () {
+    /** A config with its mistake on line 14 (chain[2]), as a user's file would have it. */
+    const CHAIN_OF_THREE = (third: string) => `apiVersion: admissiongateway.io/v1alpha1
+kind: GatewayConfig
+server:
+  port: 8443
+log:
+  level: info
+chain:
+  - plugin: default-labels
+    settings:
+      labels: { owner: platform }
+  - plugin: image-policy
+    mode: warn
+${third}`;
     const cases = [
+      {
+        name: 'a value of the wrong type, at its line and column',
+        yaml: CHAIN_OF_THREE('  - plugin: require-labels\n    timeoutSeconds: ten\n    settings: { labels: [team] }\n'),
+        error: '14:5: chain[2].timeoutSeconds: expected a number from 0.001 to 30, got "ten"',
+      },
+      {
+        name: 'a misspelt plugin, naming the closest',
+        yaml: CHAIN_OF_THREE('  - plugin: requre-labels\n'),
+        error: '13:5: chain[2].plugin: unknown plugin "requre-labels" (did you mean "require-labels"?)',
+      },
       {
         name: 'an unknown plugin name, listing the known ones',
         yaml: 'chain:\n  - plugin: no-such-plugin\n',
-        error: `chain[0].plugin: unknown plugin "no-such-plugin" (known: ${KNOWN_PLUGINS})`,
+        error: `2:5: chain[0].plugin: unknown plugin "no-such-plugin" (known: ${KNOWN_PLUGINS})`,
       },
       {
-        name: 'chain[0].timeoutSeconds out of range',
-        yaml: 'chain:\n  - plugin: default-labels\n    timeoutSeconds: 99\n    settings: { labels: { a: b } }\n',
-        error: 'chain[0].timeoutSeconds: expected a number from 0.001 to 30, got 99',
-      },
-      {
-        name: 'a misspelt field, listing the known ones',
+        name: 'a misspelt field, naming the closest',
         yaml: 'chain:\n  - plugin: default-labels\n    failurePolicyy: Ignore\n',
-        error:
-          'chain[0].failurePolicyy: unknown field (known: plugin, name, match, failurePolicy, timeoutSeconds, mode, sideEffects, reinvocationPolicy, settings)',
+        error: '3:5: chain[0].failurePolicyy: unknown field (did you mean "failurePolicy"?)',
       },
       {
-        name: 'invalid plugin settings, with the path below settings',
-        yaml: 'chain:\n  - plugin: require-labels\n    settings: { labels: team }\n',
-        error: 'chain[0].settings.labels: expected a list of strings, got string "team"',
+        name: 'a misspelt value, naming the closest',
+        yaml: 'chain:\n  - plugin: default-labels\n    failurePolicy: ignore\n',
+        error: '3:5: chain[0].failurePolicy: expected one of Fail, Ignore, got "ignore" (did you mean "Ignore"?)',
+      },
+      {
+        name: 'invalid plugin settings, with the path below settings and its line',
+        yaml: CHAIN_OF_THREE('  - plugin: require-labels\n    settings:\n      labels:\n        team: yes\n'),
+        error: '15:7: chain[2].settings.labels: expected a list of strings, got a map',
+      },
+      {
+        name: 'a required field left out, at the line of the entry that lacks it',
+        yaml: 'chain:\n  - plugin: default-labels\n    match:\n      rules:\n        - operations: [CREATE]\n          apiGroups: [""]\n          apiVersions: [v1]\n',
+        error: '5:11: chain[0].match.rules[0].resources: expected a non-empty list of strings',
       },
     ];
     for (const c of cases) {
-      it(`serve exits 2 naming the file and the field for ${c.name}`, async function () {
+      it(`serve exits 2 naming the file, line, column and field for ${c.name}`, async function () {
         const file = await config(c.yaml);
 
         const run = await runCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
 
         assert.equal(run.code, 2);
-        assert.equal(run.stderr, `admission-gateway: ${file}: ${c.error}\n`);
+        assert.equal(run.stderr, `admission-gateway: ${file}:${c.error}\n`);
       });
     }
 
-    it('review exits 2 with the same message', async function () {
+    it('review and manifests exit 2 with the same message', async function () {
       const file = await config(cases[0]!.yaml);
       const review = join(dir, 'pod.json');
       await writeFile(review, JSON.stringify(podCreate()));
 
-      const run = await runCli(['review', review, '--config', file]);
+      const runs = [
+        await runCli(['review', review, '--config', file]),
+        await runCli(['manifests', '--config', file, '--no-ca-bundle']),
+      ];
 
-      assert.equal(run.code, 2);
-      assert.equal(run.stderr, `admission-gateway: ${file}: ${cases[0]!.error}\n`);
+      for (const run of runs) {
+        assert.deepEqual(run, { code: 2, stdout: '', stderr: `admission-gateway: ${file}:${cases[0]!.error}\n` });
+      }
     });
   });
 
   describe('certs', function () {
-    it('generates a CA and serving certificate and prints a caBundle that decodes to the CA PEM', async function () {
+    it('generates a CA and serving certificate, says where on stderr, and prints a caBundle that decodes to the CA PEM', async function () {
       const file = await config('server:\n  tls: { certFile: certs/tls.crt, keyFile: certs/tls.key }\n');
 
       const first = await runCli(['certs', '--config', file]);
@@ -268,6 +263,18 @@ chain:
       assert.match(serving.subjectAltName ?? '', /IP Address:127\.0\.0\.1/);
       assert.equal((await stat(join(dir, 'certs', 'tls.key'))).mode & 0o777, 0o600);
       assert.equal(second.stdout, first.stdout, 'a second run reuses the certificates');
+      const certs = join(dir, 'certs');
+      assert.equal(
+        first.stderr,
+        `admission-gateway certs: generated a CA (${certs}/ca.crt, key ${certs}/ca.key) and a serving certificate ` +
+          `(${certs}/tls.crt, key ${certs}/tls.key); keys are mode 0600\n` +
+          `admission-gateway certs: standard output is the caBundle: ${certs}/ca.crt in base64\n`,
+      );
+      assert.equal(
+        second.stderr,
+        `admission-gateway certs: using the existing serving certificate ${certs}/tls.crt (key ${certs}/tls.key)\n` +
+          `admission-gateway certs: standard output is the caBundle: ${certs}/ca.crt in base64\n`,
+      );
     });
   });
 
@@ -275,7 +282,6 @@ chain:
     it('serves reviews over HTTPS with the generated certificate, and exits 0 after draining on SIGTERM', async function () {
       const file = await config(`
 server:
-  host: 127.0.0.1
   opsHost: 127.0.0.1
   tls: { certFile: tls.crt, keyFile: tls.key }
 kube: { enabled: false }
@@ -286,18 +292,22 @@ chain:
       const child = spawnCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
       const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
       let stdout = '';
-      const serving = new Promise<{ webhook: string; ops: string }>((resolve, reject) => {
+      const lines = () =>
+        stdout
+          .split('\n')
+          .slice(0, -1)
+          .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const serving = new Promise<Record<string, unknown>>((resolve, reject) => {
         child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
           stdout += chunk;
-          for (const line of stdout.split('\n')) {
-            if (!line.includes('"admission-gateway serving"')) continue;
-            resolve(JSON.parse(line) as { webhook: string; ops: string });
-          }
+          const line = lines().find((l) => l.msg === 'admission-gateway serving');
+          if (line) resolve(line);
         });
         void exited.then((code) => reject(new Error(`serve exited with ${code} before serving: ${stdout}`)));
       });
       try {
-        const { webhook, ops } = await serving;
+        const line = await serving;
+        const { webhook, ops } = line as { webhook: string; ops: string };
         const trusted = new Agent({ connect: { ca: await readFile(join(dir, 'ca.crt')) } });
         try {
           const ready = await sendRequest(trusted, `${ops}/readyz`, 'GET');
@@ -309,6 +319,26 @@ chain:
         } finally {
           await trusted.close();
         }
+        // The addresses the servers are bound to (the webhook on every interface), and URLs that reach them.
+        const webhookPort = new URL(webhook).port;
+        const opsPort = new URL(ops).port;
+        assert.deepEqual(
+          { listening: line.listening, webhook, ops },
+          {
+            listening: { webhook: `0.0.0.0:${webhookPort}`, ops: `127.0.0.1:${opsPort}` },
+            webhook: `https://127.0.0.1:${webhookPort}`,
+            ops: `http://127.0.0.1:${opsPort}`,
+          },
+        );
+        // Where the relative paths of the file went: its own folder.
+        const loaded = lines().find((l) => l.msg === 'configuration loaded');
+        assert.deepEqual(
+          { config: loaded?.config, files: loaded?.files },
+          {
+            config: file,
+            files: { 'server.tls.certFile': join(dir, 'tls.crt'), 'server.tls.keyFile': join(dir, 'tls.key') },
+          },
+        );
 
         child.kill('SIGTERM');
         assert.equal(await exited, 0);

@@ -192,21 +192,32 @@ describe('webhook server over HTTPS', function () {
       });
     });
 
-    it('labels an instance of a custom resource (group example.com) through the `*` rule of default-labels', async function () {
+    it('leaves an instance of a custom resource alone: its mutating steps only match namespaced workloads and pod specs', async function () {
+      const review = reviewOf(await h.post('/mutate', widgetCreate()));
+
+      assert.deepEqual(review.response, { uid: '7c9e6679-7425-40de-944b-e07fc1f90ae7', allowed: true });
+      for (const step of ['default-labels', 'resource-defaults']) {
+        assert.equal(
+          await h.metric('admission_gateway_step_calls_total', { step, phase: 'mutate', outcome: 'skipped' }),
+          1,
+          step,
+        );
+      }
+    });
+  });
+
+  describe("given default-labels with the plugin's own match", function () {
+    it('labels an instance of a custom resource (group example.com) through its `*` rule', async function () {
+      const h = await start(
+        "chain:\n  - plugin: default-labels\n    settings: { labels: { admissiongateway.io/admitted: 'true' } }\n",
+      );
+
       const review = reviewOf(await h.post('/mutate', widgetCreate()));
 
       assert.equal(review.response.allowed, true);
       assert.deepEqual(decodePatch(review.response), [
         { op: 'add', path: '/metadata/labels', value: { 'admissiongateway.io/admitted': 'true' } },
       ]);
-      assert.equal(
-        await h.metric('admission_gateway_step_calls_total', {
-          step: 'resource-defaults',
-          phase: 'mutate',
-          outcome: 'skipped',
-        }),
-        1,
-      );
     });
   });
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { closestName, didYouMean } from '../../../server/base/did-you-mean.js';
+import { closestName, didYouMean, didYouMeanOrKnown } from '../../../server/base/did-you-mean.js';
 
 describe('didYouMean()', () => {
   const fields = ['failurePolicy', 'timeoutSeconds', 'reinvocationPolicy', 'match', 'mode'];
@@ -17,5 +17,13 @@ describe('didYouMean()', () => {
   it('suggests nothing when no name is close', () => {
     assert.equal(didYouMean('replicas', fields), '');
     assert.equal(closestName('x', []), undefined);
+  });
+});
+
+describe('didYouMeanOrKnown()', () => {
+  it('suggests the closest name, or lists the known ones when none is close', () => {
+    const known = ['chain', 'server', 'log'];
+    assert.equal(didYouMeanOrKnown('chains', known), ' (did you mean "chain"?)');
+    assert.equal(didYouMeanOrKnown('plugins', known), ' (known: chain, server, log)');
   });
 });

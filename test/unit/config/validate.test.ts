@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CONFIG_YAML } from '../../../server/config/default-config.js';
+import { configFilePaths } from '../../../server/config/file-paths.js';
 import { EMBEDDED_CONFIG, loadConfig } from '../../../server/config/load.js';
 import { ConfigError } from '../../../server/base/errors.js';
+import { configMapGatewayYaml } from '../../../server/manifests/config-source.js';
 import { configError, parseConfig as parse } from '../../helpers/config.js';
 
 describe('parseConfigText()', () => {
@@ -149,98 +151,109 @@ chain:
   });
 
   const invalid: Array<[string, string, string]> = [
-    ['a wrong kind', 'kind: Config', 'gateway.yaml: kind: expected GatewayConfig, got "Config"'],
-    [
-      'an unknown top-level field',
-      'chains: []',
-      'gateway.yaml: chains: unknown field (known: apiVersion, kind, server, kube, log, chain)',
-    ],
+    ['a wrong kind', 'kind: Config', 'gateway.yaml:1:1: kind: expected GatewayConfig, got "Config"'],
+    ['an unknown top-level field', 'chains: []', 'gateway.yaml:1:1: chains: unknown field (did you mean "chain"?)'],
     [
       'a port out of range',
       'server: { port: 70000 }',
-      'gateway.yaml: server.port: expected an integer from 0 to 65535, got 70000',
+      'gateway.yaml:1:11: server.port: expected an integer from 0 to 65535, got 70000',
     ],
     [
       'equal ports',
       'server: { port: 9000, opsPort: 9000 }',
-      'gateway.yaml: server.opsPort: must differ from server.port (9000)',
+      'gateway.yaml:1:23: server.opsPort: must differ from server.port (9000)',
     ],
     [
       'a timeout out of range',
       'chain: [{ plugin: default-labels, timeoutSeconds: 31 }]',
-      'gateway.yaml: chain[0].timeoutSeconds: expected a number from 0.001 to 30, got 31',
+      'gateway.yaml:1:35: chain[0].timeoutSeconds: expected a number from 0.001 to 30, got 31',
     ],
     [
       'an entry with neither plugin nor provider',
       'chain: [{ name: x }]',
-      'gateway.yaml: chain[0]: expected exactly one of plugin (an in-process plugin name) or provider (a remote provider name)',
+      'gateway.yaml:1:9: chain[0]: expected exactly one of plugin (an in-process plugin name) or provider (a remote provider name)',
     ],
     [
       'an unknown entry field',
       'chain: [{ plugin: a, failurepolicy: Fail }]',
-      'gateway.yaml: chain[0].failurepolicy: unknown field (known: plugin, name, match, failurePolicy, timeoutSeconds, mode, sideEffects, reinvocationPolicy, settings)',
+      'gateway.yaml:1:22: chain[0].failurepolicy: unknown field (did you mean "failurePolicy"?)',
     ],
     [
       'a bad mode',
       'chain: [{ plugin: a, mode: dry }]',
-      'gateway.yaml: chain[0].mode: expected one of enforce, warn, audit, got "dry"',
+      'gateway.yaml:1:22: chain[0].mode: expected one of enforce, warn, audit, got "dry"',
     ],
     [
       'a step name that is not a DNS label',
       'chain: [{ plugin: a, name: Upper_Case }]',
-      'gateway.yaml: chain[0].name: expected a lower-case DNS-1123 label as the step name, got "Upper_Case"',
+      'gateway.yaml:1:22: chain[0].name: expected a lower-case DNS-1123 label as the step name, got "Upper_Case"',
     ],
     [
       'two steps with one name',
       'chain: [{ plugin: a }, { plugin: a }]',
-      'gateway.yaml: chain[1]: step name "a" is already used by chain[0]; set a distinct name: on one of them',
+      'gateway.yaml:1:24: chain[1]: step name "a" is already used by chain[0]; set a distinct name: on one of them',
     ],
     [
       'an empty rule list',
       'chain: [{ plugin: a, match: { rules: [] } }]',
-      'gateway.yaml: chain[0].match.rules: expected a non-empty list of rules',
+      'gateway.yaml:1:31: chain[0].match.rules: expected a non-empty list of rules',
     ],
     [
       'a rule without resources',
       "chain: [{ plugin: a, match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1] }] } }]",
-      'gateway.yaml: chain[0].match.rules[0].resources: expected a non-empty list of strings',
+      'gateway.yaml:1:39: chain[0].match.rules[0].resources: expected a non-empty list of strings',
     ],
     [
       'an In selector without values',
       'chain: [{ plugin: a, match: { rules: [{ operations: ["*"], apiGroups: ["*"], apiVersions: ["*"], resources: ["*"] }], objectSelector: { matchExpressions: [{ key: k, operator: In }] } } }]',
-      'gateway.yaml: chain[0].match.objectSelector.matchExpressions[0].values: must be non-empty for operator In',
+      'gateway.yaml:1:156: chain[0].match.objectSelector.matchExpressions[0].values: must be non-empty for operator In',
     ],
     [
       'a provider with both url and service',
       'chain: [{ provider: p, url: "https://x", service: { namespace: n, name: s } }]',
-      'gateway.yaml: chain[0]: expected exactly one of url or service',
+      'gateway.yaml:1:9: chain[0]: expected exactly one of url or service',
     ],
     [
       'a plain-http provider',
       'chain: [{ provider: p, url: "http://127.0.0.1:1/a" }]',
-      'gateway.yaml: chain[0].url: expected an https:// URL, got "http://127.0.0.1:1/a"',
+      'gateway.yaml:1:24: chain[0].url: expected an https:// URL, got "http://127.0.0.1:1/a"',
     ],
     [
       'a provider URL with a query',
       'chain: [{ provider: p, url: "https://127.0.0.1:1/a?x=1" }]',
-      'gateway.yaml: chain[0].url: must not have a query or fragment, got "https://127.0.0.1:1/a?x=1"',
+      'gateway.yaml:1:24: chain[0].url: must not have a query or fragment, got "https://127.0.0.1:1/a?x=1"',
     ],
     [
       'a memory budget smaller than one request body',
       'server: { maxRequestBytes: 1048576, maxInflightBytes: 65536 }',
-      'gateway.yaml: server.maxInflightBytes: expected an integer from 1048576 to',
+      'gateway.yaml:1:37: server.maxInflightBytes: expected an integer from 1048576 to',
     ],
     [
       'a request timeout shorter than the headers timeout',
       'server: { headersTimeoutSeconds: 20, requestTimeoutSeconds: 5 }',
-      'gateway.yaml: server.requestTimeoutSeconds: expected a number from 20 to 600, got 5',
+      'gateway.yaml:1:38: server.requestTimeoutSeconds: expected a number from 20 to 600, got 5',
     ],
     [
       'no connections at all',
       'server: { maxConnections: 0 }',
-      'gateway.yaml: server.maxConnections: expected an integer from 1',
+      'gateway.yaml:1:11: server.maxConnections: expected an integer from 1',
     ],
-    ['invalid YAML', 'chain: [\n  - plugin: a', 'gateway.yaml: line 2 column 3: invalid YAML: '],
+    [
+      'a misspelt match field, naming the closest',
+      'chain:\n  - plugin: a\n    match:\n      rule: []\n',
+      'gateway.yaml:4:7: chain[0].match.rule: unknown field (did you mean "rules"?)',
+    ],
+    [
+      'a misspelt scope, naming the closest',
+      "chain:\n  - plugin: a\n    match:\n      rules:\n        - { operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'], scope: namespaced }\n",
+      'gateway.yaml:5:88: chain[0].match.rules[0].scope: expected one of Cluster, Namespaced, *, got "namespaced" (did you mean "Namespaced"?)',
+    ],
+    [
+      'a label key with dots, at the key',
+      "chain:\n  - plugin: a\n    match:\n      rules: [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }]\n      objectSelector:\n        matchLabels:\n          app.kubernetes.io/name: 3\n",
+      'gateway.yaml:7:11: chain[0].match.objectSelector.matchLabels.app.kubernetes.io/name: expected a string, got 3',
+    ],
+    ['invalid YAML', 'chain: [\n  - plugin: a', 'gateway.yaml:2:3: invalid YAML: '],
   ];
   for (const [name, yaml, message] of invalid) {
     it(`refuses ${name}, naming the field`, () => {
@@ -253,6 +266,22 @@ chain:
 describe('the shipped gateway.yaml', () => {
   it('is the embedded default, byte for byte', async () => {
     assert.equal(await readFile(new URL('../../../gateway.yaml', import.meta.url), 'utf8'), DEFAULT_CONFIG_YAML);
+  });
+
+  it('is as safe as the installed config: the chain of manifests/config.yaml, mutating steps Ignore', async () => {
+    const configMap = await readFile(new URL('../../../manifests/config.yaml', import.meta.url), 'utf8');
+    const installed = parse(configMapGatewayYaml(configMap, 'manifests/config.yaml')!);
+
+    const shipped = parse(DEFAULT_CONFIG_YAML);
+
+    assert.deepEqual(shipped.chain, installed.chain);
+    assert.deepEqual(
+      shipped.chain.filter((e) => e.mode === undefined).map((e) => [e.name, e.failurePolicy]),
+      [
+        ['default-labels', 'Ignore'],
+        ['resource-defaults', 'Ignore'],
+      ],
+    );
   });
 
   it('starts validating plugins in warn mode so a first install blocks nobody', () => {
@@ -291,9 +320,37 @@ describe('loadConfig()', () => {
     });
   });
 
-  it('resolves relative files against the config file directory', async () => {
-    await writeFile(path.join(dir, 'gw.yaml'), 'server: { tls: { certFile: tls/a.crt, keyFile: tls/a.key } }');
-    const config = await loadConfig('gw.yaml', { cwd: dir });
-    assert.equal(config.server.tls.certFile, path.join(dir, 'tls/a.crt'));
+  it("resolves every relative path against the config file's folder, whatever the working directory", async () => {
+    await mkdir(path.join(dir, 'conf'));
+    await writeFile(
+      path.join(dir, 'conf', 'gw.yaml'),
+      `server: { tls: { certFile: tls/a.crt, keyFile: /etc/tls/a.key, clientCAFile: ../ca.crt } }
+kube: { kubeconfig: kube/config }
+chain:
+  - provider: p
+    url: https://127.0.0.1:1/
+    clientCert: { certFile: client.crt, keyFile: client.key }
+`,
+    );
+
+    const config = await loadConfig('conf/gw.yaml', { cwd: dir });
+
+    assert.deepEqual(configFilePaths(config), {
+      'server.tls.certFile': path.join(dir, 'conf', 'tls/a.crt'),
+      'server.tls.keyFile': '/etc/tls/a.key',
+      'server.tls.clientCAFile': path.join(dir, 'ca.crt'),
+      'kube.kubeconfig': path.join(dir, 'conf', 'kube/config'),
+      'chain[0].clientCert.certFile': path.join(dir, 'conf', 'client.crt'),
+      'chain[0].clientCert.keyFile': path.join(dir, 'conf', 'client.key'),
+    });
+  });
+
+  it('resolves the relative paths of the embedded default against the working directory', async () => {
+    const config = await loadConfig('gateway.yaml', { isDefaultLocation: true, cwd: dir });
+
+    assert.deepEqual(configFilePaths(config), {
+      'server.tls.certFile': path.join(dir, 'certs/tls.crt'),
+      'server.tls.keyFile': path.join(dir, 'certs/tls.key'),
+    });
   });
 });

@@ -135,8 +135,16 @@ describe('server/tls/serving-certificate', () => {
         const keyFile = join(dir, 'certs', 'tls.key');
         const opts = { certFile, keyFile, generateIfMissing: true, sans: defaultSans(), log };
 
-        assert.deepEqual(await ensureServingCertificate(opts), { generated: true });
         const certDir = join(dir, 'certs');
+        assert.deepEqual(await ensureServingCertificate(opts), {
+          generated: true,
+          files: {
+            caCertFile: join(certDir, 'ca.crt'),
+            caKeyFile: join(certDir, 'ca.key'),
+            certFile,
+            keyFile,
+          },
+        });
         assert.deepEqual((await readdir(certDir)).sort(), ['ca.crt', 'ca.key', 'tls.crt', 'tls.key']);
         assert.equal((await stat(keyFile)).mode & 0o777, 0o600);
         const ca = new X509Certificate(await readFile(join(certDir, 'ca.crt')));
@@ -173,7 +181,10 @@ describe('server/tls/serving-certificate', () => {
           sans: { dnsNames: ['gw.test'], ipAddresses: [] },
           log,
         });
-        assert.deepEqual(result, { generated: true });
+        assert.deepEqual(result, {
+          generated: true,
+          files: { caCertFile: caFile, caKeyFile: join(dir, 'ca', 'ca.key'), certFile, keyFile },
+        });
         assert.deepEqual((await readdir(dir)).sort(), ['ca', 'private', 'serving.pem']);
         assert.deepEqual((await readdir(join(dir, 'ca'))).sort(), ['ca.key', 'root.pem']);
         const material = await loadTlsMaterial(certFile, keyFile, caFile);

@@ -1,0 +1,128 @@
+/**
+ * `admission-gateway review <file|->`: the configured chain run offline on one request, as the apiserver
+ * would run it (mutate, then validate on the mutated object), printed as JSON on stdout. Logs go to stderr
+ * in serve's format. With --exit-code a refused request exits EXIT_DENIED, so the command can gate CI.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Registry } from 'prom-client';
+import { availablePlugins } from '../../plugins/index.js';
+import { encodeReview } from '../admission/codec.js';
+import type { AdmissionApiVersion } from '../admission/types.js';
+import { errorMessage } from '../base/errors.js';
+import { createLogger, type GatewayLogger, type LogLevel } from '../base/log.js';
+import { ROUTES, type Chain, type Route } from '../chain/chain.js';
+import type { AnyPlugin } from '../chain/plugin-registry.js';
+import { createReviewer, standaloneNamespaceLabels, type ReviewResult } from '../chain/reviewer.js';
+import type { GatewayConfig } from '../config/types.js';
+import { createChainForConfig } from '../gateway.js';
+import { createMetrics, type Metrics } from '../metrics/metrics.js';
+import { applyPatchInPlace } from '../patch/apply.js';
+import type { AdmissionRequest } from '../plugin-api/types.js';
+import { reviewInput } from './review-input.js';
+import { EXIT_DENIED, UsageError } from './usage.js';
+
+export interface ReviewCommand {
+  /** A file name, or "-" for standard input. */
+  readonly source: string;
+  readonly route: 'all' | Route;
+  /** Exit EXIT_DENIED when the request is refused. */
+  readonly exitCode: boolean;
+}
+
+export interface ReviewIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly stdin: () => Promise<string>;
+  readonly cwd: string;
+  readonly plugins?: readonly AnyPlugin[] | undefined;
+}
+
+/** Checks review's arguments before anything is read. */
+export function reviewCommand(args: readonly string[], route: string | undefined, exitCode: boolean): ReviewCommand {
+  const [source, extra] = args;
+  if (!source) throw new UsageError('review: expected a file name or "-" for standard input');
+  if (extra !== undefined) throw new UsageError(`review: unexpected argument "${extra}" (one file at a time)`);
+  const name = route ?? 'all';
+  if (name !== 'all' && !(ROUTES as readonly string[]).includes(name)) {
+    throw new UsageError(`--route: expected all or one of ${ROUTES.join(', ')}, got "${name}"`);
+  }
+  return { source, route: name as ReviewCommand['route'], exitCode };
+}
+
+/** Warnings and errors only, unless the config asks for debug (or for less). */
+function reviewLogLevel(level: LogLevel): LogLevel {
+  return level === 'info' ? 'warn' : level;
+}
+
+function printable(result: ReviewResult, apiVersion: AdmissionApiVersion) {
+  return {
+    review: JSON.parse(encodeReview(apiVersion, result.response).toString()) as unknown,
+    patch: result.patch ?? null,
+    steps: result.reports,
+  };
+}
+
+async function readSource(command: ReviewCommand, io: ReviewIO): Promise<string> {
+  try {
+    return command.source === '-' ? await io.stdin() : await readFile(path.resolve(io.cwd, command.source), 'utf8');
+  } catch (err) {
+    throw new UsageError(`review: cannot read "${command.source}": ${errorMessage(err)}`);
+  }
+}
+
+/** Runs the review; returns the exit code. */
+export async function runReview(command: ReviewCommand, config: GatewayConfig, io: ReviewIO): Promise<number> {
+  const input = reviewInput(await readSource(command, io), command.source);
+  if (input.wrapped) io.stderr(`admission-gateway review: reviewing the ${input.wrapped}\n`);
+  const log = createLogger(reviewLogLevel(config.log.level), { write: io.stderr });
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
+    metrics,
+    log,
+    onChain: () => undefined,
+  });
+  try {
+    // Providers with discovery get one attempt, so the offline run sees their handlers.
+    await Promise.all(chains.runtimes().map((r) => r.discover()));
+    const { output, allowed } = await reviewOnChain(chains.current(), input.request, input.apiVersion, command.route, {
+      log,
+      metrics,
+      config,
+    });
+    io.stdout(`${JSON.stringify(output, null, 2)}\n`);
+    return command.exitCode && !allowed ? EXIT_DENIED : 0;
+  } finally {
+    await chains.close();
+  }
+}
+
+async function reviewOnChain(
+  chain: Chain,
+  request: AdmissionRequest,
+  apiVersion: AdmissionApiVersion,
+  route: ReviewCommand['route'],
+  deps: { log: GatewayLogger; metrics: Metrics; config: GatewayConfig },
+): Promise<{ output: unknown; allowed: boolean }> {
+  const reviewer = createReviewer({
+    chain: () => chain,
+    metrics: deps.metrics,
+    log: deps.log,
+    namespaceLabels: standaloneNamespaceLabels,
+    deadlineMarginMs: deps.config.server.deadlineMarginMs,
+    defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
+  });
+  if (route !== 'all') {
+    const result = await reviewer.review(request, route);
+    return { output: printable(result, apiVersion), allowed: result.response.allowed };
+  }
+  const mutated = await reviewer.review(request, 'mutate');
+  const output: Record<string, unknown> = { mutate: printable(mutated, apiVersion) };
+  if (!mutated.response.allowed) return { output: { ...output, allowed: false }, allowed: false };
+  // The apiserver validates the object as mutated; do the same.
+  const object = request.object ? structuredClone(request.object) : request.object;
+  if (object && mutated.patch) applyPatchInPlace(object, mutated.patch);
+  const validated = await reviewer.review({ ...request, object }, 'validate');
+  const allowed = validated.response.allowed;
+  return { output: { ...output, validate: printable(validated, apiVersion), allowed }, allowed };
+}

@@ -1,0 +1,224 @@
+/**
+ * The command line's shape: commands, their options and help, and the parse that turns argv into a command
+ * with checked options. Mistakes become one UsageError line naming the command, the option and the closest
+ * one it knows, plus a pointer to --help (exit code 2), instead of parseArgs' own message.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { closestName, didYouMean } from '../base/did-you-mean.js';
+import { ROUTES } from '../chain/chain.js';
+
+/** A mistake on the command line (exit code 2): `admission-gateway[ <command>]: <message>`, then `hint`. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly command?: Command,
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'version'] as const;
+export type Command = (typeof COMMANDS)[number];
+
+/** `review --exit-code`: the request was refused. 1 and 2 already mean failure and bad usage. */
+export const EXIT_DENIED = 3;
+
+export const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+  config: { type: 'string', short: 'c' },
+  port: { type: 'string' },
+  'ops-port': { type: 'string' },
+  'log-level': { type: 'string' },
+  route: { type: 'string' },
+  'exit-code': { type: 'boolean' },
+  ca: { type: 'string' },
+  service: { type: 'string' },
+  url: { type: 'string' },
+  'no-ca-bundle': { type: 'boolean' },
+  name: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  'namespace-label': { type: 'string', multiple: true },
+  'exclude-namespace': { type: 'string', multiple: true },
+  'all-resources': { type: 'boolean' },
+} satisfies ParseArgsConfig['options'];
+
+type OptionName = keyof typeof OPTIONS;
+
+export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+const EVERY_COMMAND: readonly OptionName[] = ['help', 'version', 'config'];
+
+/** The options each command takes besides --help, --version and --config. */
+const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
+  serve: ['port', 'ops-port', 'log-level'],
+  certs: ['ca'],
+  review: ['route', 'exit-code'],
+  manifests: [
+    'ca',
+    'service',
+    'url',
+    'no-ca-bundle',
+    'name',
+    'output',
+    'namespace-label',
+    'exclude-namespace',
+    'all-resources',
+  ],
+  version: [],
+};
+
+const CONFIG_OPTION = '  --config FILE       gateway configuration (default: gateway.yaml, env GATEWAY_CONFIG)';
+
+export const HELP: Readonly<Record<Command | 'main', string>> = {
+  main: `admission-gateway — an admission webhook gateway for Kubernetes
+
+usage: admission-gateway <command> [options]
+
+commands:
+  serve     run the webhook (HTTPS) and operations (HTTP) servers (default)
+  certs     generate the CA and serving certificate if missing, print the caBundle
+  review    run an AdmissionReview or a Kubernetes object through the configured chain offline
+  manifests render the webhook configurations for the configured chain
+  version   print the version (also --version, -v)
+
+Run "admission-gateway <command> --help" for a command's options.
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config, 3 refused (review --exit-code).`,
+  serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--log-level LEVEL]
+
+${CONFIG_OPTION}
+  --port N            webhook HTTPS port (overrides server.port)
+  --ops-port N        operations HTTP port (overrides server.opsPort)
+  --log-level LEVEL   debug, info, warn, error or silent (overrides log.level)`,
+  certs: `usage: admission-gateway certs [--config FILE] [--ca FILE]
+
+Generates a CA and serving certificate at server.tls.certFile/keyFile when both are missing (as serve
+does), then prints the caBundle (base64 of the CA certificate) for a webhook configuration's
+clientConfig.caBundle. Standard error says which files were generated or reused.
+
+${CONFIG_OPTION}
+  --ca FILE           CA certificate to print (default: ca.crt next to the serving certificate)`,
+  review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
+
+Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the
+configured chain without a cluster and prints, as JSON, each phase's AdmissionReview response and its
+decoded patch; logs go to standard error. An object is reviewed as the CREATE the apiserver would send:
+kind, resource, name and namespace (metadata.namespace, else "default" for a namespaced built-in kind)
+are inferred. With the default route "all" it does what the apiserver does: the mutate phase, then the
+validate phase on the mutated object.
+
+${CONFIG_OPTION}
+  --route ROUTE       all (default), ${ROUTES.join(', ')}
+  --exit-code         exit ${EXIT_DENIED} when the request is refused (a phase denies or fails closed), to gate CI
+
+Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
+or input, ${EXIT_DENIED} refused (with --exit-code).`,
+  manifests: `usage: admission-gateway manifests [--config FILE] [--service NAMESPACE/NAME[:PORT] | --url https://HOST[:PORT]]
+                                   [--ca FILE | --no-ca-bundle] [--name NAME] [--output yaml|json]
+                                   [--namespace-label KEY=VALUE]... [--exclude-namespace NAME]... [--all-resources]
+
+Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration that send the apiserver's
+requests to the gateway for the configured chain (pipe into "kubectl apply -f -"):
+  - mutate.admissiongateway.io on /mutate: the whole mutate phase in one webhook (split by failure policy
+    it would run out of chain order); failurePolicy Fail if any mutate step is Fail, else Ignore;
+    reinvocationPolicy IfNeeded if any mutate step is.
+  - validate-fail.admissiongateway.io on /validate/fail and validate-ignore.admissiongateway.io on
+    /validate/ignore: the validating steps of each failure policy.
+  A webhook whose route has no step is left out. rules: the union of its steps' rules (equal operations,
+  groups, versions and scope merged; rules and resources another rule covers dropped). timeoutSeconds: the
+  largest step timeout plus server.deadlineMarginMs, rounded up, at most 30. sideEffects: NoneOnDryRun when
+  a step declares sideEffects Some (the gateway skips it on dry-run), else None. namespaceSelector: only
+  the exclusions (kube-system, kube-node-lease, the gateway's namespace, namespaces labelled
+  admissiongateway.io/exclude); step selectors are evaluated by the gateway itself.
+A webhook that is failurePolicy Fail and matches every resource is rendered with a warning on stderr
+naming the steps responsible: while the gateway is unreachable it refuses every such write.
+AdmissionProviders added at run time only see what these rules send: with kube.watchProviders on, a note
+says so on stderr; --all-resources renders every route with a catch-all rule instead.
+--config also takes the ConfigMap that carries gateway.yaml (manifests/config.yaml).
+
+  --config FILE             gateway configuration (default: gateway.yaml, env GATEWAY_CONFIG)
+  --service NS/NAME[:PORT]  call this Service (default: server.service of the config, port 443)
+  --url https://HOST[:PORT] call this URL instead (e.g. a gateway outside the cluster)
+  --ca FILE                 CA certificate for caBundle (default: ca.crt next to server.tls.certFile,
+                            generated with the serving certificate when both are missing, as certs does)
+  --no-ca-bundle         leave caBundle out: the gateway in cluster mode patches it in, and re-applying
+                         the output keeps what it patched (apply never removes a field it did not set)
+  --name NAME               metadata.name of both configurations (default: admission-gateway)
+  --output, -o FORMAT       yaml (default: documents with a comment header) or json (a v1 List)
+  --namespace-label K=V     only select namespaces with this label (repeatable)
+  --exclude-namespace NAME  exclude this namespace too (repeatable)
+  --all-resources           catch-all rules on every route, for AdmissionProviders added at run time`,
+  version: `usage: admission-gateway version (also --version, -v)
+
+Prints "admission-gateway <version>".`,
+};
+
+/** The parsed command line: `command` is undefined when none was named (serve is the default). */
+export interface CommandLine {
+  readonly command: Command | undefined;
+  /** The positional arguments after the command. */
+  readonly args: readonly string[];
+  readonly values: Values;
+}
+
+function isCommand(word: string): word is Command {
+  return (COMMANDS as readonly string[]).includes(word);
+}
+
+function isOption(name: string): name is OptionName {
+  return Object.hasOwn(OPTIONS, name);
+}
+
+function hint(command: Command | undefined): string {
+  return command
+    ? `Run "admission-gateway ${command} --help" for its options.`
+    : 'Run "admission-gateway --help" for the commands and their options.';
+}
+
+type Token = NonNullable<ReturnType<typeof parseArgs>['tokens']>[number];
+
+/** Why `token` does not fit `command`, or undefined when it does. */
+function optionProblem(token: Token & { kind: 'option' }, command: Command | undefined): string | undefined {
+  const allowed = [...EVERY_COMMAND, ...COMMAND_OPTIONS[command ?? 'serve']];
+  const { name, rawName } = token;
+  if (!isOption(name) || !allowed.includes(name)) {
+    const owners = isOption(name) ? COMMANDS.filter((c) => COMMAND_OPTIONS[c].includes(name)) : [];
+    if (owners.length > 0) return `unknown option ${rawName} (an option of ${owners.join(' and ')})`;
+    const closest = closestName(name, allowed);
+    return `unknown option ${rawName}${closest ? ` (did you mean --${closest}?)` : ''}`;
+  }
+  if (OPTIONS[name].type === 'string' && token.value === undefined) return `option ${rawName} needs a value`;
+  if (OPTIONS[name].type === 'boolean' && token.inlineValue) return `option ${rawName} takes no value`;
+  return undefined;
+}
+
+/** Parses argv; throws UsageError for an unknown command, an option the command does not take, or a bad value. */
+export function parseCommandLine(argv: readonly string[]): CommandLine {
+  // A lenient pass first: it reports unknown options as tokens instead of throwing, so the message can name
+  // the command and the closest option.
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  const first = tokens.find((t) => t.kind === 'positional')?.value;
+  const command = first !== undefined && isCommand(first) ? first : undefined;
+  for (const token of tokens) {
+    const problem = token.kind === 'option' ? optionProblem(token, command) : undefined;
+    if (problem) throw new UsageError(problem, command, hint(command));
+  }
+  if (first !== undefined && command === undefined) {
+    throw new UsageError(`unknown command "${first}"${didYouMean(first, COMMANDS)}`, undefined, hint(undefined));
+  }
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: true,
+  });
+  return { command, args: positionals.slice(command ? 1 : 0), values };
+}
