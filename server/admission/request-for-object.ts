@@ -13,6 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AdmissionRequest, KubeObject, Operation, UserInfo } from '../plugin-api/types.js';
+import { builtInKind, type BuiltInKind } from './built-in-kinds.js';
 
 export interface RequestForObjectOptions {
   /** Default CREATE. */
@@ -41,83 +42,6 @@ export class ObjectShapeError extends Error {
     this.name = 'ObjectShapeError';
   }
 }
-
-interface BuiltInKind {
-  readonly resource: string;
-  readonly namespaced: boolean;
-}
-
-const namespaced = (resource: string): BuiltInKind => ({ resource, namespaced: true });
-const cluster = (resource: string): BuiltInKind => ({ resource, namespaced: false });
-
-/** The built-in kinds by group and kind (Kubernetes 1.20 to 1.31). */
-const BUILT_IN_KINDS: Readonly<Record<string, Readonly<Record<string, BuiltInKind>>>> = {
-  '': {
-    Binding: namespaced('bindings'),
-    ComponentStatus: cluster('componentstatuses'),
-    ConfigMap: namespaced('configmaps'),
-    Endpoints: namespaced('endpoints'),
-    Event: namespaced('events'),
-    LimitRange: namespaced('limitranges'),
-    Namespace: cluster('namespaces'),
-    Node: cluster('nodes'),
-    PersistentVolume: cluster('persistentvolumes'),
-    PersistentVolumeClaim: namespaced('persistentvolumeclaims'),
-    Pod: namespaced('pods'),
-    PodTemplate: namespaced('podtemplates'),
-    ReplicationController: namespaced('replicationcontrollers'),
-    ResourceQuota: namespaced('resourcequotas'),
-    Secret: namespaced('secrets'),
-    Service: namespaced('services'),
-    ServiceAccount: namespaced('serviceaccounts'),
-  },
-  'admissionregistration.k8s.io': {
-    MutatingWebhookConfiguration: cluster('mutatingwebhookconfigurations'),
-    ValidatingAdmissionPolicy: cluster('validatingadmissionpolicies'),
-    ValidatingAdmissionPolicyBinding: cluster('validatingadmissionpolicybindings'),
-    ValidatingWebhookConfiguration: cluster('validatingwebhookconfigurations'),
-  },
-  'apiextensions.k8s.io': { CustomResourceDefinition: cluster('customresourcedefinitions') },
-  'apiregistration.k8s.io': { APIService: cluster('apiservices') },
-  apps: {
-    ControllerRevision: namespaced('controllerrevisions'),
-    DaemonSet: namespaced('daemonsets'),
-    Deployment: namespaced('deployments'),
-    ReplicaSet: namespaced('replicasets'),
-    StatefulSet: namespaced('statefulsets'),
-  },
-  autoscaling: { HorizontalPodAutoscaler: namespaced('horizontalpodautoscalers') },
-  batch: { CronJob: namespaced('cronjobs'), Job: namespaced('jobs') },
-  'certificates.k8s.io': { CertificateSigningRequest: cluster('certificatesigningrequests') },
-  'coordination.k8s.io': { Lease: namespaced('leases') },
-  'discovery.k8s.io': { EndpointSlice: namespaced('endpointslices') },
-  'events.k8s.io': { Event: namespaced('events') },
-  'flowcontrol.apiserver.k8s.io': {
-    FlowSchema: cluster('flowschemas'),
-    PriorityLevelConfiguration: cluster('prioritylevelconfigurations'),
-  },
-  'networking.k8s.io': {
-    Ingress: namespaced('ingresses'),
-    IngressClass: cluster('ingressclasses'),
-    NetworkPolicy: namespaced('networkpolicies'),
-  },
-  'node.k8s.io': { RuntimeClass: cluster('runtimeclasses') },
-  policy: { PodDisruptionBudget: namespaced('poddisruptionbudgets') },
-  'rbac.authorization.k8s.io': {
-    ClusterRole: cluster('clusterroles'),
-    ClusterRoleBinding: cluster('clusterrolebindings'),
-    Role: namespaced('roles'),
-    RoleBinding: namespaced('rolebindings'),
-  },
-  'scheduling.k8s.io': { PriorityClass: cluster('priorityclasses') },
-  'storage.k8s.io': {
-    CSIDriver: cluster('csidrivers'),
-    CSINode: cluster('csinodes'),
-    CSIStorageCapacity: namespaced('csistoragecapacities'),
-    StorageClass: cluster('storageclasses'),
-    VolumeAttachment: cluster('volumeattachments'),
-  },
-};
 
 /** The namespace kubectl writes a namespaced object into when neither the object nor the command names one. */
 export const DEFAULT_NAMESPACE = 'default';
@@ -165,7 +89,7 @@ export function requestForObject(object: KubeObject, options: RequestForObjectOp
   if (typeof kind !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(kind)) {
     throw new ObjectShapeError(`expected kind as a name such as Pod, got ${JSON.stringify(kind ?? null)}`);
   }
-  const builtIn = BUILT_IN_KINDS[group]?.[kind];
+  const builtIn = builtInKind(group, kind);
   const operation = options.operation ?? 'CREATE';
   const namespace = namespaceFor(object, builtIn, options.namespace);
   const placed = structuredClone(object);

@@ -7,7 +7,8 @@
  * The API groups of built-in resources are filled in (`deployments` → `apps`, in the order the resources are
  * named); a custom resource needs `.groups(...)`. API versions default to every version (`*`).
  */
-import { groupOfResource, type ObjectFor, type ResourceName } from './objects.js';
+import { groupOfResource } from '../admission/built-in-kinds.js';
+import type { ObjectFor, ResourceName } from './objects.js';
 import type { KubeObject, LabelSelector, Match, Operation, RuleWithOperations } from './types.js';
 
 type Scope = NonNullable<RuleWithOperations['scope']>;

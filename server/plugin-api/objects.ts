@@ -87,67 +87,50 @@ export type Secret = Received<V1Secret>;
 export type Namespace = Received<V1Namespace>;
 
 /**
- * The built-in resources a match names by their plural, the API group each is served from (the group of its
- * v1 version; `extensions` and other legacy groups must be named with `.groups()`), and the type of its object.
+ * The type of the objects of each built-in resource a match names by its plural (the API group of each comes
+ * from the apiserver's table of built-in kinds, `server/admission/built-in-kinds.ts`).
  */
-interface BuiltIn<Group extends string, Object> {
-  readonly group: Group;
-  readonly object?: Object;
+export interface BuiltInObjects {
+  pods: Pod;
+  services: Service;
+  configmaps: ConfigMap;
+  secrets: Secret;
+  namespaces: Namespace;
+  serviceaccounts: Received<V1ServiceAccount>;
+  persistentvolumeclaims: Received<V1PersistentVolumeClaim>;
+  persistentvolumes: Received<V1PersistentVolume>;
+  nodes: Received<V1Node>;
+  replicationcontrollers: ReplicationController;
+  podtemplates: PodTemplate;
+  endpoints: Received<V1Endpoints>;
+  events: Received<CoreV1Event>;
+  limitranges: Received<V1LimitRange>;
+  resourcequotas: Received<V1ResourceQuota>;
+  deployments: Deployment;
+  statefulsets: StatefulSet;
+  daemonsets: DaemonSet;
+  replicasets: ReplicaSet;
+  controllerrevisions: Received<V1ControllerRevision>;
+  jobs: Job;
+  cronjobs: CronJob;
+  ingresses: Received<V1Ingress>;
+  ingressclasses: Received<V1IngressClass>;
+  networkpolicies: Received<V1NetworkPolicy>;
+  roles: Received<V1Role>;
+  rolebindings: Received<V1RoleBinding>;
+  clusterroles: Received<V1ClusterRole>;
+  clusterrolebindings: Received<V1ClusterRoleBinding>;
+  poddisruptionbudgets: Received<V1PodDisruptionBudget>;
+  horizontalpodautoscalers: Received<V2HorizontalPodAutoscaler>;
+  storageclasses: Received<V1StorageClass>;
+  priorityclasses: Received<V1PriorityClass>;
+  leases: Received<V1Lease>;
+  mutatingwebhookconfigurations: Received<V1MutatingWebhookConfiguration>;
+  validatingwebhookconfigurations: Received<V1ValidatingWebhookConfiguration>;
+  customresourcedefinitions: Received<V1CustomResourceDefinition>;
 }
 
-const builtIn = <Group extends string, Object>(group: Group): BuiltIn<Group, Object> => ({ group });
-
-export const BUILT_IN_RESOURCES = {
-  pods: builtIn<'', Pod>(''),
-  services: builtIn<'', Service>(''),
-  configmaps: builtIn<'', ConfigMap>(''),
-  secrets: builtIn<'', Secret>(''),
-  namespaces: builtIn<'', Namespace>(''),
-  serviceaccounts: builtIn<'', Received<V1ServiceAccount>>(''),
-  persistentvolumeclaims: builtIn<'', Received<V1PersistentVolumeClaim>>(''),
-  persistentvolumes: builtIn<'', Received<V1PersistentVolume>>(''),
-  nodes: builtIn<'', Received<V1Node>>(''),
-  replicationcontrollers: builtIn<'', ReplicationController>(''),
-  podtemplates: builtIn<'', PodTemplate>(''),
-  endpoints: builtIn<'', Received<V1Endpoints>>(''),
-  events: builtIn<'', Received<CoreV1Event>>(''),
-  limitranges: builtIn<'', Received<V1LimitRange>>(''),
-  resourcequotas: builtIn<'', Received<V1ResourceQuota>>(''),
-  deployments: builtIn<'apps', Deployment>('apps'),
-  statefulsets: builtIn<'apps', StatefulSet>('apps'),
-  daemonsets: builtIn<'apps', DaemonSet>('apps'),
-  replicasets: builtIn<'apps', ReplicaSet>('apps'),
-  controllerrevisions: builtIn<'apps', Received<V1ControllerRevision>>('apps'),
-  jobs: builtIn<'batch', Job>('batch'),
-  cronjobs: builtIn<'batch', CronJob>('batch'),
-  ingresses: builtIn<'networking.k8s.io', Received<V1Ingress>>('networking.k8s.io'),
-  ingressclasses: builtIn<'networking.k8s.io', Received<V1IngressClass>>('networking.k8s.io'),
-  networkpolicies: builtIn<'networking.k8s.io', Received<V1NetworkPolicy>>('networking.k8s.io'),
-  roles: builtIn<'rbac.authorization.k8s.io', Received<V1Role>>('rbac.authorization.k8s.io'),
-  rolebindings: builtIn<'rbac.authorization.k8s.io', Received<V1RoleBinding>>('rbac.authorization.k8s.io'),
-  clusterroles: builtIn<'rbac.authorization.k8s.io', Received<V1ClusterRole>>('rbac.authorization.k8s.io'),
-  clusterrolebindings: builtIn<'rbac.authorization.k8s.io', Received<V1ClusterRoleBinding>>(
-    'rbac.authorization.k8s.io',
-  ),
-  poddisruptionbudgets: builtIn<'policy', Received<V1PodDisruptionBudget>>('policy'),
-  horizontalpodautoscalers: builtIn<'autoscaling', Received<V2HorizontalPodAutoscaler>>('autoscaling'),
-  storageclasses: builtIn<'storage.k8s.io', Received<V1StorageClass>>('storage.k8s.io'),
-  priorityclasses: builtIn<'scheduling.k8s.io', Received<V1PriorityClass>>('scheduling.k8s.io'),
-  leases: builtIn<'coordination.k8s.io', Received<V1Lease>>('coordination.k8s.io'),
-  mutatingwebhookconfigurations: builtIn<'admissionregistration.k8s.io', Received<V1MutatingWebhookConfiguration>>(
-    'admissionregistration.k8s.io',
-  ),
-  validatingwebhookconfigurations: builtIn<'admissionregistration.k8s.io', Received<V1ValidatingWebhookConfiguration>>(
-    'admissionregistration.k8s.io',
-  ),
-  customresourcedefinitions: builtIn<'apiextensions.k8s.io', Received<V1CustomResourceDefinition>>(
-    'apiextensions.k8s.io',
-  ),
-} as const;
-
-export type BuiltInResource = keyof typeof BUILT_IN_RESOURCES;
-
-type ObjectOf<R extends BuiltInResource> = NonNullable<(typeof BUILT_IN_RESOURCES)[R]['object']>;
+export type BuiltInResource = keyof BuiltInObjects;
 
 /**
  * The object a request for `resource` carries. A subresource's request carries its parent's object for
@@ -155,9 +138,9 @@ type ObjectOf<R extends BuiltInResource> = NonNullable<(typeof BUILT_IN_RESOURCE
  * subresources, `*`) is a `KubeObject` to narrow by hand.
  */
 export type ObjectFor<R extends string> = R extends BuiltInResource
-  ? ObjectOf<R>
+  ? BuiltInObjects[R]
   : R extends `${infer Parent extends BuiltInResource}/${'status' | 'ephemeralcontainers'}`
-    ? ObjectOf<Parent>
+    ? BuiltInObjects[Parent]
     : R extends `${string}/scale`
       ? Received<V1Scale>
       : KubeObject;
@@ -165,10 +148,3 @@ export type ObjectFor<R extends string> = R extends BuiltInResource
 /** A resource name as a match takes it: a built-in plural (suggested by the editor) or any other. */
 // `string & {}` keeps the editor's suggestions of the built-in names while accepting any string.
 export type ResourceName = BuiltInResource | `${BuiltInResource}/${string}` | (string & {});
-
-/** The API group of a built-in resource or of its subresource; undefined for any other. */
-export function groupOfResource(resource: string): string | undefined {
-  const slash = resource.indexOf('/');
-  const parent = slash === -1 ? resource : resource.slice(0, slash);
-  return Object.hasOwn(BUILT_IN_RESOURCES, parent) ? BUILT_IN_RESOURCES[parent as BuiltInResource].group : undefined;
-}

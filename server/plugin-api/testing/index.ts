@@ -13,7 +13,7 @@
 import jsonpatch from 'fast-json-patch';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { requestForObject } from '../../admission/request-for-object.js';
+import { requestForObject, type RequestForObjectOptions } from '../../admission/request-for-object.js';
 import { buildPluginSteps, createChain } from '../../chain/chain.js';
 import type { Labels } from '../../chain/label-selector.js';
 import { compileMatch } from '../../chain/match.js';
@@ -31,7 +31,6 @@ import type {
   Operation,
   Plugin,
   ReinvocationPolicy,
-  UserInfo,
 } from '../types.js';
 
 /** The chain entry the plugin runs as: what a `gateway.yaml` entry would say. */
@@ -87,30 +86,20 @@ export interface PluginRun<T extends object = KubeObject> {
   readonly steps: readonly StepRun[];
 }
 
-export interface ReviewOfOptions {
-  /** The stored object, for UPDATE (DELETE takes the object itself as the stored one). */
-  readonly oldObject?: KubeObject;
-  readonly namespace?: string;
-  readonly userInfo?: UserInfo;
-  readonly dryRun?: boolean;
-  readonly subResource?: string;
-}
+/** The stored object for UPDATE (`oldObject`), and `namespace`, `userInfo`, `dryRun`, `subResource`. */
+export type ReviewOfOptions = Omit<RequestForObjectOptions, 'operation'>;
 
 /**
  * A request for `object` as the apiserver would send it: kind and resource from its apiVersion and kind,
- * namespace and name from its metadata. DELETE carries no object, only the stored one.
+ * namespace and name from its metadata (`default` for a namespaced built-in kind without one). DELETE
+ * carries no object, only the stored one.
  */
 export function reviewOf(
   object: KubeObject,
   operation: Operation = 'CREATE',
   options: ReviewOfOptions = {},
 ): AdmissionRequest {
-  const copy = structuredClone(object);
-  return requestForObject(copy, {
-    operation,
-    ...options,
-    ...(operation === 'DELETE' && !options.oldObject ? { oldObject: copy } : {}),
-  });
+  return requestForObject(object, { operation, ...options });
 }
 
 const silent: BindableLogger = pino({ level: 'silent' });
