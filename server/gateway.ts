@@ -19,7 +19,7 @@ import {
 } from './chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from './config/types.js';
 import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './providers/provider-runtime.js';
-import type { GatewayLogger } from './base/log.js';
+import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { createWebhookApp } from './http/webhook-app.js';
@@ -39,7 +39,7 @@ import type { CertificateSource } from './tls/certificate-source.js';
 export interface GatewayOptions {
   readonly config: GatewayConfig;
   readonly plugins: readonly AnyPlugin[];
-  readonly log: GatewayLogger;
+  readonly log: BindableLogger;
   /** Defaults to a fresh Registry (one per gateway, so tests can run several). */
   readonly registry?: Registry;
   readonly namespaceLabels?: NamespaceLabelSource;
@@ -81,7 +81,7 @@ export async function createChainForConfig(
   plugins: readonly AnyPlugin[],
   deps: {
     metrics: Metrics;
-    log: GatewayLogger;
+    log: BindableLogger;
     onChain: (chain: Chain) => void;
     discovery?: ProviderRuntimeDeps['discovery'];
     onProviderChange?: (runtime: ProviderRuntime) => void;

@@ -6,7 +6,7 @@
  */
 import type { ProviderEntry } from '../config/types.js';
 import type { ProviderRuntime } from '../providers/provider-runtime.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { createChain, type Chain } from './chain.js';
 import type { Step } from './step.js';
 

@@ -4,7 +4,8 @@
  * A returned deny is a decision; a throw, a timeout or a malformed return value is a failure.
  */
 import { StepFailedError, errorMessage } from '../base/errors.js';
-import type { KubeObject, Logger } from '../plugin-api/types.js';
+import type { KubeObject } from '../admission/types.js';
+import type { Logger } from '../base/log.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import type { ReviewNotes } from './notes.js';
 import type { Step, StepDecision, StepInvocation } from './step.js';

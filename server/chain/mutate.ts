@@ -5,7 +5,7 @@
  * CONNECT. A step with reinvocationPolicy IfNeeded runs once more when a later step changed the object.
  */
 import { PatchApplyError, StepFailedError } from '../base/errors.js';
-import type { JsonPatchOperation, KubeObject } from '../plugin-api/types.js';
+import type { JsonPatchOperation, KubeObject } from '../admission/types.js';
 import { applyPatchInPlace } from '../patch/apply.js';
 import { diffWritten } from '../patch/diff-written.js';
 import { trackObject, type TrackedSession } from '../patch/tracked-object.js';

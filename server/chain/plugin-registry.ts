@@ -3,7 +3,8 @@
  * separate from ordering; the config's chain decides order).
  */
 import { PluginRegistrationError } from '../base/errors.js';
-import type { KubeObject, Plugin } from '../plugin-api/types.js';
+import type { KubeObject } from '../admission/types.js';
+import type { Plugin } from '../plugin-api/types.js';
 import { STEP_NAME } from '../config/validate.js';
 
 export type AnyPlugin = Plugin<unknown, KubeObject>;

@@ -1,15 +1,7 @@
 /** Adapts an in-process plugin to the chain's Step: one step per phase the plugin implements. */
-import type { Phase } from '../admission/types.js';
-import type {
-  JsonPatchOperation,
-  KubeObject,
-  Logger,
-  MutateContext,
-  MutateOutcome,
-  Plugin,
-  ValidateContext,
-  Verdict,
-} from '../plugin-api/types.js';
+import type { JsonPatchOperation, KubeObject, Phase } from '../admission/types.js';
+import type { Logger } from '../base/log.js';
+import type { MutateContext, MutateOutcome, Plugin, ValidateContext, Verdict } from '../plugin-api/types.js';
 import type { Step, StepDecision, StepInvocation, StepPlacement } from './step.js';
 
 /** The chain entry's resolved settings for one plugin (config defaults and the plugin's own applied). */

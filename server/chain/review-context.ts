@@ -2,11 +2,11 @@
  * Per-review state shared by the mutate and validate dispatchers, and the one place where a step's
  * result is turned into an outcome: reports, metrics, notes, and whether the review stops.
  */
-import type { Phase } from '../admission/types.js';
+import type { AdmissionRequest, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
 import { MAX_MESSAGE_CHARS, clip, stripControl } from '../base/limits.js';
 import type { StepOutcome, Metrics } from '../metrics/metrics.js';
-import type { AdmissionRequest, Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import type { Labels } from './label-selector.js';
 import type { ReviewNotes } from './notes.js';
 import type { Step } from './step.js';

@@ -5,9 +5,9 @@
 import { performance } from 'node:perf_hooks';
 import { allowed, denied } from '../admission/responses.js';
 import { clip } from '../base/limits.js';
-import type { AdmissionResponse } from '../admission/types.js';
+import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation } from '../admission/types.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { AdmissionRequest, JsonPatchOperation, Logger } from '../plugin-api/types.js';
+import type { BindableLogger, Logger } from '../base/log.js';
 import { phaseOf, type Chain, type Route } from './chain.js';
 import type { Labels } from './label-selector.js';
 import { namespaceToLookUp } from './match.js';
@@ -29,12 +29,6 @@ export interface NamespaceLabelSource {
 export const standaloneNamespaceLabels: NamespaceLabelSource = {
   labels: (namespace) => ({ 'kubernetes.io/metadata.name': namespace }),
 };
-
-/** A pino-like logger that can bind fields. */
-export interface BindableLogger extends Logger {
-  child(bindings: object): BindableLogger;
-  isLevelEnabled?(level: string): boolean;
-}
 
 export interface ReviewerDeps {
   /** The current chain; read once per review. */

@@ -2,18 +2,9 @@
  * The one internal unit the dispatchers run. Plugins and remote providers both adapt to `Step`, so the
  * mutate and validate dispatchers never branch on where a step came from.
  */
-import type { Phase } from '../admission/types.js';
-import type {
-  AdmissionRequest,
-  Match,
-  FailurePolicy,
-  JsonPatchOperation,
-  KubeObject,
-  Logger,
-  Mode,
-  ReinvocationPolicy,
-  Verdict,
-} from '../plugin-api/types.js';
+import type { AdmissionRequest, JsonPatchOperation, KubeObject, Match, Phase } from '../admission/types.js';
+import type { Logger } from '../base/log.js';
+import type { FailurePolicy, Mode, ReinvocationPolicy, Verdict } from '../plugin-api/types.js';
 import type { CompiledMatch } from './match.js';
 
 export type SideEffects = 'None' | 'Some';

@@ -1,5 +1,6 @@
 /** The validated configuration (gateway.yaml; docs/configuration.md), with every default applied. */
-import type { FailurePolicy, Match, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
+import type { Match } from '../admission/types.js';
+import type { FailurePolicy, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
 import type { SideEffects } from '../chain/step.js';
 import type { LogLevel } from '../base/log.js';
 

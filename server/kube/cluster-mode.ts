@@ -9,7 +9,7 @@ import type { GatewayConfig, ProviderEntry } from '../config/types.js';
 import type { Gateway } from '../gateway.js';
 import type { ReadinessCheck } from '../http/ops-app.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import type { ProviderRuntime } from '../providers/provider-runtime.js';
 import type { CertificateSource } from '../tls/certificate-source.js';
 import { loadClientCA } from '../tls/serving-certificate.js';

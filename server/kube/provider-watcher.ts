@@ -15,7 +15,7 @@ import {
 import type { ChainManager } from '../chain/chain-manager.js';
 import type { ProviderEntry } from '../config/types.js';
 import { errorMessage } from '../base/errors.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import {
   PROVIDER_GROUP,
   PROVIDER_PLURAL,

@@ -10,7 +10,8 @@
  *   the gateway itself cannot be reached.
  * - A webhook without steps is left out (it would only cost a call).
  */
-import type { FailurePolicy, LabelSelector, LabelSelectorRequirement, Match } from '../plugin-api/types.js';
+import type { LabelSelector, LabelSelectorRequirement, Match } from '../admission/types.js';
+import type { FailurePolicy } from '../plugin-api/types.js';
 import type { SideEffects } from '../chain/step.js';
 import { unionRules } from './rules.js';
 

@@ -6,7 +6,7 @@
  */
 import type { Chain } from '../chain/chain.js';
 import { effectiveFailurePolicy, type Step } from '../chain/step.js';
-import type { Match } from '../plugin-api/types.js';
+import type { Match } from '../admission/types.js';
 import type { RenderStep } from './render.js';
 
 function isMatch(value: unknown): value is Match {

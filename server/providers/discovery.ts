@@ -6,7 +6,8 @@
 import { readMatch } from '../config/match-schema.js';
 import { Reader, childPath } from '../config/reader.js';
 import { STEP_NAME } from '../config/validate.js';
-import type { FailurePolicy, Match } from '../plugin-api/types.js';
+import type { Match } from '../admission/types.js';
+import type { FailurePolicy } from '../plugin-api/types.js';
 
 export interface DiscoveredHandler {
   readonly name: string;

@@ -4,9 +4,13 @@
  * for v1 the uid is echoed and the kind/apiVersion are right; patch and patchType come together; a
  * validating call returns no patch. v1beta1 answers are checked as leniently as the apiserver does.
  */
-import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
+import {
+  ADMISSION_V1,
+  ADMISSION_V1BETA1,
+  type AdmissionApiVersion,
+  type JsonPatchOperation,
+} from '../admission/types.js';
 import { PatchApplyError } from '../base/errors.js';
-import type { JsonPatchOperation } from '../plugin-api/types.js';
 import { checkPatchShape } from '../patch/apply.js';
 import { MAX_NESTING_DEPTH, describeValue, nestsDeeperThan } from '../base/limits.js';
 

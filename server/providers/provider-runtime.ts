@@ -5,14 +5,14 @@
  * its steps fail through their failurePolicy until it is discovered.
  */
 import { readFile } from 'node:fs/promises';
-import type { Phase } from '../admission/types.js';
+import type { Match, Phase } from '../admission/types.js';
 import { STEP_DEFAULTS } from '../chain/chain.js';
 import { compileMatch } from '../chain/match.js';
 import type { Step } from '../chain/step.js';
 import type { ProviderEntry } from '../config/types.js';
 import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Logger, Match } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { parseDiscovery, type DiscoveredHandler } from './discovery.js';
 import { createProviderBreaker, type BreakerState, type ProviderBreaker } from './provider-breaker.js';
 import { apiVersionFor, createProviderClient, type ProviderClient } from './provider-client.js';
