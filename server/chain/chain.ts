@@ -5,6 +5,7 @@
  */
 import type { Phase } from '../admission/types.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
+import { STEP_DEFAULTS } from '../config/step-options.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import { compileMatch } from './match.js';
@@ -38,15 +39,6 @@ export interface Chain {
   /** `mutate=[a,b] validate=[c]`, for the log line at start and on every change. */
   summary(): string;
 }
-
-/** Defaults applied when neither the entry nor the plugin says otherwise. */
-export const STEP_DEFAULTS = {
-  failurePolicy: 'Fail',
-  timeoutSeconds: 10,
-  mode: 'enforce',
-  sideEffects: 'None',
-  reinvocationPolicy: 'Never',
-} as const;
 
 /** Orders by (order, name), the same rule for config entries and dynamic providers. */
 export function byOrder(a: { order: number; name: string }, b: { order: number; name: string }): number {

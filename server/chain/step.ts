@@ -4,10 +4,9 @@
  */
 import type { AdmissionRequest, JsonPatchOperation, KubeObject, Match, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
-import type { FailurePolicy, Mode, ReinvocationPolicy, Verdict } from '../plugin-api/types.js';
+import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
+import type { Verdict } from '../plugin-api/types.js';
 import type { CompiledMatch } from './match.js';
-
-export type SideEffects = 'None' | 'Some';
 
 /** What one invocation of a step receives. */
 export interface StepInvocation {

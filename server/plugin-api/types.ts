@@ -5,6 +5,7 @@
  */
 import type { AdmissionRequest, JsonPatchOperation, KubeObject, Match, Operation } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
+import type { FailurePolicy, Mode, ReinvocationPolicy } from '../config/step-options.js';
 
 export type {
   AdmissionRequest,
@@ -60,9 +61,7 @@ export interface ValidateContext<S, T extends KubeObject = KubeObject> extends B
 /** `mutate` may edit `ctx.object`, return JSON patch operations against it, return a Verdict, or nothing. */
 export type MutateOutcome = void | Verdict | readonly JsonPatchOperation[];
 
-export type FailurePolicy = 'Fail' | 'Ignore';
-export type Mode = 'enforce' | 'warn' | 'audit';
-export type ReinvocationPolicy = 'Never' | 'IfNeeded';
+export type { FailurePolicy, Mode, ReinvocationPolicy } from '../config/step-options.js';
 
 /** Defaults a plugin suggests for its chain entry; the config can override each. */
 export interface PluginDefaults {

@@ -6,9 +6,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Match, Phase } from '../admission/types.js';
-import { STEP_DEFAULTS } from '../chain/chain.js';
 import { compileMatch } from '../chain/match.js';
 import type { Step } from '../chain/step.js';
+import { resolveStepOptions } from '../config/step-options.js';
 import type { ProviderEntry } from '../config/types.js';
 import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -101,18 +101,18 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   const stopDiscovery = new AbortController();
   let steps: Step[] = [];
 
+  const options = resolveStepOptions(entry);
   const common = {
     provider: entry.name,
-    mode: entry.mode ?? STEP_DEFAULTS.mode,
-    sideEffects: entry.sideEffects ?? STEP_DEFAULTS.sideEffects,
-    reinvocationPolicy: entry.reinvocationPolicy ?? STEP_DEFAULTS.reinvocationPolicy,
+    mode: options.mode,
+    sideEffects: options.sideEffects,
+    reinvocationPolicy: options.reinvocationPolicy,
     order: entry.order,
     url,
     client,
     breaker,
   };
-  const entryTimeoutMs = (entry.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000;
-  const entryPolicy = entry.failurePolicy ?? STEP_DEFAULTS.failurePolicy;
+  const entryTimeoutMs = options.timeoutSeconds * 1000;
   const entryMatch = entry.match ?? MATCH_EVERYTHING;
 
   /** A step for one of the entry's phases, as configured (no discovery). */
@@ -123,7 +123,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       phase,
       match: compileMatch(entryMatch),
       matchSpec: entryMatch,
-      failurePolicy: entryPolicy,
+      failurePolicy: options.failurePolicy,
       timeoutMs: entryTimeoutMs,
     });
 
@@ -151,8 +151,8 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
         phase: h.phase,
         match: compileMatch(match),
         matchSpec: match,
-        failurePolicy: h.failurePolicy ?? entryPolicy,
-        timeoutMs: Math.min((h.timeoutSeconds ?? entry.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000, 30_000),
+        failurePolicy: h.failurePolicy ?? options.failurePolicy,
+        timeoutMs: (h.timeoutSeconds ?? options.timeoutSeconds) * 1000,
         path: h.path,
       });
     });
