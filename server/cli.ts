@@ -7,7 +7,7 @@ import path from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { availablePlugins } from '../plugins/index.js';
 import { decodeReview, encodeReview } from './admission/codec.js';
-import { ROUTES, type Chain, type Route } from './chain/chain.js';
+import type { Chain } from './chain/chain.js';
 import type { AnyPlugin } from './chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels, type ReviewResult } from './chain/reviewer.js';
 import type { AdmissionApiVersion, AdmissionRequest } from './admission/types.js';
@@ -25,6 +25,7 @@ import { ManifestsUsageError, parseManifestsOptions } from './manifests/options.
 import { createMetrics } from './metrics/metrics.js';
 import { applyPatchInPlace } from './patch/apply.js';
 import { ensureConfiguredCertificate, servingCaBundle } from './tls/serving-certificate.js';
+import { ROUTES, selectionOf, type Route } from './http/routes.js';
 import { Registry } from 'prom-client';
 import pino from 'pino';
 
@@ -240,7 +241,7 @@ async function manifests(argv: readonly string[], positionals: string[], values:
 function printable(result: ReviewResult, apiVersion: Parameters<typeof encodeReview>[0]) {
   return {
     review: JSON.parse(encodeReview(apiVersion, result.response).toString()) as unknown,
-    patch: result.patch ?? null,
+    patch: result.decision.patch ?? null,
     steps: result.reports,
   };
 }
@@ -294,17 +295,17 @@ async function reviewAll(
   });
 
   if (routeName !== 'all') {
-    const result = await reviewer.review(request, routeName as Route);
+    const result = await reviewer.review(request, selectionOf(routeName as Route));
     io.stdout(`${JSON.stringify(printable(result, apiVersion), null, 2)}\n`);
     return EXIT_OK;
   }
-  const mutated = await reviewer.review(request, 'mutate');
+  const mutated = await reviewer.review(request, selectionOf('mutate'));
   const output: Record<string, unknown> = { mutate: printable(mutated, apiVersion) };
   if (mutated.response.allowed) {
     // The apiserver validates the object as mutated; do the same.
     const object = request.object ? structuredClone(request.object) : request.object;
-    if (object && mutated.patch) applyPatchInPlace(object, mutated.patch);
-    const validated = await reviewer.review({ ...request, object }, 'validate');
+    if (object && mutated.decision.patch) applyPatchInPlace(object, mutated.decision.patch);
+    const validated = await reviewer.review({ ...request, object }, selectionOf('validate'));
     output.validate = printable(validated, apiVersion);
     output.allowed = validated.response.allowed;
   } else {

@@ -141,8 +141,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   let lastSummary = '';
   const recordChain = (c: Chain) => {
-    metrics.chainSteps.set({ phase: 'mutate' }, c.route('mutate').length);
-    metrics.chainSteps.set({ phase: 'validate' }, c.route('validate').length);
+    metrics.chainSteps.set({ phase: 'mutate' }, c.stepsOf('mutate').length);
+    metrics.chainSteps.set({ phase: 'validate' }, c.stepsOf('validate').length);
     const summary = c.summary();
     if (summary !== lastSummary) log.info({ chain: summary }, `chain order: ${summary}`);
     lastSummary = summary;
