@@ -12,7 +12,7 @@ import {
   type KubeConfig,
   type KubernetesListObject,
 } from '@kubernetes/client-node';
-import type { ChainManager } from '../chain/chain-manager.js';
+import type { ProviderChains } from '../providers/configured-chain.js';
 import type { ProviderEntry } from '../config/types.js';
 import { errorMessage } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
@@ -30,7 +30,7 @@ import { desiredStatus, sameStatus } from './provider-status.js';
 
 export interface ProviderWatcherOptions {
   readonly kc: KubeConfig;
-  readonly chains: ChainManager;
+  readonly chains: ProviderChains;
   /** Provider entries from gateway.yaml: always part of the chain. */
   readonly configProviders: readonly ProviderEntry[];
   /** Step names taken by gateway.yaml entries. */

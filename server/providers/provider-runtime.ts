@@ -7,6 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Match, Phase } from '../admission/types.js';
 import { compileMatch } from '../chain/match.js';
+import type { StepSource } from '../chain/step-source.js';
 import type { Step } from '../chain/step.js';
 import { resolveStepOptions } from '../config/step-options.js';
 import type { ProviderEntry } from '../config/types.js';
@@ -42,14 +43,11 @@ export interface ProviderRuntimeDeps {
   readonly discovery?: { initialBackoffMs?: number; maxBackoffMs?: number; refreshMs?: number };
 }
 
-export interface ProviderRuntime {
-  readonly name: string;
+/** A provider as a source of the chain's steps, with its status (`/chain`, the AdmissionProvider's status). */
+export interface ProviderRuntime extends StepSource {
   readonly entry: ProviderEntry;
   steps(): Step[];
   status(): ProviderStatus;
-  /** Runs discovery now (when enabled); resolves after this attempt, success or not. */
-  discover(): Promise<void>;
-  close(): Promise<void>;
 }
 
 function resolveUrl(entry: ProviderEntry): string {
