@@ -1,4 +1,7 @@
-/** The process logger: pino, JSON lines, admission payloads redacted unless debug (they may hold Secrets). */
+/**
+ * The Logger every module (and a plugin, as `ctx.log`) logs through, and the process logger behind it: pino,
+ * JSON lines, admission payloads redacted unless debug (they may hold Secrets).
+ */
 import pino from 'pino';
 
 /**

@@ -1,4 +1,7 @@
-/** The validated configuration (gateway.yaml; docs/configuration.md), with every default applied. */
+/**
+ * The validated configuration (gateway.yaml; docs/configuration.md), with every default applied but a chain
+ * entry's step options: absent, those fall back to the plugin's own defaults when its steps are built.
+ */
 import type { Match } from '../admission/types.js';
 import type { LogLevel } from '../base/log.js';
 import type { StepOptions } from './step-options.js';

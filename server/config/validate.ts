@@ -1,5 +1,6 @@
 /**
- * Turns parsed YAML into a GatewayConfig: every field checked, every default applied in one place.
+ * Turns parsed YAML into a GatewayConfig: every field checked, every default applied in one place (a chain
+ * entry's step options excepted: step-options.ts).
  * Errors name the file and the field path (exit code 2 at start).
  */
 import path from 'node:path';

@@ -2,7 +2,7 @@
  * Runtime side of the serving certificate: make sure one exists, load and check it, and reload it when
  * the files change so certificate rotation never needs a restart.
  *
- * Intended wiring in `server/main.ts`:
+ * Wired as `server/gateway.ts` does (there the first step is `ensureConfiguredCertificate`, from the config):
  *
  * ```ts
  * const { certFile, keyFile, clientCAFile } = config.server.tls;

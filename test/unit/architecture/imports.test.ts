@@ -32,37 +32,56 @@ export function relativeImports(file: string, text: string): string[] {
   return specifiers;
 }
 
-/** One import that makes a folder depend on another: the importing file and what it names. */
-interface Evidence {
+/** One import of a module of server/ from another: the importing file, what it names, and both folders. */
+interface FolderImport {
   readonly file: string;
   readonly specifier: string;
+  readonly from: string;
+  readonly to: string;
 }
 
-/** A folder's name for messages: its path below server/, `server/` itself for the root. */
+/** A file's folder below server/ ('' for server/ itself). */
+const folderOf = (file: string): string => (path.posix.dirname(file) === '.' ? '' : path.posix.dirname(file));
+
+/** A folder's name for messages. */
 const folderName = (dir: string): string => (dir === '' ? 'server/' : dir);
+
+/** Every import between modules of server/ (those of modules outside it left out). */
+function importsBetween(files: ReadonlyMap<string, string>): FolderImport[] {
+  const found: FolderImport[] = [];
+  for (const [file, text] of files) {
+    for (const specifier of relativeImports(file, text)) {
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
+      if (!target.startsWith('../')) found.push({ file, specifier, from: folderOf(file), to: folderOf(target) });
+    }
+  }
+  return found;
+}
+
+/** The folders each folder imports, each with the first import that shows it. */
+export function folderEdges(files: ReadonlyMap<string, string>): Map<string, Map<string, FolderImport>> {
+  const edges = new Map<string, Map<string, FolderImport>>();
+  for (const found of importsBetween(files)) {
+    if (found.to === found.from) continue;
+    let out = edges.get(found.from);
+    if (!out) edges.set(found.from, (out = new Map<string, FolderImport>()));
+    if (!out.has(found.to)) out.set(found.to, found);
+  }
+  return edges;
+}
 
 /**
  * Everything wrong with the imports of `files` (paths relative to server/, with `/`, mapped to their text):
- * each cycle between folders, and each import of the composition root from a folder.
+ * each import of the composition root from a folder, and each cycle between folders.
  */
 export function importProblems(files: ReadonlyMap<string, string>): string[] {
-  const edges = new Map<string, Map<string, Evidence>>();
-  const problems: string[] = [];
-  for (const [file, text] of files) {
-    const from = path.posix.dirname(file) === '.' ? '' : path.posix.dirname(file);
-    for (const specifier of relativeImports(file, text)) {
-      const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
-      if (target.startsWith('../')) continue; // outside server/
-      const to = path.posix.dirname(target) === '.' ? '' : path.posix.dirname(target);
-      if (to === '' && from !== '') {
-        problems.push(`server/${file} imports the composition root: ${specifier} (pass what it needs in instead)`);
-      }
-      if (to === from) continue;
-      let out = edges.get(from);
-      if (!out) edges.set(from, (out = new Map()));
-      if (!out.has(to)) out.set(to, { file, specifier });
-    }
-  }
+  const problems = importsBetween(files)
+    .filter(({ from, to }) => to === '' && from !== '')
+    .map(
+      ({ file, specifier }) =>
+        `server/${file} imports the composition root: ${specifier} (pass what it needs in instead)`,
+    );
+  const edges = folderEdges(files);
   for (const cycle of cyclesOf(edges)) {
     const hops = cycle.map((dir, i) => {
       const { file, specifier } = edges.get(dir)!.get(cycle[(i + 1) % cycle.length]!)!;
@@ -154,6 +173,20 @@ describe('imports between the folders of server/', () => {
     const files = serverFiles();
     assert.ok(files.has('chain/chain.ts') && files.has('gateway.ts'), [...files.keys()].join(', '));
     assert.deepEqual(importProblems(files), []);
+  });
+
+  it('are the ones docs/architecture.md lists for each folder', () => {
+    const edges = folderEdges(serverFiles());
+    const doc = readFileSync(path.join(SERVER, '../docs/architecture.md'), 'utf8');
+    const listed = new Map<string, string[]>();
+    for (const [, folder, imports] of doc.matchAll(/^\| `([\w/-]+)\/` +\|[^|]*\| ([^|]*?) *\|$/gm)) {
+      listed.set(folder!, imports === '—' ? [] : imports!.replace(/ \([^)]*\)/g, '').split(', '));
+    }
+    const actual = new Map(
+      [...edges].filter(([from]) => from !== '').map(([from, out]) => [from, [...out.keys()].sort()]),
+    );
+    for (const folder of listed.keys()) if (!actual.has(folder)) actual.set(folder, []);
+    assert.deepEqual(new Map([...listed].sort()), new Map([...actual].sort()));
   });
 
   describe('the check itself', () => {
