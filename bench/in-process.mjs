@@ -51,6 +51,7 @@ if (args.includes('--callgrind')) {
 }
 
 const { decodeReview, encodeReview } = await import(`${DIST}/server/admission/codec.js`);
+const { selectionOf } = await import(`${DIST}/server/http/routes.js`);
 const { reviewSetup } = await import('./review-setup.mjs');
 
 const body = readFileSync(path.join(ROOT, 'test/fixtures/reviews/pod-create.json'), 'utf8');
@@ -64,9 +65,10 @@ const yaml =
       : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
 const { reviewer, chains, log } = await reviewSetup(ROOT, yaml);
 
+const mutate = selectionOf('mutate');
 const review = async () => {
   const { apiVersion, request } = decodeReview(body);
-  const { response } = await reviewer.review(request, 'mutate', { timeoutMs: 10_000 });
+  const { response } = await reviewer.review(request, mutate, { timeoutMs: 10_000 });
   return encodeReview(apiVersion, response);
 };
 async function loop(n) {

@@ -12,7 +12,10 @@ export async function reviewSetup(root, yaml) {
   const { Registry } = await load('node_modules/prom-client/index.js');
   const pino = (await load('node_modules/pino/pino.js')).default;
   const { createReviewer, standaloneNamespaceLabels } = await load('dist/server/chain/reviewer.js');
-  const { createChainForConfig } = await load('dist/server/gateway.js');
+  // Checkouts from before the chain of a config left the composition root keep it in gateway.js.
+  const { createChainForConfig } = await load('dist/server/providers/configured-chain.js').catch(() =>
+    load('dist/server/gateway.js'),
+  );
   const { parseConfigText } = await load('dist/server/config/load.js');
   const { createMetrics } = await load('dist/server/metrics/metrics.js');
   const { availablePlugins } = await load('dist/plugins/index.js');

@@ -8,20 +8,18 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import type Koa from 'koa';
-import { buildPluginSteps, type Chain } from './chain/chain.js';
-import type { Step } from './chain/step.js';
-import { createChainManager, type ChainManager } from './chain/chain-manager.js';
-import { createPluginRegistry, type AnyPlugin } from './chain/plugin-registry.js';
+import type { Chain } from './chain/chain.js';
+import type { AnyPlugin } from './chain/plugin-registry.js';
 import {
   createReviewer,
   standaloneNamespaceLabels,
   type NamespaceLabelSource,
   type Reviewer,
 } from './chain/reviewer.js';
-import { locateConfigError } from './config/field-positions.js';
-import type { GatewayConfig, ProviderEntry } from './config/types.js';
-import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './providers/provider-runtime.js';
-import type { GatewayLogger } from './base/log.js';
+import type { GatewayConfig } from './config/types.js';
+import { createChainForConfig, type ProviderChains } from './providers/configured-chain.js';
+import type { ProviderRuntime, ProviderRuntimeDeps } from './providers/provider-runtime.js';
+import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { createWebhookApp } from './http/webhook-app.js';
@@ -41,7 +39,7 @@ import type { CertificateSource } from './tls/certificate-source.js';
 export interface GatewayOptions {
   readonly config: GatewayConfig;
   readonly plugins: readonly AnyPlugin[];
-  readonly log: GatewayLogger;
+  readonly log: BindableLogger;
   /** Defaults to a fresh Registry (one per gateway, so tests can run several). */
   readonly registry?: Registry;
   readonly namespaceLabels?: NamespaceLabelSource;
@@ -67,50 +65,11 @@ export interface Gateway {
   readonly opsUrl: string;
   chain(): Chain;
   /** Owns the chain: set dynamic providers here; reviews in flight finish on the chain they started with. */
-  readonly chains: ChainManager;
+  readonly chains: ProviderChains;
   /** The serving certificate in use. */
   tls(): TlsMaterial;
   /** Graceful: stop accepting, finish in-flight reviews (bounded), then close. */
   close(): Promise<void>;
-}
-
-/**
- * Builds the chain for a config: plugin steps (unknown plugins or bad settings throw ConfigError, exit 2)
- * and a runtime per provider entry. `onChain` sees the first chain and every rebuild.
- */
-export async function createChainForConfig(
-  config: GatewayConfig,
-  plugins: readonly AnyPlugin[],
-  deps: {
-    metrics: Metrics;
-    log: GatewayLogger;
-    onChain: (chain: Chain) => void;
-    discovery?: ProviderRuntimeDeps['discovery'];
-    onProviderChange?: (runtime: ProviderRuntime) => void;
-  },
-): Promise<ChainManager> {
-  let pluginSteps: Step[];
-  try {
-    pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
-  } catch (err) {
-    // Unknown plugins and plugin settings are checked here, after validation: give them their line too.
-    throw locateConfigError(err, config.file, config.locateField);
-  }
-  const manager = createChainManager({
-    pluginSteps,
-    createRuntime: (entry, onChange) =>
-      createProviderRuntime(entry, {
-        metrics: deps.metrics,
-        log: deps.log,
-        onChange,
-        ...(deps.discovery ? { discovery: deps.discovery } : {}),
-      }),
-    onChain: deps.onChain,
-    ...(deps.onProviderChange ? { onProviderChange: deps.onProviderChange } : {}),
-    log: deps.log,
-  });
-  await manager.setProviders(config.chain.filter((e): e is ProviderEntry => e.kind === 'provider'));
-  return manager;
 }
 
 /**
@@ -155,8 +114,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   let lastSummary = '';
   const recordChain = (c: Chain) => {
-    metrics.chainSteps.set({ phase: 'mutate' }, c.route('mutate').length);
-    metrics.chainSteps.set({ phase: 'validate' }, c.route('validate').length);
+    metrics.chainSteps.set({ phase: 'mutate' }, c.stepsOf('mutate').length);
+    metrics.chainSteps.set({ phase: 'validate' }, c.stepsOf('validate').length);
     const summary = c.summary();
     if (summary !== lastSummary) log.info({ chain: summary }, `chain order: ${summary}`);
     lastSummary = summary;

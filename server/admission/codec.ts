@@ -5,8 +5,14 @@
  */
 import { ReviewDecodeError } from './review-decode-error.js';
 import { MAX_NESTING_DEPTH, clip, countContainers, describeValue, nestsDeeperThan } from '../base/limits.js';
-import type { AdmissionRequest, Operation } from '../plugin-api/types.js';
-import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion, type AdmissionResponse } from './types.js';
+import {
+  ADMISSION_V1,
+  ADMISSION_V1BETA1,
+  type AdmissionApiVersion,
+  type AdmissionRequest,
+  type AdmissionResponse,
+  type Operation,
+} from './types.js';
 
 /**
  * 7 MiB: the apiserver's own request limit is 3 MiB of object plus the old object and envelope of an

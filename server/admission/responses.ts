@@ -1,5 +1,17 @@
 /** Answers named after their outcome (controller-runtime response.go). */
+import type { Decision } from './decision.js';
 import type { AdmissionResponse } from './types.js';
+
+/** The answer to a review's decision: denied with its message and code, or allowed with its patch (base64). */
+export function answerTo(uid: string, decision: Decision): AdmissionResponse {
+  if (!decision.allowed) return denied(uid, decision.message, decision.code);
+  const response = allowed(uid);
+  if (decision.patch) {
+    response.patchType = 'JSONPatch';
+    response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
+  }
+  return response;
+}
 
 export function allowed(uid: string): AdmissionResponse {
   return { uid, allowed: true };

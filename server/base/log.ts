@@ -1,7 +1,25 @@
-/** The process logger: pino, JSON lines, admission payloads redacted unless debug (they may hold Secrets). */
-import pino, { type Logger } from 'pino';
+/**
+ * The Logger every module (and a plugin, as `ctx.log`) logs through, and the process logger behind it: pino,
+ * JSON lines, admission payloads redacted unless debug (they may hold Secrets).
+ */
+import pino from 'pino';
 
-export type GatewayLogger = Logger;
+/**
+ * What every module logs through, and what a plugin gets as `ctx.log`: the part of pino's logger the
+ * gateway uses, so that a test can pass a plain object.
+ */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** A Logger that binds fields to child loggers (the review path binds the uid, then the step). */
+export interface BindableLogger extends Logger {
+  child(bindings: object): BindableLogger;
+  isLevelEnabled?(level: string): boolean;
+}
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
@@ -81,7 +99,7 @@ function isoTimeCached(): () => string {
   };
 }
 
-export function createLogger(level: LogLevel, destination: pino.DestinationStream = bufferedStdout()): GatewayLogger {
+export function createLogger(level: LogLevel, destination: pino.DestinationStream = bufferedStdout()): pino.Logger {
   return pino(
     {
       level,

@@ -1,38 +1,35 @@
 /**
- * Owns the current chain: the static plugin steps plus the steps of every remote provider runtime.
- * Provider changes (discovery results, a new set of dynamic providers) rebuild the chain off the
- * request path — coalesced, then swapped in whole. Runtimes whose entry did not change are kept, so
- * their breakers and connection pools survive a rebuild.
+ * Owns the current chain: the static plugin steps plus the steps of every remote provider's runtime (a
+ * StepSource, made by the `createRuntime` it is given). Provider changes (discovery results, a new set of
+ * dynamic providers) rebuild the chain off the request path — coalesced, then swapped in whole. Runtimes whose
+ * entry did not change are kept, so their breakers and connection pools survive a rebuild.
  */
+import type { Logger } from '../base/log.js';
 import type { ProviderEntry } from '../config/types.js';
-import type { ProviderRuntime } from '../providers/provider-runtime.js';
-import type { Logger } from '../plugin-api/types.js';
 import { createChain, type Chain } from './chain.js';
+import type { StepSource } from './step-source.js';
 import type { Step } from './step.js';
 
-export interface ChainManagerDeps {
+export interface ChainManagerDeps<R extends StepSource> {
   readonly pluginSteps: readonly Step[];
-  readonly createRuntime: (
-    entry: ProviderEntry,
-    onChange: (runtime: ProviderRuntime) => void,
-  ) => Promise<ProviderRuntime>;
+  readonly createRuntime: (entry: ProviderEntry, onChange: (runtime: R) => void) => Promise<R>;
   /** Called with every new chain (after the first build too). */
   readonly onChain: (chain: Chain) => void;
   /** Called when a provider's status may have changed (discovery, breaker state). */
-  readonly onProviderChange?: (runtime: ProviderRuntime) => void;
+  readonly onProviderChange?: (runtime: R) => void;
   readonly log: Logger;
 }
 
-export interface ChainManager {
+export interface ChainManager<R extends StepSource = StepSource> {
   current(): Chain;
   /** Replaces the set of providers; unchanged entries keep their runtime. Resolves once the chain is rebuilt. */
   setProviders(entries: readonly ProviderEntry[]): Promise<void>;
-  runtimes(): readonly ProviderRuntime[];
+  runtimes(): readonly R[];
   close(): Promise<void>;
 }
 
-export function createChainManager(deps: ChainManagerDeps): ChainManager {
-  const runtimes = new Map<string, { key: string; runtime: ProviderRuntime }>();
+export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<R>): ChainManager<R> {
+  const runtimes = new Map<string, { key: string; runtime: R }>();
   let chain = createChain(deps.pluginSteps);
   let pending = false;
   let closed = false;
@@ -43,7 +40,7 @@ export function createChainManager(deps: ChainManagerDeps): ChainManager {
     chain = createChain([...deps.pluginSteps, ...[...runtimes.values()].flatMap(({ runtime }) => runtime.steps())]);
     deps.onChain(chain);
   };
-  const invalidate = (runtime: ProviderRuntime) => {
+  const invalidate = (runtime: R) => {
     deps.onProviderChange?.(runtime);
     if (pending) return;
     pending = true;
@@ -55,7 +52,7 @@ export function createChainManager(deps: ChainManagerDeps): ChainManager {
     runtimes: () => [...runtimes.values()].map((r) => r.runtime),
     async setProviders(entries) {
       const wanted = new Map(entries.map((e) => [e.name, e]));
-      const retired: ProviderRuntime[] = [];
+      const retired: R[] = [];
       for (const [name, { key, runtime }] of runtimes) {
         const next = wanted.get(name);
         if (!next || JSON.stringify(next) !== key) {

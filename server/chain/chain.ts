@@ -1,83 +1,84 @@
 /**
- * The resolved chain: an immutable snapshot of ordered steps with the per-route lists precomputed, so a
- * review reads one array. A new chain (a provider added, changed, removed or discovered) is built off the
- * request path and swapped in whole; in-flight reviews finish on the chain they started with.
+ * The resolved chain: an immutable snapshot of ordered steps with each phase's lists precomputed (all its
+ * steps, and those of each effective failure policy), so a review reads one array. A new chain (a provider
+ * added, changed, removed or discovered) is built off the request path and swapped in whole; in-flight
+ * reviews finish on the chain they started with.
  */
 import type { Phase } from '../admission/types.js';
 import { didYouMeanOrKnown } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
+import { STEP_DEFAULTS, type FailurePolicy } from '../config/step-options.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
 import { compileMatch } from './match.js';
 import { createPluginSteps } from './plugin-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
-import { effectiveFailurePolicy, type Step } from './step.js';
+import { effectiveFailurePolicy } from './policy.js';
+import type { Step } from './step.js';
 
-/** The webhook routes (README "Routes"): a phase, optionally only the steps with one failure policy. */
-export const ROUTES = [
-  'mutate',
-  'mutate/fail',
-  'mutate/ignore',
-  'validate',
-  'validate/fail',
-  'validate/ignore',
-] as const;
-export type Route = (typeof ROUTES)[number];
-
-export function phaseOf(route: Route): Phase {
-  return route.startsWith('mutate') ? 'mutate' : 'validate';
+/** Which of the chain's steps a review runs: a phase's, or only those of one effective failure policy. */
+export interface StepSelection {
+  /** What the review's log line calls it (the webhook route). */
+  readonly name: string;
+  readonly phase: Phase;
+  readonly failurePolicy?: FailurePolicy;
 }
 
 export interface Chain {
+  /** Every step, both phases, in chain order. */
   readonly steps: readonly Step[];
-  /** The steps a route runs, in order. */
-  route(route: Route): readonly Step[];
-  /** Whether any step of the route has a namespaceSelector (so the namespace's labels are needed). */
-  needsNamespaceLabels(route: Route): boolean;
+  /**
+   * A phase's steps in order; with `failurePolicy`, only those whose effective failure policy it is (a step
+   * that never blocks counts as Ignore: policy.ts).
+   */
+  stepsOf(phase: Phase, failurePolicy?: FailurePolicy): readonly Step[];
+  /** Whether any of those steps has a namespaceSelector (so the namespace's labels are needed). */
+  needsNamespaceLabels(phase: Phase, failurePolicy?: FailurePolicy): boolean;
   /** `/chain`: the resolved order, matches, policies and live state. */
   describe(): { mutate: object[]; validate: object[] };
   /** `mutate=[a,b] validate=[c]`, for the log line at start and on every change. */
   summary(): string;
 }
 
-/** Defaults applied when neither the entry nor the plugin says otherwise. */
-export const STEP_DEFAULTS = {
-  failurePolicy: 'Fail',
-  timeoutSeconds: 10,
-  mode: 'enforce',
-  sideEffects: 'None',
-  reinvocationPolicy: 'Never',
-} as const;
-
 /** Orders by (order, name), the same rule for config entries and dynamic providers. */
 export function byOrder(a: { order: number; name: string }, b: { order: number; name: string }): number {
   return a.order - b.order || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
+/** Some of a phase's steps, and whether any of them needs the namespace's labels. */
+interface Selection {
+  readonly steps: readonly Step[];
+  readonly needsNamespaceLabels: boolean;
+}
+
+/** A phase's selections: all its steps, and those of each effective failure policy. */
+type PhaseSelections = Readonly<Record<FailurePolicy | 'all', Selection>>;
+
+function select(steps: readonly Step[]): Selection {
+  return { steps: Object.freeze(steps), needsNamespaceLabels: steps.some((s) => s.match.needsNamespaceLabels) };
+}
+
+function phaseSelections(ordered: readonly Step[], phase: Phase): PhaseSelections {
+  const all = ordered.filter((s) => s.phase === phase);
+  const byPolicy = (policy: FailurePolicy) => select(all.filter((s) => effectiveFailurePolicy(s) === policy));
+  return { all: select(all), Fail: byPolicy('Fail'), Ignore: byPolicy('Ignore') };
+}
+
 export function createChain(steps: readonly Step[]): Chain {
   const ordered = [...steps].sort(byOrder);
-  const routes = new Map<Route, readonly Step[]>();
-  const needsNs = new Map<Route, boolean>();
-  for (const route of ROUTES) {
-    const [phase, policy] = route.split('/') as [Phase, 'fail' | 'ignore' | undefined];
-    const list = ordered.filter(
-      (s) => s.phase === phase && (!policy || effectiveFailurePolicy(s).toLowerCase() === policy),
-    );
-    routes.set(route, Object.freeze(list));
-    needsNs.set(
-      route,
-      list.some((s) => s.match.needsNamespaceLabels),
-    );
-  }
-  const names = (phase: Phase) => routes.get(phase)!.map((s) => s.name);
+  const phases: Readonly<Record<Phase, PhaseSelections>> = {
+    mutate: phaseSelections(ordered, 'mutate'),
+    validate: phaseSelections(ordered, 'validate'),
+  };
+  const names = (phase: Phase) => phases[phase].all.steps.map((s) => s.name);
   return {
     steps: ordered,
-    route: (route) => routes.get(route)!,
-    needsNamespaceLabels: (route) => needsNs.get(route)!,
+    stepsOf: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].steps,
+    needsNamespaceLabels: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceLabels,
     describe: () => ({
-      mutate: routes.get('mutate')!.map((s) => s.describe()),
-      validate: routes.get('validate')!.map((s) => s.describe()),
+      mutate: phases.mutate.all.steps.map((s) => s.describe()),
+      validate: phases.validate.all.steps.map((s) => s.describe()),
     }),
     summary: () => `mutate=[${names('mutate').join(',')}] validate=[${names('validate').join(',')}]`,
   };

@@ -3,15 +3,21 @@
  * raced against its share of the deadline, and its AbortSignal fires when that share is used up.
  * A returned deny is a decision; a throw, a timeout or a malformed return value is a failure.
  */
+import type { Decision } from '../admission/decision.js';
+import type { KubeObject } from '../admission/types.js';
 import { StepFailedError, errorMessage } from '../base/errors.js';
-import type { KubeObject, Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import type { ReviewNotes } from './notes.js';
-import type { Step, StepDecision, StepInvocation } from './step.js';
+import type { Step, StepInvocation } from './step.js';
 
-export type InvokeResult =
-  | { readonly decision: StepDecision; readonly failure?: undefined }
-  | { readonly decision?: undefined; readonly failure: StepFailedError };
+/** What an invocation comes to: the step's decision, or its failure with the reason. */
+export type StepResult = Decision | StepFailedError;
+
+/** Where a step's logger comes from: bound to the review and the step, made when the step first logs. */
+export interface StepLogs {
+  stepLog(step: string): Logger;
+}
 
 /** What the dispatcher provides for one invocation: plain data, no per-call closures (the hot path). */
 export interface InvocationInput {
@@ -22,7 +28,7 @@ export interface InvocationInput {
   /** The request's old object; handed out as a read-only view only when a step reads it. */
   readonly oldObject: KubeObject | null | undefined;
   readonly notes: ReviewNotes;
-  readonly stepLog: (step: string) => Logger;
+  readonly logs: StepLogs;
   /** The review's clock (performance.now() in production). */
   readonly now: () => number;
 }
@@ -67,7 +73,7 @@ class Invocation implements StepInvocation {
   }
 
   get log(): Logger {
-    return this.input.stepLog(this.step);
+    return this.input.logs.stepLog(this.step);
   }
 
   get warn(): (message: string) => void {
@@ -90,53 +96,48 @@ function isThenable<T>(value: unknown): value is PromiseLike<T> {
   return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
 
-function checkDecision(value: unknown): InvokeResult {
+function checkDecision(value: unknown): StepResult {
   if (typeof value === 'object' && value !== null && 'allowed' in value) {
-    const v = value as StepDecision;
-    if (v.allowed === true) return { decision: v };
+    const v = value as Decision;
+    if (v.allowed === true) return v;
     if (v.allowed === false) {
       const message = typeof v.message === 'string' && v.message ? v.message : 'denied without explanation';
       const code = typeof v.code === 'number' && v.code >= 400 && v.code < 600 ? Math.trunc(v.code) : 403;
-      return { decision: { allowed: false, message, code } };
+      return { allowed: false, message, code };
     }
   }
-  return {
-    failure: new StepFailedError(
-      'error',
-      `returned ${value === null ? 'null' : typeof value}, expected a verdict from allow() or deny()`,
-    ),
-  };
+  return new StepFailedError(
+    'error',
+    `returned ${value === null ? 'null' : typeof value}, expected a verdict from allow() or deny()`,
+  );
 }
 
-function classify(err: unknown): InvokeResult {
-  if (err instanceof StepFailedError) return { failure: err };
+/** A thrown error is the step's failure; what it threw stays its cause (the failure's log line shows its stack). */
+function classify(err: unknown): StepFailedError {
+  if (err instanceof StepFailedError) return err;
   const name = err instanceof Error || err instanceof DOMException ? err.name : '';
   if (name === 'TimeoutError' || name === 'AbortError') {
-    return { failure: new StepFailedError('timeout', `timed out: ${errorMessage(err)}`, { cause: err }) };
+    return new StepFailedError('timeout', `timed out: ${errorMessage(err)}`, { cause: err });
   }
-  return { failure: new StepFailedError('error', errorMessage(err), { cause: err }) };
+  return new StepFailedError('error', errorMessage(err), { cause: err });
 }
 
 /**
  * A step that answers synchronously (most in-process plugins) gets its result back synchronously: no
  * promise and no microtask hop per step on the path of every review.
  */
-export function invokeStep(
-  step: Step,
-  input: InvocationInput,
-  timeoutMs: number,
-): InvokeResult | Promise<InvokeResult> {
-  if (timeoutMs <= 0) {
-    return { failure: new StepFailedError('timeout', 'no time left in the request deadline') };
-  }
+export function invokeStep(step: Step, input: InvocationInput, timeoutMs: number): StepResult | Promise<StepResult> {
+  if (timeoutMs <= 0) return new StepFailedError('timeout', 'no time left in the request deadline');
   const invocation = new Invocation(step.name, input, timeoutMs);
   const started = input.now();
-  let result: InvokeResult;
+  let result: StepResult;
   try {
     const returned = step.invoke(invocation);
     if (isThenable(returned)) {
       return settleWithin(invocation, returned, timeoutMs).then((settled) =>
-        settled.failure?.reason === 'timeout' ? settled : (overrun(input, started, timeoutMs) ?? settled),
+        settled instanceof StepFailedError && settled.reason === 'timeout'
+          ? settled
+          : (overrun(input, started, timeoutMs) ?? settled),
       );
     }
     result = checkDecision(returned);
@@ -151,22 +152,20 @@ export function invokeStep(
  * that computes for seconds is only noticed when it returns) has timed out, whatever it answered: its result
  * is discarded and its failurePolicy applies, exactly as for one that answered too late.
  */
-function overrun(input: InvocationInput, started: number, timeoutMs: number): InvokeResult | undefined {
+function overrun(input: InvocationInput, started: number, timeoutMs: number): StepFailedError | undefined {
   const ms = input.now() - started;
   if (ms <= timeoutMs) return undefined;
-  return {
-    failure: new StepFailedError(
-      'timeout',
-      `ran for ${Math.round(ms)} ms, over its ${timeoutMs} ms (an in-process step cannot be interrupted)`,
-    ),
-  };
+  return new StepFailedError(
+    'timeout',
+    `ran for ${Math.round(ms)} ms, over its ${timeoutMs} ms (an in-process step cannot be interrupted)`,
+  );
 }
 
 async function settleWithin(
   invocation: Invocation,
   returned: PromiseLike<unknown>,
   timeoutMs: number,
-): Promise<InvokeResult> {
+): Promise<StepResult> {
   const pending = Promise.resolve(returned);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<typeof TIMED_OUT>((resolve) => {
@@ -178,7 +177,7 @@ async function settleWithin(
       invocation.expire();
       // The step keeps running in the background; its late outcome must never surface as an unhandled rejection.
       pending.catch(() => undefined);
-      return { failure: new StepFailedError('timeout', `did not answer within ${timeoutMs} ms`) };
+      return new StepFailedError('timeout', `did not answer within ${timeoutMs} ms`);
     }
     return checkDecision(settled);
   } catch (err) {

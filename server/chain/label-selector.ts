@@ -1,5 +1,5 @@
 /** Kubernetes label selectors (apimachinery labels.Selector semantics), compiled once at chain build. */
-import type { LabelSelector } from '../plugin-api/types.js';
+import type { LabelSelector } from '../admission/types.js';
 
 export type Labels = Readonly<Record<string, string>>;
 export type LabelPredicate = (labels: Labels) => boolean;

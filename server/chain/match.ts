@@ -3,7 +3,7 @@
  * objectSelector), compiled once per chain so the request path only runs closures.
  * Mirrors k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/{rules,namespace,object}.
  */
-import type { AdmissionRequest, KubeObject, Match, RuleWithOperations } from '../plugin-api/types.js';
+import type { AdmissionRequest, KubeObject, Match, RuleWithOperations } from '../admission/types.js';
 import { compileSelector, isEmptySelector, type Labels } from './label-selector.js';
 
 /** Returns why the step does not apply, or undefined when it does. */

@@ -4,7 +4,7 @@
  */
 import { PluginRegistrationError } from '../base/errors.js';
 import type { Plugin } from '../plugin-api/types.js';
-import { STEP_NAME } from '../config/validate.js';
+import { isDnsLabel } from '../config/names.js';
 
 export type AnyPlugin = Plugin<unknown, object>;
 export type PluginRegistry = ReadonlyMap<string, AnyPlugin>;
@@ -13,7 +13,7 @@ export function createPluginRegistry(plugins: readonly AnyPlugin[]): PluginRegis
   const registry = new Map<string, AnyPlugin>();
   plugins.forEach((plugin, index) => {
     const name: unknown = plugin?.name;
-    if (typeof name !== 'string' || !STEP_NAME.test(name) || name.length > 63) {
+    if (typeof name !== 'string' || !isDnsLabel(name)) {
       throw new PluginRegistrationError(
         `plugin at index ${index} has name ${JSON.stringify(name)}: expected a kebab-case name (lower-case DNS-1123 label)`,
       );

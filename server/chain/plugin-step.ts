@@ -1,9 +1,8 @@
 /** Adapts an in-process plugin to the chain's Step: one step per phase the plugin implements. */
-import type { Phase } from '../admission/types.js';
+import { APPROVED, type Decision } from '../admission/decision.js';
+import type { JsonPatchOperation, KubeObject, Phase } from '../admission/types.js';
+import type { Logger } from '../base/log.js';
 import type {
-  JsonPatchOperation,
-  KubeObject,
-  Logger,
   MutateContext,
   MutateResult,
   Plugin,
@@ -11,7 +10,7 @@ import type {
   ValidateContext,
   Verdict,
 } from '../plugin-api/types.js';
-import type { Step, StepDecision, StepInvocation, StepPlacement } from './step.js';
+import type { Step, StepInvocation, StepPlacement } from './step.js';
 
 /** The chain entry's resolved settings for one plugin (config defaults and the plugin's own applied). */
 export interface PluginStepOptions extends StepPlacement {
@@ -19,10 +18,8 @@ export interface PluginStepOptions extends StepPlacement {
   readonly handlers: PluginHandlers;
 }
 
-const ALLOWED: StepDecision = Object.freeze({ allowed: true });
-
-function toDecision(outcome: MutateResult): StepDecision {
-  if (outcome === undefined || outcome === null) return ALLOWED;
+function toDecision(outcome: MutateResult): Decision {
+  if (outcome === undefined || outcome === null) return APPROVED;
   if (Array.isArray(outcome)) return { allowed: true, patch: outcome as readonly JsonPatchOperation[] };
   return outcome as Verdict;
 }

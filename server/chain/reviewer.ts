@@ -1,19 +1,20 @@
 /**
- * One review, start to end: pick the route's steps from the current chain snapshot, set the deadline,
- * run the phase, and build the answer — plus its metrics and its one log line.
+ * One review, start to end: pick the selected steps from the current chain snapshot, set the deadline,
+ * run the phase, and build the answer; its observer records the metrics and the log line.
  */
 import { performance } from 'node:perf_hooks';
-import { allowed, denied } from '../admission/responses.js';
-import { clip } from '../base/limits.js';
-import type { AdmissionResponse } from '../admission/types.js';
+import type { Decision } from '../admission/decision.js';
+import { answerTo } from '../admission/responses.js';
+import type { AdmissionRequest, AdmissionResponse } from '../admission/types.js';
+import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { AdmissionRequest, JsonPatchOperation, Logger } from '../plugin-api/types.js';
-import { phaseOf, type Chain, type Route } from './chain.js';
+import type { Chain, StepSelection } from './chain.js';
 import type { Labels } from './label-selector.js';
 import { namespaceToLookUp } from './match.js';
-import { runMutatePhase, type MutateOutcome } from './mutate.js';
+import { runMutatePhase } from './mutate.js';
 import { ReviewNotes } from './notes.js';
-import type { ReviewContext, StepReport } from './review-context.js';
+import type { ReviewContext } from './review-context.js';
+import { ReviewObserver, type StepReport } from './review-observer.js';
 import { runValidatePhase } from './validate.js';
 
 /** Where namespaceSelector labels come from: an informer cache in cluster mode, a stand-in otherwise. */
@@ -30,12 +31,6 @@ export const standaloneNamespaceLabels: NamespaceLabelSource = {
   labels: (namespace) => ({ 'kubernetes.io/metadata.name': namespace }),
 };
 
-/** A pino-like logger that can bind fields. */
-export interface BindableLogger extends Logger {
-  child(bindings: object): BindableLogger;
-  isLevelEnabled?(level: string): boolean;
-}
-
 export interface ReviewerDeps {
   /** The current chain; read once per review. */
   readonly chain: () => Chain;
@@ -48,10 +43,10 @@ export interface ReviewerDeps {
 }
 
 export interface ReviewResult {
+  readonly decision: Decision;
+  /** The decision as answered: with the warnings and audit annotations, and the patch in base64. */
   readonly response: AdmissionResponse;
   readonly reports: readonly StepReport[];
-  /** The decoded patch carried (base64) in the response. */
-  readonly patch?: readonly JsonPatchOperation[];
 }
 
 export interface ReviewOptions {
@@ -65,7 +60,7 @@ export interface ReviewOptions {
 }
 
 export interface Reviewer {
-  review(request: AdmissionRequest, route: Route, options?: ReviewOptions): Promise<ReviewResult>;
+  review(request: AdmissionRequest, selection: StepSelection, options?: ReviewOptions): Promise<ReviewResult>;
 }
 
 /** The time the chain may use: the apiserver's timeout minus the margin, never less than half of it. */
@@ -78,17 +73,15 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   const { metrics } = deps;
 
   return {
-    async review(request, route, { timeoutMs, large = false } = {}) {
+    async review(request, selection, { timeoutMs, large = false } = {}) {
       const chain = deps.chain();
-      const steps = chain.route(route);
-      const phase = phaseOf(route);
+      const { phase, failurePolicy } = selection;
+      const steps = chain.stepsOf(phase, failurePolicy);
       const started = now();
       const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs);
 
-      let requestLog: BindableLogger | undefined;
-      const log = (): BindableLogger => (requestLog ??= deps.log.child({ uid: request.uid }));
-      const stepLogs = new Map<string, Logger>();
-      const namespace = chain.needsNamespaceLabels(route) ? namespaceToLookUp(request) : undefined;
+      const observer = new ReviewObserver(metrics, deps.log, request, phase);
+      const namespace = chain.needsNamespaceLabels(phase, failurePolicy) ? namespaceToLookUp(request) : undefined;
       // A cached namespace's labels come back as they are, without a microtask hop.
       const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
       const ctx: ReviewContext = {
@@ -97,56 +90,19 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         deadline: started + budget,
         namespaceLabels: found instanceof Promise ? await found : found,
         notes: new ReviewNotes(),
-        reports: [],
-        metrics,
-        log,
-        stepLog: (step) => {
-          let l = stepLogs.get(step);
-          if (!l) stepLogs.set(step, (l = log().child({ step })));
-          return l;
-        },
+        observer,
         now,
         large,
       };
-      const { rejection, patch }: MutateOutcome =
-        phase === 'mutate' ? await runMutatePhase(steps, ctx) : await runValidatePhase(steps, ctx);
-      const response = rejection ? denied(request.uid, rejection.message, rejection.code) : allowed(request.uid);
-      if (patch) {
-        response.patchType = 'JSONPatch';
-        response.patch = Buffer.from(JSON.stringify(patch)).toString('base64');
-      }
+      const decision = phase === 'mutate' ? await runMutatePhase(steps, ctx) : await runValidatePhase(steps, ctx);
+      const response = answerTo(request.uid, decision);
       const warnings = ctx.notes.warnings();
       if (warnings) response.warnings = warnings;
       const annotations = ctx.notes.annotations();
       if (annotations) response.auditAnnotations = annotations;
-      const dropped = ctx.notes.dropped();
-      if (dropped) log().warn({ dropped }, 'warnings or audit annotations over a step limit were dropped');
-
-      const seconds = (now() - started) / 1000;
-      metrics.requests.inc({ phase, operation: request.operation, allowed: String(response.allowed) });
-      metrics.requestDuration.observe({ phase }, seconds);
-      deps.log.info(
-        {
-          uid: request.uid,
-          route,
-          operation: request.operation,
-          // What the client named is its own to choose, of any length: the line stays bounded.
-          kind: clip(
-            `${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`,
-          ),
-          namespace: request.namespace === undefined ? undefined : clip(request.namespace),
-          name: request.name === undefined ? undefined : clip(request.name),
-          dryRun: request.dryRun === true,
-          allowed: response.allowed,
-          ...(response.status ? { code: response.status.code, message: response.status.message } : {}),
-          patchOps: patch?.length ?? 0,
-          ms: Math.round(seconds * 1e6) / 1000,
-          steps: ctx.reports,
-          ...(deps.log.isLevelEnabled?.('debug') && patch ? { patch } : {}),
-        },
-        'review',
-      );
-      return { response, reports: ctx.reports, ...(patch ? { patch } : {}) };
+      observer.notesDropped(ctx.notes.dropped());
+      observer.reviewed(selection.name, response, decision.patch, (now() - started) / 1000);
+      return { decision, response, reports: observer.reports };
     },
   };
 }

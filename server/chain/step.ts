@@ -2,21 +2,11 @@
  * The one internal unit the dispatchers run. Plugins and remote providers both adapt to `Step`, so the
  * mutate and validate dispatchers never branch on where a step came from.
  */
-import type { Phase } from '../admission/types.js';
-import type {
-  AdmissionRequest,
-  Match,
-  FailurePolicy,
-  JsonPatchOperation,
-  KubeObject,
-  Logger,
-  Mode,
-  ReinvocationPolicy,
-  Verdict,
-} from '../plugin-api/types.js';
+import type { Decision } from '../admission/decision.js';
+import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/types.js';
+import type { Logger } from '../base/log.js';
+import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
 import type { CompiledMatch } from './match.js';
-
-export type SideEffects = 'None' | 'Some';
 
 /** What one invocation of a step receives. */
 export interface StepInvocation {
@@ -35,9 +25,6 @@ export interface StepInvocation {
   readonly annotate: (key: string, value: string) => void;
 }
 
-/** A decision; `patch` (mutate phase only) is applied to the working copy by the dispatcher. */
-export type StepDecision = Verdict & { readonly patch?: readonly JsonPatchOperation[] };
-
 /** Live state a step reports in `/chain` (e.g. a provider's breaker). */
 export type StepStatus = Readonly<Record<string, unknown>>;
 
@@ -55,19 +42,10 @@ export interface Step {
   readonly order: number;
   /** Whether the step needs a request object to run at all (in-process mutators edit the object). */
   readonly needsObject: boolean;
-  invoke(invocation: StepInvocation): StepDecision | Promise<StepDecision>;
+  /** A decision; its `patch` (mutate phase only) is applied to the working copy by the dispatcher. */
+  invoke(invocation: StepInvocation): Decision | Promise<Decision>;
   /** Describes the step for `/chain`. */
   describe(): StepStatus;
-}
-
-/**
- * The failure policy a step acts on: a step in warn or audit mode never blocks, not even when it fails, so it
- * is an Ignore step whatever its `failurePolicy` says. The split routes (`/validate/fail`, …) and the rendered
- * webhook configurations use this, so the apiserver's own failurePolicy for an unreachable gateway matches
- * what the steps behind it would have done.
- */
-export function effectiveFailurePolicy(step: Pick<Step, 'failurePolicy' | 'mode'>): FailurePolicy {
-  return step.mode === 'enforce' ? step.failurePolicy : 'Ignore';
 }
 
 /** How a chain entry is placed and guarded: what plugin and provider steps share. */

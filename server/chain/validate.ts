@@ -2,34 +2,23 @@
  * The validate phase: the matching steps run in parallel on read-only views of the object (apiserver
  * validating/dispatcher.go). Every refusal is reported, in chain order, each prefixed with its step.
  */
+import { APPROVED, type Decision, type Denial } from '../admission/decision.js';
 import { StepFailedError } from '../base/errors.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import { invokeStep } from './invoke-step.js';
-import {
-  elapsedMs,
-  recordSkip,
-  settleDenial,
-  settleFailure,
-  settleSuccess,
-  timeLeft,
-  type Rejection,
-  type ReviewContext,
-} from './review-context.js';
+import { elapsedMs, settleRefusal, timeLeft, type ReviewContext } from './review-context.js';
 import { skipReason } from './skip.js';
 import type { Step } from './step.js';
 
-export interface ValidateOutcome {
-  readonly rejection?: Rejection;
-}
-
-export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContext): Promise<ValidateOutcome> {
+/** The phase's decision: allowed, or denied with every refusal joined. */
+export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContext): Promise<Decision> {
   const relevant: Step[] = [];
   for (const step of steps) {
     const skip = skipReason(step, ctx);
-    if (skip) recordSkip(ctx, step, skip);
+    if (skip) ctx.observer.skipped(step, skip);
     else relevant.push(step);
   }
-  if (relevant.length === 0) return {};
+  if (relevant.length === 0) return APPROVED;
 
   const { request } = ctx;
   const results = await Promise.all(
@@ -43,7 +32,7 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
           plainObject: request.object ?? undefined,
           oldObject: request.oldObject,
           notes: ctx.notes,
-          stepLog: ctx.stepLog,
+          logs: ctx.observer,
           now: ctx.now,
         },
         timeLeft(ctx, step),
@@ -52,19 +41,19 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
     }),
   );
 
-  const rejections: Rejection[] = [];
+  const denials: Denial[] = [];
   for (const { step, result, ms } of results) {
-    let rejection: Rejection | undefined;
-    if (result.failure) rejection = settleFailure(ctx, step, ms, result.failure, 0);
-    else if (!result.decision.allowed) rejection = settleDenial(ctx, step, ms, result.decision, 0);
-    else if (result.decision.patch?.length) {
-      const failure = new StepFailedError('invalid_response', 'a validating step may not return a patch');
-      rejection = settleFailure(ctx, step, ms, failure, 0);
-    } else settleSuccess(ctx, step, ms, false, 0);
-    if (rejection) rejections.push(rejection);
+    let refusal = result;
+    if (!(refusal instanceof StepFailedError) && refusal.allowed) {
+      if (!refusal.patch?.length) {
+        ctx.observer.approved(step, ms, false, 0);
+        continue;
+      }
+      refusal = new StepFailedError('invalid_response', 'a validating step may not return a patch');
+    }
+    const denial = settleRefusal(ctx, step, ms, refusal, 0);
+    if (denial) denials.push(denial);
   }
-  if (rejections.length === 0) return {};
-  return {
-    rejection: { message: rejections.map((r) => r.message).join('; '), code: rejections[0]!.code },
-  };
+  if (denials.length === 0) return APPROVED;
+  return { allowed: false, message: denials.map((d) => d.message).join('; '), code: denials[0]!.code };
 }

@@ -10,12 +10,13 @@ import { availablePlugins } from '../../plugins/index.js';
 import { encodeReview } from '../admission/codec.js';
 import type { AdmissionApiVersion } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
-import { createLogger, type GatewayLogger, type LogLevel } from '../base/log.js';
-import { ROUTES, type Chain, type Route } from '../chain/chain.js';
+import { createLogger, type BindableLogger, type LogLevel } from '../base/log.js';
+import type { Chain } from '../chain/chain.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels, type ReviewResult } from '../chain/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
-import { createChainForConfig } from '../gateway.js';
+import { ROUTES, selectionOf, type Route } from '../http/routes.js';
+import { createChainForConfig } from '../providers/configured-chain.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { applyPatchInPlace } from '../patch/apply.js';
 import type { AdmissionRequest } from '../plugin-api/types.js';
@@ -58,7 +59,7 @@ function reviewLogLevel(level: LogLevel): LogLevel {
 function printable(result: ReviewResult, apiVersion: AdmissionApiVersion) {
   return {
     review: JSON.parse(encodeReview(apiVersion, result.response).toString()) as unknown,
-    patch: result.patch ?? null,
+    patch: result.decision.patch ?? null,
     steps: result.reports,
   };
 }
@@ -102,7 +103,7 @@ async function reviewOnChain(
   request: AdmissionRequest,
   apiVersion: AdmissionApiVersion,
   route: ReviewCommand['route'],
-  deps: { log: GatewayLogger; metrics: Metrics; config: GatewayConfig },
+  deps: { log: BindableLogger; metrics: Metrics; config: GatewayConfig },
 ): Promise<{ output: unknown; allowed: boolean }> {
   const reviewer = createReviewer({
     chain: () => chain,
@@ -113,16 +114,16 @@ async function reviewOnChain(
     defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
   });
   if (route !== 'all') {
-    const result = await reviewer.review(request, route);
+    const result = await reviewer.review(request, selectionOf(route));
     return { output: printable(result, apiVersion), allowed: result.response.allowed };
   }
-  const mutated = await reviewer.review(request, 'mutate');
+  const mutated = await reviewer.review(request, selectionOf('mutate'));
   const output: Record<string, unknown> = { mutate: printable(mutated, apiVersion) };
   if (!mutated.response.allowed) return { output: { ...output, allowed: false }, allowed: false };
   // The apiserver validates the object as mutated; do the same.
   const object = request.object ? structuredClone(request.object) : request.object;
-  if (object && mutated.patch) applyPatchInPlace(object, mutated.patch);
-  const validated = await reviewer.review({ ...request, object }, 'validate');
+  if (object && mutated.decision.patch) applyPatchInPlace(object, mutated.decision.patch);
+  const validated = await reviewer.review({ ...request, object }, selectionOf('validate'));
   const allowed = validated.response.allowed;
   return { output: { ...output, validate: printable(validated, apiVersion), allowed }, allowed };
 }

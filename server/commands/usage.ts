@@ -5,7 +5,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { closestName, didYouMean } from '../base/did-you-mean.js';
-import { ROUTES } from '../chain/chain.js';
+import { ROUTES } from '../http/routes.js';
 
 /** A mistake on the command line (exit code 2): `admission-gateway[ <command>]: <message>`, then `hint`. */
 export class UsageError extends Error {

@@ -2,7 +2,7 @@
  * Reads a `match` block (webhook-configuration shapes) from untrusted input, refusing what the apiserver
  * would refuse in a webhook configuration.
  */
-import type { LabelSelector, LabelSelectorRequirement, Match, RuleWithOperations } from '../plugin-api/types.js';
+import type { LabelSelector, LabelSelectorRequirement, Match, RuleWithOperations } from '../admission/types.js';
 import { childPath, type Reader } from './reader.js';
 
 const OPERATIONS = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT', '*'] as const;

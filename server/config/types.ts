@@ -1,8 +1,11 @@
-/** The validated configuration (gateway.yaml; docs/configuration.md), with every default applied. */
-import type { FailurePolicy, Match, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
-import type { SideEffects } from '../chain/step.js';
+/**
+ * The validated configuration (gateway.yaml; docs/configuration.md), with every default applied but a chain
+ * entry's step options: absent, those fall back to the plugin's own defaults when its steps are built.
+ */
+import type { Match } from '../admission/types.js';
 import type { LogLevel } from '../base/log.js';
 import type { LocateField } from './field-positions.js';
+import type { StepOptions } from './step-options.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -88,16 +91,11 @@ export interface LogConfig {
   readonly level: LogLevel;
 }
 
-/** Options every chain entry accepts (absent = the plugin's default, then the gateway's). */
-export interface EntryOptions {
+/** Options every chain entry accepts (absent step options: the plugin's default, then the gateway's). */
+export interface EntryOptions extends StepOptions {
   /** Step name; defaults to the plugin or provider name. Needed to run one plugin twice. */
   readonly name: string;
   readonly match?: Match;
-  readonly failurePolicy?: FailurePolicy;
-  readonly timeoutSeconds?: number;
-  readonly mode?: Mode;
-  readonly sideEffects?: SideEffects;
-  readonly reinvocationPolicy?: ReinvocationPolicy;
   readonly settings?: unknown;
   /** Where the entry sits: 10 × its position in `chain` (dynamic providers use spec.order). */
   readonly order: number;

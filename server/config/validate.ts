@@ -1,14 +1,15 @@
 /**
- * Turns parsed YAML into a GatewayConfig: every field checked, every default applied in one place.
+ * Turns parsed YAML into a GatewayConfig: every field checked, every default applied in one place (a chain
+ * entry's step options excepted: step-options.ts).
  * Errors name the file and the field path (exit code 2 at start).
  */
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
-import type { FailurePolicy, Mode, ReinvocationPolicy } from '../plugin-api/types.js';
 import { readMatch } from './match-schema.js';
-import { DNS_LABEL, isDnsSubdomain } from './names.js';
+import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath } from './reader.js';
+import { readStepOptions } from './step-options.js';
 import type {
   ChainEntry,
   CircuitBreakerConfig,
@@ -31,12 +32,6 @@ export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 export const DEFAULT_MAX_CONNECTIONS = 512;
 export const CONFIG_KIND = 'GatewayConfig';
 
-/** Step names become metric labels, annotation keys and URL-safe identifiers. */
-export const STEP_NAME = DNS_LABEL;
-const FAILURE_POLICIES: readonly FailurePolicy[] = ['Fail', 'Ignore'];
-const MODES: readonly Mode[] = ['enforce', 'warn', 'audit'];
-const REINVOCATION: readonly ReinvocationPolicy[] = ['Never', 'IfNeeded'];
-const SIDE_EFFECTS = ['None', 'Some'] as const;
 const ENTRY_FIELDS = [
   'name',
   'match',
@@ -236,7 +231,8 @@ function readLog(r: Reader, value: unknown): LogConfig {
 
 function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryOptions {
   const stepName = r.string(m.name, childPath(p, 'name')) ?? name;
-  if (!STEP_NAME.test(stepName) || stepName.length > 63) {
+  // Step names become metric labels, annotation keys and URL-safe identifiers.
+  if (!isDnsLabel(stepName)) {
     r.fail(
       m.name === undefined ? p : childPath(p, 'name'),
       'expected a lower-case DNS-1123 label as the step name',
@@ -244,21 +240,12 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     );
   }
   const match = readMatch(r, m.match, childPath(p, 'match'));
-  const failurePolicy = r.oneOf(m.failurePolicy, childPath(p, 'failurePolicy'), FAILURE_POLICIES);
-  const timeoutSeconds = r.number(m.timeoutSeconds, childPath(p, 'timeoutSeconds'), 0.001, 30);
-  const mode = r.oneOf(m.mode, childPath(p, 'mode'), MODES);
-  const sideEffects = r.oneOf(m.sideEffects, childPath(p, 'sideEffects'), SIDE_EFFECTS);
-  const reinvocationPolicy = r.oneOf(m.reinvocationPolicy, childPath(p, 'reinvocationPolicy'), REINVOCATION);
   return {
     name: stepName,
     order,
     path: p,
     ...(match ? { match } : {}),
-    ...(failurePolicy ? { failurePolicy } : {}),
-    ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
-    ...(mode ? { mode } : {}),
-    ...(sideEffects ? { sideEffects } : {}),
-    ...(reinvocationPolicy ? { reinvocationPolicy } : {}),
+    ...readStepOptions(r, m, p),
     ...(m.settings !== undefined ? { settings: m.settings } : {}),
   };
 }

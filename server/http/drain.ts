@@ -7,7 +7,7 @@
  *
  *  1. stop accepting connections, but do not close idle ones yet (http.Server#close() would, racing the
  *     client's next write on them);
- *  2. every answer from now on carries `Connection: close` (the caller's request listener does that), so
+ *  2. every answer from now on carries `Connection: close` (`closeWhileDraining`, the webhook app's first middleware), so
  *     a busy connection ends right after its answer and the client opens its next one elsewhere;
  *  3. an idle connection gets `idleGraceMs` to carry one more request (answered, with `Connection:
  *     close`); a client under load uses it well within that, so only connections idle for the whole grace

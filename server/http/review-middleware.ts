@@ -10,14 +10,15 @@ import { checkContentType, decodeReview, encodeReview, type DecodedReview } from
 import { errored } from '../admission/responses.js';
 import { parseTimeoutParam } from '../admission/timeout.js';
 import { ADMISSION_V1 } from '../admission/types.js';
-import type { Route } from '../chain/chain.js';
-import type { BindableLogger, Reviewer } from '../chain/reviewer.js';
+import type { BindableLogger } from '../base/log.js';
+import type { Reviewer } from '../chain/reviewer.js';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
 import { readBody } from './read-body.js';
+import { selectionOf, type Route } from './routes.js';
 
 /** What the webhook app's middleware reach through `ctx` (set once on `app.context`). */
 export interface ReviewServices {
@@ -110,9 +111,10 @@ export const readReview: ReviewMiddleware = async (ctx, next) => {
 
 /** Runs the decoded review through the chain for `route` and answers with its AdmissionReview. */
 export function runReview(route: Route): ReviewMiddleware {
+  const selection = selectionOf(route);
   return async (ctx) => {
     const { request, apiVersion, containers } = ctx.state.review!;
-    const { response } = await ctx.reviewer.review(request, route, {
+    const { response } = await ctx.reviewer.review(request, selection, {
       timeoutMs: timeoutParam(ctx.querystring),
       large: containers > LARGE_REVIEW_CONTAINERS,
     });

@@ -6,7 +6,6 @@
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
-import { ROUTES } from '../chain/chain.js';
 import { errorMessage } from '../base/errors.js';
 import { closeWhileDraining } from './drain.js';
 import {
@@ -18,6 +17,7 @@ import {
   type ReviewServices,
   type ReviewState,
 } from './review-middleware.js';
+import { ROUTES } from './routes.js';
 
 export interface WebhookAppDeps extends ReviewServices {
   /** True once the gateway is shutting down (drain.ts). */

@@ -5,9 +5,10 @@
 import { readMatch } from '../config/match-schema.js';
 import { Reader } from '../config/reader.js';
 import type { ProviderEntry } from '../config/types.js';
-import { STEP_NAME, readProviderFields } from '../config/validate.js';
+import { MAX_DNS_LABEL_CHARS, isDnsLabel } from '../config/names.js';
+import { readStepOptions } from '../config/step-options.js';
+import { readProviderFields } from '../config/validate.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
-import type { FailurePolicy, Mode } from '../plugin-api/types.js';
 
 export const PROVIDER_GROUP = 'admissiongateway.io';
 export const PROVIDER_VERSION = 'v1alpha1';
@@ -69,11 +70,11 @@ const SPEC_FIELDS = [
  */
 export function resolveProvider(resource: AdmissionProvider, reservedNames: ReadonlySet<string>): ProviderResolution {
   const name = resource.metadata.name ?? '';
-  if (!STEP_NAME.test(name) || name.length > 63) {
+  if (!isDnsLabel(name)) {
     return {
       error: {
         reason: 'InvalidName',
-        message: `metadata.name "${name}" must be a DNS-1123 label of at most 63 characters`,
+        message: `metadata.name "${name}" must be a DNS-1123 label of at most ${MAX_DNS_LABEL_CHARS} characters`,
       },
     };
   }
@@ -88,14 +89,7 @@ export function resolveProvider(resource: AdmissionProvider, reservedNames: Read
   const r: Reader = new Reader(`AdmissionProvider "${name}"`);
   try {
     const m = r.map(resource.spec, 'spec', SPEC_FIELDS, false);
-    const timeoutSeconds = r.integer(m.timeoutSeconds, 'spec.timeoutSeconds', 1, 30);
-    const failurePolicy = r.oneOf(m.failurePolicy, 'spec.failurePolicy', [
-      'Fail',
-      'Ignore',
-    ] as readonly FailurePolicy[]);
-    const mode = r.oneOf(m.mode, 'spec.mode', ['enforce', 'warn', 'audit'] as readonly Mode[]);
-    const sideEffects = r.oneOf(m.sideEffects, 'spec.sideEffects', ['None', 'Some'] as const);
-    const reinvocationPolicy = r.oneOf(m.reinvocationPolicy, 'spec.reinvocationPolicy', ['Never', 'IfNeeded'] as const);
+    const options = readStepOptions(r, m, 'spec', 'whole seconds');
     const order = r.integer(m.order, 'spec.order', -1_000_000, 1_000_000) ?? DEFAULT_PROVIDER_ORDER;
     const match = readMatch(r, m.match, 'spec.match');
     const settings = r.stringMap(m.settings, 'spec.settings');
@@ -112,11 +106,7 @@ export function resolveProvider(resource: AdmissionProvider, reservedNames: Read
       path: 'spec',
       ...fields,
       ...(match ? { match } : {}),
-      ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
-      ...(failurePolicy ? { failurePolicy } : {}),
-      ...(mode ? { mode } : {}),
-      ...(sideEffects ? { sideEffects } : {}),
-      ...(reinvocationPolicy ? { reinvocationPolicy } : {}),
+      ...options,
       ...(settings ? { settings } : {}),
     };
     return { entry };

@@ -6,10 +6,10 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
-import type { Gateway } from '../gateway.js';
 import type { ReadinessCheck } from '../http/ops-app.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
+import type { ProviderChains } from '../providers/configured-chain.js';
 import type { ProviderRuntime } from '../providers/provider-runtime.js';
 import type { CertificateSource } from '../tls/certificate-source.js';
 import { loadClientCA } from '../tls/serving-certificate.js';
@@ -33,6 +33,13 @@ export interface ClusterGatewayOptions {
   readonly certificates?: CertificateSource;
 }
 
+/** What cluster mode takes from the running gateway (its Gateway is one). */
+export interface RunningGateway {
+  readonly metrics: Metrics;
+  /** The chain AdmissionProviders are set into. */
+  readonly chains: ProviderChains;
+}
+
 export interface ClusterMode {
   /**
    * Before startGateway, and what it needs from cluster mode. With kube.certificate.secretName, this first
@@ -40,7 +47,7 @@ export interface ClusterMode {
    */
   prepare(): Promise<ClusterGatewayOptions>;
   /** Starts the informers against the running gateway's chain; returns at once (readiness tells sync). */
-  attach(gateway: Gateway): void;
+  attach(gateway: RunningGateway): void;
   stop(): Promise<void>;
 }
 

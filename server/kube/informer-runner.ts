@@ -4,7 +4,7 @@
  * the first list has synced (for /readyz).
  */
 import type { Informer, KubernetesObject } from '@kubernetes/client-node';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { kubeErrorMessage } from './kube-errors.js';
 
 export interface InformerRunner {

@@ -8,7 +8,7 @@
 import { ListWatch, Watch, CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { caBundle, newKeyPair, type SubjectAltNames } from '../../certs/generate.js';
 import type { ManagedCertificateConfig } from '../config/types.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { materialFromPem, type CertificateSource } from '../tls/certificate-source.js';
 import {
   initialContent,

@@ -5,7 +5,7 @@
 import { CoreV1Api, makeInformer, type KubeConfig, type V1Namespace } from '@kubernetes/client-node';
 import type { Labels } from '../chain/label-selector.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { isDnsLabel } from '../config/names.js';
 import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';
 import { kubeErrorMessage } from './kube-errors.js';

@@ -12,10 +12,10 @@ import {
   type KubeConfig,
   type KubernetesListObject,
 } from '@kubernetes/client-node';
-import type { ChainManager } from '../chain/chain-manager.js';
+import type { ProviderChains } from '../providers/configured-chain.js';
 import type { ProviderEntry } from '../config/types.js';
 import { errorMessage } from '../base/errors.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import {
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
@@ -30,7 +30,7 @@ import { desiredStatus, sameStatus } from './provider-status.js';
 
 export interface ProviderWatcherOptions {
   readonly kc: KubeConfig;
-  readonly chains: ChainManager;
+  readonly chains: ProviderChains;
   /** Provider entries from gateway.yaml: always part of the chain. */
   readonly configProviders: readonly ProviderEntry[];
   /** Step names taken by gateway.yaml entries. */

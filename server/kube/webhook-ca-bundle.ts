@@ -10,7 +10,7 @@ import {
   type V1MutatingWebhookConfiguration,
   type V1ValidatingWebhookConfiguration,
 } from '@kubernetes/client-node';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { kubeErrorMessage, statusCode } from './kube-errors.js';
 
 export interface WebhookTargets {

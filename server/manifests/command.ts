@@ -9,9 +9,10 @@ import { Registry } from 'prom-client';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { GatewayConfig } from '../config/types.js';
 import { errorMessage } from '../base/errors.js';
-import { createChainForConfig } from '../gateway.js';
+import type { Logger } from '../base/log.js';
 import { createMetrics } from '../metrics/metrics.js';
-import { ensureConfiguredCertificate, servingCaBundle, type TlsLogger } from '../tls/serving-certificate.js';
+import { createChainForConfig } from '../providers/configured-chain.js';
+import { ensureConfiguredCertificate, servingCaBundle } from '../tls/serving-certificate.js';
 import { catchAllFailWarnings } from './catch-all-warning.js';
 import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
 import { toJson, toYaml } from './output.js';
@@ -65,9 +66,9 @@ async function resolveSteps(deps: ManifestsDeps): Promise<RenderStep[]> {
 }
 
 /** The TLS module's logger, as plain lines on stderr (it only speaks when it generates a certificate). */
-function tlsLogger(deps: ManifestsDeps): TlsLogger {
-  const line = (_obj: object, msg: string) => note(deps, msg);
-  return { info: line, warn: line, error: line };
+function tlsLogger(deps: ManifestsDeps): Logger {
+  const line = (_obj: object, msg?: string) => note(deps, msg ?? '');
+  return { debug: () => undefined, info: line, warn: line, error: line };
 }
 
 async function readCaBundle(options: ManifestsOptions, deps: ManifestsDeps): Promise<string> {

@@ -10,8 +10,13 @@
  *   the gateway itself cannot be reached.
  * - A webhook without steps is left out (it would only cost a call).
  */
-import type { FailurePolicy, LabelSelector, LabelSelectorRequirement, Match } from '../plugin-api/types.js';
-import type { SideEffects } from '../chain/step.js';
+import type { LabelSelector, LabelSelectorRequirement, Match } from '../admission/types.js';
+import {
+  MAX_TIMEOUT_SECONDS,
+  type FailurePolicy,
+  type ReinvocationPolicy,
+  type SideEffects,
+} from '../config/step-options.js';
 import { unionRules } from './rules.js';
 
 /** What the renderer needs of one resolved step. */
@@ -23,7 +28,7 @@ export interface RenderStep {
   readonly failurePolicy: FailurePolicy;
   readonly timeoutMs: number;
   readonly sideEffects: SideEffects;
-  readonly reinvocationPolicy: 'Never' | 'IfNeeded';
+  readonly reinvocationPolicy: ReinvocationPolicy;
 }
 
 /** Where the apiserver reaches the gateway. */
@@ -61,8 +66,6 @@ export const EXCLUDE_LABEL = 'admissiongateway.io/exclude';
 /** The namespace name label the apiserver sets (1.21+; on older clusters NotIn excludes nothing). */
 export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 export const APP_LABEL = { 'app.kubernetes.io/name': 'admission-gateway' } as const;
-/** The apiserver's limits for webhook timeoutSeconds. */
-export const MAX_TIMEOUT_SECONDS = 30;
 
 /** Everything, subresources included: what a provider added at run time may ask for. */
 export const CATCH_ALL_RULES = [
@@ -87,7 +90,7 @@ export interface RenderedWebhook {
   readonly sideEffects: 'None' | 'NoneOnDryRun';
   readonly timeoutSeconds: number;
   readonly failurePolicy: FailurePolicy;
-  readonly reinvocationPolicy?: 'Never' | 'IfNeeded';
+  readonly reinvocationPolicy?: ReinvocationPolicy;
   readonly matchPolicy: 'Equivalent';
   readonly clientConfig: WebhookClientConfig;
   readonly namespaceSelector: LabelSelector;

@@ -4,7 +4,7 @@
  * made (correct over clever), and the result passes the apiserver's validation of admissionregistration/v1
  * rules (a `*` stands alone; a resource covered by another one of the same list is dropped).
  */
-import type { RuleWithOperations } from '../plugin-api/types.js';
+import type { RuleWithOperations } from '../admission/types.js';
 
 type Scope = 'Cluster' | 'Namespaced' | '*';
 

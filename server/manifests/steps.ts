@@ -5,8 +5,9 @@
  * and checked rather than trusted.
  */
 import type { Chain } from '../chain/chain.js';
-import { effectiveFailurePolicy, type Step } from '../chain/step.js';
-import type { Match } from '../plugin-api/types.js';
+import { effectiveFailurePolicy } from '../chain/policy.js';
+import type { Step } from '../chain/step.js';
+import type { Match } from '../admission/types.js';
 import type { RenderStep } from './render.js';
 
 function isMatch(value: unknown): value is Match {
@@ -36,5 +37,5 @@ export function renderStepOf(step: Step): RenderStep {
 
 /** Every step of the chain, both phases, in chain order. */
 export function renderStepsOf(chain: Chain): RenderStep[] {
-  return [...chain.route('mutate'), ...chain.route('validate')].map(renderStepOf);
+  return [...chain.stepsOf('mutate'), ...chain.stepsOf('validate')].map(renderStepOf);
 }

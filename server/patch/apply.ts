@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import jsonpatch from 'fast-json-patch';
 import { PatchApplyError } from '../base/errors.js';
 import { MAX_PATCH_COPY_BYTES, MAX_PATCH_SHIFTS, clip, describeValue } from '../base/limits.js';
-import type { JsonPatchOperation } from '../plugin-api/types.js';
+import type { JsonPatchOperation } from '../admission/types.js';
 
 const OPS = new Set(['add', 'remove', 'replace', 'move', 'copy', 'test']);
 const FORBIDDEN_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype']);

@@ -3,7 +3,7 @@
  * result as a full diff (apply.ts diffPatch), at the cost of the written parts instead of the whole object.
  * It walks the tree of written places and both documents together.
  */
-import type { JsonPatchOperation } from '../plugin-api/types.js';
+import type { JsonPatchOperation } from '../admission/types.js';
 import { diffPatch } from './apply.js';
 import { WrittenPaths, escapeSegment, type WrittenNode } from './written-paths.js';
 

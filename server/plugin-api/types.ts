@@ -1,116 +1,27 @@
 /**
- * Types shared by plugin authors and the gateway. Wire names are spelled exactly as Kubernetes spells them
- * (admission.k8s.io/v1, admissionregistration.k8s.io/v1) so that a webhook author feels at home.
+ * Types of the plugin author API. The wire shapes are the gateway's own (`server/admission/types.ts`),
+ * re-exported here, and spelled exactly as Kubernetes spells them (admission.k8s.io/v1,
+ * admissionregistration.k8s.io/v1) so that a webhook author feels at home.
  */
+import type { AdmissionRequest, JsonPatchOperation, KubeObject, Match, Operation } from '../admission/types.js';
+import type { Logger } from '../base/log.js';
+import type { FailurePolicy, Mode, ReinvocationPolicy } from '../config/step-options.js';
 
-/** The admission operation of a request. */
-export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
-
-/** Standard object metadata; only the fields the gateway or a typical plugin reads are typed. */
-export interface ObjectMeta {
-  name?: string;
-  generateName?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  labels?: Record<string, string> | null;
-  annotations?: Record<string, string> | null;
-  ownerReferences?: unknown[] | null;
-  [key: string]: unknown;
-}
-
-/** Any Kubernetes object as JSON. A map or list the client left out may arrive as `null`. */
-export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: ObjectMeta | null;
-  [key: string]: unknown;
-}
-
-export interface GroupVersionKind {
-  group: string;
-  version: string;
-  kind: string;
-}
-
-export interface GroupVersionResource {
-  group: string;
-  version: string;
-  resource: string;
-}
-
-export interface UserInfo {
-  username?: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
-
-/** `AdmissionReview.request` (admission.k8s.io/v1). */
-export interface AdmissionRequest {
-  uid: string;
-  kind: GroupVersionKind;
-  resource: GroupVersionResource;
-  subResource?: string;
-  requestKind?: GroupVersionKind;
-  requestResource?: GroupVersionResource;
-  requestSubResource?: string;
-  name?: string;
-  namespace?: string;
-  operation: Operation;
-  userInfo: UserInfo;
-  object?: KubeObject | null;
-  oldObject?: KubeObject | null;
-  dryRun?: boolean;
-  options?: KubeObject | null;
-}
-
-/** One rule of a webhook configuration (admissionregistration.k8s.io/v1 RuleWithOperations). */
-export interface RuleWithOperations {
-  /** CREATE, UPDATE, DELETE, CONNECT or `*`. */
-  operations: ReadonlyArray<Operation | '*'>;
-  /** API groups; `""` is the core group, `*` all groups. */
-  apiGroups: readonly string[];
-  apiVersions: readonly string[];
-  /** Resources, `resource/subresource`, `*`, `*\/status`, `pods/*` or `*\/*`. */
-  resources: readonly string[];
-  /** `Cluster`, `Namespaced` or `*` (the default). */
-  scope?: 'Cluster' | 'Namespaced' | '*';
-}
-
-export interface LabelSelectorRequirement {
-  key: string;
-  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-  values?: readonly string[];
-}
-
-/** A Kubernetes label selector; an empty selector matches everything. */
-export interface LabelSelector {
-  matchLabels?: Readonly<Record<string, string>>;
-  matchExpressions?: readonly LabelSelectorRequirement[];
-}
-
-/** Which requests a plugin sees: the same shapes and semantics as a webhook configuration. */
-export interface Match {
-  rules: readonly RuleWithOperations[];
-  namespaceSelector?: LabelSelector;
-  objectSelector?: LabelSelector;
-}
-
-/** One JSON Patch (RFC 6902) operation. */
-export type JsonPatchOperation =
-  | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
-  | { op: 'remove'; path: string }
-  | { op: 'move' | 'copy'; from: string; path: string };
-
-/** A request-bound logger (pino-compatible subset). */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+export type {
+  AdmissionRequest,
+  GroupVersionKind,
+  GroupVersionResource,
+  JsonPatchOperation,
+  KubeObject,
+  LabelSelector,
+  LabelSelectorRequirement,
+  Match,
+  ObjectMeta,
+  Operation,
+  RuleWithOperations,
+  UserInfo,
+} from '../admission/types.js';
+export type { Logger } from '../base/log.js';
 
 /** A returned decision. A thrown error is not a decision: it is a failure, handled by failurePolicy. */
 export type Verdict =
@@ -156,9 +67,7 @@ export interface PluginHandlers<T extends object = KubeObject> {
   validate?(ctx: ValidateContext<T>): Verdict | Promise<Verdict>;
 }
 
-export type FailurePolicy = 'Fail' | 'Ignore';
-export type Mode = 'enforce' | 'warn' | 'audit';
-export type ReinvocationPolicy = 'Never' | 'IfNeeded';
+export type { FailurePolicy, Mode, ReinvocationPolicy } from '../config/step-options.js';
 
 /** Defaults a plugin suggests for its chain entry; the config can override each. */
 export interface PluginDefaults {

@@ -5,8 +5,9 @@
  */
 import { readMatch } from '../config/match-schema.js';
 import { Reader, childPath } from '../config/reader.js';
-import { STEP_NAME } from '../config/validate.js';
-import type { FailurePolicy, Match } from '../plugin-api/types.js';
+import { MAX_DNS_LABEL_CHARS, isDnsLabel } from '../config/names.js';
+import { FAILURE_POLICIES, readTimeoutSeconds, type FailurePolicy } from '../config/step-options.js';
+import type { Match } from '../admission/types.js';
 
 export interface DiscoveredHandler {
   readonly name: string;
@@ -29,10 +30,10 @@ export function parseDiscovery(doc: unknown, provider: string, basePath: string)
     const p = `handlers[${i}]`;
     const h = r.map(item, p, ['name', 'phase', 'match', 'timeoutSeconds', 'failurePolicy', 'path'], false);
     const name = r.requiredString(h.name, childPath(p, 'name'));
-    if (!STEP_NAME.test(name) || `${name}.${provider}`.length > 63) {
+    if (!isDnsLabel(name) || `${name}.${provider}`.length > MAX_DNS_LABEL_CHARS) {
       r.fail(
         childPath(p, 'name'),
-        'expected a lower-case DNS-1123 label (with the provider name, at most 63 characters)',
+        `expected a lower-case DNS-1123 label (with the provider name, at most ${MAX_DNS_LABEL_CHARS} characters)`,
         name,
       );
     }
@@ -41,8 +42,8 @@ export function parseDiscovery(doc: unknown, provider: string, basePath: string)
     const phase = r.oneOf(h.phase, childPath(p, 'phase'), ['mutate', 'validate'] as const);
     if (!phase) r.fail(childPath(p, 'phase'), 'is required (mutate or validate)');
     const match = readMatch(r, h.match, childPath(p, 'match'));
-    const timeoutSeconds = r.number(h.timeoutSeconds, childPath(p, 'timeoutSeconds'), 0.001, 30);
-    const failurePolicy = r.oneOf(h.failurePolicy, childPath(p, 'failurePolicy'), ['Fail', 'Ignore'] as const);
+    const timeoutSeconds = readTimeoutSeconds(r, h.timeoutSeconds, childPath(p, 'timeoutSeconds'));
+    const failurePolicy = r.oneOf(h.failurePolicy, childPath(p, 'failurePolicy'), FAILURE_POLICIES);
     const path = r.string(h.path, childPath(p, 'path')) ?? `${basePath.replace(/\/+$/, '')}/${name}`;
     if (!path.startsWith('/') || path.includes('?') || path.includes('#')) {
       r.fail(childPath(p, 'path'), 'expected an absolute path without query or fragment', path);

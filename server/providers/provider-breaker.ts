@@ -10,7 +10,7 @@ import CircuitBreaker from 'opossum';
 import type { CircuitBreakerConfig } from '../config/types.js';
 import { ProviderCallError } from '../base/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Logger } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 
 export type BreakerState = 'closed' | 'half-open' | 'open';
 

@@ -6,9 +6,14 @@
  * reason.
  */
 import { randomUUID } from 'node:crypto';
-import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
+import {
+  ADMISSION_V1,
+  ADMISSION_V1BETA1,
+  type AdmissionApiVersion,
+  type AdmissionRequest,
+  type KubeObject,
+} from '../admission/types.js';
 import { ProviderCallError, errorMessage } from '../base/errors.js';
-import type { AdmissionRequest, KubeObject } from '../plugin-api/types.js';
 import { ResponseTooLargeError, type ExchangeResult } from './provider-exchange.js';
 import { InvalidProviderResponse, verifyProviderResponse, type ProviderAnswer } from './provider-response.js';
 import { MAX_RESPONSE_HEAD_BYTES, createProviderTransport } from './provider-transport.js';

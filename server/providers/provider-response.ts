@@ -4,17 +4,20 @@
  * for v1 the uid is echoed and the kind/apiVersion are right; patch and patchType come together; a
  * validating call returns no patch. v1beta1 answers are checked as leniently as the apiserver does.
  */
-import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../admission/types.js';
+import { APPROVED, type Decision } from '../admission/decision.js';
+import {
+  ADMISSION_V1,
+  ADMISSION_V1BETA1,
+  type AdmissionApiVersion,
+  type JsonPatchOperation,
+} from '../admission/types.js';
 import { PatchApplyError } from '../base/errors.js';
-import type { JsonPatchOperation } from '../plugin-api/types.js';
 import { checkPatchShape } from '../patch/apply.js';
 import { MAX_NESTING_DEPTH, describeValue, nestsDeeperThan } from '../base/limits.js';
 
+/** A provider's verified answer: its decision, and the warnings and audit annotations it adds. */
 export interface ProviderAnswer {
-  readonly allowed: boolean;
-  readonly message: string;
-  readonly code: number;
-  readonly patch?: readonly JsonPatchOperation[];
+  readonly decision: Decision;
   readonly warnings: readonly string[];
   readonly auditAnnotations: Readonly<Record<string, string>>;
 }
@@ -129,11 +132,13 @@ export function verifyProviderResponse(
         ? status.reason
         : '';
   const code = typeof status.code === 'number' && status.code >= 400 && status.code < 600 ? status.code : 403;
+  const decision: Decision = !response.allowed
+    ? { allowed: false, message, code }
+    : patch && patch.length > 0
+      ? { allowed: true, patch }
+      : APPROVED;
   return {
-    allowed: response.allowed,
-    message,
-    code,
-    ...(patch && patch.length > 0 ? { patch } : {}),
+    decision,
     warnings: stringList(response.warnings, 'response.warnings'),
     auditAnnotations: stringMap(response.auditAnnotations, 'response.auditAnnotations'),
   };

@@ -5,14 +5,15 @@
  * its steps fail through their failurePolicy until it is discovered.
  */
 import { readFile } from 'node:fs/promises';
-import type { Phase } from '../admission/types.js';
-import { STEP_DEFAULTS } from '../chain/chain.js';
+import type { Match, Phase } from '../admission/types.js';
 import { compileMatch } from '../chain/match.js';
+import type { StepSource } from '../chain/step-source.js';
 import type { Step } from '../chain/step.js';
+import { resolveStepOptions } from '../config/step-options.js';
 import type { ProviderEntry } from '../config/types.js';
 import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Logger, Match } from '../plugin-api/types.js';
+import type { Logger } from '../base/log.js';
 import { parseDiscovery, type DiscoveredHandler } from './discovery.js';
 import { createProviderBreaker, type BreakerState, type ProviderBreaker } from './provider-breaker.js';
 import { apiVersionFor, createProviderClient, type ProviderClient } from './provider-client.js';
@@ -42,14 +43,11 @@ export interface ProviderRuntimeDeps {
   readonly discovery?: { initialBackoffMs?: number; maxBackoffMs?: number; refreshMs?: number };
 }
 
-export interface ProviderRuntime {
-  readonly name: string;
+/** A provider as a source of the chain's steps, with its status (`/chain`, the AdmissionProvider's status). */
+export interface ProviderRuntime extends StepSource {
   readonly entry: ProviderEntry;
   steps(): Step[];
   status(): ProviderStatus;
-  /** Runs discovery now (when enabled); resolves after this attempt, success or not. */
-  discover(): Promise<void>;
-  close(): Promise<void>;
 }
 
 function resolveUrl(entry: ProviderEntry): string {
@@ -101,18 +99,18 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   const stopDiscovery = new AbortController();
   let steps: Step[] = [];
 
+  const options = resolveStepOptions(entry);
   const common = {
     provider: entry.name,
-    mode: entry.mode ?? STEP_DEFAULTS.mode,
-    sideEffects: entry.sideEffects ?? STEP_DEFAULTS.sideEffects,
-    reinvocationPolicy: entry.reinvocationPolicy ?? STEP_DEFAULTS.reinvocationPolicy,
+    mode: options.mode,
+    sideEffects: options.sideEffects,
+    reinvocationPolicy: options.reinvocationPolicy,
     order: entry.order,
     url,
     client,
     breaker,
   };
-  const entryTimeoutMs = (entry.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000;
-  const entryPolicy = entry.failurePolicy ?? STEP_DEFAULTS.failurePolicy;
+  const entryTimeoutMs = options.timeoutSeconds * 1000;
   const entryMatch = entry.match ?? MATCH_EVERYTHING;
 
   /** A step for one of the entry's phases, as configured (no discovery). */
@@ -123,7 +121,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       phase,
       match: compileMatch(entryMatch),
       matchSpec: entryMatch,
-      failurePolicy: entryPolicy,
+      failurePolicy: options.failurePolicy,
       timeoutMs: entryTimeoutMs,
     });
 
@@ -151,8 +149,8 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
         phase: h.phase,
         match: compileMatch(match),
         matchSpec: match,
-        failurePolicy: h.failurePolicy ?? entryPolicy,
-        timeoutMs: Math.min((h.timeoutSeconds ?? entry.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000, 30_000),
+        failurePolicy: h.failurePolicy ?? options.failurePolicy,
+        timeoutMs: (h.timeoutSeconds ?? options.timeoutSeconds) * 1000,
         path: h.path,
       });
     });

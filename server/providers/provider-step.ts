@@ -1,6 +1,7 @@
 /** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
 import type { Phase } from '../admission/types.js';
-import type { Step, StepDecision, StepPlacement } from '../chain/step.js';
+import type { Decision } from '../admission/decision.js';
+import type { Step, StepPlacement } from '../chain/step.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
 
@@ -30,7 +31,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
     // A failed call rejects with a ProviderCallError, itself the step's failure (a StepFailedError).
-    async invoke(inv): Promise<StepDecision> {
+    async invoke(inv): Promise<Decision> {
       const answer = await o.breaker.fire(() =>
         o.client.call({
           request: inv.request,
@@ -43,8 +44,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
       );
       for (const warning of answer.warnings) inv.warn(warning);
       for (const [key, value] of Object.entries(answer.auditAnnotations)) inv.annotate(key, value);
-      if (!answer.allowed) return { allowed: false, message: answer.message, code: answer.code };
-      return answer.patch ? { allowed: true, patch: answer.patch } : { allowed: true };
+      return answer.decision;
     },
     describe: () => ({
       name: o.name,

@@ -2,7 +2,7 @@
  * Runtime side of the serving certificate: make sure one exists, load and check it, and reload it when
  * the files change so certificate rotation never needs a restart.
  *
- * Intended wiring in `server/main.ts`:
+ * Wired as `server/gateway.ts` does (there the first step is `ensureConfiguredCertificate`, from the config):
  *
  * ```ts
  * const { certFile, keyFile, clientCAFile } = config.server.tls;
@@ -22,6 +22,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { stat, readFile } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
+import type { Logger } from '../base/log.js';
 import type { TlsConfig } from '../config/types.js';
 import {
   DEFAULT_FILE_NAMES,
@@ -31,15 +32,6 @@ import {
   type CertificateFiles,
   type SubjectAltNames,
 } from '../../certs/generate.js';
-
-/** The logging this module needs; a pino logger satisfies it. */
-export interface TlsLogger {
-  /** Optional: reports file events that left the certificate unchanged. */
-  debug?(obj: object, msg: string): void;
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
 
 /** A verified certificate/key pair as bytes, ready for `tls.createSecureContext`. */
 export interface TlsMaterial {
@@ -69,7 +61,7 @@ export interface EnsureServingCertificateOptions {
   generateIfMissing: boolean;
   /** SANs for a generated certificate, e.g. `defaultSans()` from certs/generate.ts. */
   sans: SubjectAltNames;
-  log: TlsLogger;
+  log: Logger;
 }
 
 /** Options for {@link watchServingCertificate}. */
@@ -79,7 +71,7 @@ export interface WatchServingCertificateOptions {
   clientCAFile?: string;
   /** Called with the new material after the files changed and the new pair verified. Exceptions are logged. */
   onReload(material: TlsMaterial): void;
-  log: TlsLogger;
+  log: Logger;
   /** The material the server is serving now; without it the first successful reload always calls onReload. */
   initial?: TlsMaterial;
   /** Quiet period after the last file event before reloading. Default 200 ms. */
@@ -120,7 +112,7 @@ export async function ensureServingCertificate(opts: EnsureServingCertificateOpt
 }
 
 /** {@link ensureServingCertificate} for `server.tls` as configured (what serve, certs and manifests all do). */
-export function ensureConfiguredCertificate(tls: TlsConfig, log: TlsLogger): Promise<EnsuredCertificate> {
+export function ensureConfiguredCertificate(tls: TlsConfig, log: Logger): Promise<EnsuredCertificate> {
   return ensureServingCertificate({
     certFile: tls.certFile,
     keyFile: tls.keyFile,
@@ -267,7 +259,7 @@ async function reloadOnce(
   }
   if (isClosed()) return current;
   if (current !== undefined && sameMaterial(current, next)) {
-    opts.log.debug?.({ ...files, fingerprint256: next.fingerprint256 }, 'TLS files changed; certificate unchanged');
+    opts.log.debug({ ...files, fingerprint256: next.fingerprint256 }, 'TLS files changed; certificate unchanged');
     return current;
   }
   try {
@@ -298,7 +290,7 @@ export function concernsCertificate(filename: string | null, names: ReadonlySet<
  * otherwise trigger a reload per line), plus Kubernetes Secret volumes' `..data` symlink swaps, and events
  * the platform reports without a name.
  */
-function watchDirectory(dir: string, names: ReadonlySet<string>, onChange: () => void, log: TlsLogger): FSWatcher {
+function watchDirectory(dir: string, names: ReadonlySet<string>, onChange: () => void, log: Logger): FSWatcher {
   const watcher = watch(dir, { persistent: false }, (_event, filename) => {
     if (concernsCertificate(filename, names)) onChange();
   });

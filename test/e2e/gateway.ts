@@ -20,7 +20,7 @@ import pino from 'pino';
 import type { Registry } from 'prom-client';
 import { parse, stringify } from 'yaml';
 import { plugins as shippedPlugins } from '../../plugins/index.js';
-import type { Route } from '../../server/chain/chain.js';
+import type { Route } from '../../server/http/routes.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../server/config/load.js';
 import { startGateway, type Gateway } from '../../server/gateway.js';

@@ -107,6 +107,10 @@ chain:
         assert.deepEqual(test.calls.sequence(), ['before:call', 'exploder:call']);
         assert.equal(await steps('exploder', 'mutate', 'error'), 1);
         assert.equal(await h.metric('admission_gateway_fail_open_total', { step: 'exploder' }), 0);
+        // The plugin's author learns where it threw.
+        const line = h.logs.find((l) => l.msg === 'step failed, refusing the request');
+        assert.deepEqual([line?.level, line?.step, line?.err], ['warn', 'exploder', 'exploded after editing']);
+        assert.match(String(line?.stack), /^Error: exploded after editing\n\s+at .*test-plugins\.ts:\d+:\d+/);
         assert.equal(
           await h.metric('admission_gateway_requests_total', {
             phase: 'mutate',
@@ -133,6 +137,9 @@ chain:
         assert.deepEqual(test.calls.of('after')[0]?.labels, { ...FIXTURE_LABELS, before: 'yes' });
         assert.equal(await h.metric('admission_gateway_fail_open_total', { step: 'exploder' }), 1);
         assert.equal(await steps('exploder', 'mutate', 'error'), 1);
+        const line = h.logs.find((l) => l.msg === 'step failed, failing open');
+        assert.deepEqual([line?.level, line?.step, line?.reason], ['warn', 'exploder', 'error']);
+        assert.match(String(line?.stack), /^Error: exploded after editing\n\s+at .*test-plugins\.ts:\d+:\d+/);
       });
     });
 
@@ -248,7 +255,8 @@ chain:
         );
         assert.equal(await steps('heavy', 'mutate', 'timeout'), 1);
         const line = h.logs.find((l) => l.msg === 'step failed, refusing the request');
-        assert.deepEqual([line?.step, line?.reason], ['heavy', 'timeout']);
+        // A timeout is the gateway's finding, not a throw of the plugin's: no stack to show.
+        assert.deepEqual([line?.step, line?.reason, line?.stack], ['heavy', 'timeout', undefined]);
       });
 
       it('with Ignore, fails open: its edits are rolled back and the chain goes on', async function () {

@@ -534,7 +534,11 @@ chain:
         review(request) {
           calls += 1;
           if (calls === 1) return Promise.reject(new Error('reviewer exploded'));
-          return Promise.resolve({ response: { uid: request.uid, allowed: true }, reports: [] });
+          return Promise.resolve({
+            decision: { allowed: true },
+            response: { uid: request.uid, allowed: true },
+            reports: [],
+          });
         },
       };
       const app = createWebhookApp({

@@ -27,7 +27,7 @@ import { eventually } from '../helpers/wait.js';
 import { callFailure } from './call-failure.js';
 
 const REQUEST = requestOf(podCreate());
-const ALLOWED: ProviderAnswer = { allowed: true, message: '', code: 403, warnings: [], auditAnnotations: {} };
+const ALLOWED: ProviderAnswer = { decision: { allowed: true }, warnings: [], auditAnnotations: {} };
 
 /** Answers every request allowed, Content-Length framed, in one write. */
 const answerAllowed: RawHandler = (request, socket) => void socket.write(allowedAnswer(request.uid));

@@ -34,7 +34,7 @@ const MUTATED: KubeObject = {
   ...structuredClone(REQUEST.object!),
   metadata: { name: 'web', namespace: 'team-a', labels: { app: 'web', team: 'payments', 'managed-by': 'gw' } },
 };
-const ALLOWED: ProviderAnswer = { allowed: true, message: '', code: 403, warnings: [], auditAnnotations: {} };
+const ALLOWED: ProviderAnswer = { decision: { allowed: true }, warnings: [], auditAnnotations: {} };
 
 describe('provider client (real HTTPS fake provider)', function () {
   let fake: FakeProvider;
@@ -137,13 +137,13 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('deny: a decision with the provider message and code', async function () {
       const answer = await call(clientFor(fake.url('/deny')));
 
-      assert.deepEqual(answer, { ...ALLOWED, allowed: false, message: DENY_MESSAGE, code: 403 });
+      assert.deepEqual(answer, { ...ALLOWED, decision: { allowed: false, message: DENY_MESSAGE, code: 403 } });
     });
 
     it('patch: the decoded JSON patch operations', async function () {
       const answer = await call(clientFor(fake.url('/patch')));
 
-      assert.deepEqual(answer, { ...ALLOWED, patch: PROVIDER_PATCH });
+      assert.deepEqual(answer, { ...ALLOWED, decision: { allowed: true, patch: PROVIDER_PATCH } });
     });
 
     it('warn: warnings and audit annotations', async function () {
@@ -179,7 +179,7 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('patch without patchType is accepted from a v1beta1 provider (as the apiserver does)', async function () {
       const answer = await call(clientFor(fake.url('/patch-without-type'), { apiVersion: ADMISSION_V1BETA1 }));
 
-      assert.deepEqual(answer, { ...ALLOWED, patch: PROVIDER_PATCH });
+      assert.deepEqual(answer, { ...ALLOWED, decision: { allowed: true, patch: PROVIDER_PATCH } });
     });
 
     it('reuses one keep-alive TLS connection for sequential calls', async function () {

@@ -18,7 +18,8 @@ import { buildPluginSteps, createChain } from '../../chain/chain.js';
 import type { Labels } from '../../chain/label-selector.js';
 import { compileMatch } from '../../chain/match.js';
 import { createPluginRegistry } from '../../chain/plugin-registry.js';
-import { createReviewer, type BindableLogger, type ReviewResult } from '../../chain/reviewer.js';
+import { createReviewer, type ReviewResult } from '../../chain/reviewer.js';
+import type { BindableLogger } from '../../base/log.js';
 import { validateConfig } from '../../config/validate.js';
 import { createMetrics } from '../../metrics/metrics.js';
 import { toMatch, type MatchSpec } from '../match-builder.js';
@@ -169,16 +170,16 @@ export async function runPlugin<S, T extends object>(
 
   let denial: PluginRun['denial'];
   if (phases.includes('mutate')) {
-    const result = await reviewer.review(current, 'mutate');
+    const result = await reviewer.review(current, { name: 'mutate', phase: 'mutate' });
     denial = record('mutate', result);
-    if (result.patch && current.object) {
-      patch = result.patch;
+    if (result.decision.patch && current.object) {
+      patch = result.decision.patch;
       const stored = jsonpatch.applyPatch(structuredClone(current.object), [...patch], true, false).newDocument;
       current = { ...current, object: stored };
     }
   }
   if (!denial && phases.includes('validate')) {
-    denial = record('validate', await reviewer.review(current, 'validate'));
+    denial = record('validate', await reviewer.review(current, { name: 'validate', phase: 'validate' }));
   }
   return {
     allowed: !denial,

@@ -56,14 +56,14 @@ chain:
 `);
     assert.equal(chain.summary(), 'mutate=[both] validate=[v-first,both,validator]');
     assert.deepEqual(
-      chain.route('validate/ignore').map((s) => s.name),
+      chain.stepsOf('validate', 'Ignore').map((s) => s.name),
       ['v-first'],
     );
     assert.deepEqual(
-      chain.route('validate/fail').map((s) => s.name),
+      chain.stepsOf('validate', 'Fail').map((s) => s.name),
       ['both', 'validator'],
     );
-    assert.deepEqual(chain.route('mutate/ignore'), []);
+    assert.deepEqual(chain.stepsOf('mutate', 'Ignore'), []);
   });
 
   it('routes a warn or audit step as Ignore whatever its failurePolicy: it never blocks, so its webhook must not', () => {
@@ -75,18 +75,18 @@ chain:
   - { plugin: both, name: both-warned, mode: warn }
 `);
     assert.deepEqual(
-      chain.route('validate/fail').map((s) => s.name),
+      chain.stepsOf('validate', 'Fail').map((s) => s.name),
       ['enforced'],
     );
     assert.deepEqual(
-      chain.route('validate/ignore').map((s) => s.name),
+      chain.stepsOf('validate', 'Ignore').map((s) => s.name),
       ['warned', 'audited', 'both-warned'],
     );
     assert.deepEqual(
-      chain.route('mutate/ignore').map((s) => s.name),
+      chain.stepsOf('mutate', 'Ignore').map((s) => s.name),
       ['both-warned'],
     );
-    assert.deepEqual(chain.route('mutate/fail'), []);
+    assert.deepEqual(chain.stepsOf('mutate', 'Fail'), []);
   });
 
   it('gives a plugin no mutate step when its setup returns no mutate for these settings', () => {

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { invokeStep, type InvocationInput } from '../../../server/chain/invoke-step.js';
+import { invokeStep, type InvocationInput, type StepResult } from '../../../server/chain/invoke-step.js';
 import { ReviewNotes } from '../../../server/chain/notes.js';
 import { compileMatch } from '../../../server/chain/match.js';
-import type { Step, StepDecision, StepInvocation } from '../../../server/chain/step.js';
+import type { Decision } from '../../../server/admission/decision.js';
+import type { Step, StepInvocation } from '../../../server/chain/step.js';
 import { StepFailedError } from '../../../server/base/errors.js';
 import { podCreate } from '../../fixtures/reviews/index.js';
 
-function step(invoke: (inv: StepInvocation) => StepDecision | Promise<StepDecision>): Step {
+function step(invoke: (inv: StepInvocation) => Decision | Promise<Decision>): Step {
   return {
     name: 'under-test',
     source: 'plugin',
@@ -31,7 +32,7 @@ const input: InvocationInput = {
   oldObject: undefined,
   plainObject: undefined,
   notes: new ReviewNotes(),
-  stepLog: () => silent,
+  logs: { stepLog: () => silent },
   now: () => performance.now(),
 };
 
@@ -39,6 +40,12 @@ const input: InvocationInput = {
 function withClock(): { input: InvocationInput; advance: (ms: number) => void } {
   let t = 1000;
   return { input: { ...input, now: () => t }, advance: (ms) => (t += ms) };
+}
+
+async function failureOf(result: StepResult | Promise<StepResult>): Promise<StepFailedError> {
+  const settled = await result;
+  assert.ok(settled instanceof StepFailedError, `expected a failure, got ${JSON.stringify(settled)}`);
+  return settled;
 }
 
 describe('invokeStep()', () => {
@@ -49,7 +56,7 @@ describe('invokeStep()', () => {
         input,
         50,
       ),
-      { decision: { allowed: true } },
+      { allowed: true },
     );
   });
 
@@ -59,7 +66,7 @@ describe('invokeStep()', () => {
       input,
       50,
     );
-    assert.deepEqual(result, { decision: { allowed: false, message: 'no', code: 403 } });
+    assert.deepEqual(result, { allowed: false, message: 'no', code: 403 });
   });
 
   it('fills in a deny without a message, as the apiserver does', async () => {
@@ -68,18 +75,20 @@ describe('invokeStep()', () => {
       input,
       50,
     );
-    assert.deepEqual(result, { decision: { allowed: false, message: 'denied without explanation', code: 403 } });
+    assert.deepEqual(result, { allowed: false, message: 'denied without explanation', code: 403 });
   });
 
   it('fails a synchronous step that ran past its time as a timeout, whatever it answered', async () => {
     const clock = withClock();
-    const { failure } = await invokeStep(
-      step(() => {
-        clock.advance(1500);
-        return { allowed: true };
-      }),
-      clock.input,
-      1000,
+    const failure = await failureOf(
+      invokeStep(
+        step(() => {
+          clock.advance(1500);
+          return { allowed: true };
+        }),
+        clock.input,
+        1000,
+      ),
     );
     assert.ok(failure instanceof StepFailedError);
     assert.deepEqual(
@@ -98,56 +107,64 @@ describe('invokeStep()', () => {
       clock.input,
       1000,
     );
-    assert.deepEqual(result, { decision: { allowed: false, message: 'no', code: 403 } });
+    assert.deepEqual(result, { allowed: false, message: 'no', code: 403 });
   });
 
   it('fails an asynchronous step that blocked past its time before its promise settled', async () => {
     const clock = withClock();
-    const { failure } = await invokeStep(
-      step(() => {
-        clock.advance(2000);
-        return Promise.resolve({ allowed: true });
-      }),
-      clock.input,
-      1000,
+    const failure = await failureOf(
+      invokeStep(
+        step(() => {
+          clock.advance(2000);
+          return Promise.resolve({ allowed: true });
+        }),
+        clock.input,
+        1000,
+      ),
     );
-    assert.equal(failure?.reason, 'timeout');
+    assert.equal(failure.reason, 'timeout');
     assert.match(failure.message, /^ran for 2000 ms, over its 1000 ms/);
   });
 
   it('turns a synchronous throw into an error failure', async () => {
-    const { failure } = await invokeStep(
-      step(() => {
-        throw new Error('boom');
-      }),
-      input,
-      50,
+    const failure = await failureOf(
+      invokeStep(
+        step(() => {
+          throw new Error('boom');
+        }),
+        input,
+        50,
+      ),
     );
     assert.ok(failure instanceof StepFailedError);
     assert.deepEqual([failure.reason, failure.message], ['error', 'boom']);
   });
 
   it('turns a non-verdict return value into an error failure', async () => {
-    const { failure } = await invokeStep(
-      step(() => 'yes' as unknown as StepDecision),
-      input,
-      50,
+    const failure = await failureOf(
+      invokeStep(
+        step(() => 'yes' as unknown as Decision),
+        input,
+        50,
+      ),
     );
-    assert.equal(failure?.message, 'returned string, expected a verdict from allow() or deny()');
+    assert.equal(failure.message, 'returned string, expected a verdict from allow() or deny()');
   });
 
   it('times out a step that never answers and aborts its signal', async () => {
     let signal: AbortSignal | undefined;
-    const { failure } = await invokeStep(
-      step((inv) => {
-        signal = inv.signal;
-        return new Promise(() => undefined);
-      }),
-      input,
-      20,
+    const failure = await failureOf(
+      invokeStep(
+        step((inv) => {
+          signal = inv.signal;
+          return new Promise(() => undefined);
+        }),
+        input,
+        20,
+      ),
     );
-    assert.equal(failure?.reason, 'timeout');
-    assert.equal(failure?.message, 'did not answer within 20 ms');
+    assert.equal(failure.reason, 'timeout');
+    assert.equal(failure.message, 'did not answer within 20 ms');
     assert.equal(signal?.aborted, true);
     assert.equal((signal?.reason as DOMException).name, 'TimeoutError');
   });
@@ -166,25 +183,29 @@ describe('invokeStep()', () => {
   });
 
   it('classifies an AbortError thrown by the step as a timeout', async () => {
-    const { failure } = await invokeStep(
-      step(() => Promise.reject(new DOMException('aborted', 'AbortError'))),
-      input,
-      50,
+    const failure = await failureOf(
+      invokeStep(
+        step(() => Promise.reject(new DOMException('aborted', 'AbortError'))),
+        input,
+        50,
+      ),
     );
-    assert.equal(failure?.reason, 'timeout');
+    assert.equal(failure.reason, 'timeout');
   });
 
   it('fails at once when no time is left', async () => {
     let called = false;
-    const { failure } = await invokeStep(
-      step(() => {
-        called = true;
-        return { allowed: true };
-      }),
-      input,
-      0,
+    const failure = await failureOf(
+      invokeStep(
+        step(() => {
+          called = true;
+          return { allowed: true };
+        }),
+        input,
+        0,
+      ),
     );
-    assert.equal(failure?.message, 'no time left in the request deadline');
+    assert.equal(failure.message, 'no time left in the request deadline');
     assert.equal(called, false);
   });
 

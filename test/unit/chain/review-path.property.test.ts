@@ -18,8 +18,10 @@ import type { AdmissionResponse } from '../../../server/admission/types.js';
 import { createChain } from '../../../server/chain/chain.js';
 import { compileMatch } from '../../../server/chain/match.js';
 import { createPluginSteps } from '../../../server/chain/plugin-step.js';
-import { createReviewer, standaloneNamespaceLabels, type BindableLogger } from '../../../server/chain/reviewer.js';
-import type { StepReport } from '../../../server/chain/review-context.js';
+import type { BindableLogger } from '../../../server/base/log.js';
+import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
+import type { StepReport } from '../../../server/chain/review-observer.js';
+import { selectionOf } from '../../../server/http/routes.js';
 import type { Step } from '../../../server/chain/step.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import {
@@ -673,7 +675,7 @@ async function runGateway(c: Case): Promise<GatewayRun> {
   const { apiVersion, request } = decodeReview(envelope(c));
   let result;
   try {
-    result = await reviewer.review(request, 'mutate');
+    result = await reviewer.review(request, selectionOf('mutate'));
   } catch (err) {
     assert.fail(`reviewer.review threw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }

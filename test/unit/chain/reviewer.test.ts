@@ -3,6 +3,7 @@ import { Registry } from 'prom-client';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
+import { selectionOf } from '../../../server/http/routes.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { createLogger } from '../../../server/base/log.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
@@ -51,14 +52,14 @@ describe('createReviewer()', () => {
     });
 
     it('lets other work run between its steps and before its diff', async () => {
-      const { response } = await reviewer().review(requestOf(podCreate()), 'mutate', { large: true });
+      const { response } = await reviewer().review(requestOf(podCreate()), selectionOf('mutate'), { large: true });
 
       assert.equal(response.allowed, true);
       assert.deepEqual(events, ['first', 'other work after first', 'second', 'other work after second']);
     });
 
     it('an ordinary review runs straight through', async () => {
-      const { response } = await reviewer().review(requestOf(podCreate()), 'mutate');
+      const { response } = await reviewer().review(requestOf(podCreate()), selectionOf('mutate'));
       events.push('answered');
       await new Promise((resolve) => setImmediate(resolve));
 

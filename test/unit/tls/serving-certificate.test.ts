@@ -12,6 +12,7 @@ import {
   writeCertificates,
   type CertificateBundle,
 } from '../../../certs/generate.js';
+import type { Logger } from '../../../server/base/log.js';
 import {
   concernsCertificate,
   ensureServingCertificate,
@@ -19,7 +20,6 @@ import {
   secureContextOptions,
   watchServingCertificate,
   type CertificateWatcher,
-  type TlsLogger,
   type TlsMaterial,
 } from '../../../server/tls/serving-certificate.js';
 
@@ -44,15 +44,15 @@ class Events<T> {
   }
 }
 
-function recordingLogger(): { log: TlsLogger; entries: Events<LogEntry> } {
+function recordingLogger(): { log: Logger; entries: Events<LogEntry> } {
   const entries = new Events<LogEntry>();
   return {
     entries,
     log: {
-      debug: (obj, msg) => entries.emit({ level: 'debug', obj, msg }),
-      info: (obj, msg) => entries.emit({ level: 'info', obj, msg }),
-      warn: (obj, msg) => entries.emit({ level: 'warn', obj, msg }),
-      error: (obj, msg) => entries.emit({ level: 'error', obj, msg }),
+      debug: (obj, msg = '') => entries.emit({ level: 'debug', obj, msg }),
+      info: (obj, msg = '') => entries.emit({ level: 'info', obj, msg }),
+      warn: (obj, msg = '') => entries.emit({ level: 'warn', obj, msg }),
+      error: (obj, msg = '') => entries.emit({ level: 'error', obj, msg }),
     },
   };
 }

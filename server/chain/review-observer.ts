@@ -1,0 +1,154 @@
+/**
+ * Records what happened in one review: a report per step, the metrics, and the log lines (the review's one
+ * `review` line, and a warning for a step that failed). The dispatchers only say what happened; this decides
+ * how it is counted and told. One per review, its child loggers made on first use.
+ */
+import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
+import type { StepFailedError } from '../base/errors.js';
+import { MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
+import type { BindableLogger, Logger } from '../base/log.js';
+import type { Metrics, StepOutcome } from '../metrics/metrics.js';
+import type { StepLogs } from './invoke-step.js';
+import { shown } from './policy.js';
+import type { Step } from './step.js';
+
+export interface StepReport {
+  readonly step: string;
+  readonly outcome: StepOutcome;
+  readonly ms: number;
+  /** Why it was skipped, or the failure reason. */
+  readonly reason?: string;
+  /** 1 for a reinvocation (reinvocationPolicy IfNeeded). */
+  readonly round?: number;
+  /** The failure was ignored (failurePolicy Ignore, or mode warn/audit). */
+  readonly failedOpen?: boolean;
+}
+
+/** The first path a step overwrote, and whose write it was. */
+export interface PatchConflict {
+  readonly path: string;
+  readonly earlier: string;
+  readonly earlierPath: string;
+}
+
+const OUTCOME_OF_FAILURE: Readonly<Record<string, StepOutcome>> = { timeout: 'timeout', breaker_open: 'circuit_open' };
+
+/**
+ * The stack of what a step threw, for its author: a failure of the gateway's own making (a timeout, an unusable
+ * answer, a provider call) has none worth showing.
+ */
+function thrownStack(failure: StepFailedError): { stack: string } | undefined {
+  const { cause } = failure;
+  return failure.reason === 'error' && cause instanceof Error && cause.stack
+    ? { stack: clip(cause.stack, MAX_MESSAGE_CHARS) }
+    : undefined;
+}
+
+export class ReviewObserver implements StepLogs {
+  readonly reports: StepReport[] = [];
+  private bound: BindableLogger | undefined;
+  private stepLogs: Map<string, Logger> | undefined;
+
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly log: BindableLogger,
+    private readonly request: AdmissionRequest,
+    private readonly phase: Phase,
+  ) {}
+
+  /** The logger bound to the request's uid. */
+  requestLog(): BindableLogger {
+    return (this.bound ??= this.log.child({ uid: this.request.uid }));
+  }
+
+  /** The logger bound to the request and a step (a plugin's `ctx.log`). */
+  stepLog(step: string): Logger {
+    this.stepLogs ??= new Map();
+    let log = this.stepLogs.get(step);
+    if (!log) this.stepLogs.set(step, (log = this.requestLog().child({ step })));
+    return log;
+  }
+
+  skipped(step: Step, reason: string): void {
+    this.reports.push({ step: step.name, outcome: 'skipped', ms: 0, reason });
+    this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: 'skipped' });
+  }
+
+  approved(step: Step, ms: number, changed: boolean, round: number): void {
+    const outcome = changed ? 'patched' : 'allowed';
+    // Every review reports each step: one object of one shape, not a spread of a conditional one.
+    this.record(step, round ? { step: step.name, outcome, ms, round } : { step: step.name, outcome, ms });
+  }
+
+  denied(step: Step, ms: number, round: number): void {
+    this.record(step, { step: step.name, outcome: 'denied', ms, ...(round ? { round } : {}) });
+  }
+
+  /** A failure, which refused the review or was ignored (`failedOpen`). */
+  failed(step: Step, ms: number, failure: StepFailedError, round: number, failedOpen: boolean): void {
+    this.record(step, {
+      step: step.name,
+      outcome: OUTCOME_OF_FAILURE[failure.reason] ?? 'error',
+      ms,
+      reason: failure.reason,
+      ...(failedOpen ? { failedOpen: true } : {}),
+      ...(round ? { round } : {}),
+    });
+    if (failedOpen) this.metrics.failOpen.inc({ step: step.name });
+    // An open breaker fails every review fast: its opening was logged once (warn), and each review's line
+    // records circuit_open + failedOpen; a warn line per review on top would be thousands a second of noise.
+    if (failedOpen && failure.reason === 'breaker_open') return;
+    this.requestLog().warn(
+      { step: step.name, reason: failure.reason, err: shown(failure.message), ...thrownStack(failure) },
+      failedOpen ? 'step failed, failing open' : 'step failed, refusing the request',
+    );
+  }
+
+  /** A step rewrote or removed what earlier steps wrote: `count` paths, the first of them `first`. */
+  patchConflicts(step: Step, count: number, first: PatchConflict): void {
+    this.metrics.patchConflicts.inc({ step: step.name }, count);
+    this.requestLog().debug({ step: step.name, ...first, conflicts: count }, 'patch conflict');
+  }
+
+  /** What each step had dropped of its own warnings and annotations over its limit. */
+  notesDropped(dropped: Record<string, { warnings: number; annotations: number }> | undefined): void {
+    if (dropped) this.requestLog().warn({ dropped }, 'warnings or audit annotations over a step limit were dropped');
+  }
+
+  /** The review's metrics and its one line; `route` names the steps it ran (README "Routes"). */
+  reviewed(
+    route: string,
+    response: AdmissionResponse,
+    patch: readonly JsonPatchOperation[] | undefined,
+    seconds: number,
+  ): void {
+    const { request, phase } = this;
+    this.metrics.requests.inc({ phase, operation: request.operation, allowed: String(response.allowed) });
+    this.metrics.requestDuration.observe({ phase }, seconds);
+    this.log.info(
+      {
+        uid: request.uid,
+        route,
+        operation: request.operation,
+        // What the client named is its own to choose, of any length: the line stays bounded.
+        kind: clip(`${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`),
+        namespace: request.namespace === undefined ? undefined : clip(request.namespace),
+        name: request.name === undefined ? undefined : clip(request.name),
+        dryRun: request.dryRun === true,
+        allowed: response.allowed,
+        ...(response.status ? { code: response.status.code, message: response.status.message } : {}),
+        patchOps: patch?.length ?? 0,
+        ms: Math.round(seconds * 1e6) / 1000,
+        steps: this.reports,
+        ...(this.log.isLevelEnabled?.('debug') && patch ? { patch } : {}),
+      },
+      'review',
+    );
+  }
+
+  private record(step: Step, report: StepReport): void {
+    this.reports.push(report);
+    this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: report.outcome });
+    this.metrics.stepDuration.observe({ step: step.name, phase: this.phase }, report.ms / 1000);
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The chain of a configuration: its plugin entries' steps (unknown plugins or bad settings throw ConfigError,
+ * exit 2) and a runtime per provider entry, owned by a chain manager. What `serve`, `review` and `manifests`
+ * all run on.
+ */
+import type { Logger } from '../base/log.js';
+import { buildPluginSteps, type Chain } from '../chain/chain.js';
+import { createChainManager, type ChainManager } from '../chain/chain-manager.js';
+import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
+import type { Step } from '../chain/step.js';
+import { locateConfigError } from '../config/field-positions.js';
+import type { GatewayConfig, ProviderEntry } from '../config/types.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './provider-runtime.js';
+
+/** The chain manager of a configuration, its dynamic steps those of remote providers. */
+export type ProviderChains = ChainManager<ProviderRuntime>;
+
+export interface ConfiguredChainDeps {
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  /** Sees the first chain and every rebuild. */
+  readonly onChain: (chain: Chain) => void;
+  /** Discovery backoff and refresh of remote providers (shortened in tests). */
+  readonly discovery?: ProviderRuntimeDeps['discovery'];
+  /** Called when a provider's status may have changed (for AdmissionProvider status). */
+  readonly onProviderChange?: (runtime: ProviderRuntime) => void;
+}
+
+export async function createChainForConfig(
+  config: GatewayConfig,
+  plugins: readonly AnyPlugin[],
+  deps: ConfiguredChainDeps,
+): Promise<ProviderChains> {
+  let pluginSteps: Step[];
+  try {
+    pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
+  } catch (err) {
+    // Unknown plugins and plugin settings are checked here, after validation: give them their line too.
+    throw locateConfigError(err, config.file, config.locateField);
+  }
+  const manager = createChainManager<ProviderRuntime>({
+    pluginSteps,
+    createRuntime: (entry, onChange) =>
+      createProviderRuntime(entry, {
+        metrics: deps.metrics,
+        log: deps.log,
+        onChange,
+        ...(deps.discovery ? { discovery: deps.discovery } : {}),
+      }),
+    onChain: deps.onChain,
+    ...(deps.onProviderChange ? { onProviderChange: deps.onProviderChange } : {}),
+    log: deps.log,
+  });
+  await manager.setProviders(config.chain.filter((e): e is ProviderEntry => e.kind === 'provider'));
+  return manager;
+}
