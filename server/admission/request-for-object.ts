@@ -12,7 +12,7 @@
  * - DELETE reviews the object as it is being deleted: it is sent as `oldObject`, with no `object`.
  */
 import { randomUUID } from 'node:crypto';
-import type { AdmissionRequest, KubeObject, Operation, UserInfo } from '../plugin-api/types.js';
+import type { AdmissionRequest, KubeObject, Operation, UserInfo } from './types.js';
 import { builtInKind, type BuiltInKind } from './built-in-kinds.js';
 
 export interface RequestForObjectOptions {

@@ -8,7 +8,7 @@ import { decodeReview } from '../admission/codec.js';
 import { ObjectShapeError, requestForObject } from '../admission/request-for-object.js';
 import { ADMISSION_V1, type AdmissionApiVersion } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
-import type { AdmissionRequest } from '../plugin-api/types.js';
+import type { AdmissionRequest } from '../admission/types.js';
 import { UsageError } from './usage.js';
 
 export interface ReviewInput {

@@ -19,7 +19,7 @@ import { ROUTES, selectionOf, type Route } from '../http/routes.js';
 import { createChainForConfig } from '../providers/configured-chain.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { applyPatchInPlace } from '../patch/apply.js';
-import type { AdmissionRequest } from '../plugin-api/types.js';
+import type { AdmissionRequest } from '../admission/types.js';
 import { reviewInput } from './review-input.js';
 import { EXIT_DENIED, UsageError } from './usage.js';
 

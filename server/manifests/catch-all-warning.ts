@@ -4,7 +4,7 @@
  * every write it matches — cluster-scoped objects included, since namespaceSelector does not filter them.
  * It names the steps that make the webhook Fail and those that make it match everything, and what to change.
  */
-import type { RuleWithOperations } from '../plugin-api/types.js';
+import type { RuleWithOperations } from '../admission/types.js';
 import { isRendered, planWebhooks, type RenderStep, type WebhookPlan } from './render.js';
 
 /** Every resource of every API group: `apiGroups: ['*']` with `resources: ['*']` or `['*\/*']`. */
