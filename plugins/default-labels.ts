@@ -3,8 +3,11 @@
  * annotation. A value the user set wins unless `overwrite: true`.
  */
 import {
+  QUALIFIED_NAME_RULE,
   SettingsError,
   definePlugin,
+  isLabelKey,
+  isLabelValue,
   isObject,
   on,
   optionalBoolean,
@@ -20,35 +23,13 @@ export interface DefaultLabelsSettings {
   readonly overwrite: boolean;
 }
 
-// https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
-const NAME = /^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
-
-function isQualifiedName(key: string): boolean {
-  const slash = key.indexOf('/');
-  if (slash === -1) return NAME.test(key);
-  const prefix = key.slice(0, slash);
-  return prefix.length <= 253 && DNS_SUBDOMAIN.test(prefix) && NAME.test(key.slice(slash + 1));
-}
-
-const NAME_RULE = 'up to 63 letters, digits, "-", "_" or "." starting and ending alphanumeric';
-
 function checkKeys(map: Readonly<Record<string, string>>, field: string): void {
-  for (const key of Object.keys(map)) {
-    if (!isQualifiedName(key)) {
-      throw new SettingsError(
-        `${field}.${key}`,
-        `expected a key [prefix/]name, the name ${NAME_RULE}, the prefix a DNS subdomain`,
-      );
-    }
-  }
-}
-
-function checkLabelValues(labels: Readonly<Record<string, string>>): void {
-  for (const [key, value] of Object.entries(labels)) {
-    if (value !== '' && !NAME.test(value)) {
-      throw new SettingsError(`labels.${key}`, `expected a label value of ${NAME_RULE}, got "${value}"`);
-    }
+  const bad = Object.keys(map).find((key) => !isLabelKey(key));
+  if (bad !== undefined) {
+    throw new SettingsError(
+      `${field}.${bad}`,
+      `expected a key [prefix/]name, the name ${QUALIFIED_NAME_RULE}, the prefix a DNS subdomain`,
+    );
   }
 }
 
@@ -60,7 +41,9 @@ function parseSettings(raw: unknown): DefaultLabelsSettings {
     throw new SettingsError('', 'expected labels or annotations (or both) with at least one entry');
   }
   checkKeys(labels, 'labels');
-  checkLabelValues(labels);
+  const bad = Object.entries(labels).find(([, value]) => !isLabelValue(value));
+  if (bad)
+    throw new SettingsError(`labels.${bad[0]}`, `expected a label value of ${QUALIFIED_NAME_RULE}, got "${bad[1]}"`);
   checkKeys(annotations, 'annotations');
   return { labels, annotations, overwrite: optionalBoolean(settings, 'overwrite', false) };
 }

@@ -8,6 +8,7 @@
  * a provider answering with a hundred thousand annotations costs nothing more than one with twenty; the
  * gateway's own notes about a step (failed open, would deny, patch conflict) are always kept.
  */
+import { isQualifiedName } from '../config/names.js';
 import { clip, stripControl } from '../base/limits.js';
 
 const TOTAL_RUNES = 4096;
@@ -18,7 +19,6 @@ const MAX_ANNOTATION_VALUE = 4096;
  * ValidatingAdmissionPolicy 20 audit annotations, and 20 warnings already fill the 4096-character total.
  */
 export const MAX_STEP_NOTES = 20;
-const QUALIFIED_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 const runes = (s: string): number => {
   let n = 0;
@@ -30,7 +30,7 @@ const cutRunes = (s: string, max: number): string => (runes(s) <= max ? s : Arra
 /** The audit annotation key for `key` of `step`, or undefined when it cannot be made a qualified name. */
 export function annotationKey(step: string, key: string): string | undefined {
   const qualified = `${step}.${key}`.replace(/[^-A-Za-z0-9_.]/g, '-').slice(0, 63);
-  return QUALIFIED_NAME.test(qualified) ? qualified : undefined;
+  return isQualifiedName(qualified) ? qualified : undefined;
 }
 
 /** How many notes of its own a step added, and dropped over the limit. */

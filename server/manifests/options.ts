@@ -2,7 +2,7 @@
  * The `manifests` command's flags, checked before anything is read or generated; every problem is a
  * ManifestsUsageError (exit 2) that names the flag, what was expected and what was given.
  */
-import { isDnsLabel, isDnsSubdomain } from '../config/names.js';
+import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from '../config/names.js';
 import type { WebhookTarget } from './render.js';
 
 export class ManifestsUsageError extends Error {}
@@ -34,17 +34,6 @@ export interface ManifestsOptions {
 
 export const DEFAULT_NAME = 'admission-gateway';
 export const DEFAULT_SERVICE_PORT = 443;
-
-/** A label key: optional DNS-subdomain prefix, then a name of alphanumerics, `-`, `_`, `.` (≤ 63). */
-const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
-
-function isLabelKey(key: string): boolean {
-  const slash = key.lastIndexOf('/');
-  const prefix = slash < 0 ? undefined : key.slice(0, slash);
-  const name = slash < 0 ? key : key.slice(slash + 1);
-  return LABEL_NAME.test(name) && (prefix === undefined || isDnsSubdomain(prefix));
-}
 
 /** `NAMESPACE/NAME[:PORT]`. */
 export function parseService(value: string): WebhookTarget {
@@ -95,7 +84,7 @@ function parseNamespaceLabels(values: readonly string[]): Record<string, string>
     const eq = item.indexOf('=');
     const key = eq < 0 ? item : item.slice(0, eq);
     const value = eq < 0 ? '' : item.slice(eq + 1);
-    if (eq < 0 || !isLabelKey(key) || !LABEL_VALUE.test(value)) {
+    if (eq < 0 || !isLabelKey(key) || !isLabelValue(value)) {
       throw new ManifestsUsageError(
         `--namespace-label: expected KEY=VALUE with a valid label key and value, got "${item}"`,
       );

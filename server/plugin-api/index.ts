@@ -21,6 +21,7 @@ export type * from './objects.js';
 export { MatchBuilder, MatchDefinitionError, POD_SPEC_RESOURCES, on, podSpecResources } from './match-builder.js';
 export type { MatchSpec, MatchedObject } from './match-builder.js';
 export { isObject, own, type JsonObject } from './json.js';
+export { QUALIFIED_NAME_RULE, isLabelKey, isLabelValue, isQualifiedName } from '../config/names.js';
 export {
   SettingsError,
   settingsObject,
