@@ -274,6 +274,10 @@ class ViewHandler implements ProxyHandler<Container>, ContainerPlace {
   set(target: Container, key: string | symbol, value: unknown): boolean {
     const { session } = this;
     if (!session.open || session.readOnly) session.refuse();
+    if (Array.isArray(target) && typeof key === 'string' && key !== 'length' && !isIndex(key)) {
+      // JSON has no named members of an array: the patch would name a path the apiserver cannot apply.
+      throw new TypeError(`cannot set "${key}" on an array: only its elements and length can be written`);
+    }
     const plain = typeof key === 'string' ? unwrap(value, target, key, this) : value;
     if (Object.hasOwn(target, key) && Object.is((target as Record<string | symbol, unknown>)[key], plain)) return true;
     if (Array.isArray(target) && key === 'length') {

@@ -14,8 +14,8 @@ export function isObject(value: unknown): value is JsonObject {
  * as it is read, and each step's writes are tracked"): a JSON value is never a function, so a function found
  * is inherited, and `__proto__` is the one inherited object.
  */
-export function own<V>(map: Readonly<Record<string, V>> | undefined, key: string): V | undefined {
-  if (map === undefined) return undefined;
+export function own<V>(map: Readonly<Record<string, V>> | null | undefined, key: string): V | undefined {
+  if (map === undefined || map === null) return undefined;
   const value = map[key];
   if (value === undefined || typeof value === 'function') return undefined;
   return key === '__proto__' && !Object.hasOwn(map, key) ? undefined : value;

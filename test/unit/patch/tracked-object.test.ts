@@ -94,6 +94,17 @@ describe('trackObject()', () => {
       }, /"late-step" modified the object after its step ended/);
     });
 
+    it('refuses a named member of an array, which no JSON patch can say, and records nothing', () => {
+      const session = trackObject(doc(), 'step');
+      const containers = session.view.spec.containers as unknown as Record<string, unknown>;
+      assert.throws(() => Object.assign(containers, { cpu: '1' }), {
+        name: 'TypeError',
+        message: 'cannot set "cpu" on an array: only its elements and length can be written',
+      });
+      assert.equal(session.writeCount, 0);
+      assert.deepEqual(Object.keys(session.view.spec.containers), ['0']);
+    });
+
     it('refuses defineProperty, which has no JSON meaning', () => {
       const session = trackObject(doc(), 'step');
       assert.throws(() => Object.defineProperty(session.view.metadata, 'x', { get: () => 1 }), TypeError);
