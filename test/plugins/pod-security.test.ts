@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 import plugin from '../../plugins/pod-security.js';
 import { on, type AdmissionRequest } from '../../server/plugin-api/index.js';
 import { matches, runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
@@ -78,18 +79,7 @@ describe('pod-security', () => {
             operations: ['CREATE', 'UPDATE'],
             apiGroups: ['', 'apps', 'batch'],
             apiVersions: ['*'],
-            resources: [
-              'pods',
-              'deployments',
-              'replicasets',
-              'statefulsets',
-              'daemonsets',
-              'jobs',
-              'cronjobs',
-              'replicationcontrollers',
-              'podtemplates',
-              'pods/ephemeralcontainers',
-            ],
+            resources: [...POD_SPEC_RESOURCES, 'pods/ephemeralcontainers'],
           },
         ],
       });

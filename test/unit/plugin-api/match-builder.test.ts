@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { POD_SPEC_RESOURCES } from '../../helpers/pod-resources.js';
 import {
   MatchDefinitionError,
   definePlugin,
@@ -104,18 +105,7 @@ describe('the match builder', () => {
             operations: ['CREATE', 'UPDATE'],
             apiGroups: ['', 'apps', 'batch'],
             apiVersions: ['*'],
-            resources: [
-              'pods',
-              'deployments',
-              'replicasets',
-              'statefulsets',
-              'daemonsets',
-              'jobs',
-              'cronjobs',
-              'replicationcontrollers',
-              'podtemplates',
-              'pods/ephemeralcontainers',
-            ],
+            resources: [...POD_SPEC_RESOURCES, 'pods/ephemeralcontainers'],
           },
         ],
       });
