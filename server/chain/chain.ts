@@ -7,7 +7,7 @@
 import type { Phase } from '../admission/types.js';
 import { didYouMeanOrKnown } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
-import { STEP_DEFAULTS, type FailurePolicy } from '../config/step-options.js';
+import { resolveStepOptions, type FailurePolicy } from '../config/step-options.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
@@ -117,17 +117,14 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
       `plugin "${plugin.name}" has nothing to do with these settings (its setup returned neither mutate nor validate)`,
     );
   }
-  const defaults = plugin.defaults ?? {};
+  const { timeoutSeconds, ...options } = resolveStepOptions(entry, plugin.defaults);
   const matchSpec = entry.match ?? plugin.match;
   return createPluginSteps(plugin, {
     name: entry.name,
     match: compileMatch(matchSpec),
     matchSpec,
-    failurePolicy: entry.failurePolicy ?? defaults.failurePolicy ?? STEP_DEFAULTS.failurePolicy,
-    timeoutMs: (entry.timeoutSeconds ?? defaults.timeoutSeconds ?? STEP_DEFAULTS.timeoutSeconds) * 1000,
-    mode: entry.mode ?? defaults.mode ?? STEP_DEFAULTS.mode,
-    sideEffects: entry.sideEffects ?? STEP_DEFAULTS.sideEffects,
-    reinvocationPolicy: entry.reinvocationPolicy ?? defaults.reinvocationPolicy ?? STEP_DEFAULTS.reinvocationPolicy,
+    ...options,
+    timeoutMs: timeoutSeconds * 1000,
     order: entry.order,
     handlers,
   });

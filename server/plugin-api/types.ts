@@ -5,7 +5,7 @@
  */
 import type { AdmissionRequest, JsonPatchOperation, KubeObject, Match, Operation } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
-import type { FailurePolicy, Mode, ReinvocationPolicy } from '../config/step-options.js';
+import type { StepOptions } from '../config/step-options.js';
 
 export type {
   AdmissionRequest,
@@ -70,12 +70,7 @@ export interface PluginHandlers<T extends object = KubeObject> {
 export type { FailurePolicy, Mode, ReinvocationPolicy } from '../config/step-options.js';
 
 /** Defaults a plugin suggests for its chain entry; the config can override each. */
-export interface PluginDefaults {
-  failurePolicy?: FailurePolicy;
-  timeoutSeconds?: number;
-  mode?: Mode;
-  reinvocationPolicy?: ReinvocationPolicy;
-}
+export type PluginDefaults = Omit<StepOptions, 'sideEffects'>;
 
 /**
  * An in-process plugin. Export one from a module in `plugins/` with `definePlugin` and list it in
