@@ -15,6 +15,7 @@ import { compileMatch } from './match.js';
 import { createPluginSteps } from './plugin-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
 import { effectiveFailurePolicy } from './policy.js';
+import { declarationFields, planSteps, type PlanProblem, type StepPlan } from './step-graph.js';
 import type { Step } from './step.js';
 
 /** Which of the chain's steps a review runs: a phase's, or only those of one effective failure policy. */
@@ -35,8 +36,12 @@ export interface Chain {
   stepsOf(phase: Phase, failurePolicy?: FailurePolicy): readonly Step[];
   /** Whether any of those steps has a namespaceSelector (so the namespace's labels are needed). */
   needsNamespaceLabels(phase: Phase, failurePolicy?: FailurePolicy): boolean;
-  /** `/chain`: the resolved order, matches, policies and live state. */
-  describe(): { mutate: object[]; validate: object[] };
+  /** The mutate phase's steps (all, or one effective failure policy's) in levels (step-graph.ts). */
+  planOf(failurePolicy?: FailurePolicy): StepPlan;
+  /** What is wrong with the steps' declarations; the steps concerned run as barriers meanwhile. */
+  readonly problems: readonly PlanProblem[];
+  /** `/chain`: the resolved order, matches, policies, levels and live state. */
+  describe(): { mutate: object[]; validate: object[]; problems?: string[] };
   /** `mutate=[a,b] validate=[c]`, for the log line at start and on every change. */
   summary(): string;
 }
@@ -71,14 +76,25 @@ export function createChain(steps: readonly Step[]): Chain {
     mutate: phaseSelections(ordered, 'mutate'),
     validate: phaseSelections(ordered, 'validate'),
   };
+  // A declaration found wrong in the whole phase is set aside in every selection of it.
+  const { demoted, ...all } = planSteps(phases.mutate.all.steps);
+  const plans: Readonly<Record<FailurePolicy | 'all', StepPlan>> = {
+    all,
+    Fail: planSteps(phases.mutate.Fail.steps, demoted),
+    Ignore: planSteps(phases.mutate.Ignore.steps, demoted),
+  };
+  const levelOf = new Map(all.levels.flatMap((level, i) => level.map((step) => [step, i] as const)));
   const names = (phase: Phase) => phases[phase].all.steps.map((s) => s.name);
   return {
     steps: ordered,
     stepsOf: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].steps,
     needsNamespaceLabels: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceLabels,
+    planOf: (failurePolicy) => plans[failurePolicy ?? 'all'],
+    problems: all.problems,
     describe: () => ({
-      mutate: phases.mutate.all.steps.map((s) => s.describe()),
+      mutate: phases.mutate.all.steps.map((s) => ({ ...s.describe(), level: levelOf.get(s) })),
       validate: phases.validate.all.steps.map((s) => s.describe()),
+      ...(all.problems.length > 0 ? { problems: all.problems.map((p) => p.message) } : {}),
     }),
     summary: () => `mutate=[${names('mutate').join(',')}] validate=[${names('validate').join(',')}]`,
   };
@@ -126,6 +142,7 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
     ...options,
     timeoutMs: timeoutSeconds * 1000,
     order: entry.order,
+    ...declarationFields(entry),
     handlers,
   });
 }

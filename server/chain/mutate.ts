@@ -1,6 +1,7 @@
 /**
- * The mutate phase: matching steps run one after another in chain order on one working copy, each
- * seeing the previous steps' result (apiserver mutating/dispatcher.go). The review carries one patch,
+ * The mutate phase: matching steps run in chain order on one working copy, each seeing the previous steps'
+ * result (apiserver mutating/dispatcher.go) — steps that declare what they write and read may run side by
+ * side (step-graph.ts). The review carries one patch,
  * the diff from the request object to the final copy — none when nothing changed, never on DELETE or
  * CONNECT. A step with reinvocationPolicy IfNeeded runs once more when a later step changed the object.
  */
@@ -15,14 +16,31 @@ import { WrittenPaths } from '../patch/written-paths.js';
 import { invokeStep, type StepResult } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, yieldIfLarge, type ReviewContext } from './review-context.js';
 import type { PatchConflict } from './review-observer.js';
+import type { StepPlan } from './step-graph.js';
 import type { Step } from './step.js';
+import { firstWriteOutside, overlaps, segmentsOf } from './write-set.js';
 import { skipReason } from './skip.js';
 
 /** Operations whose object cannot be patched (the apiserver refuses such patches). */
 const UNPATCHABLE = new Set(['DELETE', 'CONNECT']);
 
-/** The phase's decision: the first denial that ends it, or allowed with the review's one patch. */
-export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext): Promise<Decision> {
+/** A declared step's call, finished: the copy it worked on and how it ended. */
+interface Finished {
+  readonly step: Step;
+  readonly copy: WorkingCopy<KubeObject>;
+  readonly session: TrackedSession<KubeObject>;
+  readonly started: number;
+  readonly ms: number;
+  readonly outcome: StepResult;
+}
+
+/**
+ * The phase's decision: the first denial that ends it, or allowed with the review's one patch. The plan's
+ * levels run in order; an undeclared step alone in its level edits the working copy itself, as webhooks run;
+ * declared steps each work on a copy of the object as their level began, and their changes are merged in
+ * chain order (step-graph.ts).
+ */
+export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promise<Decision> {
   const { request } = ctx;
   const patchable = !!request.object && !UNPATCHABLE.has(request.operation);
   let working: WorkingCopy<KubeObject> | undefined;
@@ -30,8 +48,28 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
   const written = new WrittenPaths();
   let changes = 0;
   const seenChanges = new Map<Step, number>();
+  /** Declared IfNeeded steps a later step changed something of that they read. */
+  let stale: Set<Step> | undefined;
+  /** How many declared IfNeeded steps have run: until one has, no step's changes need to be looked at. */
+  let watching = 0;
+  const invoked: Step[] = [];
 
-  /** What a step's result does to the review: the denial that ends it, or undefined when the chain goes on. */
+  /** Notes, for the declared steps invoked so far, that `paths` were changed by another step. */
+  const changed = (by: Step, paths: Iterable<string>) => {
+    if (watching === 0) return;
+    for (const step of invoked) {
+      const reads = step.declarations?.reads;
+      if (step === by || step.reinvocationPolicy !== 'IfNeeded' || !reads || stale?.has(step)) continue;
+      for (const path of paths) {
+        if (reads.patterns.some((pattern) => overlaps(pattern, segmentsOf(path)))) {
+          (stale ??= new Set()).add(step);
+          break;
+        }
+      }
+    }
+  };
+
+  /** What an undeclared step's result does to the review: the denial that ends it, or undefined. */
   const settle = (
     step: Step,
     round: number,
@@ -52,22 +90,19 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
       seenChanges.set(step, changes);
       return settleRefusal(ctx, step, ms, outcome, round);
     }
-    const changed = session !== undefined && session.writeCount > 0;
-    if (changed) {
+    const wrote = session !== undefined && session.writeCount > 0;
+    if (wrote) {
       changes++;
       recordWrites(ctx, step, session, written);
+      if (watching > 0) changed(step, session.writes);
     }
     seenChanges.set(step, changes);
-    ctx.observer.approved(step, ms, changed, round);
+    ctx.observer.approved(step, ms, wrote, round);
     return undefined;
   };
 
-  /** Runs one step; synchronous when the step answers synchronously. */
+  /** Runs one undeclared step on the working copy; synchronous when the step answers synchronously. */
   const runStep = (step: Step, round: number): Denial | undefined | Promise<Denial | undefined> => {
-    if (step.needsObject && !patchable) {
-      ctx.observer.skipped(step, `nothing to mutate on ${request.operation}`);
-      return undefined;
-    }
     if (patchable) working ??= new WorkingCopy(request.object!);
     const session = working ? trackObject(working, step.name) : undefined;
     const started = ctx.now();
@@ -89,26 +124,128 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
       : settle(step, round, session, started, result);
   };
 
-  const invoked: Step[] = [];
-  for (const step of steps) {
-    const skip = skipReason(step, ctx);
-    if (skip) {
-      ctx.observer.skipped(step, skip);
-      continue;
+  /** Starts a declared step on its own copy of `base`; what it returns, once it has. */
+  const startOnCopy = (step: Step, base: KubeObject): Finished | Promise<Finished> => {
+    const copy = new WorkingCopy(base);
+    const session = trackObject(copy, step.name);
+    const started = ctx.now();
+    const result = invokeStep(
+      step,
+      {
+        request,
+        object: session.view,
+        plainObject: base,
+        oldObject: request.oldObject,
+        notes: ctx.notes,
+        logs: ctx.observer,
+        now: ctx.now,
+      },
+      timeLeft(ctx, step),
+    );
+    // Closed as soon as it answers: a step that timed out cannot go on writing while the others run.
+    const finish = (settled: StepResult): Finished => {
+      let outcome = settled;
+      if (!(outcome instanceof StepFailedError) && outcome.allowed && outcome.patch?.length) {
+        outcome = applyReturnedPatch(session, outcome.patch, request.operation) ?? outcome;
+      }
+      const unusable = session.close();
+      if (unusable && !(outcome instanceof StepFailedError)) outcome = new StepFailedError('error', unusable);
+      return { step, copy, session, started, ms: elapsedMs(ctx, started), outcome };
+    };
+    return result instanceof Promise ? result.then(finish) : finish(result);
+  };
+
+  /**
+   * Runs declared steps on copies of the object as it is now, all at once, then settles them in chain order:
+   * each one's changes, kept to its supplies, are merged into the working copy.
+   */
+  const runOnCopies = async (steps: readonly Step[], round: number): Promise<Denial | undefined> => {
+    working ??= new WorkingCopy(request.object!);
+    const base = working.root;
+    // Every step is started before any is awaited: that is what lets remote calls overlap.
+    const finished = await Promise.all(steps.map((step) => Promise.resolve(startOnCopy(step, base))));
+    // Every patch against the level's base first: merging one changes the base the next is read against.
+    const patches = finished.map((f) => ownPatch(f, base));
+    for (let i = 0; i < finished.length; i++) {
+      const { step, ms } = finished[i]!;
+      let outcome = finished[i]!.outcome;
+      const patch = patches[i]!;
+      if (!(outcome instanceof StepFailedError) && outcome.allowed && patch.length > 0) {
+        const supplies = step.declarations!.supplies;
+        const outside = firstWriteOutside(patch, base, supplies);
+        if (outside !== undefined) {
+          ctx.observer.wroteOutsideSupplies(step);
+          outcome = new StepFailedError(
+            'write_outside_supplies',
+            `wrote ${outside}, outside its supplies (${supplies.pointers.join(', ') || 'none'})`,
+          );
+        }
+      }
+      if (outcome instanceof StepFailedError || !outcome.allowed) {
+        seenChanges.set(step, changes);
+        const denial = settleRefusal(ctx, step, ms, outcome, round);
+        if (denial) return denial;
+        continue;
+      }
+      if (patch.length > 0) {
+        const merge = trackObject(working, step.name);
+        applyPatchInPlace(merge.view, patch);
+        merge.close();
+        changes++;
+        recordWrites(ctx, step, merge, written);
+        changed(
+          step,
+          patch.map((op) => op.path),
+        );
+      }
+      seenChanges.set(step, changes);
+      ctx.observer.approved(step, ms, patch.length > 0, round);
     }
-    invoked.push(step);
+    return undefined;
+  };
+
+  for (const level of plan.levels) {
+    const runnable: Step[] = [];
+    for (const step of level) {
+      const skip =
+        skipReason(step, ctx) ??
+        (step.needsObject && !patchable ? `nothing to mutate on ${request.operation}` : undefined);
+      if (skip) ctx.observer.skipped(step, skip);
+      else runnable.push(step);
+    }
+    if (runnable.length === 0) continue;
+    for (const step of runnable) {
+      invoked.push(step);
+      if (step.declarations && step.reinvocationPolicy === 'IfNeeded') watching++;
+    }
     await yieldIfLarge(ctx);
-    const ran = runStep(step, 0);
-    const denial = ran instanceof Promise ? await ran : ran;
+    let denial: Denial | undefined;
+    if (patchable && runnable[0]!.declarations) {
+      denial = await runOnCopies(runnable, 0);
+    } else {
+      // An undeclared step (alone in its level), or a request whose object cannot change: one after another.
+      for (const step of runnable) {
+        const ran = runStep(step, 0);
+        denial = ran instanceof Promise ? await ran : ran;
+        if (denial) break;
+      }
+    }
     if (denial) return denial;
   }
-  // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale.
+  // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale — for a declared step,
+  // only when a later step changed something it reads.
   for (const step of invoked) {
-    if (step.reinvocationPolicy !== 'IfNeeded' || (seenChanges.get(step) ?? 0) === changes) continue;
-    const ran = runStep(step, 1);
-    const denial = ran instanceof Promise ? await ran : ran;
+    if (step.reinvocationPolicy !== 'IfNeeded') continue;
+    if (step.declarations ? !stale?.has(step) : (seenChanges.get(step) ?? 0) === changes) continue;
+    let denial: Denial | undefined;
+    if (patchable && step.declarations) denial = await runOnCopies([step], 1);
+    else {
+      const ran = runStep(step, 1);
+      denial = ran instanceof Promise ? await ran : ran;
+    }
     if (denial) return denial;
   }
+  if (plan.concurrent) ctx.observer.leveled(levelNames(plan));
 
   if (!working || changes === 0) return APPROVED;
   await yieldIfLarge(ctx);
@@ -116,6 +253,33 @@ export async function runMutatePhase(steps: readonly Step[], ctx: ReviewContext)
   const patch = diffWritten(request.object!, working.root, written);
   return patch.length > 0 ? { allowed: true, patch } : APPROVED;
 }
+
+/** Step name → level, for the reports. */
+function levelNames(plan: StepPlan): Map<string, number> {
+  const names = new Map<string, number>();
+  plan.levels.forEach((level, i) => {
+    for (const step of level) names.set(step.name, i);
+  });
+  return names;
+}
+
+/**
+ * A declared step's changes as a patch against `base`, with values of their own: merged into the working
+ * copy, they must not share containers with the step's copy (which shares what it never read with `base`).
+ */
+function ownPatch(finished: Finished, base: KubeObject): JsonPatchOperation[] {
+  const { outcome, session, copy, step } = finished;
+  if (outcome instanceof StepFailedError || !outcome.allowed || session.writeCount === 0) return [];
+  const paths = new WrittenPaths();
+  session.forEachWrite((place, key) => paths.recordAt(place, key, step.name, ignoreOverwrite));
+  return diffWritten(base, copy.root, paths).map((op) =>
+    'value' in op && typeof op.value === 'object' && op.value !== null
+      ? { ...op, value: structuredClone(op.value) }
+      : op,
+  );
+}
+
+const ignoreOverwrite = (): void => undefined;
 
 /** Applies the patch a step returned to its view of the working copy; the failure when it cannot. */
 function applyReturnedPatch(

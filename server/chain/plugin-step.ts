@@ -89,6 +89,7 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
       sideEffects: options.sideEffects,
       reinvocationPolicy: phase === 'mutate' ? options.reinvocationPolicy : 'Never',
       match: options.matchSpec,
+      ...(phase === 'mutate' && options.declared ? options.declared : {}),
     }),
   });
 
@@ -97,6 +98,7 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
   if (mutate) {
     steps.push({
       ...common('mutate'),
+      ...(options.declarations ? { declarations: options.declarations } : {}),
       // In-process mutators edit the object; without one (DELETE, CONNECT) there is nothing for them to do.
       needsObject: true,
       invoke(inv) {

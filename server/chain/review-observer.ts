@@ -22,6 +22,8 @@ export interface StepReport {
   readonly round?: number;
   /** The failure was ignored (failurePolicy Ignore, or mode warn/audit). */
   readonly failedOpen?: boolean;
+  /** The level it ran in, when some level of the mutate phase ran several steps at once (step-graph.ts). */
+  readonly level?: number;
 }
 
 /** The first path a step overwrote, and whose write it was. */
@@ -102,6 +104,20 @@ export class ReviewObserver implements StepLogs {
       { step: step.name, reason: failure.reason, err: shown(failure.message), ...thrownStack(failure) },
       failedOpen ? 'step failed, failing open' : 'step failed, refusing the request',
     );
+  }
+
+  /** A step declaring `supplies` wrote outside them (its failure is reported as such too). */
+  wroteOutsideSupplies(step: Step): void {
+    this.metrics.writesOutsideSupplies.inc({ step: step.name });
+  }
+
+  /** Says which level each step ran in, for a phase whose plan ran steps concurrently. */
+  leveled(levelOf: ReadonlyMap<string, number>): void {
+    for (let i = 0; i < this.reports.length; i++) {
+      const report = this.reports[i]!;
+      const level = levelOf.get(report.step);
+      if (level !== undefined) this.reports[i] = { ...report, level };
+    }
   }
 
   /** A step rewrote or removed what earlier steps wrote: `count` paths, the first of them `first`. */

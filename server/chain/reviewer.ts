@@ -76,7 +76,6 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     async review(request, selection, { timeoutMs, large = false } = {}) {
       const chain = deps.chain();
       const { phase, failurePolicy } = selection;
-      const steps = chain.stepsOf(phase, failurePolicy);
       const started = now();
       const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs);
 
@@ -94,7 +93,10 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         now,
         large,
       };
-      const decision = phase === 'mutate' ? await runMutatePhase(steps, ctx) : await runValidatePhase(steps, ctx);
+      const decision =
+        phase === 'mutate'
+          ? await runMutatePhase(chain.planOf(failurePolicy), ctx)
+          : await runValidatePhase(chain.stepsOf(phase, failurePolicy), ctx);
       const response = answerTo(request.uid, decision);
       const warnings = ctx.notes.warnings();
       if (warnings) response.warnings = warnings;

@@ -6,7 +6,9 @@ import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
+import type { StepDeclarations } from '../config/step-declarations.js';
 import type { CompiledMatch } from './match.js';
+import type { Declarations } from './step-graph.js';
 
 /** What one invocation of a step receives. */
 export interface StepInvocation {
@@ -42,6 +44,11 @@ export interface Step {
   readonly order: number;
   /** Whether the step needs a request object to run at all (in-process mutators edit the object). */
   readonly needsObject: boolean;
+  /**
+   * What a mutating step declared it writes and reads (step-graph.ts): it may then share a level with other
+   * declared steps, and a write outside its `supplies` fails it. Undefined: a barrier, as webhooks are.
+   */
+  readonly declarations?: Declarations;
   /** A decision; its `patch` (mutate phase only) is applied to the working copy by the dispatcher. */
   invoke(invocation: StepInvocation): Decision | Promise<Decision>;
   /** Describes the step for `/chain`. */
@@ -51,8 +58,18 @@ export interface Step {
 /** How a chain entry is placed and guarded: what plugin and provider steps share. */
 export type StepPlacement = Pick<
   Step,
-  'name' | 'match' | 'failurePolicy' | 'timeoutMs' | 'mode' | 'sideEffects' | 'reinvocationPolicy' | 'order'
+  | 'name'
+  | 'match'
+  | 'failurePolicy'
+  | 'timeoutMs'
+  | 'mode'
+  | 'sideEffects'
+  | 'reinvocationPolicy'
+  | 'order'
+  | 'declarations'
 > & {
   /** The match as written, for /chain. */
   readonly matchSpec: Match;
+  /** The declarations as written, for /chain. */
+  readonly declared?: StepDeclarations;
 };

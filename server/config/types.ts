@@ -5,6 +5,7 @@
 import type { Match } from '../admission/types.js';
 import type { LogLevel } from '../base/log.js';
 import type { LocateField } from './field-positions.js';
+import type { StepDeclarations } from './step-declarations.js';
 import type { StepOptions } from './step-options.js';
 
 export interface TlsConfig {
@@ -92,7 +93,7 @@ export interface LogConfig {
 }
 
 /** Options every chain entry accepts (absent step options: the plugin's default, then the gateway's). */
-export interface EntryOptions extends StepOptions {
+export interface EntryOptions extends StepOptions, StepDeclarations {
   /** Step name; defaults to the plugin or provider name. Needed to run one plugin twice. */
   readonly name: string;
   readonly match?: Match;

@@ -3,6 +3,7 @@
  * entry's step options excepted: step-options.ts).
  * Errors name the file and the field path (exit code 2 at start).
  */
+import { DECLARATION_FIELDS, readStepDeclarations } from './step-declarations.js';
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
@@ -41,6 +42,7 @@ const ENTRY_FIELDS = [
   'sideEffects',
   'reinvocationPolicy',
   'settings',
+  ...DECLARATION_FIELDS,
 ];
 const PROVIDER_FIELDS = [
   ...ENTRY_FIELDS,
@@ -246,6 +248,7 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     path: p,
     ...(match ? { match } : {}),
     ...readStepOptions(r, m, p),
+    ...readStepDeclarations(r, m, p),
     ...(m.settings !== undefined ? { settings: m.settings } : {}),
   };
 }

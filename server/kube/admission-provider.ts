@@ -2,6 +2,7 @@
  * The AdmissionProvider resource (admissiongateway.io/v1alpha1, cluster-scoped) and its translation into
  * a provider chain entry, validated with the same rules as gateway.yaml's provider entries.
  */
+import { DECLARATION_FIELDS, readStepDeclarations } from '../config/step-declarations.js';
 import { readMatch } from '../config/match-schema.js';
 import { Reader } from '../config/reader.js';
 import type { ProviderEntry } from '../config/types.js';
@@ -62,6 +63,7 @@ const SPEC_FIELDS = [
   'admissionReviewVersions',
   'sideEffects',
   'reinvocationPolicy',
+  ...DECLARATION_FIELDS,
 ];
 
 /**
@@ -107,6 +109,7 @@ export function resolveProvider(resource: AdmissionProvider, reservedNames: Read
       ...fields,
       ...(match ? { match } : {}),
       ...options,
+      ...readStepDeclarations(r, m, 'spec'),
       ...(settings ? { settings } : {}),
     };
     return { entry };

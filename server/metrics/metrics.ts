@@ -50,6 +50,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       buckets: DURATION_BUCKETS,
       registers,
     }),
+    writesOutsideSupplies: new Counter({
+      name: `${METRIC_PREFIX}writes_outside_supplies_total`,
+      help: 'Calls of a step that declares supplies which wrote outside them (the step failed; failurePolicy applied).',
+      labelNames: ['step'] as const,
+      registers,
+    }),
     failOpen: new Counter({
       name: `${METRIC_PREFIX}fail_open_total`,
       help: 'Step failures that were ignored (failurePolicy Ignore, or a step in warn/audit mode).',

@@ -3,13 +3,14 @@
  * returns `{ handlers: [{ name, phase, match, timeoutSeconds, failurePolicy, path? }] }`; each handler
  * becomes a step named `<handler>.<provider>`, POSTed at `<url>/<handler>` unless it gives a `path`.
  */
+import { DECLARATION_FIELDS, readStepDeclarations, type StepDeclarations } from '../config/step-declarations.js';
 import { readMatch } from '../config/match-schema.js';
 import { Reader, childPath } from '../config/reader.js';
 import { MAX_DNS_LABEL_CHARS, isDnsLabel } from '../config/names.js';
 import { FAILURE_POLICIES, readTimeoutSeconds, type FailurePolicy } from '../config/step-options.js';
 import type { Match } from '../admission/types.js';
 
-export interface DiscoveredHandler {
+export interface DiscoveredHandler extends StepDeclarations {
   readonly name: string;
   readonly phase: 'mutate' | 'validate';
   readonly match?: Match;
@@ -28,7 +29,12 @@ export function parseDiscovery(doc: unknown, provider: string, basePath: string)
   const seen = new Set<string>();
   return handlers.map((item, i) => {
     const p = `handlers[${i}]`;
-    const h = r.map(item, p, ['name', 'phase', 'match', 'timeoutSeconds', 'failurePolicy', 'path'], false);
+    const h = r.map(
+      item,
+      p,
+      ['name', 'phase', 'match', 'timeoutSeconds', 'failurePolicy', 'path', ...DECLARATION_FIELDS],
+      false,
+    );
     const name = r.requiredString(h.name, childPath(p, 'name'));
     if (!isDnsLabel(name) || `${name}.${provider}`.length > MAX_DNS_LABEL_CHARS) {
       r.fail(
@@ -55,6 +61,7 @@ export function parseDiscovery(doc: unknown, provider: string, basePath: string)
       ...(match ? { match } : {}),
       ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
       ...(failurePolicy ? { failurePolicy } : {}),
+      ...readStepDeclarations(r, h, p),
     };
   });
 }

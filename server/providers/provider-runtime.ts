@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import type { Match, Phase } from '../admission/types.js';
 import { compileMatch } from '../chain/match.js';
 import type { StepSource } from '../chain/step-source.js';
+import { declarationFields } from '../chain/step-graph.js';
 import type { Step } from '../chain/step.js';
 import { resolveStepOptions } from '../config/step-options.js';
 import type { ProviderEntry } from '../config/types.js';
@@ -123,6 +124,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       matchSpec: entryMatch,
       failurePolicy: options.failurePolicy,
       timeoutMs: entryTimeoutMs,
+      ...declarationFields(entry),
     });
 
   /** Until discovery succeeds, the entry's phases are steps that fail with the discovery error. */
@@ -152,6 +154,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
         failurePolicy: h.failurePolicy ?? options.failurePolicy,
         timeoutMs: (h.timeoutSeconds ?? options.timeoutSeconds) * 1000,
         path: h.path,
+        ...declarationFields(h),
       });
     });
   };

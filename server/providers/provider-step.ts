@@ -30,6 +30,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
     order: o.order,
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
+    ...(mutating && o.declarations ? { declarations: o.declarations } : {}),
     // A failed call rejects with a ProviderCallError, itself the step's failure (a StepFailedError).
     async invoke(inv): Promise<Decision> {
       const answer = await o.breaker.fire(() =>
@@ -59,6 +60,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
       sideEffects: o.sideEffects,
       reinvocationPolicy: mutating ? o.reinvocationPolicy : 'Never',
       match: o.matchSpec,
+      ...(mutating && o.declared ? o.declared : {}),
       breaker: { state: o.breaker.state(), ...o.breaker.stats() },
     }),
   };

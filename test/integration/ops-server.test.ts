@@ -148,6 +148,7 @@ describe('ops server (plain HTTP)', function () {
           sideEffects: 'None',
           reinvocationPolicy: 'IfNeeded',
           match: MATCH_EVERYTHING,
+          level: 0,
         },
       ],
       validate: [
@@ -199,6 +200,7 @@ chain:
       sideEffects: 'None',
       reinvocationPolicy: 'Never',
       match: MATCH_EVERYTHING,
+      level: 1,
     });
     assert.equal((breaker as { state?: string } | undefined)?.state, 'closed');
   });

@@ -1,0 +1,149 @@
+/**
+ * The order the mutate phase runs its steps in (README "Declared write sets"). A step that declares nothing
+ * is a barrier, as the apiserver runs mutating webhooks: after every earlier step and before every later one.
+ * A declared step runs after every earlier step whose `supplies` overlap what it reads or writes, after every
+ * earlier step that reads what it writes, and after the steps it names in `dependsOn`; declared steps with no
+ * such path between them share a level and run concurrently, each on the object as the level began, and
+ * their changes are merged in chain order — the same object the chain's order would give.
+ *
+ * What cannot be ordered is a problem: a step that depends on itself or on a later step (a cycle against the
+ * chain's order), on a step that is not a mutating step of the chain, or two steps whose `supplies` overlap
+ * while nothing orders them (the same `order`, whose tie the chain breaks by name only). A step in a problem
+ * runs as a barrier, so the chain stays correct while the problem is reported.
+ */
+import { didYouMean } from '../base/did-you-mean.js';
+import { isPointerPattern, type StepDeclarations } from '../config/step-declarations.js';
+import type { Step } from './step.js';
+import { WriteSet } from './write-set.js';
+
+/** What a step declares, compiled. */
+export interface Declarations {
+  /** What it writes; a write outside fails the step. */
+  readonly supplies: WriteSet;
+  /** What it reads. */
+  readonly reads: WriteSet;
+  /** The names of steps it runs after. */
+  readonly after: readonly string[];
+}
+
+/** The declarations as written, compiled; undefined for a step that declares neither list. */
+export function compileDeclarations(declared: StepDeclarations | undefined): Declarations | undefined {
+  if (declared?.supplies === undefined && declared?.dependsOn === undefined) return undefined;
+  const dependsOn = declared.dependsOn ?? [];
+  return {
+    supplies: new WriteSet(declared.supplies ?? []),
+    reads: new WriteSet(dependsOn.filter(isPointerPattern)),
+    after: dependsOn.filter((item) => !isPointerPattern(item)),
+  };
+}
+
+/** A step placement's declaration fields: compiled for the plan, as written for `/chain`. */
+export function declarationFields(declared: StepDeclarations): {
+  declarations?: Declarations;
+  declared?: StepDeclarations;
+} {
+  const declarations = compileDeclarations(declared);
+  if (!declarations) return {};
+  const { supplies, dependsOn } = declared;
+  return {
+    declarations,
+    declared: { ...(supplies ? { supplies } : {}), ...(dependsOn ? { dependsOn } : {}) },
+  };
+}
+
+export interface PlanProblem {
+  /** The steps concerned, the first one the step whose declaration is wrong. */
+  readonly steps: readonly string[];
+  readonly message: string;
+}
+
+export interface StepPlan {
+  /** The steps in levels, each level in chain order; a level runs after the one before it. */
+  readonly levels: readonly (readonly Step[])[];
+  /** Whether any level holds more than one step (so reports say which level each step ran in). */
+  readonly concurrent: boolean;
+  readonly problems: readonly PlanProblem[];
+}
+
+/** Why `later` must run after `earlier` (both declared), or undefined when nothing orders them. */
+function orderReason(earlier: Step, e: Declarations, later: Step, l: Declarations): string | undefined {
+  if (l.after.includes(earlier.name)) return `${later.name} names ${earlier.name} in dependsOn`;
+  const read = e.supplies.overlap(l.reads);
+  if (read) return `${earlier.name} supplies ${read[0]}, which ${later.name} reads (${read[1]})`;
+  const write = e.supplies.overlap(l.supplies);
+  if (write) return `${earlier.name} and ${later.name} both supply ${write[0]} / ${write[1]}`;
+  const antiRead = e.reads.overlap(l.supplies);
+  if (antiRead) return `${earlier.name} reads ${antiRead[0]}, which ${later.name} supplies (${antiRead[1]})`;
+  return undefined;
+}
+
+/** Problems of the declarations of `steps` (a phase's steps in chain order). */
+function problemsOf(steps: readonly Step[]): PlanProblem[] {
+  const problems: PlanProblem[] = [];
+  const position = new Map(steps.map((s, i) => [s.name, i]));
+  steps.forEach((step, i) => {
+    const d = step.declarations;
+    if (!d) return;
+    for (const name of d.after) {
+      const at = position.get(name);
+      if (at === undefined) {
+        problems.push({
+          steps: [step.name],
+          message: `${step.name}: dependsOn names "${name}", which is not a mutating step of the chain${didYouMean(name, position.keys())}`,
+        });
+      } else if (at >= i) {
+        problems.push({
+          steps: [step.name, name],
+          message:
+            at === i
+              ? `${step.name}: dependsOn names itself`
+              : `${step.name}: dependsOn names ${name}, which runs after it in the chain (a cycle against the chain's order: move ${name} before ${step.name}, or drop the name)`,
+        });
+      }
+    }
+    for (let j = 0; j < i; j++) {
+      const other = steps[j]!;
+      const o = other.declarations;
+      if (!o || other.order !== step.order || o.after.includes(step.name) || d.after.includes(other.name)) continue;
+      const write = o.supplies.overlap(d.supplies);
+      if (write) {
+        problems.push({
+          steps: [step.name, other.name],
+          message: `${other.name} and ${step.name} both supply ${write[0]} / ${write[1]} and have the same order (${step.order}), so nothing says which writes first: give them different orders, or name one in the other's dependsOn`,
+        });
+      }
+    }
+  });
+  return problems;
+}
+
+/**
+ * The plan of a phase's steps (chain order). `demoted`: names whose declarations are set aside (they were
+ * found wrong in the whole chain); a selection of the chain shares them.
+ */
+export function planSteps(steps: readonly Step[], demoted?: ReadonlySet<string>): StepPlan & { demoted: Set<string> } {
+  const problems = demoted ? [] : problemsOf(steps);
+  const aside = new Set(demoted ?? problems.flatMap((p) => p.steps));
+  const declarationsOf = (step: Step): Declarations | undefined =>
+    aside.has(step.name) ? undefined : step.declarations;
+
+  const levelOf: number[] = [];
+  const levels: Step[][] = [];
+  steps.forEach((step, i) => {
+    const d = declarationsOf(step);
+    let level = 0;
+    for (let j = 0; j < i; j++) {
+      const other = steps[j]!;
+      const o = declarationsOf(other);
+      if (!d || !o || orderReason(other, o, step, d) !== undefined) level = Math.max(level, levelOf[j]! + 1);
+    }
+    levelOf.push(level);
+    (levels[level] ??= []).push(step);
+  });
+  return {
+    levels: levels.map((level) => Object.freeze(level)),
+    concurrent: levels.some((level) => level.length > 1),
+    problems,
+    demoted: aside,
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * Sets of JSON pointer patterns, as a step declares them in `supplies` and `dependsOn`: `/metadata/labels/team`,
+ * `/spec/containers/*\/resources` (`*` matches any one segment). A pattern covers its own path and everything
+ * below it. Used to order steps (two patterns overlap when one covers a path the other covers) and to hold a
+ * step to its lane (every change of its patch must be covered by its `supplies`).
+ */
+import type { JsonPatchOperation } from '../admission/types.js';
+
+/** A pattern's segments, unescaped (RFC 6901); `*` stands for any one segment. */
+export type PathPattern = readonly string[];
+
+const ANY = '*';
+
+/** The segments of a pointer below the root (`/a/b~1c` → `a`, `b/c`). */
+export function segmentsOf(pointer: string): string[] {
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => (s.includes('~') ? s.replace(/~1/g, '/').replace(/~0/g, '~') : s));
+}
+
+const segmentsMatch = (a: string, b: string): boolean => a === b || a === ANY || b === ANY;
+
+/** Whether `pattern` covers `path`: it is `path` or one of its ancestors, segment by segment. */
+export function covers(pattern: PathPattern, path: readonly string[]): boolean {
+  if (pattern.length > path.length) return false;
+  for (let i = 0; i < pattern.length; i++) if (pattern[i] !== ANY && pattern[i] !== path[i]) return false;
+  return true;
+}
+
+/** Whether some path is covered by both: one of them is an ancestor of (or the same as) the other. */
+export function overlaps(a: PathPattern, b: PathPattern): boolean {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (!segmentsMatch(a[i]!, b[i]!)) return false;
+  return true;
+}
+
+/** A step's declared pointers. */
+export class WriteSet {
+  readonly patterns: readonly PathPattern[];
+
+  constructor(readonly pointers: readonly string[]) {
+    this.patterns = pointers.map(segmentsOf);
+  }
+
+  covers(path: readonly string[]): boolean {
+    return this.patterns.some((pattern) => covers(pattern, path));
+  }
+
+  /** Whether `path` lies on the way to a pattern (a strict ancestor of a path it covers). */
+  leadsInto(path: readonly string[]): boolean {
+    return this.patterns.some((pattern) => pattern.length > path.length && overlaps(pattern, path));
+  }
+
+  /** The first pair of pointers, one of each set, that overlap; undefined when none do. */
+  overlap(other: WriteSet): readonly [string, string] | undefined {
+    for (let i = 0; i < this.patterns.length; i++) {
+      for (let j = 0; j < other.patterns.length; j++) {
+        if (overlaps(this.patterns[i]!, other.patterns[j]!)) return [this.pointers[i]!, other.pointers[j]!];
+      }
+    }
+    return undefined;
+  }
+}
+
+const isContainer = (value: unknown): value is Record<string, unknown> | unknown[] =>
+  typeof value === 'object' && value !== null;
+
+function valueAt(document: unknown, path: readonly string[]): unknown {
+  let node = document;
+  for (const key of path) {
+    if (!isContainer(node) || !Object.hasOwn(node, key)) return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+/**
+ * The first path below `path` where `before` and `after` differ and that `supplies` does not cover. Only
+ * called on the way to the lane, so it descends at most as deep as the deepest pattern and then compares
+ * whole values.
+ */
+function firstChangeOutside(before: unknown, after: unknown, path: string[], supplies: WriteSet): string | undefined {
+  if (supplies.covers(path)) return undefined;
+  if (isContainer(before) && isContainer(after) && supplies.leadsInto(path)) {
+    const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+    for (const key of keys) {
+      path.push(key);
+      const found = firstChangeOutside(
+        (before as Record<string, unknown>)[key],
+        (after as Record<string, unknown>)[key],
+        path,
+        supplies,
+      );
+      path.pop();
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (before === after) return undefined;
+  if (
+    supplies.leadsInto(path) &&
+    ((isContainer(after) && before === undefined) || (isContainer(before) && after === undefined))
+  ) {
+    // A container created on the way to the lane (or removed from it) with nothing outside the lane in it.
+    return firstChangeOutside(
+      isContainer(before) ? before : emptyLike(after),
+      isContainer(after) ? after : emptyLike(before),
+      path,
+      supplies,
+    );
+  }
+  return `/${path.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+}
+
+const emptyLike = (value: unknown): Record<string, unknown> | unknown[] => (Array.isArray(value) ? [] : {});
+
+/**
+ * The first pointer a step's own patch changes outside its `supplies`, or undefined when the patch keeps to
+ * them. `base` is the object the step was given. An operation on the way to the lane (creating
+ * `/metadata/labels` to add `/metadata/labels/team`) is inside it when everything it changes is.
+ */
+export function firstWriteOutside(
+  patch: readonly JsonPatchOperation[],
+  base: unknown,
+  supplies: WriteSet,
+): string | undefined {
+  for (const op of patch) {
+    const path = segmentsOf(op.path);
+    if (supplies.covers(path)) continue;
+    if (!supplies.leadsInto(path)) return op.path;
+    const before = valueAt(base, path);
+    const after = op.op === 'remove' ? undefined : 'value' in op ? op.value : undefined;
+    const found = firstChangeOutside(before, after, path, supplies);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
