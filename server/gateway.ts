@@ -117,8 +117,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     metrics.chainSteps.set({ phase: 'mutate' }, c.stepsOf('mutate').length);
     metrics.chainSteps.set({ phase: 'validate' }, c.stepsOf('validate').length);
     const summary = c.summary();
-    if (summary !== lastSummary) log.info({ chain: summary }, `chain order: ${summary}`);
-    lastSummary = summary;
+    const problems = c.problems.map((p) => p.message);
+    const seen = [summary, ...problems].join('\n');
+    if (seen !== lastSummary) {
+      log.info({ chain: summary }, `chain order: ${summary}`);
+      if (problems.length > 0)
+        log.error({ problems }, 'step declarations set aside: those steps run one after another');
+    }
+    lastSummary = seen;
   };
   const chains = await createChainForConfig(config, options.plugins, {
     metrics,

@@ -84,7 +84,6 @@ export function createChain(steps: readonly Step[]): Chain {
     Ignore: planSteps(phases.mutate.Ignore.steps, demoted),
   };
   const levelOf = new Map(all.levels.flatMap((level, i) => level.map((step) => [step, i] as const)));
-  const names = (phase: Phase) => phases[phase].all.steps.map((s) => s.name);
   return {
     steps: ordered,
     stepsOf: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].steps,
@@ -96,8 +95,16 @@ export function createChain(steps: readonly Step[]): Chain {
       validate: phases.validate.all.steps.map((s) => s.describe()),
       ...(all.problems.length > 0 ? { problems: all.problems.map((p) => p.message) } : {}),
     }),
-    summary: () => `mutate=[${names('mutate').join(',')}] validate=[${names('validate').join(',')}]`,
+    summary: () =>
+      `mutate=[${levelsSummary(all)}] validate=[${phases.validate.all.steps.map((s) => s.name).join(',')}]`,
   };
+}
+
+/** The mutate steps in order, the steps of a level that runs several at once in braces: `a,{b,c},d`. */
+function levelsSummary(plan: StepPlan): string {
+  return plan.levels
+    .map((level) => (level.length > 1 ? `{${level.map((s) => s.name).join(',')}}` : level[0]!.name))
+    .join(',');
 }
 
 /** Builds the steps of one plugin entry, reporting settings problems with the entry's field path. */

@@ -54,6 +54,8 @@ export function declarationFields(declared: StepDeclarations): {
 export interface PlanProblem {
   /** The steps concerned, the first one the step whose declaration is wrong. */
   readonly steps: readonly string[];
+  /** The declaration that is wrong, in the first step. */
+  readonly field: 'supplies' | 'dependsOn';
   readonly message: string;
 }
 
@@ -89,11 +91,13 @@ function problemsOf(steps: readonly Step[]): PlanProblem[] {
       if (at === undefined) {
         problems.push({
           steps: [step.name],
+          field: 'dependsOn',
           message: `${step.name}: dependsOn names "${name}", which is not a mutating step of the chain${didYouMean(name, position.keys())}`,
         });
       } else if (at >= i) {
         problems.push({
           steps: [step.name, name],
+          field: 'dependsOn',
           message:
             at === i
               ? `${step.name}: dependsOn names itself`
@@ -109,6 +113,7 @@ function problemsOf(steps: readonly Step[]): PlanProblem[] {
       if (write) {
         problems.push({
           steps: [step.name, other.name],
+          field: 'supplies',
           message: `${other.name} and ${step.name} both supply ${write[0]} / ${write[1]} and have the same order (${step.order}), so nothing says which writes first: give them different orders, or name one in the other's dependsOn`,
         });
       }

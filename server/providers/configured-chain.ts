@@ -8,6 +8,7 @@ import { buildPluginSteps, type Chain } from '../chain/chain.js';
 import { createChainManager, type ChainManager } from '../chain/chain-manager.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
 import type { Step } from '../chain/step.js';
+import { ConfigError } from '../base/errors.js';
 import { locateConfigError } from '../config/field-positions.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -53,5 +54,17 @@ export async function createChainForConfig(
     log: deps.log,
   });
   await manager.setProviders(config.chain.filter((e): e is ProviderEntry => e.kind === 'provider'));
+  // Declarations that cannot be ordered are a config error at start; later (providers registered at run time)
+  // the steps concerned run as barriers, and the problem is logged and shown in /chain.
+  const [problem] = manager.current().problems;
+  if (problem) {
+    await manager.close();
+    const entry = config.chain.find((e) => e.name === problem.steps[0]);
+    throw locateConfigError(
+      new ConfigError(config.file, entry ? `${entry.path}.${problem.field}` : 'chain', problem.message),
+      config.file,
+      config.locateField,
+    );
+  }
   return manager;
 }
