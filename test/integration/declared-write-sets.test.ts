@@ -72,9 +72,10 @@ ${NAMES.map(
     it('sends each the object as the level began, and reports the level of each step in the review line', async () => {
       provider = await startRendezvousProvider({ together: 3, aloneAfterMs: 2000 });
       await review(providers(provider, true));
+      const sent = provider.objects;
       for (const name of NAMES) {
-        const labels = (provider.objects.get(name) as { metadata: { labels: Record<string, string> } }).metadata.labels;
-        assert.deepEqual(labels, { app: 'web', team: 'payments' }, name);
+        const object = sent.get(name) as { metadata: { labels: Record<string, string> } };
+        assert.deepEqual(object.metadata.labels, { app: 'web', team: 'payments' }, name);
       }
       const line = harness!.logs.find((l) => l.msg === 'review');
       assert.deepEqual(
