@@ -18,7 +18,7 @@ import { elapsedMs, settleRefusal, timeLeft, yieldIfLarge, type ReviewContext } 
 import type { PatchConflict } from './review-observer.js';
 import type { StepPlan } from './step-graph.js';
 import type { Step } from './step.js';
-import { firstWriteOutside, overlaps, segmentsOf } from './write-set.js';
+import { firstWriteOutside, mergeablePatch, overlaps, segmentsOf } from './write-set.js';
 import { skipReason } from './skip.js';
 
 /** Operations whose object cannot be patched (the apiserver refuses such patches). */
@@ -164,20 +164,21 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
     const base = working.root;
     // Every step is started before any is awaited: that is what lets remote calls overlap.
     const finished = await Promise.all(steps.map((step) => Promise.resolve(startOnCopy(step, base))));
-    // Every patch against the level's base first: merging one changes the base the next is read against.
+    // Every patch, and its check against the supplies, against the level's base first: merging one edits the
+    // working copy in place, `base` included.
     const patches = finished.map((f) => ownPatch(f, base));
+    const outside = finished.map((f, i) => firstWriteOutside(patches[i]!, base, f.step.declarations!.supplies));
     for (let i = 0; i < finished.length; i++) {
       const { step, ms } = finished[i]!;
       let outcome = finished[i]!.outcome;
       const patch = patches[i]!;
+      const supplies = step.declarations!.supplies;
       if (!(outcome instanceof StepFailedError) && outcome.allowed && patch.length > 0) {
-        const supplies = step.declarations!.supplies;
-        const outside = firstWriteOutside(patch, base, supplies);
-        if (outside !== undefined) {
+        if (outside[i] !== undefined) {
           ctx.observer.wroteOutsideSupplies(step);
           outcome = new StepFailedError(
             'write_outside_supplies',
-            `wrote ${outside}, outside its supplies (${supplies.pointers.join(', ') || 'none'})`,
+            `wrote ${outside[i]}, outside its supplies (${supplies.pointers.join(', ') || 'none'})`,
           );
         }
       }
@@ -189,13 +190,14 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
       }
       if (patch.length > 0) {
         const merge = trackObject(working, step.name);
-        applyPatchInPlace(merge.view, patch);
+        const ops = mergeablePatch(patch, working.root, supplies);
+        applyPatchInPlace(merge.view, ops);
         merge.close();
         changes++;
         recordWrites(ctx, step, merge, written);
         changed(
           step,
-          patch.map((op) => op.path),
+          ops.map((op) => op.path),
         );
       }
       seenChanges.set(step, changes);

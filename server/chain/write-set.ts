@@ -5,6 +5,7 @@
  * step to its lane (every change of its patch must be covered by its `supplies`).
  */
 import type { JsonPatchOperation } from '../admission/types.js';
+import { escapeSegment } from '../patch/written-paths.js';
 
 /** A pattern's segments, unescaped (RFC 6901); `*` stands for any one segment. */
 export type PathPattern = readonly string[];
@@ -135,4 +136,75 @@ export function firstWriteOutside(
     if (found !== undefined) return found;
   }
   return undefined;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => isContainer(value) && !Array.isArray(value);
+
+function has(document: unknown, path: readonly string[]): boolean {
+  if (path.length === 0) return true;
+  const parent = valueAt(document, path.slice(0, -1));
+  return isContainer(parent) && Object.hasOwn(parent, path.at(-1)!);
+}
+
+const pointerOf = (path: readonly string[]): string => `/${path.map(escapeSegment).join('/')}`;
+
+/**
+ * A declared step's own patch (against its level's base, kept to `supplies`) as it merges into `current`, the
+ * object as the level-mates before it in chain order left it: what the step would have done had it run after
+ * them. Only the way to its lane can have changed meanwhile (level-mates' supplies do not overlap):
+ *  - an object it added on the way (`/metadata/annotations`, created for its annotation) that a level-mate
+ *    added too gets the step's members, instead of replacing the level-mate's;
+ *  - an object it removed on the way (with nothing outside its lane in it) to which a level-mate added a member
+ *    loses only what the step's lane covers;
+ *  - the way a level-mate removed is created again, as objects, for what the step writes below it.
+ */
+export function mergeablePatch(
+  patch: readonly JsonPatchOperation[],
+  current: unknown,
+  supplies: WriteSet,
+): JsonPatchOperation[] {
+  const ops: JsonPatchOperation[] = [];
+  const add = (path: string[], value: unknown): void => {
+    const there = valueAt(current, path);
+    if (!supplies.covers(path) && isObject(value) && isObject(there)) {
+      for (const key of Object.keys(value)) {
+        path.push(key);
+        add(path, value[key]);
+        path.pop();
+      }
+      return;
+    }
+    let parent = path.length - 1;
+    while (parent > 0 && !isContainer(valueAt(current, path.slice(0, parent)))) parent--;
+    let nested = value;
+    for (let i = path.length - 1; i > parent; i--) nested = { [path[i]!]: nested };
+    ops.push({ op: 'add', path: pointerOf(path.slice(0, parent + 1)), value: nested });
+  };
+  /** Removes what the lane covers at `path` into `out`; whether that was all there is. */
+  const remove = (path: string[], out: JsonPatchOperation[]): boolean => {
+    const there = valueAt(current, path);
+    if (supplies.covers(path) || !isObject(there)) {
+      out.push({ op: 'remove', path: pointerOf(path) });
+      return true;
+    }
+    const members: JsonPatchOperation[] = [];
+    let all = true;
+    for (const key of Object.keys(there)) {
+      path.push(key);
+      if (supplies.covers(path) || supplies.leadsInto(path)) all = remove(path, members) && all;
+      else all = false;
+      path.pop();
+    }
+    if (all) out.push({ op: 'remove', path: pointerOf(path) });
+    else out.push(...members);
+    return all;
+  };
+  for (const op of patch) {
+    const path = segmentsOf(op.path);
+    if (op.op === 'add' || (op.op === 'replace' && !has(current, path))) add(path, op.value);
+    else if (op.op === 'remove') {
+      if (has(current, path)) remove(path, ops);
+    } else ops.push(op);
+  }
+  return ops;
 }
