@@ -8,7 +8,7 @@ import type { KubeObject } from '../admission/types.js';
 import { StepFailedError, errorMessage } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { readOnlyView } from '../patch/tracked-object.js';
-import type { ReviewNotes } from './notes.js';
+import type { StepNotes } from './notes.js';
 import type { Step, StepInvocation } from './step.js';
 
 /** What an invocation comes to: the step's decision, or its failure with the reason. */
@@ -27,7 +27,7 @@ export interface InvocationInput {
   readonly plainObject: KubeObject | undefined;
   /** The request's old object; handed out as a read-only view only when a step reads it. */
   readonly oldObject: KubeObject | null | undefined;
-  readonly notes: ReviewNotes;
+  readonly notes: StepNotes;
   readonly logs: StepLogs;
   /** The review's clock (performance.now() in production). */
   readonly now: () => number;

@@ -12,13 +12,14 @@ import { applyPatchInPlace } from '../patch/apply.js';
 import { diffWritten } from '../patch/diff-written.js';
 import { trackObject, type TrackedSession } from '../patch/tracked-object.js';
 import { WorkingCopy } from '../patch/working-copy.js';
-import { WrittenPaths } from '../patch/written-paths.js';
+import { WrittenPaths, type ContainerPlace } from '../patch/written-paths.js';
 import { invokeStep, type StepResult } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, yieldIfLarge, type ReviewContext } from './review-context.js';
 import type { PatchConflict } from './review-observer.js';
 import type { StepPlan } from './step-graph.js';
 import type { Step } from './step.js';
-import { firstWriteOutside, mergeablePatch, overlaps, segmentsOf } from './write-set.js';
+import { firstWriteOutside, mergePatch, creationsOnTheWay, readsIn, writesOnMerge } from './write-set.js';
+import { HeldNotes } from './held-notes.js';
 import { skipReason } from './skip.js';
 
 /** Operations whose object cannot be patched (the apiserver refuses such patches). */
@@ -48,25 +49,35 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   const written = new WrittenPaths();
   let changes = 0;
   const seenChanges = new Map<Step, number>();
+  /**
+   * Declared IfNeeded steps that ran, with what they read as the object is now (write-set.ts readsIn); empty
+   * until one has run, so that no step's changes need to be looked at before.
+   */
+  const watched: Array<{ readonly step: Step; reads: string }> = [];
   /** Declared IfNeeded steps a later step changed something of that they read. */
-  let stale: Set<Step> | undefined;
-  /** How many declared IfNeeded steps have run: until one has, no step's changes need to be looked at. */
-  let watching = 0;
+  const stale = new Set<Step>();
   const invoked: Step[] = [];
 
-  /** Notes, for the declared steps invoked so far, that `paths` were changed by another step. */
-  const changed = (by: Step, paths: Iterable<string>) => {
-    if (watching === 0) return;
-    for (const step of invoked) {
-      const reads = step.declarations?.reads;
-      if (step === by || step.reinvocationPolicy !== 'IfNeeded' || !reads || stale?.has(step)) continue;
-      for (const path of paths) {
-        if (reads.patterns.some((pattern) => overlaps(pattern, segmentsOf(path)))) {
-          (stale ??= new Set()).add(step);
-          break;
-        }
-      }
+  /** After `by` changed the working copy: the watched steps that now read something else are stale. */
+  const changedBy = (by: Step) => {
+    for (const entry of watched) {
+      if (entry.step === by || stale.has(entry.step)) continue;
+      if (readsIn(working!.root, entry.step.declarations!.reads) !== entry.reads) stale.add(entry.step);
     }
+  };
+  /** Starts (or renews) watching what `step` reads, when it is a declared IfNeeded step. */
+  const watch = (step: Step) => {
+    const reads = step.declarations?.reads;
+    if (!reads || step.reinvocationPolicy !== 'IfNeeded' || !working) return;
+    const entry = watched.find((e) => e.step === step);
+    if (entry) entry.reads = readsIn(working.root, reads);
+    else watched.push({ step, reads: readsIn(working.root, reads) });
+  };
+
+  /** Gives the reports their levels once the phase is over, when some level ran several steps. */
+  const leveled = <T>(result: T): T => {
+    if (plan.concurrent) ctx.observer.leveled(levelNames(plan));
+    return result;
   };
 
   /** What an undeclared step's result does to the review: the denial that ends it, or undefined. */
@@ -87,15 +98,17 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
 
     if (outcome instanceof StepFailedError || !outcome.allowed) {
       session?.rollback();
+      watch(step);
       seenChanges.set(step, changes);
       return settleRefusal(ctx, step, ms, outcome, round);
     }
     const wrote = session !== undefined && session.writeCount > 0;
     if (wrote) {
       changes++;
-      recordWrites(ctx, step, session, written);
-      if (watching > 0) changed(step, session.writes);
+      recordWrites(ctx, step, written, (record) => session.forEachWrite((place, key) => record.recordAt(place, key)));
+      if (watched.length > 0) changedBy(step);
     }
+    watch(step);
     seenChanges.set(step, changes);
     ctx.observer.approved(step, ms, wrote, round);
     return undefined;
@@ -125,7 +138,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   };
 
   /** Starts a declared step on its own copy of `base`; what it returns, once it has. */
-  const startOnCopy = (step: Step, base: KubeObject): Finished | Promise<Finished> => {
+  const startOnCopy = (step: Step, base: KubeObject, notes: HeldNotes): Finished | Promise<Finished> => {
     const copy = new WorkingCopy(base);
     const session = trackObject(copy, step.name);
     const started = ctx.now();
@@ -136,7 +149,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
         object: session.view,
         plainObject: base,
         oldObject: request.oldObject,
-        notes: ctx.notes,
+        notes,
         logs: ctx.observer,
         now: ctx.now,
       },
@@ -162,14 +175,18 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   const runOnCopies = async (steps: readonly Step[], round: number): Promise<Denial | undefined> => {
     working ??= new WorkingCopy(request.object!);
     const base = working.root;
-    // Every step is started before any is awaited: that is what lets remote calls overlap.
-    const finished = await Promise.all(steps.map((step) => Promise.resolve(startOnCopy(step, base))));
+    // Every step is started before any is awaited: that is what lets remote calls overlap. Their notes are held
+    // and passed on in chain order, up to a denial: as many as the chain's order would have added.
+    const notes = steps.map(() => new HeldNotes());
+    const finished = await Promise.all(steps.map((step, i) => Promise.resolve(startOnCopy(step, base, notes[i]!))));
     // Every patch, and its check against the supplies, against the level's base first: merging one edits the
     // working copy in place, `base` included.
     const patches = finished.map((f) => ownPatch(f, base));
     const outside = finished.map((f, i) => firstWriteOutside(patches[i]!, base, f.step.declarations!.supplies));
+    const created = finished.map((f) => creationsOnTheWay(f.session.writes, base, f.step.declarations!.supplies));
     for (let i = 0; i < finished.length; i++) {
       const { step, ms } = finished[i]!;
+      notes[i]!.passTo(ctx.notes);
       let outcome = finished[i]!.outcome;
       const patch = patches[i]!;
       const supplies = step.declarations!.supplies;
@@ -183,25 +200,27 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
         }
       }
       if (outcome instanceof StepFailedError || !outcome.allowed) {
+        watch(step);
         seenChanges.set(step, changes);
         const denial = settleRefusal(ctx, step, ms, outcome, round);
         if (denial) return denial;
         continue;
       }
-      if (patch.length > 0) {
+      // A step that wrote counts as a change even when its writes came to nothing, as on the working copy.
+      const wrote = finished[i]!.session.writeCount > 0;
+      if (wrote) {
+        // Recorded as the step made them (conflicts are told as serially), not as the merge applies them.
+        const own = writesOnMerge(finished[i]!.session.writes, created[i]!, working.root);
         const merge = trackObject(working, step.name);
-        const ops = mergeablePatch(patch, working.root, supplies);
-        applyPatchInPlace(merge.view, ops);
+        const ways = mergePatch(patch, working.root, supplies, (op) => applyPatchInPlace(merge.view, [op]));
         merge.close();
         changes++;
-        recordWrites(ctx, step, merge, written);
-        changed(
-          step,
-          ops.map((op) => op.path),
-        );
+        recordWrites(ctx, step, written, (record) => [...ways, ...own].forEach((pointer) => record.record(pointer)));
+        if (watched.length > 0) changedBy(step);
       }
+      watch(step);
       seenChanges.set(step, changes);
-      ctx.observer.approved(step, ms, patch.length > 0, round);
+      ctx.observer.approved(step, ms, wrote, round);
     }
     return undefined;
   };
@@ -216,10 +235,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
       else runnable.push(step);
     }
     if (runnable.length === 0) continue;
-    for (const step of runnable) {
-      invoked.push(step);
-      if (step.declarations && step.reinvocationPolicy === 'IfNeeded') watching++;
-    }
+    invoked.push(...runnable);
     await yieldIfLarge(ctx);
     let denial: Denial | undefined;
     if (patchable && runnable[0]!.declarations) {
@@ -232,22 +248,22 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
         if (denial) break;
       }
     }
-    if (denial) return denial;
+    if (denial) return leveled(denial);
   }
   // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale — for a declared step,
   // only when a later step changed something it reads.
   for (const step of invoked) {
     if (step.reinvocationPolicy !== 'IfNeeded') continue;
-    if (step.declarations ? !stale?.has(step) : (seenChanges.get(step) ?? 0) === changes) continue;
+    if (step.declarations ? !stale.has(step) : (seenChanges.get(step) ?? 0) === changes) continue;
     let denial: Denial | undefined;
     if (patchable && step.declarations) denial = await runOnCopies([step], 1);
     else {
       const ran = runStep(step, 1);
       denial = ran instanceof Promise ? await ran : ran;
     }
-    if (denial) return denial;
+    if (denial) return leveled(denial);
   }
-  if (plan.concurrent) ctx.observer.leveled(levelNames(plan));
+  leveled(undefined);
 
   if (!working || changes === 0) return APPROVED;
   await yieldIfLarge(ctx);
@@ -312,8 +328,8 @@ function applyReturnedPatch(
 function recordWrites(
   ctx: ReviewContext,
   step: Step,
-  session: TrackedSession<KubeObject>,
   written: WrittenPaths,
+  visit: (record: { record(pointer: string): void; recordAt(place: ContainerPlace, key: string): void }) => void,
 ): void {
   let conflicts = 0;
   let first: PatchConflict | undefined;
@@ -321,7 +337,10 @@ function recordWrites(
     conflicts++;
     first ??= { path, earlier, earlierPath };
   };
-  session.forEachWrite((place, key) => written.recordAt(place, key, step.name, onOverwrite));
+  visit({
+    record: (pointer) => written.record(pointer, step.name, onOverwrite),
+    recordAt: (place, key) => written.recordAt(place, key, step.name, onOverwrite),
+  });
   if (!first) return;
   // One annotation and one log line per step, however many paths it overwrote: both stay bounded.
   const more = conflicts > 1 ? ` (and ${conflicts - 1} more)` : '';

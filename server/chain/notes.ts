@@ -41,7 +41,13 @@ interface StepNoteCount {
   droppedAnnotations: number;
 }
 
-export class ReviewNotes {
+/** Where a step's own warnings and audit annotations go while it runs. */
+export interface StepNotes {
+  stepWarn(step: string, text: string): void;
+  stepAnnotate(step: string, key: string, value: string): void;
+}
+
+export class ReviewNotes implements StepNotes {
   private readonly warningSet = new Set<string>();
   private annotationMap: Record<string, string> | undefined;
   private counts: Map<string, StepNoteCount> | undefined;
@@ -78,6 +84,14 @@ export class ReviewNotes {
       count.annotations++;
       this.annotate(step, String(key).slice(0, 2 * ITEM_RUNES), value);
     }
+  }
+
+  /** Counts notes a step added over its limit before they reached the review (HeldNotes). */
+  stepDropped(step: string, warnings: number, annotations: number): void {
+    if (warnings === 0 && annotations === 0) return;
+    const count = this.countOf(step);
+    count.droppedWarnings += warnings;
+    count.droppedAnnotations += annotations;
   }
 
   /** What each step had dropped over its limit, when any did. */

@@ -132,19 +132,23 @@ export function planSteps(steps: readonly Step[], demoted?: ReadonlySet<string>)
   const declarationsOf = (step: Step): Declarations | undefined =>
     aside.has(step.name) ? undefined : step.declarations;
 
-  const levelOf: number[] = [];
+  // A level is a run of consecutive steps of the chain with no order between any two of them: a step that
+  // must follow one of the current level starts the next. Everything the steps report then comes in chain
+  // order, as it would serially: a denial is the first in the chain, warnings come in its order.
   const levels: Step[][] = [];
-  steps.forEach((step, i) => {
+  let current: Step[] | undefined;
+  for (const step of steps) {
     const d = declarationsOf(step);
-    let level = 0;
-    for (let j = 0; j < i; j++) {
-      const other = steps[j]!;
-      const o = declarationsOf(other);
-      if (!d || !o || orderReason(other, o, step, d) !== undefined) level = Math.max(level, levelOf[j]! + 1);
-    }
-    levelOf.push(level);
-    (levels[level] ??= []).push(step);
-  });
+    const joins =
+      d !== undefined &&
+      current !== undefined &&
+      current.every((other) => {
+        const o = declarationsOf(other);
+        return o !== undefined && orderReason(other, o, step, d) === undefined;
+      });
+    if (joins) current!.push(step);
+    else levels.push((current = [step]));
+  }
   return {
     levels: levels.map((level) => Object.freeze(level)),
     concurrent: levels.some((level) => level.length > 1),

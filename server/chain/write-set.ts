@@ -76,6 +76,49 @@ function valueAt(document: unknown, path: readonly string[]): unknown {
   return node;
 }
 
+/** JSON text with every object's members in sorted order: equal for equal JSON values. */
+const sortedJson = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    isContainer(v) && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, v[k]]),
+        )
+      : v,
+  );
+
+/**
+ * What a step that reads `reads` sees in `document`, as text: every path the patterns reach, with its value.
+ * Equal texts, equal reads (members in any order). Linear in what the patterns reach.
+ */
+export function readsIn(document: unknown, reads: WriteSet): string {
+  const seen: Array<[string, string]> = [];
+  const at: string[] = [];
+  const walk = (value: unknown, pattern: PathPattern, i: number): void => {
+    if (i === pattern.length) {
+      seen.push([at.join('/'), sortedJson(value)]);
+      return;
+    }
+    if (!isContainer(value)) return;
+    const keys =
+      pattern[i] !== ANY
+        ? Object.hasOwn(value, pattern[i]!)
+          ? [pattern[i]!]
+          : []
+        : Array.isArray(value)
+          ? Object.keys(value)
+          : Object.keys(value).sort();
+    for (const key of keys) {
+      at.push(escapeSegment(key));
+      walk((value as Record<string, unknown>)[key], pattern, i + 1);
+      at.pop();
+    }
+  };
+  for (const pattern of reads.patterns) walk(document, pattern, 0);
+  return JSON.stringify(seen);
+}
+
 /**
  * The first path below `path` where `before` and `after` differ and that `supplies` does not cover. Only
  * called on the way to the lane, so it descends at most as deep as the deepest pattern and then compares
@@ -149,39 +192,50 @@ function has(document: unknown, path: readonly string[]): boolean {
 const pointerOf = (path: readonly string[]): string => `/${path.map(escapeSegment).join('/')}`;
 
 /**
- * A declared step's own patch (against its level's base, kept to `supplies`) as it merges into `current`, the
- * object as the level-mates before it in chain order left it: what the step would have done had it run after
- * them. Only the way to its lane can have changed meanwhile (level-mates' supplies do not overlap):
- *  - an object it added on the way (`/metadata/annotations`, created for its annotation) that a level-mate
- *    added too gets the step's members, instead of replacing the level-mate's;
+ * Merges a declared step's own patch (against its level's base, kept to `supplies`) into `current`, the object
+ * as the level-mates before it in chain order left it, by handing `apply` one operation at a time (each sees
+ * the ones before it applied): what the step would have done had it run after them. Returns the pointers of
+ * the ways it made again. Only the way to its lane
+ * can have changed meanwhile (level-mates' supplies do not overlap):
+ *  - an object it added on the way (`/metadata/annotations`, created for its annotation) is created empty
+ *    when it is not there, and gets the step's members one by one, as a step that creates the maps on the way
+ *    writes them (so a later step overwriting one of them is seen as it would be serially);
  *  - an object it removed on the way (with nothing outside its lane in it) to which a level-mate added a member
  *    loses only what the step's lane covers;
  *  - the way a level-mate removed is created again, as objects, for what the step writes below it.
  */
-export function mergeablePatch(
+export function mergePatch(
   patch: readonly JsonPatchOperation[],
   current: unknown,
   supplies: WriteSet,
-): JsonPatchOperation[] {
-  const ops: JsonPatchOperation[] = [];
+  apply: (op: JsonPatchOperation) => void,
+): string[] {
+  /** The ways made again, for the step's writes: the chain's order would have seen it make them. */
+  const madeAgain: string[] = [];
+  /** Adds `value` at `path`, making the way again where a level-mate removed it (one empty object a segment). */
+  const put = (path: readonly string[], value: unknown): void => {
+    for (let i = 1; i < path.length; i++) {
+      const way = path.slice(0, i);
+      if (isContainer(valueAt(current, way))) continue;
+      madeAgain.push(pointerOf(way));
+      apply({ op: 'add', path: madeAgain.at(-1)!, value: {} });
+    }
+    apply({ op: 'add', path: pointerOf(path), value });
+  };
   const add = (path: string[], value: unknown): void => {
-    const there = valueAt(current, path);
-    if (!supplies.covers(path) && isObject(value) && isObject(there)) {
-      for (const key of Object.keys(value)) {
-        path.push(key);
-        add(path, value[key]);
-        path.pop();
-      }
+    if (supplies.covers(path) || !isObject(value)) {
+      put(path, value);
       return;
     }
-    let parent = path.length - 1;
-    while (parent > 0 && !isContainer(valueAt(current, path.slice(0, parent)))) parent--;
-    let nested = value;
-    for (let i = path.length - 1; i > parent; i--) nested = { [path[i]!]: nested };
-    ops.push({ op: 'add', path: pointerOf(path.slice(0, parent + 1)), value: nested });
+    if (!isObject(valueAt(current, path))) put(path, {});
+    for (const key of Object.keys(value)) {
+      path.push(key);
+      add(path, value[key]);
+      path.pop();
+    }
   };
-  /** Removes what the lane covers at `path` into `out`; whether that was all there is. */
-  const remove = (path: string[], out: JsonPatchOperation[]): boolean => {
+  /** The removals of what the lane covers at `path`, into `out`; whether that was all there is. */
+  const removals = (path: string[], out: JsonPatchOperation[]): boolean => {
     const there = valueAt(current, path);
     if (supplies.covers(path) || !isObject(there)) {
       out.push({ op: 'remove', path: pointerOf(path) });
@@ -191,7 +245,7 @@ export function mergeablePatch(
     let all = true;
     for (const key of Object.keys(there)) {
       path.push(key);
-      if (supplies.covers(path) || supplies.leadsInto(path)) all = remove(path, members) && all;
+      if (supplies.covers(path) || supplies.leadsInto(path)) all = removals(path, members) && all;
       else all = false;
       path.pop();
     }
@@ -203,8 +257,28 @@ export function mergeablePatch(
     const path = segmentsOf(op.path);
     if (op.op === 'add' || (op.op === 'replace' && !has(current, path))) add(path, op.value);
     else if (op.op === 'remove') {
-      if (has(current, path)) remove(path, ops);
-    } else ops.push(op);
+      const out: JsonPatchOperation[] = [];
+      if (has(current, path)) removals(path, out);
+      out.forEach(apply);
+    } else apply(op);
   }
-  return ops;
+  return madeAgain;
+}
+
+/**
+ * A declared step's writes (escaped pointers, as it made them on its copy of `base`) that created a map on the
+ * way to its lane: when a level-mate has created it first, the chain's order would not have seen them made.
+ */
+export function creationsOnTheWay(pointers: readonly string[], base: unknown, supplies: WriteSet): Set<string> {
+  const created = new Set<string>();
+  for (const pointer of pointers) {
+    const path = segmentsOf(pointer);
+    if (!supplies.covers(path) && !has(base, path)) created.add(pointer);
+  }
+  return created;
+}
+
+/** What a step's `created` (creationsOnTheWay) leaves of `pointers` when merged into `current`. */
+export function writesOnMerge(pointers: readonly string[], created: ReadonlySet<string>, current: unknown): string[] {
+  return created.size === 0 ? [...pointers] : pointers.filter((p) => !created.has(p) || !has(current, segmentsOf(p)));
 }

@@ -18,6 +18,10 @@ export interface ChainStepView {
   readonly url?: string;
   readonly failurePolicy: string;
   readonly breaker?: { readonly state: string };
+  /** Mutate steps: the level of the plan it runs in (steps of one level run side by side). */
+  readonly level?: number;
+  readonly supplies?: readonly string[];
+  readonly dependsOn?: readonly string[];
 }
 
 /** GET /chain: the resolved order and every step. */
@@ -26,6 +30,8 @@ export interface ChainView {
   readonly mutate: readonly ChainStepView[];
   readonly validate: readonly ChainStepView[];
   readonly providers: readonly { readonly name: string; readonly breaker: string; readonly ready: boolean }[];
+  /** Declarations that cannot be ordered (their steps run one after another meanwhile). */
+  readonly problems?: readonly string[];
 }
 
 export async function getChain(opsUrl: string): Promise<ChainView> {

@@ -79,7 +79,7 @@ chain:
     }
   });
 
-  it('places a step one level after the latest step it must follow, not after the whole level', () => {
+  it('makes a level of consecutive steps: one that must follow a step of the level starts the next', () => {
     assert.deepEqual(
       levels(`
 chain:
@@ -89,7 +89,9 @@ chain:
   - { plugin: mutator, name: d, supplies: [/metadata/labels/d], dependsOn: [c] }
   - { plugin: mutator, name: e, supplies: [/metadata/labels/e] }
 `),
-      [['a', 'b', 'e'], ['c'], ['d']],
+      // e could have started with a and b; it joins d instead, so that what the steps report (a denial, the
+      // warnings) comes in the chain's order.
+      [['a', 'b'], ['c'], ['d', 'e']],
     );
   });
 

@@ -1,0 +1,36 @@
+/**
+ * The notes of a step that runs beside others of its level, held until the level is settled in chain order:
+ * warnings and audit annotations then reach the review in the chain's order, and a step the chain would not
+ * have reached (after a denial earlier in its level) adds none. Holds no more than the review would keep of
+ * one step, and counts the rest as dropped, so a step adding notes without end costs nothing more.
+ */
+import { MAX_STEP_NOTES, type ReviewNotes, type StepNotes } from './notes.js';
+
+export class HeldNotes implements StepNotes {
+  private readonly warnings: Array<readonly [string, string]> = [];
+  private readonly annotations: Array<readonly [string, string, string]> = [];
+  private readonly over = new Map<string, { warnings: number; annotations: number }>();
+
+  stepWarn(step: string, text: string): void {
+    if (this.warnings.length < MAX_STEP_NOTES) this.warnings.push([step, text]);
+    else this.overOf(step).warnings++;
+  }
+
+  stepAnnotate(step: string, key: string, value: string): void {
+    if (this.annotations.length < MAX_STEP_NOTES) this.annotations.push([step, key, value]);
+    else this.overOf(step).annotations++;
+  }
+
+  /** Hands what was held to the review's notes, as if the step had added it there. */
+  passTo(notes: ReviewNotes): void {
+    for (const [step, text] of this.warnings) notes.stepWarn(step, text);
+    for (const [step, key, value] of this.annotations) notes.stepAnnotate(step, key, value);
+    this.over.forEach((over, step) => notes.stepDropped(step, over.warnings, over.annotations));
+  }
+
+  private overOf(step: string): { warnings: number; annotations: number } {
+    let over = this.over.get(step);
+    if (!over) this.over.set(step, (over = { warnings: 0, annotations: 0 }));
+    return over;
+  }
+}
