@@ -205,6 +205,25 @@ export function answeredAllowed(status, body, uid) {
   return status === 200 && body !== null && body.includes(uid) && body.includes('"allowed":true');
 }
 
+/**
+ * Why an answer's patch does not add every one of `paths` (`add` or `replace` at exactly that pointer), or
+ * undefined when it does. Decodes the whole answer, so it is only for scenarios whose answers must carry
+ * particular changes, at rates where the load generator's CPU does not matter.
+ */
+export function patchLacks(body, paths) {
+  let ops;
+  try {
+    const patch = JSON.parse(body.toString('utf8')).response?.patch;
+    if (!patch) return 'the answer has no patch';
+    ops = JSON.parse(Buffer.from(patch, 'base64').toString('utf8'));
+  } catch (err) {
+    return `the answer's patch cannot be read: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  const added = new Set(ops.filter((op) => op.op === 'add' || op.op === 'replace').map((op) => op.path));
+  const missing = paths.filter((p) => !added.has(p));
+  return missing.length ? `the answer's patch lacks ${missing.join(', ')}` : undefined;
+}
+
 /** utime+stime of a process in µs, resident set, its peak, and the main thread's run-queue wait. */
 export function readProc(pid, clockTicks = 100) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');

@@ -15,7 +15,7 @@ import { URL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import { Connection, answeredAllowed, readProc, requestBuilder, summarize, uidFor } from './lib.mjs';
+import { Connection, answeredAllowed, patchLacks, readProc, requestBuilder, summarize, uidFor } from './lib.mjs';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 process.on('SIGTERM', () => process.exit(143));
@@ -84,9 +84,14 @@ async function openConnections(count) {
   return conns;
 }
 
-function describeFailure(err, status, body) {
+/**
+ * Why an answer does not count, or undefined when it does: allowed with its uid, and with `cfg.patchPaths`
+ * (pointers every answer's patch must add) a patch adding each of them.
+ */
+function failureOf(err, status, body, uid) {
   if (err) return `error: ${err.message}`;
-  return `HTTP ${status}: ${body ? body.toString('utf8', 0, 300) : ''}`;
+  if (!answeredAllowed(status, body, uid)) return `HTTP ${status}: ${body ? body.toString('utf8', 0, 300) : ''}`;
+  return cfg.patchPaths ? patchLacks(body, cfg.patchPaths) : undefined;
 }
 
 async function closedLoop() {
@@ -109,12 +114,13 @@ async function closedLoop() {
     const t0 = performance.now();
     conn.send(builder.build(uid), (err, status, body) => {
       if (phase === 'measure') {
-        if (!err && answeredAllowed(status, body, uid)) {
+        const failure = failureOf(err, status, body, uid);
+        if (failure === undefined) {
           ok++;
           latency.record(usSince(t0));
         } else {
           errors++;
-          firstError ??= describeFailure(err, status, body);
+          firstError ??= failure;
         }
       }
       if (err) setTimeout(() => loop(conn), 10);
@@ -189,12 +195,13 @@ async function fixedRate() {
     const uid = uidFor(i);
     conn.send(builder.build(uid), (err, status, body) => {
       if (measured) {
-        if (!err && answeredAllowed(status, body, uid)) {
+        const failure = failureOf(err, status, body, uid);
+        if (failure === undefined) {
           ok++;
           latency.record(usSince(scheduled));
         } else {
           errors++;
-          firstError ??= describeFailure(err, status, body);
+          firstError ??= failure;
         }
         lastMeasuredDone = performance.now();
       }

@@ -17,7 +17,7 @@ import { URL, fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { LARGE, largeReport, runLarge } from './large.mjs';
-import { Connection, portLine, readProc, requestBuilder, uidFor } from './lib.mjs';
+import { Connection, patchLacks, portLine, readProc, requestBuilder, uidFor } from './lib.mjs';
 import { parseMemoryQuantity, removeCgroupsSync } from './memcg.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -39,8 +39,9 @@ const HELP = `usage: npm run bench [-- options]
   --rss-rate N         rate of the peak-RSS run of the plugin chain (default 2000)
   --connections N      closed-loop keep-alive connections (default 16)
   --extra N            extra trivial plugins in the "plugins+N" scenario (default 8)
-  --only LIST          comma-separated scenario keys to run (raw and rawDeferred run too unless only
-                       "large" is asked for: the ratios need them)
+  --only LIST          comma-separated scenario keys to run (raw and rawDeferred run too with any
+                       scenario the ratios compare with them, i.e. not with "large" or "parallelProviders"
+                       alone; parallelProviders brings parallelProvidersUndeclared)
   --soak S             instead of the default run: the plugin chain at --soak-rate for S seconds,
                        RSS sampled every 5 s (e.g. --soak 300)
   --soak-rate N        rate of the soak (default 2000)
@@ -100,6 +101,12 @@ const opts = {
   clientCore: num('client-core'),
   fixedConnections: 64,
 };
+
+/**
+ * (f)/(f′): remote providers answering after a fixed delay. The rate is low enough that neither the providers
+ * (all on the client core) nor the gateway is busy, so the latency is the delays and how they add up.
+ */
+const PARALLEL = { providers: 3, delayMs: 20, rate: 100, warmupS: 1, fixedS: 6 };
 
 /** Send lag p99 (ms) above which the fixed-rate generator counts as late (a caveat is printed). */
 const LATE_GENERATOR_MS = 0.5;
@@ -200,8 +207,11 @@ async function makeCertificates() {
   return { ...files, caBundle: generate.caBundle(bundle.caCert) };
 }
 
-/** One request on a fresh connection; returns the decoded AdmissionReview response. */
-async function reviewOnce(port, ca, reqPath, n) {
+/**
+ * One request on a fresh connection; returns the decoded AdmissionReview response. With `patchPaths`, its patch
+ * must add each of those pointers.
+ */
+async function reviewOnce(port, ca, reqPath, n, { patchPaths } = {}) {
   const conn = new Connection({ host: '127.0.0.1', port, ca });
   await conn.connect();
   try {
@@ -215,6 +225,8 @@ async function reviewOnce(port, ca, reqPath, n) {
     if (status !== 200 || response.uid !== uid || response.allowed !== true) {
       throw new Error(`unexpected answer: HTTP ${status} ${body.toString('utf8').slice(0, 400)}`);
     }
+    const lacks = patchPaths && patchLacks(body, patchPaths);
+    if (lacks) throw new Error(`unexpected answer: ${lacks}`);
     const patch = response.patch ? JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) : [];
     return { patchOps: patch.length, warnings: response.warnings ?? [] };
   } finally {
@@ -249,8 +261,8 @@ function memoryFromMetrics(text) {
 }
 
 // -------------------------------------------------------------------------------------------- servers
-/** Starts bench/servers.mjs (allow | hang) pinned to `core`; resolves with its pid and port. */
-async function startEchoServer(name, mode, core, certs) {
+/** Starts bench/servers.mjs MODE … pinned to `core` (`args` after the certificate files); resolves with its pid and port. */
+async function startEchoServer(name, mode, core, certs, args = []) {
   const errFile = path.join(tmp, `${name}.err`);
   const err = fs.openSync(errFile, 'a');
   const child = startChild(
@@ -265,6 +277,7 @@ async function startEchoServer(name, mode, core, certs) {
       mode,
       certs.certFile,
       certs.keyFile,
+      ...args,
     ]),
     { stdio: ['ignore', 'pipe', err] },
   );
@@ -274,12 +287,12 @@ async function startEchoServer(name, mode, core, certs) {
     name,
     pid: child.pid,
     port,
-    /** Stops the server; resolves with what it reports: { served, connections }. */
+    /** Stops the server; resolves with what it reports: { served, connections, …its mode's figures }. */
     async stop() {
       await stopChild(child);
       try {
-        const { served, connections } = JSON.parse(tail(errFile, 1));
-        return { served, tlsConnections: connections };
+        const { mode: _mode, served, connections, ...more } = JSON.parse(tail(errFile, 1));
+        return { served, tlsConnections: connections, ...more };
       } catch {
         return undefined;
       }
@@ -328,9 +341,10 @@ function deploymentMemoryLimit() {
 /**
  * Starts `node dist/server/main.js serve --config …` pinned to the server core; waits for /readyz. With
  * `cgroupProcs` it starts inside that cgroup: a shell writes its own pid there and then execs the gateway (same
- * pid), so the gateway's first allocation is already charged to the cgroup.
+ * pid), so the gateway's first allocation is already charged to the cgroup. With `keepLog` its log is not
+ * truncated, so that its review lines can be read afterwards (`logFile`): only for runs of a few thousand reviews.
  */
-async function startGateway(name, config, { cgroupProcs } = {}) {
+async function startGateway(name, config, { cgroupProcs, keepLog = false } = {}) {
   const configFile = path.join(tmp, `${name}.yaml`);
   fs.writeFileSync(configFile, YAML.stringify(config));
   const logFile = path.join(tmp, `${name}.log`);
@@ -382,19 +396,22 @@ async function startGateway(name, config, { cgroupProcs } = {}) {
   }
   fs.copyFileSync(logFile, path.join(tmp, `${name}.startup.log`));
   // The per-review log lines are written (their cost is real) but not kept: truncate every 2 s.
-  const truncate = setInterval(() => {
-    try {
-      fs.truncateSync(logFile, 0);
-    } catch {
-      // the temporary directory is being removed
-    }
-  }, 2000);
-  timers.add(truncate);
+  const truncate = keepLog
+    ? undefined
+    : setInterval(() => {
+        try {
+          fs.truncateSync(logFile, 0);
+        } catch {
+          // the temporary directory is being removed
+        }
+      }, 2000);
+  if (truncate) timers.add(truncate);
   return {
     name,
     pid: child.pid,
     port: Number(new URL(urls.webhook).port),
     opsUrl: urls.ops,
+    logFile,
     /** null while it runs; { code, signal } once it exited by itself (or was killed, e.g. by the OOM killer). */
     exitStatus: () => (exited(child) ? { code: child.exitCode, signal: child.signalCode } : null),
     stderrTail: () => tail(errFile, 5),
@@ -445,15 +462,18 @@ function loadCfg(target, reqPath, certs, extra) {
 const progress = (text) => process.stdout.write(text);
 
 /**
- * One scenario: start → sanity check (one review, must be allowed with its uid) → optional priming →
- * closed loop (warm-up + window) → fixed rate(s) → peak RSS → stop.
+ * One scenario: start → sanity check (one review, must be allowed with its uid, and with `patchPaths` add
+ * those pointers, as must every answer after it) → optional priming → closed loop (warm-up + window) →
+ * fixed rate(s) → peak RSS → stop.
  */
 async function runScenario(index, total, scenario, certs) {
   progress(`[${index}/${total}] ${scenario.key.padEnd(15)} ${scenario.label}\n`);
   const target = await scenario.start();
   let result;
   try {
-    const sanity = await reviewOnce(target.port, fs.readFileSync(certs.caCertFile), scenario.path, 1);
+    const sanity = await reviewOnce(target.port, fs.readFileSync(certs.caCertFile), scenario.path, 1, {
+      patchPaths: scenario.patchPaths,
+    });
     progress(`      answer: allowed, ${sanity.patchOps} patch op(s), ${sanity.warnings.length} warning(s)\n`);
     if (scenario.prime) await scenario.prime(target);
     result = { label: scenario.label, path: scenario.path, sanity };
@@ -481,7 +501,8 @@ async function runScenario(index, total, scenario, certs) {
     }
     if (scenario.fixed !== false) {
       const rate = scenario.rate ?? opts.rate;
-      const warmupS = result.closed ? 1 : Math.max(opts.warmupS, 1);
+      const warmupS = scenario.warmupS ?? (result.closed ? 1 : Math.max(opts.warmupS, 1));
+      const durationS = scenario.fixedS ?? opts.fixedS;
       const fixedRun = () =>
         loadgen(
           loadCfg(target, scenario.path, certs, {
@@ -489,10 +510,11 @@ async function runScenario(index, total, scenario, certs) {
             rate,
             connections: opts.fixedConnections,
             warmupS,
-            durationS: opts.fixedS,
+            durationS,
+            ...(scenario.patchPaths ? { patchPaths: scenario.patchPaths } : {}),
           }),
         );
-      progress(`      fixed rate: ${rate}/s, ${warmupS}s warm-up + ${opts.fixedS}s ...`);
+      progress(`      fixed rate: ${rate}/s, ${warmupS}s warm-up + ${durationS}s ...`);
       result.fixed = await fixedRun();
       // The generator's own lateness (its send lag, measured per request) is in every latency it reports. When
       // it was late, the window says more about the generator than about the server: measure it once more
@@ -523,6 +545,53 @@ async function waitForBreakerOpen(target, provider, ca) {
     await reviewOnce(target.port, ca, MUTATE_PATH, n); // Ignore: allowed after the provider's 1 s timeout
   }
   throw new Error(`breaker of provider ${provider} did not open within 30 s`);
+}
+
+/** The mutate plan a gateway runs, from `/chain`: its order line and each mutate step's level. */
+async function mutatePlan(opsUrl) {
+  const chain = await (await fetch(`${opsUrl}/chain`)).json();
+  return {
+    order: chain.order,
+    levels: Object.fromEntries((chain.mutate ?? []).map((step) => [step.name, step.level])),
+    ...(chain.problems ? { problems: chain.problems } : {}),
+  };
+}
+
+const median = (values) => {
+  if (!values.length) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+};
+
+/**
+ * What the gateway's own review lines say of a run (every review of it, warm-up included): the review's time,
+ * its steps' times summed and the slowest step's (medians), and the levels the steps' reports name. Steps
+ * that overlap sum to more than the review took (`overlap`: steps' sum ÷ review, median); one after another,
+ * to a little less.
+ */
+function reviewLineStats(logFile) {
+  const reviews = [];
+  for (const line of fs.readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('"msg":"review"')) continue;
+    try {
+      reviews.push(JSON.parse(line));
+    } catch {
+      // a line cut by the gateway's exit
+    }
+  }
+  const levels = {};
+  for (const review of reviews) {
+    for (const step of review.steps ?? []) (levels[step.step] ??= new Set()).add(step.level ?? null);
+  }
+  const sums = reviews.map((r) => (r.steps ?? []).reduce((sum, step) => sum + step.ms, 0));
+  return {
+    reviews: reviews.length,
+    reviewMs: round(median(reviews.map((r) => r.ms)), 3),
+    stepsSumMs: round(median(sums), 3),
+    slowestStepMs: round(median(reviews.map((r) => Math.max(0, ...(r.steps ?? []).map((step) => step.ms)))), 3),
+    overlap: round(median(reviews.map((r, i) => (r.ms > 0 ? sums[i] / r.ms : 0))), 2),
+    levels: Object.fromEntries(Object.entries(levels).map(([step, seen]) => [step, [...seen]])),
+  };
 }
 
 // ------------------------------------------------------------------------------------------- reporting
@@ -582,6 +651,11 @@ function evaluate(s) {
     providerCpuUsPerCallClosed: round(diff(cpuClosed('provider'), cpuClosed('emptyChain')), 1),
     breakerOpenP50DeltaMs: round(diff(fixed('breakerOpen', 'p50'), fixed('emptyChain', 'p50')), 3),
     breakerOpenP99DeltaMs: round(diff(fixed('breakerOpen', 'p99'), fixed('emptyChain', 'p99')), 3),
+    parallelProvidersSpeedup: (() => {
+      const declared = fixed('parallelProviders', 'p50');
+      const undeclared = fixed('parallelProvidersUndeclared', 'p50');
+      return declared && undeclared !== null ? round(undeclared / declared, 2) : null;
+    })(),
   };
   const targets = [
     check('emptyChain', '(b)/(a) closed-loop throughput, 16 connections', ratios.emptyChain, 0.65, 'ratio', '>='),
@@ -607,9 +681,71 @@ function evaluate(s) {
     check('breakerOpenP50', `(e) − (b) p50 at ${opts.rate}/s`, derived.breakerOpenP50DeltaMs, 0.1, 'ms'),
     check('breakerOpenP99', `(e) − (b) p99 at ${opts.rate}/s`, derived.breakerOpenP99DeltaMs, 1, 'ms'),
     check('peakRss', `(c) peak RSS at ${opts.rssRate}/s (VmHWM)`, s.plugins2000?.peakRssMiB ?? null, 128, 'MiB'),
+    ...parallelTargets(s.parallelProviders, s.parallelProvidersUndeclared),
     ...largeTargets(s.large),
   ];
   return { raw, ratios, ratiosCpu, derived, targets };
+}
+
+/**
+ * (f) and (f′). An answer without the three labels is an error; an error, or a plan that did not put the
+ * declared providers in one level (or the undeclared ones in one each), fails the target whatever its figure.
+ */
+function parallelTargets(declared, undeclared) {
+  const what = `${PARALLEL.providers} ${PARALLEL.delayMs} ms providers`;
+  const failure = (r, oneLevel) => {
+    if (!r) return undefined;
+    if (r.error) return r.error.split('\n')[0].slice(0, 160);
+    if (r.fixed?.errors) return `${r.fixed.errors} errors: ${r.fixed.firstError}`.slice(0, 160);
+    const levels = Object.values(r.plan?.levels ?? {});
+    const expected = levels.map((_, i) => (oneLevel ? 0 : i));
+    if (levels.join() !== expected.join())
+      return `the plan was ${r.plan?.order ?? '?'}, expected ${oneLevel ? 'one level' : 'one step a level'}`;
+    return undefined;
+  };
+  const failed = (t, note) => (note ? { ...t, pass: false, note } : t);
+  // The mutate phase's own time, as the gateway's review lines give it (decoded review to answer): what the
+  // declarations change. The client's p50 (TLS, the generator's lateness) is in the fixed-rate table.
+  const p50 = (r) => r?.reviewLines?.reviewMs ?? null;
+  const out = [];
+  if (declared) {
+    out.push(
+      failed(
+        check(
+          'parallelProviders',
+          `(f) ${what} with disjoint supplies: mutate phase p50 at ${PARALLEL.rate}/s (review lines)`,
+          p50(declared),
+          25,
+          'ms',
+        ),
+        failure(declared, true),
+      ),
+    );
+  }
+  if (undeclared) {
+    // One after another the delays add up; above the sum, each call's own cost (a few ms on a busy core).
+    const serial = PARALLEL.providers * PARALLEL.delayMs;
+    const [low, high] = [serial - 5, serial + 15];
+    const value = p50(undeclared);
+    out.push(
+      failed(
+        {
+          ...check(
+            'parallelProvidersUndeclared',
+            `(f′) the same without declarations: mutate phase p50 at ${PARALLEL.rate}/s (review lines)`,
+            value,
+            high,
+            'ms',
+          ),
+          comparison: 'within',
+          limit: [low, high],
+          pass: value === null ? null : value >= low && value <= high,
+        },
+        failure(undeclared, false),
+      ),
+    );
+  }
+  return out;
 }
 
 /**
@@ -749,6 +885,28 @@ function printReport(results) {
     ],
     fixedRows,
   );
+  const parallelRows = ['parallelProviders', 'parallelProvidersUndeclared']
+    .filter((key) => s[key]?.reviewLines)
+    .map((key) => {
+      const { plan, reviewLines: r, servers } = s[key];
+      const peers = Object.values(servers ?? {});
+      return [
+        key,
+        plan.order,
+        r.reviews,
+        r.reviewMs,
+        r.stepsSumMs,
+        r.slowestStepMs,
+        r.overlap,
+        peers.map((p) => `${p.sawOtherLabels ?? '?'}/${p.served ?? '?'}`).join(' '),
+      ];
+    });
+  printTable(
+    `\n${PARALLEL.providers} providers answering in ${PARALLEL.delayMs} ms: the gateway's own review lines (medians, ms); ` +
+      '"overlap" = steps\' time summed ÷ review time; "saw another\'s label" = calls whose object already had one (per provider)',
+    ['scenario', 'plan', 'reviews', 'review', 'steps summed', 'slowest step', 'overlap', "saw another's label"],
+    parallelRows,
+  );
   if (s.large) {
     console.log(`\nLarge reviews (gateway.yaml chain; answer times measured by the client, one connection)`);
     for (const line of largeReport(s.large)) console.log(line);
@@ -760,8 +918,9 @@ function printReport(results) {
       continue;
     }
     const verdict = t.pass === null ? 'n/a ' : t.pass ? 'PASS' : 'FAIL';
+    const limit = Array.isArray(t.limit) ? t.limit.join('–') : t.limit;
     console.log(
-      `  ${verdict}  ${t.description}: ${t.value ?? '–'} ${t.unit} (${t.comparison} ${t.limit})${t.note ? ` — ${t.note}` : ''}`,
+      `  ${verdict}  ${t.description}: ${t.value ?? '–'} ${t.unit} (${t.comparison} ${limit})${t.note ? ` — ${t.note}` : ''}`,
     );
   }
   if (raw.rps !== null) {
@@ -862,23 +1021,62 @@ function scenarios(shipped, certs) {
     caBundle: certs.caBundle,
     ...extra,
   });
-  const withPeer = (peerName, mode, key, chainFor) => async () => {
-    const peer = await startEchoServer(peerName, mode, opts.clientCore, certs);
+  /**
+   * Starts the peers ({ name, mode, args }: bench/servers.mjs on the client core, as remote providers), then
+   * the gateway of `key` with the chain `chainFor(ports by peer name)`.
+   */
+  const withPeers = (peers, key, chainFor, gatewayOptions) => async () => {
+    const started = [];
     try {
-      const gw = await startGateway(key, gatewayConfig(shipped, certs, chainFor(peer.port)));
+      for (const { name, mode, args } of peers) {
+        started.push({ name, server: await startEchoServer(`${key}-${name}`, mode, opts.clientCore, certs, args) });
+      }
+      const ports = Object.fromEntries(started.map(({ name, server }) => [name, server.port]));
+      const gw = await startGateway(key, gatewayConfig(shipped, certs, chainFor(ports)), gatewayOptions);
       return {
         ...gw,
-        peerPids: { [peerName]: peer.pid },
+        peerPids: Object.fromEntries(started.map(({ name, server }) => [name, server.pid])),
         async stop() {
           await gw.stop();
-          return { [peerName]: await peer.stop() };
+          return Object.fromEntries(
+            await Promise.all(started.map(async ({ name, server }) => [name, await server.stop()])),
+          );
         },
       };
     } catch (err) {
-      await peer.stop();
+      await Promise.all(started.map(({ server }) => server.stop()));
       throw err;
     }
   };
+  const parallelLabels = Array.from({ length: PARALLEL.providers }, (_, i) => `bench-p${i + 1}`);
+  /** (f) and (f′): the same chain of label providers, each entry declaring its label (or not). */
+  const parallel = (key, declared, extra) => ({
+    key,
+    path: MUTATE_PATH,
+    closed: false,
+    comparedWithRaw: false,
+    rate: PARALLEL.rate,
+    warmupS: PARALLEL.warmupS,
+    fixedS: PARALLEL.fixedS,
+    patchPaths: parallelLabels.map((label) => `/metadata/labels/${label}`),
+    start: withPeers(
+      parallelLabels.map((label, i) => ({ name: `p${i + 1}`, mode: 'label', args: [label, String(PARALLEL.delayMs)] })),
+      key,
+      (ports) =>
+        parallelLabels.map((label, i) =>
+          provider(`p${i + 1}`, ports[`p${i + 1}`], {
+            timeoutSeconds: 2,
+            failurePolicy: 'Fail',
+            ...(declared ? { supplies: [`/metadata/labels/${label}`] } : {}),
+          }),
+        ),
+      { keepLog: true },
+    ),
+    async after(t) {
+      return { plan: await mutatePlan(t.opsUrl), reviewLines: reviewLineStats(t.logFile) };
+    },
+    ...extra,
+  });
   const ca = fs.readFileSync(certs.caCertFile);
   return [
     {
@@ -915,8 +1113,8 @@ function scenarios(shipped, certs) {
       key: 'provider',
       label: '(d) gateway, one healthy remote provider on loopback, /mutate',
       path: MUTATE_PATH,
-      start: withPeer('healthy', 'allow', 'provider', (port) => [
-        provider('healthy', port, { timeoutSeconds: 2, failurePolicy: 'Fail' }),
+      start: withPeers([{ name: 'healthy', mode: 'allow' }], 'provider', ({ healthy }) => [
+        provider('healthy', healthy, { timeoutSeconds: 2, failurePolicy: 'Fail' }),
       ]),
       async after(t) {
         const calls = metricValue(await metricsText(t.opsUrl), 'admission_gateway_step_calls_total', {
@@ -929,8 +1127,8 @@ function scenarios(shipped, certs) {
       key: 'breakerOpen',
       label: '(e) gateway, hanging provider with its breaker open (failurePolicy Ignore), /mutate',
       path: MUTATE_PATH,
-      start: withPeer('hanging', 'hang', 'breakerOpen', (port) => [
-        provider('hanging', port, {
+      start: withPeers([{ name: 'hanging', mode: 'hang' }], 'breakerOpen', ({ hanging }) => [
+        provider('hanging', hanging, {
           timeoutSeconds: 1,
           failurePolicy: 'Ignore',
           circuitBreaker: { volumeThreshold: 1, errorThresholdPercentage: 1, resetTimeoutSeconds: 600 },
@@ -945,6 +1143,14 @@ function scenarios(shipped, certs) {
         return { breakerStateAfter: state };
       },
     },
+    parallel('parallelProviders', true, {
+      label: `(f) gateway, ${PARALLEL.providers} remote providers answering in ${PARALLEL.delayMs} ms, disjoint supplies declared, /mutate at ${PARALLEL.rate}/s`,
+    }),
+    parallel('parallelProvidersUndeclared', false, {
+      label: `(f′) the same ${PARALLEL.providers} providers without declarations (one after another), /mutate at ${PARALLEL.rate}/s`,
+      // Runs with parallelProviders (`--only parallelProviders`): (f) is read against it.
+      partOf: 'parallelProviders',
+    }),
     {
       key: 'plugins2000',
       label: `(c@${opts.rssRate}) gateway.yaml chain at ${opts.rssRate}/s, fresh process: peak RSS`,
@@ -1003,7 +1209,9 @@ async function defaultRun(shipped, certs) {
   const all = scenarios(shipped, certs);
   // raw and rawDeferred run with any scenario compared with them (the ratios need them), so not with `large`
   // alone; rawRepeat only in the full run or when asked for.
-  const asked = argv.only ? argv.only.split(',').map((k) => k.trim()) : null;
+  const named = argv.only ? argv.only.split(',').map((k) => k.trim()) : null;
+  // A scenario that is part of another (its comparison) runs with it.
+  const asked = named?.flatMap((k) => [k, ...all.filter((s) => s.partOf === k).map((s) => s.key)]);
   const needRaw = asked?.some((k) => all.find((s) => s.key === k)?.comparedWithRaw !== false);
   const only = asked ? new Set([...(needRaw ? ['raw', 'rawDeferred'] : []), ...asked]) : null;
   const selected = all.filter((s) => (!only || only.has(s.key)) && (s.fixed !== false || opts.closedS > 0));
