@@ -106,7 +106,7 @@ const opts = {
  * (f)/(f′): remote providers answering after a fixed delay. The rate is low enough that neither the providers
  * (all on the client core) nor the gateway is busy, so the latency is the delays and how they add up.
  */
-const PARALLEL = { providers: 3, delayMs: 20, rate: 100, warmupS: 1, fixedS: 6 };
+const PARALLEL = { providers: 3, delayMs: 20, rate: 100, warmupS: 1, fixedS: 4 };
 
 /** Send lag p99 (ms) above which the fixed-rate generator counts as late (a caveat is printed). */
 const LATE_GENERATOR_MS = 0.5;
@@ -519,7 +519,7 @@ async function runScenario(index, total, scenario, certs) {
       // The generator's own lateness (its send lag, measured per request) is in every latency it reports. When
       // it was late, the window says more about the generator than about the server: measure it once more
       // and keep the window in which the generator was on time more often (both are kept in the JSON).
-      if (result.fixed.sendLagMs.p99 > RETRY_LATE_GENERATOR_MS) {
+      if (result.fixed.sendLagMs.p99 > RETRY_LATE_GENERATOR_MS && scenario.remeasureWhenLate !== false) {
         progress(` generator late (send lag p99 ${result.fixed.sendLagMs.p99} ms), once more ...`);
         const again = await fixedRun();
         result.fixedRuns = [result.fixed, again];
@@ -1059,6 +1059,9 @@ function scenarios(shipped, certs) {
     warmupS: PARALLEL.warmupS,
     fixedS: PARALLEL.fixedS,
     patchPaths: parallelLabels.map((label) => `/metadata/labels/${label}`),
+    // The providers' timers share the generator's core, so it is always a few ms late; the targets read the
+    // gateway's own review lines, which its lateness does not touch.
+    remeasureWhenLate: false,
     start: withPeers(
       parallelLabels.map((label, i) => ({ name: `p${i + 1}`, mode: 'label', args: [label, String(PARALLEL.delayMs)] })),
       key,

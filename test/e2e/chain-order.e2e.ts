@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { V1Pod } from '@kubernetes/client-node';
 import { core, plain, randomSuffix } from './cluster.js';
+import { webAndAgentPod } from './objects.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
 
@@ -31,22 +31,6 @@ const CHAIN = `
   settings: { token: third }
 `;
 
-function pod(name: string, labels: Record<string, string>): V1Pod {
-  return {
-    metadata: { name, labels },
-    spec: {
-      containers: [
-        { name: 'web', image: 'nginx:1.25' },
-        {
-          name: 'agent',
-          image: 'quay.io/acme/agent:v2',
-          resources: { requests: { cpu: '250m' }, limits: { cpu: '500m' } },
-        },
-      ],
-    },
-  };
-}
-
 describe('the mutating chain through a real kube-apiserver', function () {
   let gw: E2EGateway | undefined;
   let namespace: string;
@@ -73,7 +57,7 @@ describe('the mutating chain through a real kube-apiserver', function () {
 
   it('stores the Pod with every step applied, each step seeing the result of the steps before it', async function () {
     const name = `order-${randomSuffix()}`;
-    await core().createNamespacedPod({ namespace, body: pod(name, { app: 'web' }) });
+    await core().createNamespacedPod({ namespace, body: webAndAgentPod(name, { app: 'web' }) });
     created++;
     const stored = await core().readNamespacedPod({ name, namespace });
 
@@ -97,7 +81,7 @@ describe('the mutating chain through a real kube-apiserver', function () {
 
   it('keeps a label value the user set (default-labels does not overwrite)', async function () {
     const name = `user-label-${randomSuffix()}`;
-    await core().createNamespacedPod({ namespace, body: pod(name, { app: 'web', tier: 'prod' }) });
+    await core().createNamespacedPod({ namespace, body: webAndAgentPod(name, { app: 'web', tier: 'prod' }) });
     created++;
     const stored = await core().readNamespacedPod({ name, namespace });
     assert.deepEqual(stored.metadata?.labels, { app: 'web', tier: 'prod', 'admissiongateway.io/admitted': 'true' });

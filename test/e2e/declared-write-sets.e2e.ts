@@ -3,6 +3,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { apiError, core, createNamespace, plain, randomSuffix, readStatus, statusOf, warningTexts } from './cluster.js';
+import { webAndAgentPod } from './objects.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { getChain } from './http.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
@@ -131,22 +132,6 @@ function outlaws(): object[] {
   ];
 }
 
-function pod(name: string, labels: Record<string, string>): V1Pod {
-  return {
-    metadata: { name, labels },
-    spec: {
-      containers: [
-        { name: 'web', image: 'nginx:1.25' },
-        {
-          name: 'agent',
-          image: 'quay.io/acme/agent:v2',
-          resources: { requests: { cpu: '250m' }, limits: { cpu: '500m' } },
-        },
-      ],
-    },
-  };
-}
-
 /** A stored Pod without what differs between any two stored objects (namespace, uid, versions, times). */
 function content(stored: V1Pod): unknown {
   const copy = plain(stored) as V1Pod;
@@ -226,8 +211,8 @@ describe('declared write sets through a real kube-apiserver', function () {
 
   it('stores the Pod the same chain without declarations stores', async function () {
     const name = `pod-${randomSuffix()}`;
-    await core().createNamespacedPod({ namespace: declaredNamespace, body: pod(name, { app: 'web' }) });
-    await core().createNamespacedPod({ namespace: serialNamespace, body: pod(name, { app: 'web' }) });
+    await core().createNamespacedPod({ namespace: declaredNamespace, body: webAndAgentPod(name, { app: 'web' }) });
+    await core().createNamespacedPod({ namespace: serialNamespace, body: webAndAgentPod(name, { app: 'web' }) });
     const declared = await core().readNamespacedPod({ name, namespace: declaredNamespace });
     const serial = await core().readNamespacedPod({ name, namespace: serialNamespace });
 
@@ -278,7 +263,9 @@ describe('declared write sets through a real kube-apiserver', function () {
   it('refuses the Pod when a Fail step writes outside its supplies, naming the step, the path and the supplies', async function () {
     const namespace = await gw!.namespace();
     const name = `outlaw-fail-${randomSuffix()}`;
-    const err = await apiError(core().createNamespacedPod({ namespace, body: pod(name, { [OUTLAW_LABEL]: 'fail' }) }));
+    const err = await apiError(
+      core().createNamespacedPod({ namespace, body: webAndAgentPod(name, { [OUTLAW_LABEL]: 'fail' }) }),
+    );
 
     assert.equal(err.code, 500);
     assert.equal(
@@ -294,7 +281,7 @@ describe('declared write sets through a real kube-apiserver', function () {
     const name = `outlaw-ignore-${randomSuffix()}`;
     const { headers } = await core().createNamespacedPodWithHttpInfo({
       namespace,
-      body: pod(name, { [OUTLAW_LABEL]: 'ignore' }),
+      body: webAndAgentPod(name, { [OUTLAW_LABEL]: 'ignore' }),
     });
 
     assert.deepEqual(warningTexts(headers), [

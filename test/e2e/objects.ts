@@ -35,3 +35,20 @@ export function pauseDeployment(name: string, labels: Record<string, string>, pa
     },
   };
 }
+
+/** A Pod of two containers: `web` (nginx:1.25, no resources) and `agent` (its own cpu request and limit). */
+export function webAndAgentPod(name: string, labels: Record<string, string>): V1Pod {
+  return {
+    metadata: { name, labels },
+    spec: {
+      containers: [
+        { name: 'web', image: 'nginx:1.25' },
+        {
+          name: 'agent',
+          image: 'quay.io/acme/agent:v2',
+          resources: { requests: { cpu: '250m' }, limits: { cpu: '500m' } },
+        },
+      ],
+    },
+  };
+}

@@ -52,6 +52,7 @@ import {
   type MutateContext,
   type MutateResult,
 } from '../../../server/plugin-api/index.js';
+import { canonicalJson } from '../../helpers/canonical-json.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // JSON
@@ -61,20 +62,7 @@ type Obj = Record<string, unknown>;
 
 const isObj = (value: unknown): value is Obj => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** JSON text with every object's members sorted: equal for equal JSON values, whatever the member order. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    isObj(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, v[k]]),
-        )
-      : v,
-  );
-}
-
-const jsonEqual = (a: unknown, b: unknown): boolean => canonical(a) === canonical(b);
+const jsonEqual = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
 
 /** 32-bit FNV-1a, as six hex digits: a short stand-in for "everything the step read". */
 function digestOf(text: string): string {
@@ -112,7 +100,7 @@ function projection(root: unknown, patterns: readonly (readonly string[])[]): st
   const seen: Array<[string, string]> = [];
   const walk = (value: unknown, rest: readonly string[], at: string[]): void => {
     if (rest.length === 0) {
-      seen.push([pointerOf(at), canonical(value)]);
+      seen.push([pointerOf(at), canonicalJson(value)]);
       return;
     }
     if (typeof value !== 'object' || value === null) return;
