@@ -23,6 +23,8 @@ import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { createWebhookApp } from './http/webhook-app.js';
+import { createAuthorizer } from './chain/authorizer.js';
+import { compileExclusions, exclusionsFor } from './authorization/exclusions.js';
 import { drainServer } from './http/drain.js';
 import { ByteBudget } from './http/byte-budget.js';
 import { connectionOptions, watchConnections } from './http/connection-limits.js';
@@ -114,6 +116,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   let lastSummary = '';
   const recordChain = (c: Chain) => {
+    metrics.chainSteps.set({ phase: 'authorize' }, c.authorize.length);
     metrics.chainSteps.set({ phase: 'mutate' }, c.stepsOf('mutate').length);
     metrics.chainSteps.set({ phase: 'validate' }, c.stepsOf('validate').length);
     const summary = c.summary();
@@ -141,6 +144,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
     deadlineMarginMs: serverConfig.deadlineMarginMs,
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
+  });
+
+  const authorizer = createAuthorizer({
+    steps: () => chains.current().authorize,
+    excluded: compileExclusions(exclusionsFor(serverConfig.service.namespace)),
+    metrics,
+    log,
+    namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
   });
 
   const { tls } = serverConfig;
@@ -180,6 +191,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     handlerOf(
       createWebhookApp({
         reviewer,
+        authorizer,
         metrics,
         log,
         maxRequestBytes: serverConfig.maxRequestBytes,

@@ -9,9 +9,12 @@ import type { ProviderEntry } from '../config/types.js';
 import { createChain, type Chain } from './chain.js';
 import type { StepSource } from './step-source.js';
 import type { Step } from './step.js';
+import type { AuthorizeStep } from '../authorization/authorize-step.js';
 
 export interface ChainManagerDeps<R extends StepSource> {
   readonly pluginSteps: readonly Step[];
+  /** The plugins' authorize steps. */
+  readonly pluginAuthorizeSteps?: readonly AuthorizeStep[];
   readonly createRuntime: (entry: ProviderEntry, onChange: (runtime: R) => void) => Promise<R>;
   /** Called with every new chain (after the first build too). */
   readonly onChain: (chain: Chain) => void;
@@ -30,14 +33,18 @@ export interface ChainManager<R extends StepSource = StepSource> {
 
 export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<R>): ChainManager<R> {
   const runtimes = new Map<string, { key: string; runtime: R }>();
-  let chain = createChain(deps.pluginSteps);
+  const authorize = deps.pluginAuthorizeSteps ?? [];
+  let chain = createChain(deps.pluginSteps, authorize);
   let pending = false;
   let closed = false;
 
   const rebuild = () => {
     pending = false;
     if (closed) return;
-    chain = createChain([...deps.pluginSteps, ...[...runtimes.values()].flatMap(({ runtime }) => runtime.steps())]);
+    chain = createChain(
+      [...deps.pluginSteps, ...[...runtimes.values()].flatMap(({ runtime }) => runtime.steps())],
+      authorize,
+    );
     deps.onChain(chain);
   };
   const invalidate = (runtime: R) => {

@@ -13,6 +13,8 @@ import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
 import { compileMatch } from './match.js';
 import { createPluginSteps } from './plugin-step.js';
+import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
+import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
 import { effectiveFailurePolicy } from './policy.js';
 import { declarationFields, planSteps, type PlanProblem, type StepPlan } from './step-graph.js';
@@ -40,8 +42,10 @@ export interface Chain {
   planOf(failurePolicy?: FailurePolicy): StepPlan;
   /** What is wrong with the steps' declarations; the steps concerned run as barriers meanwhile. */
   readonly problems: readonly PlanProblem[];
+  /** The authorize chain (POST /authorize), in order. */
+  readonly authorize: readonly AuthorizeStep[];
   /** `/chain`: the resolved order, matches, policies, levels and live state. */
-  describe(): { mutate: object[]; validate: object[]; problems?: string[] };
+  describe(): { mutate: object[]; validate: object[]; authorize: object[]; problems?: string[] };
   /** `mutate=[a,b] validate=[c]`, for the log line at start and on every change. */
   summary(): string;
 }
@@ -70,8 +74,9 @@ function phaseSelections(ordered: readonly Step[], phase: Phase): PhaseSelection
   return { all: select(all), Fail: byPolicy('Fail'), Ignore: byPolicy('Ignore') };
 }
 
-export function createChain(steps: readonly Step[]): Chain {
+export function createChain(steps: readonly Step[], authorizeSteps: readonly AuthorizeStep[] = []): Chain {
   const ordered = [...steps].sort(byOrder);
+  const authorize = Object.freeze([...authorizeSteps].sort(byOrder));
   const phases: Readonly<Record<Phase, PhaseSelections>> = {
     mutate: phaseSelections(ordered, 'mutate'),
     validate: phaseSelections(ordered, 'validate'),
@@ -90,13 +95,16 @@ export function createChain(steps: readonly Step[]): Chain {
     needsNamespaceLabels: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceLabels,
     planOf: (failurePolicy) => plans[failurePolicy ?? 'all'],
     problems: all.problems,
+    authorize,
     describe: () => ({
       mutate: phases.mutate.all.steps.map((s) => ({ ...s.describe(), level: levelOf.get(s) })),
       validate: phases.validate.all.steps.map((s) => s.describe()),
+      authorize: authorize.map((s) => s.describe()),
       ...(all.problems.length > 0 ? { problems: all.problems.map((p) => p.message) } : {}),
     }),
     summary: () =>
-      `mutate=[${levelsSummary(all)}] validate=[${phases.validate.all.steps.map((s) => s.name).join(',')}]`,
+      `mutate=[${levelsSummary(all)}] validate=[${phases.validate.all.steps.map((s) => s.name).join(',')}]` +
+      (authorize.length > 0 ? ` authorize=[${authorize.map((s) => s.name).join(',')}]` : ''),
   };
 }
 
@@ -107,8 +115,14 @@ function levelsSummary(plan: StepPlan): string {
     .join(',');
 }
 
+/** The steps of a plugin entry: one per admission phase it has work in, and its authorize step. */
+export interface PluginEntrySteps {
+  readonly steps: Step[];
+  readonly authorize: AuthorizeStep[];
+}
+
 /** Builds the steps of one plugin entry, reporting settings problems with the entry's field path. */
-export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, file: string): Step[] {
+export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, file: string): PluginEntrySteps {
   const plugin = registry.get(entry.plugin);
   if (!plugin) {
     throw new ConfigError(
@@ -133,16 +147,20 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
   } catch (err) {
     throw new ConfigError(file, entry.path, `plugin "${plugin.name}" could not be set up: ${errorMessage(err)}`);
   }
-  if (typeof handlers?.mutate !== 'function' && typeof handlers?.validate !== 'function') {
+  const authorizeHook = typeof handlers?.authorize === 'function' ? handlers.authorize.bind(handlers) : undefined;
+  if (typeof handlers?.mutate !== 'function' && typeof handlers?.validate !== 'function' && !authorizeHook) {
     throw new ConfigError(
       file,
       entry.path,
-      `plugin "${plugin.name}" has nothing to do with these settings (its setup returned neither mutate nor validate)`,
+      `plugin "${plugin.name}" has nothing to do with these settings (its setup returned neither mutate, validate nor authorize)`,
     );
+  }
+  if (authorizeHook && !plugin.authorizeMatch) {
+    throw new ConfigError(file, entry.path, `plugin "${plugin.name}" returned authorize but has no authorizeMatch`);
   }
   const { timeoutSeconds, ...options } = resolveStepOptions(entry, plugin.defaults);
   const matchSpec = entry.match ?? plugin.match;
-  return createPluginSteps(plugin, {
+  const steps = createPluginSteps(plugin, {
     name: entry.name,
     match: compileMatch(matchSpec),
     matchSpec,
@@ -152,9 +170,35 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
     ...declarationFields(entry),
     handlers,
   });
+  const authorize = authorizeHook
+    ? [
+        createPluginAuthorizeStep({
+          name: entry.name,
+          plugin: plugin.name,
+          description: plugin.description,
+          order: entry.order,
+          // A step that may not block (warn, audit) fails open here too.
+          failurePolicy: options.mode === 'enforce' ? options.failurePolicy : 'Ignore',
+          timeoutMs: timeoutSeconds * 1000,
+          matchSpec: plugin.authorizeMatch!,
+          authorize: authorizeHook,
+        }),
+      ]
+    : [];
+  return { steps, authorize };
 }
 
 /** Builds the steps of the config's plugin entries (provider entries are runtimes: see chain-manager.ts). */
+export function buildPluginEntries(
+  entries: readonly ChainEntry[],
+  registry: PluginRegistry,
+  file: string,
+): PluginEntrySteps {
+  const built = entries.flatMap((entry) => (entry.kind === 'plugin' ? [pluginEntrySteps(entry, registry, file)] : []));
+  return { steps: built.flatMap((b) => b.steps), authorize: built.flatMap((b) => b.authorize) };
+}
+
+/** The admission steps of the config's plugin entries. */
 export function buildPluginSteps(entries: readonly ChainEntry[], registry: PluginRegistry, file: string): Step[] {
-  return entries.flatMap((entry) => (entry.kind === 'plugin' ? pluginEntrySteps(entry, registry, file) : []));
+  return buildPluginEntries(entries, registry, file).steps;
 }

@@ -18,16 +18,20 @@ import {
   type ReviewState,
 } from './review-middleware.js';
 import { ROUTES } from './routes.js';
+import { runAuthorize } from './authorize-middleware.js';
+import type { Authorizer } from '../chain/authorizer.js';
 
 export interface WebhookAppDeps extends ReviewServices {
+  /** The authorize chain: with it, POST /authorize answers SubjectAccessReviews. */
+  readonly authorizer?: Authorizer;
   /** True once the gateway is shutting down (drain.ts). */
   readonly draining?: () => boolean;
 }
 
-const PATHS = ROUTES.map((route) => `/${route}`);
+const PATHS = [...ROUTES.map((route) => `/${route}`), '/authorize'];
 
 export function createWebhookApp(deps: WebhookAppDeps): Koa<ReviewState, ReviewServices> {
-  const { draining, ...services } = deps;
+  const { draining, authorizer: _authorizer, ...services } = deps;
   const app = new Koa<ReviewState, ReviewServices>();
   Object.assign(app.context, services);
   // An error no middleware answered (a broken socket while writing, mostly): logged, never thrown.
@@ -41,6 +45,8 @@ export function createWebhookApp(deps: WebhookAppDeps): Koa<ReviewState, ReviewS
       compose([writeAnswersTogether, holdReview, answerInProtocol, readReview, runReview(route)]),
     );
   }
+
+  if (deps.authorizer) router.post('/authorize', compose([holdReview, runAuthorize(deps.authorizer)]));
 
   if (draining) app.use(closeWhileDraining(draining));
   app.use(router.routes());

@@ -9,7 +9,8 @@ import { HotCounter } from './hot-metrics.js';
 export const METRIC_PREFIX = 'admission_gateway_';
 
 /** Outcome of one step call. */
-export type StepOutcome = 'allowed' | 'denied' | 'patched' | 'skipped' | 'error' | 'timeout' | 'circuit_open';
+export type StepOutcome =
+  'allowed' | 'denied' | 'patched' | 'skipped' | 'error' | 'timeout' | 'circuit_open' | 'no_opinion';
 
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -28,6 +29,18 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       name: `${METRIC_PREFIX}request_duration_seconds`,
       help: 'Time from a decoded AdmissionReview to its answer, by phase.',
       labelNames: ['phase'] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    authorizeRequests: new HotCounter({
+      name: `${METRIC_PREFIX}authorize_requests_total`,
+      help: 'SubjectAccessReviews answered (POST /authorize), by decision: denied, no_opinion, or excluded (a system identity the chain never sees).',
+      labelNames: ['decision'] as const,
+      registers,
+    }),
+    authorizeDuration: new Histogram({
+      name: `${METRIC_PREFIX}authorize_duration_seconds`,
+      help: 'Time from a decoded SubjectAccessReview to its answer, for reviews at least one step matched.',
       buckets: DURATION_BUCKETS,
       registers,
     }),

@@ -6,6 +6,7 @@
 import type { AdmissionRequest, JsonPatchOperation, KubeObject, Match, Operation } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
 import type { StepOptions } from '../config/step-options.js';
+import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 
 export type {
   AdmissionRequest,
@@ -22,6 +23,7 @@ export type {
   UserInfo,
 } from '../admission/types.js';
 export type { Logger } from '../base/log.js';
+export type { AuthorizeMatch } from '../authorization/authorize-match.js';
 
 /** A returned decision. A thrown error is not a decision: it is a failure, handled by failurePolicy. */
 export type Verdict =
@@ -59,12 +61,52 @@ export interface ValidateContext<T extends object = KubeObject> extends BaseCont
 /** `mutate` may edit `ctx.object`, return JSON patch operations against it, return a Verdict, or nothing. */
 export type MutateResult = void | Verdict | readonly JsonPatchOperation[];
 
+/**
+ * Context of `authorize`: one request to the apiserver, read or write, as its authorization webhook asks
+ * about it (POST /authorize). Resource fields are '' for a non-resource request (`path` is set), and `path` is ''
+ * for a resource request.
+ */
+export interface AuthorizeContext {
+  readonly verb: string;
+  /** '' for the core group. */
+  readonly apiGroup: string;
+  readonly apiVersion: string;
+  readonly resource: string;
+  /** `exec` for pods/exec; '' for the resource itself. */
+  readonly subresource: string;
+  /** '' for a cluster-scoped resource or a request across namespaces. */
+  readonly namespace: string;
+  /** '' for list, watch and create. */
+  readonly name: string;
+  /** The URL path of a non-resource request (`/healthz`). */
+  readonly path: string;
+  readonly user: {
+    readonly username: string;
+    readonly uid: string;
+    readonly groups: readonly string[];
+    readonly extra: Readonly<Record<string, readonly string[]>>;
+  };
+  /** The labels of `namespace` (undefined when there is none, or it is not known). */
+  readonly namespaceLabels: Readonly<Record<string, string>> | undefined;
+  /** Aborts when this plugin's time is up. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+}
+
+/**
+ * `authorize` forbids with `deny(reason)` (the user sees the reason in the 403) or has no opinion (returns
+ * nothing, or `allow()`): the gateway never grants, RBAC decides what no step forbids.
+ */
+export type AuthorizeResult = void | Verdict;
+
 /** What a plugin does for one chain entry's settings: `setup` returns it. */
 export interface PluginHandlers<T extends object = KubeObject> {
   /** Runs in the mutate phase (serially, in chain order), only when the request carries an object. */
   mutate?(ctx: MutateContext<T>): MutateResult | Promise<MutateResult>;
   /** Runs in the validate phase (in parallel with the other validating steps). */
   validate?(ctx: ValidateContext<T>): Verdict | Promise<Verdict>;
+  /** Runs for every request `authorizeMatch` selects, reads included (POST /authorize): keep it cheap. */
+  authorize?(ctx: AuthorizeContext): AuthorizeResult | Promise<AuthorizeResult>;
 }
 
 export type { FailurePolicy, Mode, ReinvocationPolicy } from '../config/step-options.js';
@@ -83,6 +125,8 @@ export interface Plugin<S = undefined, T extends object = KubeObject> {
   readonly description?: string;
   /** Requests this plugin sees unless the chain entry gives its own `match`. */
   readonly match: Match;
+  /** Authorization requests its `authorize` sees (required when setup returns one), written as an RBAC rule. */
+  readonly authorizeMatch?: AuthorizeMatch;
   /**
    * Parses and validates the chain entry's `settings` at start. Throw `SettingsError` (or any Error) to
    * refuse the config; the gateway reports it with the field path and exits 2. Omit when there are none.

@@ -4,10 +4,9 @@
  * all run on.
  */
 import type { Logger } from '../base/log.js';
-import { buildPluginSteps, type Chain } from '../chain/chain.js';
+import { buildPluginEntries, type Chain, type PluginEntrySteps } from '../chain/chain.js';
 import { createChainManager, type ChainManager } from '../chain/chain-manager.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
-import type { Step } from '../chain/step.js';
 import { ConfigError } from '../base/errors.js';
 import { locateConfigError } from '../config/field-positions.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
@@ -33,15 +32,16 @@ export async function createChainForConfig(
   plugins: readonly AnyPlugin[],
   deps: ConfiguredChainDeps,
 ): Promise<ProviderChains> {
-  let pluginSteps: Step[];
+  let plugin: PluginEntrySteps;
   try {
-    pluginSteps = buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file);
+    plugin = buildPluginEntries(config.chain, createPluginRegistry(plugins), config.file);
   } catch (err) {
     // Unknown plugins and plugin settings are checked here, after validation: give them their line too.
     throw locateConfigError(err, config.file, config.locateField);
   }
   const manager = createChainManager<ProviderRuntime>({
-    pluginSteps,
+    pluginSteps: plugin.steps,
+    pluginAuthorizeSteps: plugin.authorize,
     createRuntime: (entry, onChange) =>
       createProviderRuntime(entry, {
         metrics: deps.metrics,

@@ -135,6 +135,7 @@ describe('ops server (plain HTTP)', function () {
     assert.equal(answer.status, 200);
     assert.deepEqual(answer.body, {
       order: 'mutate=[labeller] validate=[gatekeeper]',
+      authorize: [],
       mutate: [
         {
           name: 'labeller',

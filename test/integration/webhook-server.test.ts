@@ -468,7 +468,7 @@ chain:
         status: 404,
         body: {
           error:
-            'no webhook at /mutating; routes: /mutate, /mutate/fail, /mutate/ignore, /validate, /validate/fail, /validate/ignore',
+            'no webhook at /mutating; routes: /mutate, /mutate/fail, /mutate/ignore, /validate, /validate/fail, /validate/ignore, /authorize',
         },
       },
     ];

@@ -153,7 +153,7 @@ describe('buildPluginSteps()', () => {
     assert.throws(() => chainFrom('chain: [{ plugin: optional, settings: { idle: true } }]'), {
       name: 'ConfigError',
       message:
-        'gateway.yaml: chain[0]: plugin "optional" has nothing to do with these settings (its setup returned neither mutate nor validate)',
+        'gateway.yaml: chain[0]: plugin "optional" has nothing to do with these settings (its setup returned neither mutate, validate nor authorize)',
     });
   });
 

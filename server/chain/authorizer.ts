@@ -1,0 +1,183 @@
+/**
+ * The authorize chain (POST /authorize): the steps whose match selects the request are called at once and
+ * settled in chain order; the first that forbids decides, with its reason. A failure (a throw, a timeout)
+ * forbids under `failurePolicy: Fail` and has no opinion under `Ignore`. Excluded identities (exclusions.ts)
+ * and requests no step matches get no opinion at once, without a timer or a namespace lookup: this is on
+ * the path of every request to the apiserver.
+ */
+import type { AuthorizationAttributes } from '../authorization/attributes.js';
+import type { AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
+import { errorMessage } from '../base/errors.js';
+import { clip } from '../base/limits.js';
+import type { BindableLogger } from '../base/log.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { NamespaceLabelSource } from './reviewer.js';
+
+/** The chain's answer: the reason of the step that forbids, or no opinion. */
+export type AuthorizeDecision =
+  { readonly denied: true; readonly step: string; readonly reason: string } | { readonly denied: false };
+
+const NO_OPINION: AuthorizeDecision = Object.freeze({ denied: false });
+
+export interface AuthorizerDeps {
+  /** The current chain's authorize steps. */
+  readonly steps: () => readonly AuthorizeStep[];
+  readonly excluded: (attributes: AuthorizationAttributes) => boolean;
+  readonly namespaceLabels: NamespaceLabelSource;
+  readonly metrics: Metrics;
+  readonly log: BindableLogger;
+  readonly now?: () => number;
+}
+
+export interface Authorizer {
+  authorize(attributes: AuthorizationAttributes): AuthorizeDecision | Promise<AuthorizeDecision>;
+}
+
+/** How one step's call ended. */
+type Settled =
+  | { readonly verdict: AuthorizeVerdict; readonly ms: number }
+  | { readonly failure: 'error' | 'timeout'; readonly message: string; readonly ms: number };
+
+class StepTimeout extends Error {}
+
+export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
+  const now = deps.now ?? (() => performance.now());
+  const { metrics } = deps;
+
+  const call = async (
+    step: AuthorizeStep,
+    attributes: AuthorizationAttributes,
+    namespaceLabels: Readonly<Record<string, string>> | undefined,
+  ): Promise<Settled> => {
+    const started = now();
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const result = step.invoke({
+        attributes,
+        namespaceLabels,
+        signal: controller.signal,
+        timeoutMs: step.timeoutMs,
+        log: deps.log,
+      });
+      const verdict =
+        result instanceof Promise
+          ? await Promise.race([
+              result,
+              new Promise<never>((_resolve, reject) => {
+                timer = setTimeout(() => {
+                  controller.abort();
+                  reject(new StepTimeout(`no answer within ${step.timeoutMs} ms`));
+                }, step.timeoutMs);
+              }),
+            ])
+          : result;
+      const ms = now() - started;
+      // A synchronous step cannot be interrupted: one that ran past its time counts as timed out.
+      if (ms > step.timeoutMs) return { failure: 'timeout', message: `ran for ${Math.round(ms)} ms`, ms };
+      return { verdict, ms };
+    } catch (err) {
+      return {
+        failure: err instanceof StepTimeout ? 'timeout' : 'error',
+        message: clip(errorMessage(err)),
+        ms: now() - started,
+      };
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  /** Counts and logs how a call ended: every call, including those settled after the decision. */
+  const record = (step: AuthorizeStep, settled: Settled, attributes: AuthorizationAttributes): void => {
+    metrics.stepDuration.observe({ step: step.name, phase: 'authorize' }, settled.ms / 1000);
+    if (!('failure' in settled)) {
+      const outcome = settled.verdict === undefined ? 'no_opinion' : 'denied';
+      metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome });
+      return;
+    }
+    metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome: settled.failure });
+    const fields = { step: step.name, user: attributes.user, reason: settled.failure, err: settled.message };
+    if (step.failurePolicy === 'Ignore') {
+      metrics.failOpen.inc({ step: step.name });
+      deps.log.warn(fields, 'authorize step failed open');
+    } else deps.log.warn(fields, 'authorize step failed: request forbidden (failurePolicy Fail)');
+  };
+
+  /** The denial a settled call makes, or undefined. */
+  const denialOf = (step: AuthorizeStep, settled: Settled): AuthorizeDecision | undefined => {
+    if ('failure' in settled) {
+      if (step.failurePolicy === 'Ignore') return undefined;
+      return {
+        denied: true,
+        step: step.name,
+        reason: `${step.source} "${step.name}" failed (${settled.failure}): ${settled.message}`,
+      };
+    }
+    if (settled.verdict === undefined) return undefined;
+    return { denied: true, step: step.name, reason: `${step.name}: ${clip(settled.verdict.deny)}` };
+  };
+
+  const run = async (
+    matched: readonly AuthorizeStep[],
+    attributes: AuthorizationAttributes,
+  ): Promise<AuthorizeDecision> => {
+    const started = now();
+    const namespace = attributes.resource?.namespace;
+    const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
+    const labels = found instanceof Promise ? await found : found;
+    // Every step is started before any is awaited; they are settled in chain order, the first denial deciding.
+    const calls = matched.map((step) => call(step, attributes, labels));
+    let decision: AuthorizeDecision = NO_OPINION;
+    let i = 0;
+    for (; i < matched.length && !decision.denied; i++) {
+      const settled = await calls[i]!;
+      record(matched[i]!, settled, attributes);
+      decision = denialOf(matched[i]!, settled) ?? NO_OPINION;
+    }
+    // The steps after the deciding one were called too: their outcomes are counted when they come.
+    for (; i < matched.length; i++) {
+      const step = matched[i]!;
+      void calls[i]!.then((settled) => record(step, settled, attributes));
+    }
+    metrics.authorizeDuration.observe((now() - started) / 1000);
+    metrics.authorizeRequests.inc({ decision: decision.denied ? 'denied' : 'no_opinion' });
+    if (decision.denied) {
+      const r = attributes.resource;
+      deps.log.info(
+        {
+          user: attributes.user,
+          verb: (r ?? attributes.nonResource)!.verb,
+          ...(r
+            ? {
+                resource: r.subresource ? `${r.resource}/${r.subresource}` : r.resource,
+                group: r.group,
+                namespace: r.namespace,
+                name: r.name,
+              }
+            : { path: attributes.nonResource!.path }),
+          step: decision.step,
+          reason: decision.reason,
+        },
+        'authorize: forbidden',
+      );
+    }
+    return decision;
+  };
+
+  return {
+    authorize(attributes) {
+      if (deps.excluded(attributes)) {
+        metrics.authorizeRequests.inc({ decision: 'excluded' });
+        return NO_OPINION;
+      }
+      const steps = deps.steps();
+      let matched: AuthorizeStep[] | undefined;
+      for (const step of steps) if (step.match.matches(attributes)) (matched ??= []).push(step);
+      if (!matched) {
+        metrics.authorizeRequests.inc({ decision: 'no_opinion' });
+        return NO_OPINION;
+      }
+      return run(matched, attributes);
+    },
+  };
+}

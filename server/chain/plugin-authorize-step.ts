@@ -1,0 +1,98 @@
+/** Adapts a plugin's `authorize` hook to the authorize chain's step. */
+import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
+import { compileAuthorizeMatch, type AuthorizeMatch } from '../authorization/authorize-match.js';
+import type { Logger } from '../base/log.js';
+import type { AuthorizeContext, AuthorizeResult, PluginHandlers } from '../plugin-api/types.js';
+
+export interface PluginAuthorizeOptions {
+  readonly name: string;
+  readonly plugin: string;
+  readonly description: string | undefined;
+  readonly order: number;
+  readonly failurePolicy: 'Fail' | 'Ignore';
+  readonly timeoutMs: number;
+  readonly matchSpec: AuthorizeMatch;
+  readonly authorize: NonNullable<PluginHandlers['authorize']>;
+}
+
+const NO_USER_EXTRA: Readonly<Record<string, readonly string[]>> = Object.freeze({});
+
+/** The context a plugin's `authorize` receives; getters, so what it never reads costs nothing. */
+class PluginAuthorizeContext implements AuthorizeContext {
+  constructor(private readonly call: AuthorizeCall) {}
+
+  get verb(): string {
+    return (this.call.attributes.resource ?? this.call.attributes.nonResource)!.verb;
+  }
+  get apiGroup(): string {
+    return this.call.attributes.resource?.group ?? '';
+  }
+  get apiVersion(): string {
+    return this.call.attributes.resource?.version ?? '';
+  }
+  get resource(): string {
+    return this.call.attributes.resource?.resource ?? '';
+  }
+  get subresource(): string {
+    return this.call.attributes.resource?.subresource ?? '';
+  }
+  get namespace(): string {
+    return this.call.attributes.resource?.namespace ?? '';
+  }
+  get name(): string {
+    return this.call.attributes.resource?.name ?? '';
+  }
+  get path(): string {
+    return this.call.attributes.nonResource?.path ?? '';
+  }
+  get user(): AuthorizeContext['user'] {
+    const a = this.call.attributes;
+    return { username: a.user, uid: a.uid, groups: a.groups, extra: a.extra ?? NO_USER_EXTRA };
+  }
+  get namespaceLabels(): Readonly<Record<string, string>> | undefined {
+    return this.call.namespaceLabels;
+  }
+  get signal(): AbortSignal {
+    return this.call.signal;
+  }
+  get log(): Logger {
+    return this.call.log;
+  }
+}
+
+function toVerdict(result: AuthorizeResult): AuthorizeVerdict {
+  if (result === undefined || result === null || result.allowed) return undefined;
+  if (typeof result.message !== 'string') throw new Error('authorize returned a denial without a message');
+  return { deny: result.message };
+}
+
+const isThenable = (value: unknown): value is PromiseLike<AuthorizeResult> =>
+  typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+
+export function createPluginAuthorizeStep(options: PluginAuthorizeOptions): AuthorizeStep {
+  const { authorize } = options;
+  return {
+    name: options.name,
+    source: 'plugin',
+    order: options.order,
+    failurePolicy: options.failurePolicy,
+    timeoutMs: options.timeoutMs,
+    match: compileAuthorizeMatch(options.matchSpec),
+    matchSpec: options.matchSpec,
+    invoke(call) {
+      const result = authorize(new PluginAuthorizeContext(call));
+      return isThenable(result) ? Promise.resolve(result).then(toVerdict) : toVerdict(result);
+    },
+    describe: () => ({
+      name: options.name,
+      source: 'plugin',
+      plugin: options.plugin,
+      phase: 'authorize',
+      order: options.order,
+      description: options.description,
+      failurePolicy: options.failurePolicy,
+      timeoutSeconds: options.timeoutMs / 1000,
+      match: options.matchSpec,
+    }),
+  };
+}

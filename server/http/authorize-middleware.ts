@@ -1,0 +1,79 @@
+/**
+ * POST /authorize: a SubjectAccessReview (authorization.k8s.io v1 or v1beta1) from kube-apiserver's
+ * authorization webhook, answered with the authorize chain's decision — denied with a reason, or no opinion.
+ * Its body is bounded and weighed like a review's (it shares holdReview with the review routes). A body that
+ * cannot be read gets 400 with what is wrong as `evaluationError`; the apiserver takes any failed call as no
+ * opinion, so a broken answer never locks anyone out.
+ */
+import type { Middleware, ParameterizedContext } from 'koa';
+import { checkContentType } from '../admission/codec.js';
+import { ReviewDecodeError } from '../admission/review-decode-error.js';
+import {
+  SAR_V1,
+  SubjectAccessReviewError,
+  decodeSubjectAccessReview,
+  encodeSubjectAccessReview,
+} from '../authorization/subject-access-review.js';
+import { errorMessage } from '../base/errors.js';
+import { clip } from '../base/limits.js';
+import type { Authorizer } from '../chain/authorizer.js';
+import { BudgetExceededError } from './byte-budget.js';
+import { readBody } from './read-body.js';
+import type { ReviewServices, ReviewState } from './review-middleware.js';
+
+type AuthorizeContext = ParameterizedContext<ReviewState, ReviewServices>;
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+function answer(ctx: AuthorizeContext, status: number, body: string): void {
+  ctx.status = status;
+  ctx.set('Content-Type', JSON_TYPE);
+  ctx.body = body;
+}
+
+/** Runs the SubjectAccessReview through `authorizer` and answers it. */
+export function runAuthorize(authorizer: Authorizer): Middleware<ReviewState, ReviewServices> {
+  return async (ctx) => {
+    try {
+      checkContentType(ctx.req.headers['content-type']);
+      const { apiVersion, attributes } = decodeSubjectAccessReview(
+        await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease),
+      );
+      const found = authorizer.authorize(attributes);
+      const decision = found instanceof Promise ? await found : found;
+      answer(
+        ctx,
+        200,
+        encodeSubjectAccessReview(apiVersion, decision.denied ? { reason: decision.reason } : undefined),
+      );
+    } catch (err) {
+      const status =
+        err instanceof SubjectAccessReviewError
+          ? 400
+          : err instanceof ReviewDecodeError
+            ? err.status
+            : err instanceof BudgetExceededError
+              ? err.never
+                ? 413
+                : 429
+              : 500;
+      const message = status === 500 ? `internal error: ${clip(errorMessage(err))}` : (err as Error).message;
+      ctx.metrics.invalidRequests.inc({ code: String(status) });
+      ctx.log[status === 500 ? 'error' : 'warn'](
+        { route: 'authorize', status, err: message },
+        'authorization review not processed',
+      );
+      const apiVersion = err instanceof SubjectAccessReviewError ? err.apiVersion : SAR_V1;
+      answer(
+        ctx,
+        status,
+        JSON.stringify({
+          apiVersion,
+          kind: 'SubjectAccessReview',
+          status: { allowed: false, evaluationError: message },
+        }),
+      );
+      if (status === 413) ctx.set('Connection', 'close');
+    }
+  };
+}
