@@ -47,33 +47,34 @@ export function runAuthorize(authorizer: Authorizer): Middleware<ReviewState, Re
         encodeSubjectAccessReview(apiVersion, decision.denied ? { reason: decision.reason } : undefined),
       );
     } catch (err) {
-      const status =
-        err instanceof SubjectAccessReviewError
-          ? 400
-          : err instanceof ReviewDecodeError
-            ? err.status
-            : err instanceof BudgetExceededError
-              ? err.never
-                ? 413
-                : 429
-              : 500;
-      const message = status === 500 ? `internal error: ${clip(errorMessage(err))}` : (err as Error).message;
-      ctx.metrics.invalidRequests.inc({ code: String(status) });
-      ctx.log[status === 500 ? 'error' : 'warn'](
+      const { status, message, counted } = failureOf(err);
+      if (counted === 'shed') ctx.metrics.shedReviews.inc({ reason: 'inflight_bytes' });
+      else ctx.metrics.invalidRequests.inc({ code: counted });
+      ctx.log[counted === '500' ? 'error' : 'warn'](
         { route: 'authorize', status, err: message },
-        'authorization review not processed',
+        status === 200 ? 'authorization review answered with no opinion' : 'authorization review not processed',
       );
       const apiVersion = err instanceof SubjectAccessReviewError ? err.apiVersion : SAR_V1;
-      answer(
-        ctx,
-        status,
-        JSON.stringify({
-          apiVersion,
-          kind: 'SubjectAccessReview',
-          status: { allowed: false, evaluationError: message },
-        }),
-      );
+      const body = { apiVersion, kind: 'SubjectAccessReview', status: { allowed: false, evaluationError: message } };
+      answer(ctx, status, JSON.stringify(body));
       if (status === 413) ctx.set('Connection', 'close');
     }
   };
+}
+
+/**
+ * How a review that failed is answered. One that can never be answered is refused (400, 413, 415). Otherwise
+ * (a full memory budget, an internal error) it gets no opinion at once, with HTTP 200: the apiserver retries
+ * 429 and 5xx answers for seconds, and then takes the call as no opinion anyway.
+ */
+function failureOf(err: unknown): { status: number; message: string; counted: string } {
+  if (err instanceof SubjectAccessReviewError) return { status: 400, message: err.message, counted: '400' };
+  if (err instanceof ReviewDecodeError)
+    return { status: err.status, message: err.message, counted: String(err.status) };
+  if (err instanceof BudgetExceededError) {
+    return err.never
+      ? { status: 413, message: err.message, counted: '413' }
+      : { status: 200, message: err.message, counted: 'shed' };
+  }
+  return { status: 200, message: `internal error: ${clip(errorMessage(err))}`, counted: '500' };
 }

@@ -462,7 +462,7 @@ chain:
       assert.equal(run.code, 2, run.stderr);
       assert.equal(
         run.stderr,
-        `admission-gateway: ${file}:2:5: chain[0].plugin: unknown plugin "nope" (known: default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
+        `admission-gateway: ${file}:2:5: chain[0].plugin: unknown plugin "nope" (known: access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
       );
     });
 

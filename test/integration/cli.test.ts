@@ -14,7 +14,7 @@ import { decodePatch } from '../helpers/patch.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAIN = join(ROOT, 'server', 'main.ts');
-const KNOWN_PLUGINS = 'default-labels, image-policy, pod-security, require-labels, resource-defaults';
+const KNOWN_PLUGINS = 'access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults';
 
 type Run = CliRun;
 

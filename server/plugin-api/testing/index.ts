@@ -14,7 +14,9 @@ import jsonpatch from 'fast-json-patch';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { requestForObject, type RequestForObjectOptions } from '../../admission/request-for-object.js';
-import { buildPluginSteps, createChain } from '../../chain/chain.js';
+import { buildPluginEntries, buildPluginSteps, createChain } from '../../chain/chain.js';
+import { createAuthorizer } from '../../chain/authorizer.js';
+import { DEFAULT_EXCLUSIONS, compileExclusions } from '../../authorization/exclusions.js';
 import type { Labels } from '../../chain/label-selector.js';
 import { compileMatch } from '../../chain/match.js';
 import { createPluginRegistry } from '../../chain/plugin-registry.js';
@@ -204,4 +206,73 @@ export function matches<S, T extends object>(
   const labels =
     options.namespaceLabels ?? (request.namespace ? { 'kubernetes.io/metadata.name': request.namespace } : undefined);
   return compileMatch(options.match ? toMatch(options.match) : plugin.match).matches(request, labels) === undefined;
+}
+
+/**
+ * A request as the apiserver's authorization webhook asks about it: a resource request (`resource`, with
+ * `verb`, and `namespace`, `name`, `apiGroup`, `subresource` as they apply), or a non-resource one (`path`).
+ */
+export interface AuthorizeRequest {
+  readonly verb: string;
+  readonly resource?: string;
+  readonly subresource?: string;
+  readonly apiGroup?: string;
+  readonly apiVersion?: string;
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly path?: string;
+  readonly user?: string;
+  readonly groups?: readonly string[];
+}
+
+/** What the authorize chain answered: the reason the user sees in the 403, or no opinion. */
+export type AuthorizeRun = { readonly denied: true; readonly reason: string } | { readonly denied: false };
+
+/**
+ * Asks a chain of this plugin alone about `request` (POST /authorize), through the gateway's own authorize
+ * chain: its authorizeMatch, failurePolicy, timeout and the identities never asked about. `namespaceLabels`
+ * as for `runPlugin`.
+ */
+export async function authorizeWith<S, T extends object>(
+  plugin: Plugin<S, T>,
+  request: AuthorizeRequest,
+  options: EntryOptions & { readonly namespaceLabels?: Labels } = {},
+): Promise<AuthorizeRun> {
+  const entry: Record<string, unknown> = { plugin: plugin.name };
+  for (const key of ['settings', 'mode', 'failurePolicy', 'timeoutSeconds'] as const) {
+    if (options[key] !== undefined) entry[key] = options[key];
+  }
+  const config = validateConfig({ chain: [entry] }, 'gateway.yaml', process.cwd());
+  const built = buildPluginEntries(config.chain, createPluginRegistry([plugin]), config.file);
+  const chain = createChain(built.steps, built.authorize);
+  const authorizer = createAuthorizer({
+    steps: () => chain.authorize,
+    excluded: compileExclusions(DEFAULT_EXCLUSIONS),
+    metrics: createMetrics(new Registry()),
+    log: silent,
+    namespaceLabels: {
+      labels: (namespace) => options.namespaceLabels ?? { 'kubernetes.io/metadata.name': namespace },
+    },
+  });
+  const { verb, path } = request;
+  const decision = await authorizer.authorize({
+    user: request.user ?? 'jane',
+    uid: '',
+    groups: request.groups ?? ['system:authenticated'],
+    extra: {},
+    resource:
+      path === undefined
+        ? {
+            verb,
+            namespace: request.namespace ?? '',
+            group: request.apiGroup ?? '',
+            version: request.apiVersion ?? 'v1',
+            resource: request.resource ?? '',
+            subresource: request.subresource ?? '',
+            name: request.name ?? '',
+          }
+        : undefined,
+    nonResource: path === undefined ? undefined : { verb, path },
+  });
+  return decision.denied ? { denied: true, reason: decision.reason } : { denied: false };
 }

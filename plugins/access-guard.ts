@@ -1,0 +1,89 @@
+/**
+ * Guards namespaces labelled `admissiongateway.io/restricted=true`: outside the configured groups, nobody
+ * reads their Secrets (get, list, watch — through the authorization webhook, POST /authorize) or opens a
+ * session into their Pods (exec, attach, port-forward, proxy — through CONNECT admission, before the
+ * apiserver reaches any node). It only forbids: whatever it does not forbid, RBAC decides as before.
+ * Namespace labels come from the gateway's cluster-mode cache; without a cluster no namespace is restricted.
+ */
+import {
+  SettingsError,
+  allow,
+  definePlugin,
+  deny,
+  on,
+  optionalEnum,
+  optionalStringList,
+  settingsObject,
+} from '../server/plugin-api/index.js';
+
+export const RESTRICTED_LABEL = 'admissiongateway.io/restricted';
+
+export interface AccessGuardSettings {
+  /** Groups whose members are not guarded against (e.g. the team owning the namespaces). */
+  readonly allowedGroups: ReadonlySet<string>;
+  /**
+   * Lists and watches of Secrets across all namespaces would show those of restricted namespaces too:
+   * `forbid` (the default) refuses them outside the allowed groups, `allow` leaves them to RBAC.
+   */
+  readonly clusterWideReads: 'forbid' | 'allow';
+}
+
+function parseSettings(raw: unknown): AccessGuardSettings {
+  const settings = settingsObject(raw ?? {}, ['allowedGroups', 'clusterWideReads']);
+  const groups = optionalStringList(settings, 'allowedGroups') ?? [];
+  const empty = groups.indexOf('');
+  if (empty !== -1) throw new SettingsError(`allowedGroups[${empty}]`, 'expected a group name, got ""');
+  return {
+    allowedGroups: new Set(groups),
+    clusterWideReads: optionalEnum(settings, 'clusterWideReads', ['forbid', 'allow'] as const, 'forbid'),
+  };
+}
+
+const allowed = (groups: readonly string[], settings: AccessGuardSettings): boolean =>
+  settings.allowedGroups.size > 0 && groups.some((g) => settings.allowedGroups.has(g));
+
+const who = (settings: AccessGuardSettings): string =>
+  settings.allowedGroups.size > 0 ? `only members of ${[...settings.allowedGroups].join(', ')} may` : 'nobody may';
+
+/** pods/portforward → "port-forward", as kubectl names it. */
+const SESSION: Readonly<Record<string, string>> = {
+  'pods/exec': 'exec into',
+  'pods/attach': 'attach to',
+  'pods/portforward': 'port-forward to',
+  'pods/proxy': 'proxy to',
+};
+
+export default definePlugin({
+  name: 'access-guard',
+  description: 'Forbids reading Secrets of, and exec/attach/port-forward/proxy into Pods of, restricted namespaces',
+  // CONNECT admission of the Pod sessions, only in restricted namespaces (the webhook's namespaceSelector).
+  match: on('pods/exec', 'pods/attach', 'pods/portforward', 'pods/proxy')
+    .connect()
+    .namespaceSelector({ matchLabels: { [RESTRICTED_LABEL]: 'true' } }),
+  authorizeMatch: { verbs: ['get', 'list', 'watch'], apiGroups: [''], resources: ['secrets'] },
+  settings: parseSettings,
+  setup: (settings) => ({
+    authorize(ctx) {
+      if (allowed(ctx.user.groups, settings)) return allow();
+      if (ctx.namespace === '') {
+        if (settings.clusterWideReads === 'allow') return allow();
+        return deny(
+          `Secrets cannot be read across all namespaces while namespaces labelled ${RESTRICTED_LABEL}=true exist: ` +
+            `${ctx.verb} them one namespace at a time`,
+        );
+      }
+      if (ctx.namespaceLabels?.[RESTRICTED_LABEL] !== 'true') return allow();
+      return deny(
+        `namespace ${ctx.namespace} is restricted (${RESTRICTED_LABEL}=true): ${who(settings)} read its Secrets`,
+      );
+    },
+    validate({ request }) {
+      if (allowed(request.userInfo.groups ?? [], settings)) return allow();
+      const resource = `${request.resource.resource}/${request.subResource ?? ''}`;
+      const what = SESSION[resource] ?? 'connect to';
+      return deny(
+        `namespace ${request.namespace ?? ''} is restricted (${RESTRICTED_LABEL}=true): ${who(settings)} ${what} its Pods`,
+      );
+    },
+  }),
+});
