@@ -29,8 +29,59 @@ export const CLUSTER_DIR = process.env.KUBE_E2E_DIR || path.join(os.homedir(), '
 /** Non-default ports, so the suite does not collide with a cluster started by hand on 6443/2379. */
 export const APISERVER_PORT = Number(process.env.KUBE_E2E_APISERVER_PORT || 16443);
 export const ETCD_PORT = Number(process.env.KUBE_E2E_ETCD_PORT || 12379);
+/**
+ * Where the apiserver's authorization webhook calls (`https://127.0.0.1:<port>/authorize`), asked before
+ * RBAC about every request outside system:masters; nothing listens unless a test serves it. Next to the
+ * apiserver's port by default, so suites started on other apiserver ports do not share it.
+ */
+export const AUTHZ_PORT = Number(process.env.KUBE_E2E_AUTHZ_PORT || APISERVER_PORT + 1);
 /** PIDs, logs and etcd data; KUBE_E2E_RUN_DIR (with other ports) lets several suites run at once. */
 export const RUN_DIR = process.env.KUBE_E2E_RUN_DIR || path.join(CLUSTER_DIR, 'run');
+/** The PKI start-cluster.sh makes once and every suite using CLUSTER_DIR shares. */
+export const PKI_DIR = path.join(CLUSTER_DIR, 'pki');
+/** The URL the apiserver's authorization webhook POSTs SubjectAccessReviews to (its kubeconfig's server). */
+export const AUTHZ_URL = `https://127.0.0.1:${AUTHZ_PORT}/authorize`;
+/**
+ * What an authorization webhook under test serves with: a certificate for 127.0.0.1 and localhost, its
+ * key, and the CA the apiserver's webhook kubeconfig trusts. Made once; never changes afterwards.
+ */
+export const AUTHZ_TLS = {
+  certFile: path.join(PKI_DIR, 'authz.crt'),
+  keyFile: path.join(PKI_DIR, 'authz.key'),
+  caFile: path.join(PKI_DIR, 'authz-ca.crt'),
+} as const;
+
+export interface TestUser {
+  readonly name: string;
+  readonly token: string;
+  readonly uid: string;
+  /** As the apiserver sees them: the token file's group, then the one every authenticated user gets. */
+  readonly groups: readonly string[];
+}
+
+/** The static-token users of start-cluster.sh (its header has the same table; tokens.csv is written from it). */
+export const TEST_USERS = {
+  /** system:masters: allowed before any authorizer, the webhook included, is asked. */
+  admin: {
+    name: 'admin',
+    token: 'admin-token-e2e',
+    uid: 'admin-uid',
+    groups: ['system:masters', 'system:authenticated'],
+  },
+  reader: {
+    name: 'e2e-reader',
+    token: 'reader-token-e2e',
+    uid: 'e2e-reader-uid',
+    groups: ['e2e:readers', 'system:authenticated'],
+  },
+  operator: {
+    name: 'e2e-operator',
+    token: 'operator-token-e2e',
+    uid: 'e2e-operator-uid',
+    groups: ['e2e:operators', 'system:authenticated'],
+  },
+} as const satisfies Readonly<Record<string, TestUser>>;
+
 /** Set by the global setup; test files load the kubeconfig from it. */
 export const KUBECONFIG_ENV = 'ADMISSION_GATEWAY_E2E_KUBECONFIG';
 
@@ -44,6 +95,7 @@ function scriptEnv(): NodeJS.ProcessEnv {
     KUBE_E2E_APISERVER_PORT: String(APISERVER_PORT),
     KUBE_E2E_ETCD_PORT: String(ETCD_PORT),
     KUBE_E2E_RUN_DIR: RUN_DIR,
+    KUBE_E2E_AUTHZ_PORT: String(AUTHZ_PORT),
   };
 }
 
@@ -119,11 +171,12 @@ async function stopLeftover(): Promise<void> {
 export async function startCluster(): Promise<string> {
   await script('build-kube-apiserver.sh', BUILD_TIMEOUT_MS);
   await stopLeftover();
-  for (const port of [APISERVER_PORT, ETCD_PORT, ETCD_PORT + 1]) {
+  // The authz port too: a stranger answering there would decide what the tests' users may do.
+  for (const port of [APISERVER_PORT, ETCD_PORT, ETCD_PORT + 1, AUTHZ_PORT]) {
     if (await listening(port)) {
       throw new Error(
         `port ${port} on 127.0.0.1 is already in use; set KUBE_E2E_APISERVER_PORT / KUBE_E2E_ETCD_PORT ` +
-          '(etcd also uses the next port for peers)',
+          '(etcd also uses the next port for peers) / KUBE_E2E_AUTHZ_PORT',
       );
     }
   }
@@ -185,6 +238,18 @@ export function kubeConfig(): KubeConfig {
   loaded ??= newKubeConfig();
   return loaded;
 }
+
+/** A KubeConfig for the suite's apiserver (its server and CA) that authenticates with `user`'s token. */
+export function kubeConfigAs(user: TestUser): KubeConfig {
+  const cluster = newKubeConfig().getCurrentCluster();
+  if (!cluster) throw new Error(`the suite's kubeconfig (${process.env[KUBECONFIG_ENV]}) has no current cluster`);
+  const kc = new KubeConfig();
+  kc.loadFromClusterAndUser(cluster, { name: user.name, token: user.token });
+  return kc;
+}
+
+/** A CoreV1Api acting as `user`. */
+export const coreAs = (user: TestUser): CoreV1Api => kubeConfigAs(user).makeApiClient(CoreV1Api);
 
 export const core = (): CoreV1Api => kubeConfig().makeApiClient(CoreV1Api);
 export const apps = (): AppsV1Api => kubeConfig().makeApiClient(AppsV1Api);

@@ -27,6 +27,8 @@ import { startGateway, type Gateway } from '../../server/gateway.js';
 import { createClusterMode, type ClusterMode, type ClusterModeOptions } from '../../server/kube/cluster-mode.js';
 import { createLogger } from '../../server/base/log.js';
 import {
+  AUTHZ_PORT,
+  AUTHZ_TLS,
   KUBECONFIG_ENV,
   SUITE_LABEL,
   admissionRegistration,
@@ -76,6 +78,12 @@ export interface E2EGatewayOptions {
    * their status written back), attached right after the gateway started.
    */
   readonly clusterMode?: ClusterModeOptions;
+  /**
+   * Serve where the e2e apiserver's authorization webhook calls: port AUTHZ_PORT, with the cluster's authz
+   * certificate and key as they are (AUTHZ_TLS; never generated), so the apiserver trusts it as its
+   * authorization webhook; the admission webhooks are registered with AUTHZ_TLS.caFile as their caBundle.
+   */
+  readonly authorizationWebhook?: boolean;
 }
 
 /** One call the apiserver made through the tap. */
@@ -91,9 +99,9 @@ export interface TapExchange {
 
 export interface E2EGateway {
   readonly gateway: Gateway;
-  /** The gateway's temp dir: gateway.yaml, certs (ca.crt, tls.crt, tls.key) and gateway.log. */
+  /** The gateway's temp dir: gateway.yaml, certs (ca.crt, tls.crt, tls.key; not with `authorizationWebhook`) and gateway.log. */
   readonly dir: string;
-  /** base64 of <dir>/ca.crt, as registered in the webhook configurations. */
+  /** base64 of the CA (<dir>/ca.crt, or AUTHZ_TLS.caFile), as registered in the webhook configurations. */
   readonly caBundle: string;
   /** Calls recorded by the tap (empty without `tap: true`). */
   readonly exchanges: readonly TapExchange[];
@@ -165,17 +173,22 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
   const logFile = path.join(dir, 'gateway.log');
   const chain = parse(options.chain) as unknown;
   if (!Array.isArray(chain)) throw new Error('options.chain must be a YAML list of chain entries');
+  const certificate: CertificateFiles = options.authorizationWebhook
+    ? AUTHZ_TLS
+    : { certFile: path.join(dir, 'tls.crt'), keyFile: path.join(dir, 'tls.key'), caFile: path.join(dir, 'ca.crt') };
   const configText = stringify({
     apiVersion: 'admissiongateway.io/v1alpha1',
     kind: 'GatewayConfig',
     server: {
       host: '127.0.0.1',
-      port: 0,
+      port: options.authorizationWebhook ? AUTHZ_PORT : 0,
       opsHost: '127.0.0.1',
       opsPort: 0,
       tls: {
-        certFile: path.join(dir, 'tls.crt'),
-        keyFile: path.join(dir, 'tls.key'),
+        certFile: certificate.certFile,
+        keyFile: certificate.keyFile,
+        // Missing authz files are an error, not a new pair written into the shared PKI.
+        generate: !options.authorizationWebhook,
         dnsNames: ['localhost'],
         ipAddresses: ['127.0.0.1'],
       },
@@ -211,8 +224,8 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
   let caBundle: string;
   let probeNamespace: string;
   try {
-    caBundle = (await readFile(path.join(dir, 'ca.crt'))).toString('base64');
-    if (options.tap) tap = await startTap(dir, gateway.webhookUrl, exchanges);
+    caBundle = (await readFile(certificate.caFile)).toString('base64');
+    if (options.tap) tap = await startTap(certificate, gateway.webhookUrl, exchanges);
     await register(options, tap?.url ?? gateway.webhookUrl, caBundle, webhookName);
     probeNamespace = await createNamespace(suite);
     await waitUntilCalled(options, probeNamespace);
@@ -267,6 +280,13 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       }
     },
   };
+}
+
+/** The serving certificate, its key and the CA the webhooks' caBundle carries. */
+interface CertificateFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+  readonly caFile: string;
 }
 
 interface Tap {
@@ -356,9 +376,9 @@ function field(json: Buffer, ...keys: string[]): unknown {
  * A TLS pass-through serving the gateway's own certificate (so the registered caBundle fits both): it
  * forwards each request unchanged to the gateway and records the AdmissionReview versions on the wire.
  */
-async function startTap(dir: string, target: string, exchanges: TapExchange[]): Promise<Tap> {
+async function startTap(files: CertificateFiles, target: string, exchanges: TapExchange[]): Promise<Tap> {
   const [cert, key, ca] = await Promise.all(
-    ['tls.crt', 'tls.key', 'ca.crt'].map((file) => readFile(path.join(dir, file))),
+    [files.certFile, files.keyFile, files.caFile].map((file) => readFile(file)),
   );
   const agent = new https.Agent({ ca, keepAlive: true });
   const server = https.createServer({ cert, key }, (req, res) => {

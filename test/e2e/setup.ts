@@ -6,6 +6,7 @@
  */
 import {
   APISERVER_PORT,
+  AUTHZ_URL,
   CLUSTER_DIR,
   ETCD_PORT,
   KUBECONFIG_ENV,
@@ -23,7 +24,8 @@ export async function mochaGlobalSetup(): Promise<void> {
   await core().listNamespace({ limit: 1 });
   console.log(
     `  kube-apiserver on https://127.0.0.1:${APISERVER_PORT} (etcd ${ETCD_PORT}) ready in ` +
-      `${((Date.now() - started) / 1000).toFixed(1)} s; kubeconfig ${kubeconfig}; logs in ${RUN_DIR}`,
+      `${((Date.now() - started) / 1000).toFixed(1)} s; kubeconfig ${kubeconfig}; logs in ${RUN_DIR}; ` +
+      `authorization webhook ${AUTHZ_URL}`,
   );
 }
 
