@@ -3,9 +3,11 @@
  * ManifestsUsageError (exit 2) that names the flag, what was expected and what was given.
  */
 import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from '../config/names.js';
+import { parseHttpsOrigin } from './https-origin.js';
 import type { WebhookTarget } from './render.js';
+import { ManifestsUsageError } from './usage-error.js';
 
-export class ManifestsUsageError extends Error {}
+export { ManifestsUsageError };
 
 /** The flags as parseArgs returns them (strings and booleans; repeatable flags as lists). */
 export interface ManifestsFlags {
@@ -56,26 +58,10 @@ export function parseService(value: string): WebhookTarget {
   return { kind: 'service', namespace, name, port };
 }
 
-/**
- * `https://HOST[:PORT]`: the apiserver only calls https URLs, and the routes are appended, so a path,
- * query, fragment or user info would produce a URL the gateway does not serve.
- */
+/** `--url https://HOST[:PORT]`: the webhooks' routes are appended. */
 export function parseUrl(value: string): WebhookTarget {
-  const expected =
-    'expected https://HOST[:PORT] (the routes /mutate, /validate/fail and /validate/ignore are appended)';
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new ManifestsUsageError(`--url: ${expected}, got "${value}"`);
-  }
-  if (url.protocol !== 'https:') {
-    throw new ManifestsUsageError(`--url: the apiserver only calls https URLs; ${expected}, got "${value}"`);
-  }
-  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
-    throw new ManifestsUsageError(`--url: ${expected}, without a path, query, fragment or user, got "${value}"`);
-  }
-  return { kind: 'url', url: `https://${url.host}` };
+  const routes = 'the routes /mutate, /validate/fail and /validate/ignore are appended';
+  return { kind: 'url', url: parseHttpsOrigin(value, '--url', routes) };
 }
 
 function parseNamespaceLabels(values: readonly string[]): Record<string, string> {
