@@ -3,6 +3,11 @@
  * ManifestsUsageError (exit 2) that names the flag, what was expected and what was given.
  */
 import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from '../config/names.js';
+import {
+  parseAuthorizationOptions,
+  type AuthorizationFlags,
+  type AuthorizationOptions,
+} from './authorization-options.js';
 import { parseHttpsOrigin } from './https-origin.js';
 import type { WebhookTarget } from './render.js';
 import { ManifestsUsageError } from './usage-error.js';
@@ -10,7 +15,7 @@ import { ManifestsUsageError } from './usage-error.js';
 export { ManifestsUsageError };
 
 /** The flags as parseArgs returns them (strings and booleans; repeatable flags as lists). */
-export interface ManifestsFlags {
+export interface ManifestsFlags extends AuthorizationFlags {
   readonly service?: string | undefined;
   readonly url?: string | undefined;
   readonly ca?: string | undefined;
@@ -32,6 +37,8 @@ export interface ManifestsOptions {
   readonly allResources: boolean;
   readonly namespaceLabels: Readonly<Record<string, string>>;
   readonly excludeNamespaces: readonly string[];
+  /** `--authorization-kubeconfig` and its companions; undefined when not asked for. */
+  readonly authorization: AuthorizationOptions | undefined;
 }
 
 export const DEFAULT_NAME = 'admission-gateway';
@@ -119,5 +126,6 @@ export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
     allResources: flags['all-resources'] === true,
     namespaceLabels: parseNamespaceLabels(flags['namespace-label'] ?? []),
     excludeNamespaces,
+    authorization: parseAuthorizationOptions(flags),
   };
 }
