@@ -43,6 +43,12 @@ export const OPTIONS = {
   'namespace-label': { type: 'string', multiple: true },
   'exclude-namespace': { type: 'string', multiple: true },
   'all-resources': { type: 'boolean' },
+  'authorization-kubeconfig': { type: 'string' },
+  'authorization-url': { type: 'string' },
+  'authorization-mode': { type: 'string' },
+  'authorization-webhook-config-file': { type: 'string' },
+  'authorization-client-certificate': { type: 'string' },
+  'authorization-client-key': { type: 'string' },
 } satisfies ParseArgsConfig['options'];
 
 type OptionName = keyof typeof OPTIONS;
@@ -66,6 +72,12 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
     'namespace-label',
     'exclude-namespace',
     'all-resources',
+    'authorization-kubeconfig',
+    'authorization-url',
+    'authorization-mode',
+    'authorization-webhook-config-file',
+    'authorization-client-certificate',
+    'authorization-client-key',
   ],
   version: [],
 };
@@ -118,6 +130,9 @@ or input, ${EXIT_DENIED} refused (with --exit-code).`,
   manifests: `usage: admission-gateway manifests [--config FILE] [--service NAMESPACE/NAME[:PORT] | --url https://HOST[:PORT]]
                                    [--ca FILE | --no-ca-bundle] [--name NAME] [--output yaml|json]
                                    [--namespace-label KEY=VALUE]... [--exclude-namespace NAME]... [--all-resources]
+                                   [--authorization-kubeconfig FILE [--authorization-url https://HOST[:PORT]]
+                                    [--authorization-mode MODES] [--authorization-webhook-config-file PATH]
+                                    [--authorization-client-certificate PATH --authorization-client-key PATH]]
 
 Prints the MutatingWebhookConfiguration and ValidatingWebhookConfiguration that send the apiserver's
 requests to the gateway for the configured chain (pipe into "kubectl apply -f -"):
@@ -149,7 +164,27 @@ says so on stderr; --all-resources renders every route with a catch-all rule ins
   --output, -o FORMAT       yaml (default: documents with a comment header) or json (a v1 List)
   --namespace-label K=V     only select namespaces with this label (repeatable)
   --exclude-namespace NAME  exclude this namespace too (repeatable)
-  --all-resources           catch-all rules on every route, for AdmissionProviders added at run time`,
+  --all-resources           catch-all rules on every route, for AdmissionProviders added at run time
+
+The gateway as kube-apiserver's authorization webhook (POST /authorize: it may forbid, never allow), with
+--authorization-kubeconfig: writes the kubeconfig kube-apiserver's --authorization-webhook-config-file reads
+(the caBundle above as certificate-authority-data) and prints on stderr the apiserver flags to add and why
+(docs/authorization-webhook.md). kube-apiserver runs on the host network and usually cannot resolve a
+Service's DNS name: without --authorization-url it calls --url, else the Service's name, with a warning.
+  --authorization-kubeconfig FILE
+                            write the kubeconfig to FILE (it needs the caBundle: not with --no-ca-bundle)
+  --authorization-url https://HOST[:PORT]
+                            the gateway as the control plane reaches it (/authorize is appended); the serving
+                            certificate must name HOST (server.tls.dnsNames, server.tls.ipAddresses)
+  --authorization-mode MODES
+                            kube-apiserver's current --authorization-mode (default: Node,RBAC); Webhook is
+                            placed before the first authorizer that is not Node
+  --authorization-webhook-config-file PATH
+                            where the kubeconfig will be on the control plane (default:
+                            /etc/kubernetes/admission-gateway/authorization-webhook.kubeconfig)
+  --authorization-client-certificate PATH, --authorization-client-key PATH
+                            the client certificate and key kube-apiserver presents, absolute paths on the
+                            control plane: required when server.tls.clientCAFile is set, refused otherwise`,
   version: `usage: admission-gateway version (also --version, -v)
 
 Prints "admission-gateway <version>".`,

@@ -1,7 +1,8 @@
 /**
  * `admission-gateway manifests`: resolves the configured chain (plugin defaults and settings checked as at
  * start, providers discovered once), finds the caBundle the way `certs` does, renders the webhook
- * configurations and prints them. Notes go to stderr so stdout can be piped into kubectl.
+ * configurations and prints them; with --authorization-kubeconfig it also writes the authorization webhook's
+ * kubeconfig. Notes go to stderr so stdout can be piped into kubectl.
  */
 import path from 'node:path';
 import pino from 'pino';
@@ -13,6 +14,7 @@ import type { Logger } from '../base/log.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { createChainForConfig } from '../providers/configured-chain.js';
 import { ensureConfiguredCertificate, servingCaBundle } from '../tls/serving-certificate.js';
+import { checkAuthorizationConfig, writeAuthorizationKubeconfig } from './authorization-command.js';
 import { catchAllFailWarnings } from './catch-all-warning.js';
 import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
 import { toJson, toYaml } from './output.js';
@@ -94,10 +96,13 @@ function shellWord(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
+function commandLine(deps: ManifestsDeps): string {
+  return ['admission-gateway', 'manifests', ...deps.args].map(shellWord).join(' ');
+}
+
 function header(options: ManifestsOptions, deps: ManifestsDeps, excluded: readonly string[], ca: string): string[] {
-  const command = ['admission-gateway', 'manifests', ...deps.args].map(shellWord).join(' ');
   return [
-    `Rendered by \`${command}\`:`,
+    `Rendered by \`${commandLine(deps)}\`:`,
     'regenerate it from the configured chain, do not edit it by hand.',
     ...(ca === ''
       ? [
@@ -117,6 +122,8 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
   const service = config.server.service;
   const target: WebhookTarget = options.target ?? { kind: 'service', ...service, port: DEFAULT_SERVICE_PORT };
   const gatewayNamespace = target.kind === 'service' ? target.namespace : service.namespace;
+  const { authorization } = options;
+  if (authorization) checkAuthorizationConfig(authorization, options.caBundle, config);
   const steps = await resolveSteps(deps);
   const caBundle = await readCaBundle(options, deps);
   const objects = renderWebhookConfigurations(steps, {
@@ -140,5 +147,15 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
   }
   if (objects.length === 0) note(deps, `the chain of ${config.file} has no steps: no webhook configuration rendered`);
   const excluded = excludedNamespaces(gatewayNamespace, options.excludeNamespaces);
+  if (authorization) {
+    await writeAuthorizationKubeconfig(authorization, {
+      name: options.name,
+      target,
+      caBundle,
+      cwd: deps.cwd,
+      command: commandLine(deps),
+      note: (text) => note(deps, text),
+    });
+  }
   deps.stdout(options.output === 'json' ? toJson(objects) : toYaml(objects, header(options, deps, excluded, caBundle)));
 }

@@ -3,12 +3,19 @@
  * ManifestsUsageError (exit 2) that names the flag, what was expected and what was given.
  */
 import { isDnsLabel, isDnsSubdomain, isLabelKey, isLabelValue } from '../config/names.js';
+import {
+  parseAuthorizationOptions,
+  type AuthorizationFlags,
+  type AuthorizationOptions,
+} from './authorization-options.js';
+import { parseHttpsOrigin } from './https-origin.js';
 import type { WebhookTarget } from './render.js';
+import { ManifestsUsageError } from './usage-error.js';
 
-export class ManifestsUsageError extends Error {}
+export { ManifestsUsageError };
 
 /** The flags as parseArgs returns them (strings and booleans; repeatable flags as lists). */
-export interface ManifestsFlags {
+export interface ManifestsFlags extends AuthorizationFlags {
   readonly service?: string | undefined;
   readonly url?: string | undefined;
   readonly ca?: string | undefined;
@@ -30,6 +37,8 @@ export interface ManifestsOptions {
   readonly allResources: boolean;
   readonly namespaceLabels: Readonly<Record<string, string>>;
   readonly excludeNamespaces: readonly string[];
+  /** `--authorization-kubeconfig` and its companions; undefined when not asked for. */
+  readonly authorization: AuthorizationOptions | undefined;
 }
 
 export const DEFAULT_NAME = 'admission-gateway';
@@ -56,26 +65,10 @@ export function parseService(value: string): WebhookTarget {
   return { kind: 'service', namespace, name, port };
 }
 
-/**
- * `https://HOST[:PORT]`: the apiserver only calls https URLs, and the routes are appended, so a path,
- * query, fragment or user info would produce a URL the gateway does not serve.
- */
+/** `--url https://HOST[:PORT]`: the webhooks' routes are appended. */
 export function parseUrl(value: string): WebhookTarget {
-  const expected =
-    'expected https://HOST[:PORT] (the routes /mutate, /validate/fail and /validate/ignore are appended)';
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new ManifestsUsageError(`--url: ${expected}, got "${value}"`);
-  }
-  if (url.protocol !== 'https:') {
-    throw new ManifestsUsageError(`--url: the apiserver only calls https URLs; ${expected}, got "${value}"`);
-  }
-  if (url.username || url.password || url.search || url.hash || (url.pathname !== '/' && url.pathname !== '')) {
-    throw new ManifestsUsageError(`--url: ${expected}, without a path, query, fragment or user, got "${value}"`);
-  }
-  return { kind: 'url', url: `https://${url.host}` };
+  const routes = 'the routes /mutate, /validate/fail and /validate/ignore are appended';
+  return { kind: 'url', url: parseHttpsOrigin(value, '--url', routes) };
 }
 
 function parseNamespaceLabels(values: readonly string[]): Record<string, string> {
@@ -133,5 +126,6 @@ export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
     allResources: flags['all-resources'] === true,
     namespaceLabels: parseNamespaceLabels(flags['namespace-label'] ?? []),
     excludeNamespaces,
+    authorization: parseAuthorizationOptions(flags),
   };
 }

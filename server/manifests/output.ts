@@ -1,4 +1,7 @@
-/** Serialises rendered configurations: YAML documents (with a comment header) or a JSON `v1/List`. */
+/**
+ * Serialises rendered objects (webhook configurations, the authorization kubeconfig): YAML documents (with a
+ * comment header) or a JSON `v1/List`.
+ */
 import { Document, isScalar, visit } from 'yaml';
 import type { RenderedConfiguration } from './render.js';
 
@@ -6,7 +9,7 @@ import type { RenderedConfiguration } from './render.js';
 const FLOW_MAX = 90;
 
 /** One object as YAML; lists of plain values on one line (`[CREATE, UPDATE]`), as people write them. */
-function documentText(object: RenderedConfiguration): string {
+function documentText(object: object): string {
   const doc = new Document(object);
   visit(doc, {
     Seq(_, node) {
@@ -21,7 +24,7 @@ function documentText(object: RenderedConfiguration): string {
 }
 
 /** `---`-separated documents; each header line becomes a `# ` comment at the top. */
-export function toYaml(objects: readonly RenderedConfiguration[], header: readonly string[] = []): string {
+export function toYaml(objects: readonly object[], header: readonly string[] = []): string {
   const comments = header.map((line) => `# ${line}`.trimEnd()).join('\n');
   const documents = objects.map(documentText).join('---\n');
   return comments ? `${comments}\n${documents}` : documents;

@@ -21,6 +21,7 @@ describe('parseManifestsOptions()', () => {
       allResources: false,
       namespaceLabels: {},
       excludeNamespaces: [],
+      authorization: undefined,
     });
   });
 
@@ -43,6 +44,7 @@ describe('parseManifestsOptions()', () => {
         allResources: true,
         namespaceLabels: { team: 'a', 'example.com/env': 'prod' },
         excludeNamespaces: ['monitoring'],
+        authorization: undefined,
       },
     );
   });

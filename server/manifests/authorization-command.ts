@@ -1,0 +1,118 @@
+/**
+ * `manifests --authorization-kubeconfig FILE`: checks the authorization flags against the configuration,
+ * writes the kubeconfig kube-apiserver's webhook authorizer reads, and prints on stderr the apiserver flags
+ * that turn it on (stdout keeps the webhook configurations, for kubectl).
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { GatewayConfig } from '../config/types.js';
+import { errorMessage } from '../base/errors.js';
+import { apiserverFlagReasons, apiserverFlags } from './apiserver-flags.js';
+import {
+  AUTHORIZE_PATH,
+  defaultAuthorizerOrigin,
+  isClusterDnsName,
+  renderAuthorizationKubeconfig,
+} from './authorization-kubeconfig.js';
+import type { AuthorizationOptions } from './authorization-options.js';
+import type { ManifestsOptions } from './options.js';
+import { toYaml } from './output.js';
+import type { WebhookTarget } from './render.js';
+import { ManifestsUsageError } from './usage-error.js';
+
+/**
+ * The problems only the configuration shows, raised before anything is generated: a certificate the
+ * gateway does not serve from files, or client certificates it asks for (or does not).
+ */
+export function checkAuthorizationConfig(
+  authorization: AuthorizationOptions,
+  caBundle: ManifestsOptions['caBundle'],
+  config: GatewayConfig,
+): void {
+  const { secretName } = config.kube.certificate;
+  if (secretName && config.kube.enabled !== false && caBundle.kind !== 'file') {
+    // The server.tls files (generated here if missing) are not what the gateway serves: a kubeconfig trusting
+    // their CA would fail every call, silently (a failed call is no opinion).
+    const namespace = config.kube.certificate.secretNamespace || config.server.service.namespace;
+    throw new ManifestsUsageError(
+      `--authorization-kubeconfig: the gateway serves the certificate of the Secret ${namespace}/${secretName} ` +
+        `(kube.certificate.secretName), not the server.tls files; pass --ca with that Secret's ca.crt: ` +
+        `kubectl -n ${namespace} get secret ${secretName} -o jsonpath='{.data.ca\\.crt}' | base64 -d > gateway-ca.crt`,
+    );
+  }
+  const asksForCertificates = config.server.tls.clientCAFile !== '';
+  if (asksForCertificates && !authorization.clientCertificate) {
+    throw new ManifestsUsageError(
+      '--authorization-kubeconfig: server.tls.clientCAFile is set, so the gateway refuses clients without a ' +
+        'certificate; pass --authorization-client-certificate and --authorization-client-key (absolute paths on ' +
+        'the control plane of a certificate that CA signed, and its key)',
+    );
+  }
+  if (!asksForCertificates && authorization.clientCertificate) {
+    throw new ManifestsUsageError(
+      '--authorization-client-certificate: the gateway asks for no client certificate (server.tls.clientCAFile ' +
+        'is empty); leave out --authorization-client-certificate and --authorization-client-key',
+    );
+  }
+}
+
+export interface AuthorizationOutput {
+  readonly name: string;
+  readonly target: WebhookTarget;
+  readonly caBundle: string;
+  readonly cwd: string;
+  /** The command line after `manifests`, for the header. */
+  readonly command: string;
+  readonly note: (text: string) => void;
+}
+
+function clusterDnsWarning(server: string): string {
+  return [
+    `WARNING: the authorization webhook calls ${server}, a cluster Service name. kube-apiserver runs on the ` +
+      `host network and resolves it with the host's resolver, which usually does not know cluster DNS names; ` +
+      `every call would then fail, and a failed call counts as no opinion: the gateway would forbid nothing, ` +
+      `without an error anywhere but the apiserver's log.`,
+    "  Pass --authorization-url https://HOST[:PORT] with an address the control plane reaches (the Service's " +
+      'ClusterIP, a NodePort, a load balancer) and that the serving certificate names (server.tls.dnsNames, ' +
+      'server.tls.ipAddresses).',
+  ].join('\n');
+}
+
+/** Writes the kubeconfig and prints what to do with it. */
+export async function writeAuthorizationKubeconfig(
+  authorization: AuthorizationOptions,
+  output: AuthorizationOutput,
+): Promise<void> {
+  const origin = authorization.url ?? defaultAuthorizerOrigin(output.target);
+  const kubeconfig = renderAuthorizationKubeconfig({
+    name: output.name,
+    origin,
+    caBundle: output.caBundle,
+    clientCertificate: authorization.clientCertificate,
+  });
+  const server = `${origin}${AUTHORIZE_PATH}`;
+  const header = [
+    `Rendered by \`${output.command}\`: regenerate it, do not edit it by hand.`,
+    `The kubeconfig of kube-apiserver's --authorization-webhook-config-file (${authorization.controlPlaneFile}):`,
+    'it sends each SubjectAccessReview to the gateway, which answers deny or no opinion, never allow',
+    '(docs/authorization-webhook.md in the admission-gateway repository).',
+  ];
+  const file = path.resolve(output.cwd, authorization.kubeconfigFile);
+  try {
+    // 0600 as kubeconfigs are: it holds no secret unless someone adds one, but it decides who is trusted.
+    await writeFile(file, toYaml([kubeconfig], header), { mode: 0o600 });
+  } catch (err) {
+    throw new ManifestsUsageError(`--authorization-kubeconfig: cannot write "${file}": ${errorMessage(err)}`);
+  }
+  if (isClusterDnsName(origin)) output.note(clusterDnsWarning(server));
+  output.note(
+    [
+      `wrote ${file}: the kubeconfig of kube-apiserver's authorization webhook (calls ${server}).`,
+      `Put it at ${authorization.controlPlaneFile} on every control-plane node and add these kube-apiserver flags ` +
+        '(keep the others; docs/authorization-webhook.md says how, and how to remove them):',
+      ...apiserverFlags(authorization.modes, authorization.controlPlaneFile).map((flag) => `  ${flag}`),
+      'Why:',
+      ...apiserverFlagReasons(authorization.modes, authorization.hadWebhook),
+    ].join('\n'),
+  );
+}

@@ -1,0 +1,141 @@
+/**
+ * `admission-gateway manifests --authorization-kubeconfig FILE` through runCli in this process: the kubeconfig
+ * carries the same caBundle as the webhook configurations, stdout is unchanged, the apiserver flags go to
+ * stderr, and mistakes exit 2 before anything is written.
+ */
+import assert from 'node:assert/strict';
+import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { runCliCaptured } from '../helpers/cli.js';
+
+const CHAIN = `
+chain:
+  - plugin: require-labels
+    failurePolicy: Ignore
+    settings: { labels: [team] }
+`;
+
+interface Kubeconfig {
+  clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+  users: { user: Record<string, string> }[];
+}
+
+describe('admission-gateway manifests --authorization-kubeconfig', function () {
+  this.timeout(30000);
+  let dir: string;
+
+  beforeEach(async function () {
+    dir = await mkdtemp(join(tmpdir(), 'gateway-authz-cli-'));
+  });
+
+  afterEach(async function () {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function config(text: string): Promise<string> {
+    const file = join(dir, 'gateway.yaml');
+    await writeFile(file, text);
+    return file;
+  }
+
+  it('writes the kubeconfig with the webhooks caBundle, keeps stdout for the webhooks, prints the flags on stderr', async function () {
+    const file = await config(`kube: { enabled: false }\n${CHAIN}`);
+    const args = ['manifests', '--config', file, '--url', 'https://192.0.2.10:30443', '-o', 'json'];
+    const plain = await runCliCaptured(args, { cwd: dir });
+    const run = await runCliCaptured([...args, '--authorization-kubeconfig', 'authz.kubeconfig'], { cwd: dir });
+
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout, plain.stdout);
+    const webhooks = JSON.parse(run.stdout) as { items: { webhooks: { clientConfig: { caBundle: string } }[] }[] };
+    const kubeconfig = parse(await readFile(join(dir, 'authz.kubeconfig'), 'utf8')) as Kubeconfig;
+    assert.deepEqual(kubeconfig.clusters[0]?.cluster, {
+      server: 'https://192.0.2.10:30443/authorize',
+      'certificate-authority-data': webhooks.items[0]?.webhooks[0]?.clientConfig.caBundle,
+    });
+    assert.deepEqual(kubeconfig.users[0]?.user, {});
+    assert.ok(
+      run.stderr.includes(
+        `admission-gateway: wrote ${join(dir, 'authz.kubeconfig')}: the kubeconfig of kube-apiserver's authorization ` +
+          'webhook (calls https://192.0.2.10:30443/authorize).\n',
+      ),
+      run.stderr,
+    );
+    assert.match(run.stderr, /^ {2}--authorization-mode=Node,Webhook,RBAC$/m);
+    assert.match(run.stderr, /^ {2}--authorization-webhook-version=v1$/m);
+  });
+
+  it('names the client certificate when the gateway asks for one, and places Webhook in the current modes', async function () {
+    await writeFile(join(dir, 'client-ca.crt'), '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+    const file = await config(`kube: { enabled: false }\nserver: { tls: { clientCAFile: client-ca.crt } }\n${CHAIN}`);
+    const run = await runCliCaptured(
+      [
+        'manifests',
+        '--config',
+        file,
+        '--authorization-kubeconfig',
+        'authz.kubeconfig',
+        '--authorization-url',
+        'https://10.96.0.20',
+        '--authorization-mode',
+        'RBAC',
+        '--authorization-client-certificate',
+        '/etc/kubernetes/pki/gw-client.crt',
+        '--authorization-client-key',
+        '/etc/kubernetes/pki/gw-client.key',
+      ],
+      { cwd: dir },
+    );
+    assert.equal(run.code, 0, run.stderr);
+    const kubeconfig = parse(await readFile(join(dir, 'authz.kubeconfig'), 'utf8')) as Kubeconfig;
+    assert.deepEqual(kubeconfig.users[0]?.user, {
+      'client-certificate': '/etc/kubernetes/pki/gw-client.crt',
+      'client-key': '/etc/kubernetes/pki/gw-client.key',
+    });
+    assert.match(run.stderr, /^ {2}--authorization-mode=Webhook,RBAC$/m);
+  });
+
+  it('lists its flags in the help', async function () {
+    const help = await runCliCaptured(['manifests', '--help']);
+    assert.match(help.stdout, /^ {2}--authorization-kubeconfig FILE$/m);
+    assert.match(help.stdout, /^ {2}--authorization-url https:\/\/HOST\[:PORT\]$/m);
+  });
+
+  describe('refuses with exit code 2, writing nothing', function () {
+    const cases: [string, string, string[], string][] = [
+      [
+        'a companion flag without the file',
+        'kube: { enabled: false }\n',
+        ['--authorization-mode', 'Node,RBAC'],
+        "admission-gateway: --authorization-mode needs --authorization-kubeconfig FILE: it only shapes the authorization webhook's kubeconfig\n",
+      ],
+      [
+        'a gateway that asks for client certificates, without one',
+        'kube: { enabled: false }\nserver: { tls: { clientCAFile: client-ca.crt } }\n',
+        ['--authorization-kubeconfig', 'authz.kubeconfig'],
+        'admission-gateway: --authorization-kubeconfig: server.tls.clientCAFile is set, so the gateway refuses clients ' +
+          'without a certificate; pass --authorization-client-certificate and --authorization-client-key (absolute ' +
+          'paths on the control plane of a certificate that CA signed, and its key)\n',
+      ],
+      [
+        'a misspelt flag, naming the closest',
+        'kube: { enabled: false }\n',
+        ['--authorization-kubeconfig', 'authz.kubeconfig', '--authorization-mod', 'RBAC'],
+        'admission-gateway manifests: unknown option --authorization-mod (did you mean --authorization-mode?)\n' +
+          'Run "admission-gateway manifests --help" for its options.\n',
+      ],
+    ];
+    for (const [what, text, args, message] of cases) {
+      it(`given ${what}`, async function () {
+        const file = await config(`${text}${CHAIN}`);
+        const run = await runCliCaptured(['manifests', '--config', file, ...args], { cwd: dir });
+        assert.equal(run.stderr, message);
+        assert.equal(run.code, 2);
+        assert.equal(run.stdout, '');
+        await assert.rejects(access(join(dir, 'authz.kubeconfig')));
+        await assert.rejects(access(join(dir, 'certs')));
+      });
+    }
+  });
+});
