@@ -5,6 +5,7 @@
  * `allowed: true`: it forbids, and every other authorizer (RBAC) keeps deciding what it did.
  */
 import type { AuthorizationAttributes, NonResourceAttributes, ResourceAttributes } from './attributes.js';
+import type { AuthorizeVerdict } from './authorize-step.js';
 
 export const SAR_V1 = 'authorization.k8s.io/v1';
 export const SAR_V1BETA1 = 'authorization.k8s.io/v1beta1';
@@ -136,4 +137,44 @@ export function encodeSubjectAccessReview(
       }
     : { allowed: false };
   return JSON.stringify({ apiVersion, kind: 'SubjectAccessReview', status });
+}
+
+/** Longest reason taken from a provider's answer (a user reads it in a 403). */
+const MAX_REASON_CHARS = 1024;
+
+/** The SubjectAccessReview (v1) a remote authorize provider is sent: the request as the apiserver asked it. */
+export function encodeSubjectAccessReviewRequest(a: AuthorizationAttributes): string {
+  return JSON.stringify({
+    apiVersion: SAR_V1,
+    kind: 'SubjectAccessReview',
+    spec: {
+      ...(a.resource ? { resourceAttributes: a.resource } : { nonResourceAttributes: a.nonResource }),
+      user: a.user,
+      groups: a.groups,
+      ...(Object.keys(a.extra).length > 0 ? { extra: a.extra } : {}),
+      uid: a.uid,
+    },
+  });
+}
+
+/**
+ * What a remote provider's answer says: `denied` with its reason forbids; anything else is no opinion — a
+ * provider cannot grant through the gateway, so `allowed: true` counts as no opinion too. An answer that is
+ * not a v1 SubjectAccessReview with a status is an error.
+ */
+export function readSubjectAccessReviewAnswer(body: string): AuthorizeVerdict {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body);
+  } catch {
+    throw new SubjectAccessReviewError('the answer is not JSON');
+  }
+  if (!isMap(answer) || answer.apiVersion !== SAR_V1 || answer.kind !== 'SubjectAccessReview') {
+    throw new SubjectAccessReviewError(`expected a ${SAR_V1} SubjectAccessReview`);
+  }
+  const { status } = answer;
+  if (!isMap(status)) throw new SubjectAccessReviewError('the answer has no status');
+  if (status.denied !== true) return undefined;
+  const reason = typeof status.reason === 'string' && status.reason ? status.reason : 'denied';
+  return { deny: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}…` : reason };
 }

@@ -7,10 +7,10 @@
  */
 import type { AuthorizationAttributes } from '../authorization/attributes.js';
 import type { AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
-import { errorMessage } from '../base/errors.js';
+import { StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
-import type { Metrics } from '../metrics/metrics.js';
+import type { Metrics, StepOutcome } from '../metrics/metrics.js';
 import type { NamespaceLabelSource } from './reviewer.js';
 
 /** The chain's answer: the reason of the step that forbids, or no opinion. */
@@ -36,7 +36,13 @@ export interface Authorizer {
 /** How one step's call ended. */
 type Settled =
   | { readonly verdict: AuthorizeVerdict; readonly ms: number }
-  | { readonly failure: 'error' | 'timeout'; readonly message: string; readonly ms: number };
+  | { readonly failure: FailureReason; readonly message: string; readonly ms: number };
+
+/** The step outcome a failure counts as (as for the admission phases). */
+const OUTCOME_OF_FAILURE: Partial<Record<FailureReason, StepOutcome>> = {
+  timeout: 'timeout',
+  breaker_open: 'circuit_open',
+};
 
 class StepTimeout extends Error {}
 
@@ -78,7 +84,7 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
       return { verdict, ms };
     } catch (err) {
       return {
-        failure: err instanceof StepTimeout ? 'timeout' : 'error',
+        failure: err instanceof StepTimeout ? 'timeout' : err instanceof StepFailedError ? err.reason : 'error',
         message: clip(errorMessage(err)),
         ms: now() - started,
       };
@@ -95,12 +101,14 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
       metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome });
       return;
     }
-    metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome: settled.failure });
+    const outcome = OUTCOME_OF_FAILURE[settled.failure] ?? 'error';
+    metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome });
+    if (step.failurePolicy === 'Ignore') metrics.failOpen.inc({ step: step.name });
+    // An open breaker fails every call at once: a line each would be thousands a second of noise.
+    if (settled.failure === 'breaker_open') return;
     const fields = { step: step.name, user: attributes.user, reason: settled.failure, err: settled.message };
-    if (step.failurePolicy === 'Ignore') {
-      metrics.failOpen.inc({ step: step.name });
-      deps.log.warn(fields, 'authorize step failed open');
-    } else deps.log.warn(fields, 'authorize step failed: request forbidden (failurePolicy Fail)');
+    if (step.failurePolicy === 'Ignore') deps.log.warn(fields, 'authorize step failed open');
+    else deps.log.warn(fields, 'authorize step failed: request forbidden (failurePolicy Fail)');
   };
 
   /** The denial a settled call makes, or undefined. */

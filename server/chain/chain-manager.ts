@@ -41,9 +41,10 @@ export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<
   const rebuild = () => {
     pending = false;
     if (closed) return;
+    const sources = [...runtimes.values()].map(({ runtime }) => runtime);
     chain = createChain(
-      [...deps.pluginSteps, ...[...runtimes.values()].flatMap(({ runtime }) => runtime.steps())],
-      authorize,
+      [...deps.pluginSteps, ...sources.flatMap((runtime) => runtime.steps())],
+      [...authorize, ...sources.flatMap((runtime) => runtime.authorizeSteps?.() ?? [])],
     );
     deps.onChain(chain);
   };

@@ -7,6 +7,7 @@ import type { LogLevel } from '../base/log.js';
 import type { LocateField } from './field-positions.js';
 import type { StepDeclarations } from './step-declarations.js';
 import type { StepOptions } from './step-options.js';
+import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -127,12 +128,17 @@ export interface ServiceReference {
   readonly path: string;
 }
 
+/** What a remote provider is called for: the admission phases, and the authorize chain (POST /authorize). */
+export type ProviderPhase = 'mutate' | 'validate' | 'authorize';
+
 export interface ProviderEntry extends EntryOptions {
   readonly kind: 'provider';
   readonly provider: string;
   readonly url?: string;
   readonly service?: ServiceReference;
-  readonly phases: readonly ('mutate' | 'validate')[];
+  readonly phases: readonly ProviderPhase[];
+  /** The requests its authorize phase sees (with `authorize` in phases). */
+  readonly authorizeMatch?: AuthorizeMatch;
   /** base64 PEM bundle trusted for the provider's certificate. */
   readonly caBundle?: string;
   readonly clientCert?: { readonly certFile: string; readonly keyFile: string };

@@ -4,6 +4,7 @@
  * Errors name the file and the field path (exit code 2 at start).
  */
 import { DECLARATION_FIELDS, readStepDeclarations } from './step-declarations.js';
+import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
@@ -20,6 +21,7 @@ import type {
   LogConfig,
   ManagedCertificateConfig,
   ProviderEntry,
+  ProviderPhase,
   ServerConfig,
   ServiceReference,
 } from './types.js';
@@ -56,6 +58,7 @@ const PROVIDER_FIELDS = [
   'discovery',
   'discoveryPath',
   'admissionReviewVersions',
+  'authorizeMatch',
 ];
 
 /** Every relative path in the file resolves against the file's folder; `''` (none) stays `''`. */
@@ -298,6 +301,28 @@ function readService(r: Reader, value: unknown, p: string): ServiceReference {
   };
 }
 
+const PROVIDER_PHASES = ['mutate', 'validate', 'authorize'] as const;
+const AUTHORIZE_MATCH_FIELDS = ['verbs', 'apiGroups', 'resources', 'namespaces', 'nonResourceURLs'] as const;
+/** Entries in one list of an authorizeMatch: far more than any rule needs. */
+const MAX_AUTHORIZE_MATCH_ITEMS = 256;
+
+/** An authorize step's match, written as an RBAC rule (authorization/authorize-match.ts). */
+export function readAuthorizeMatch(r: Reader, value: unknown, p: string): AuthorizeMatch | undefined {
+  if (value === undefined || value === null) return undefined;
+  const m = r.map(value, p, [...AUTHORIZE_MATCH_FIELDS]);
+  const match: Record<string, readonly string[]> = {};
+  for (const field of AUTHORIZE_MATCH_FIELDS) {
+    const list = r.stringList(m[field], `${p}.${field}`);
+    if (list === undefined) continue;
+    if (list.length > MAX_AUTHORIZE_MATCH_ITEMS) {
+      r.fail(`${p}.${field}`, `expected at most ${MAX_AUTHORIZE_MATCH_ITEMS} entries`, list.length);
+    }
+    match[field] = [...new Set(list)];
+  }
+  if (!match.resources && !match.nonResourceURLs) r.fail(p, 'expected resources and/or nonResourceURLs');
+  return match;
+}
+
 /** Fields of a remote provider, shared by gateway.yaml entries and AdmissionProvider specs. */
 export function readProviderFields(
   r: Reader,
@@ -306,8 +331,12 @@ export function readProviderFields(
 ): Omit<ProviderEntry, keyof EntryOptions | 'kind' | 'provider'> {
   if ((m.url === undefined) === (m.service === undefined)) r.fail(p, 'expected exactly one of url or service');
   const phases = r.stringList(m.phases, `${p}.phases`) ?? ['mutate', 'validate'];
-  if (phases.length === 0) r.fail(`${p}.phases`, 'expected mutate and/or validate');
-  phases.forEach((phase, i) => r.oneOf(phase, `${p}.phases[${i}]`, ['mutate', 'validate'] as const));
+  if (phases.length === 0) r.fail(`${p}.phases`, 'expected mutate, validate and/or authorize');
+  phases.forEach((phase, i) => r.oneOf(phase, `${p}.phases[${i}]`, PROVIDER_PHASES));
+  const authorizeMatch = readAuthorizeMatch(r, m.authorizeMatch, `${p}.authorizeMatch`);
+  if (phases.includes('authorize') && !authorizeMatch) {
+    r.fail(`${p}.authorizeMatch`, 'expected the requests the authorize phase sees (verbs, apiGroups, resources, …)');
+  }
   const clientCert =
     m.clientCert === undefined ? undefined : r.map(m.clientCert, `${p}.clientCert`, ['certFile', 'keyFile']);
   const versions = r.stringList(m.admissionReviewVersions, `${p}.admissionReviewVersions`) ?? ['v1', 'v1beta1'];
@@ -320,7 +349,8 @@ export function readProviderFields(
   return {
     ...(m.url !== undefined ? { url: readWebhookUrl(r, m.url, `${p}.url`) } : {}),
     ...(m.service !== undefined ? { service: readService(r, m.service, `${p}.service`) } : {}),
-    phases: [...new Set(phases as ('mutate' | 'validate')[])],
+    phases: [...new Set(phases as ProviderPhase[])],
+    ...(authorizeMatch ? { authorizeMatch } : {}),
     ...(caBundle ? { caBundle: caBundle.replace(/\s+/g, '') } : {}),
     ...(clientCert
       ? {

@@ -63,6 +63,7 @@ const SPEC_FIELDS = [
   'admissionReviewVersions',
   'sideEffects',
   'reinvocationPolicy',
+  'authorizeMatch',
   ...DECLARATION_FIELDS,
 ];
 

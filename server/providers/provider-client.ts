@@ -14,6 +14,13 @@ import {
   type KubeObject,
 } from '../admission/types.js';
 import { ProviderCallError, errorMessage } from '../base/errors.js';
+import type { AuthorizationAttributes } from '../authorization/attributes.js';
+import type { AuthorizeVerdict } from '../authorization/authorize-step.js';
+import {
+  SubjectAccessReviewError,
+  encodeSubjectAccessReviewRequest,
+  readSubjectAccessReviewAnswer,
+} from '../authorization/subject-access-review.js';
 import { ResponseTooLargeError, type ExchangeResult } from './provider-exchange.js';
 import { InvalidProviderResponse, verifyProviderResponse, type ProviderAnswer } from './provider-response.js';
 import { MAX_RESPONSE_HEAD_BYTES, createProviderTransport } from './provider-transport.js';
@@ -51,8 +58,17 @@ export interface ProviderCall {
   readonly path?: string;
 }
 
+/** One call of the authorize chain: the request as the apiserver asked about it. */
+export interface ProviderAuthorizeCall {
+  readonly attributes: AuthorizationAttributes;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+}
+
 export interface ProviderClient {
   call(call: ProviderCall): Promise<ProviderAnswer>;
+  /** POSTs a SubjectAccessReview (authorization.k8s.io/v1) to the URL; its verdict. */
+  authorize(call: ProviderAuthorizeCall): Promise<AuthorizeVerdict>;
   /** GET `<url>/<path>` for discovery; returns the parsed JSON body. `signal` cancels it early (on close). */
   getJson(path: string, timeoutMs: number, signal?: AbortSignal): Promise<unknown>;
   close(): Promise<void>;
@@ -221,6 +237,18 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
         return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion: target.apiVersion, mutating });
       } catch (err) {
         if (err instanceof InvalidProviderResponse) {
+          throw new ProviderCallError('invalid_response', `${target.url}: ${err.message}`, { cause: err });
+        }
+        throw err;
+      }
+    },
+    async authorize({ attributes, timeoutMs, signal }) {
+      const path = `${baseTarget}?timeout=${timeoutParam(timeoutMs)}`;
+      const res = await send('POST', path, encodeSubjectAccessReviewRequest(attributes), timeoutMs, signal);
+      try {
+        return readSubjectAccessReviewAnswer(res.body.toString('utf8'));
+      } catch (err) {
+        if (err instanceof SubjectAccessReviewError) {
           throw new ProviderCallError('invalid_response', `${target.url}: ${err.message}`, { cause: err });
         }
         throw err;

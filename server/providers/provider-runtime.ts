@@ -19,6 +19,8 @@ import { parseDiscovery, type DiscoveredHandler } from './discovery.js';
 import { createProviderBreaker, type BreakerState, type ProviderBreaker } from './provider-breaker.js';
 import { apiVersionFor, createProviderClient, type ProviderClient } from './provider-client.js';
 import { createProviderStep } from './provider-step.js';
+import { createProviderAuthorizeStep } from './provider-authorize-step.js';
+import type { AuthorizeStep } from '../authorization/authorize-step.js';
 
 /** What a provider without its own `match` sees: every main resource (the webhook configuration filters first). */
 export const MATCH_EVERYTHING: Match = {
@@ -140,9 +142,10 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     };
   };
 
+  const admissionPhases = entry.phases.filter((phase): phase is Phase => phase !== 'authorize');
   const build = (): Step[] => {
-    if (!entry.discovery) return entry.phases.map(entryStep);
-    if (!handlers) return entry.phases.map(placeholder);
+    if (!entry.discovery) return admissionPhases.map(entryStep);
+    if (!handlers) return admissionPhases.map(placeholder);
     return handlers.map((h) => {
       const match = h.match ?? entryMatch;
       return createProviderStep({
@@ -166,10 +169,29 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     timer.unref();
   };
 
+  // The authorize phase is called at the entry's URL; discovery does not apply to it.
+  const authorizeSteps: AuthorizeStep[] =
+    entry.phases.includes('authorize') && entry.authorizeMatch
+      ? [
+          createProviderAuthorizeStep({
+            name: entry.name,
+            order: entry.order,
+            url,
+            // A step that may not block (warn, audit) fails open here too.
+            failurePolicy: options.mode === 'enforce' ? options.failurePolicy : 'Ignore',
+            timeoutMs: entryTimeoutMs,
+            matchSpec: entry.authorizeMatch,
+            client,
+            breaker,
+          }),
+        ]
+      : [];
+
   const runtime: ProviderRuntime = {
     name: entry.name,
     entry,
     steps: () => steps,
+    authorizeSteps: () => authorizeSteps,
     status: () => ({
       name: entry.name,
       ready: !entry.discovery || handlers !== undefined,

@@ -32,6 +32,12 @@
  *                       doubles the object)
  *   hostile-deep        allowed, with a patch adding a value nested HOSTILE_DEPTH levels deep
  *
+ * A remote authorize provider (SubjectAccessReview, authorization.k8s.io/v1; `hang`, `500` and `garbage` serve
+ * it too):
+ *   sar-deny            status { allowed: false, denied: true, reason: SAR_DENY_REASON }
+ *   sar-none            status { allowed: false }: no opinion
+ *   sar-allow           status { allowed: true }, which the gateway may not pass on as a grant
+ *
  * Every request is recorded (method, path, query, headers, parsed body, TLS connection number) before it
  * is answered, so tests can check the fresh uid, the granted `?timeout=`, the object sent and the
  * settings header. `until()` awaits a condition on the records without sleeping.
@@ -46,6 +52,7 @@ import { conditions } from './wait.js';
 
 export const PROVIDER_PATCH = [{ op: 'add', path: '/metadata/labels/provider', value: 'patched' }] as const;
 export const DENY_MESSAGE = 'denied by fake';
+export const SAR_DENY_REASON = 'the fake says no';
 export const WRONG_UID = 'not-the-request-uid';
 export const WARN_ANSWER = {
   warnings: ['image is old', 'consider a digest'],
@@ -86,6 +93,9 @@ export const BEHAVIOURS = [
   'hostile-notes',
   'hostile-copies',
   'hostile-deep',
+  'sar-deny',
+  'sar-none',
+  'sar-allow',
 ] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 
@@ -309,7 +319,16 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       sendJson(res, 200, { apiVersion: version, kind: 'AdmissionReview', response: { uid, ...response } });
     const encodedPatch = Buffer.from(JSON.stringify(PROVIDER_PATCH)).toString('base64');
 
+    const authorizeAnswer = (status: Record<string, unknown>) =>
+      sendJson(res, 200, { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', status });
+
     switch (behaviour) {
+      case 'sar-deny':
+        return authorizeAnswer({ allowed: false, denied: true, reason: SAR_DENY_REASON });
+      case 'sar-none':
+        return authorizeAnswer({ allowed: false });
+      case 'sar-allow':
+        return authorizeAnswer({ allowed: true });
       case 'allow':
         return answer({ allowed: true });
       case 'deny':
