@@ -4,6 +4,7 @@
  * session into their Pods (exec, attach, port-forward, proxy — through CONNECT admission, before the
  * apiserver reaches any node). It only forbids: whatever it does not forbid, RBAC decides as before.
  * Namespace labels come from the gateway's cluster-mode cache; without a cluster no namespace is restricted.
+ * system:masters is never refused.
  */
 import {
   SettingsError,
@@ -17,6 +18,7 @@ import {
 } from '../server/plugin-api/index.js';
 
 export const RESTRICTED_LABEL = 'admissiongateway.io/restricted';
+const MASTERS = 'system:masters';
 
 export interface AccessGuardSettings {
   /** Groups whose members are not guarded against (e.g. the team owning the namespaces). */
@@ -78,7 +80,10 @@ export default definePlugin({
       );
     },
     validate({ request }) {
-      if (allowed(request.userInfo.groups ?? [], settings)) return allow();
+      const groups = request.userInfo.groups ?? [];
+      // The apiserver never asks an authorizer about system:masters; admission sees it: exempt it here too, so
+      // cluster admins can always get into a Pod to repair it.
+      if (groups.includes(MASTERS) || allowed(groups, settings)) return allow();
       const resource = `${request.resource.resource}/${request.subResource ?? ''}`;
       const what = SESSION[resource] ?? 'connect to';
       return deny(

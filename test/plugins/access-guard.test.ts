@@ -145,6 +145,11 @@ describe('access-guard', () => {
       });
     }
 
+    it('lets system:masters in, whatever the settings', async () => {
+      const run = await runPlugin(plugin, session('exec', ['system:masters']), { namespaceLabels: RESTRICTED });
+      assert.equal(run.allowed, true);
+    });
+
     it('lets members of an allowed group in', async () => {
       const run = await runPlugin(plugin, session('exec', ['vault-admins']), {
         settings: SETTINGS,
