@@ -200,6 +200,62 @@ export class Connection {
   }
 }
 
+/**
+ * Requests with one fixed body (a SubjectAccessReview has no per-request uid: the apiserver sends the same
+ * bytes for the same question). Returns { bodyBytes, build() → Buffer }; every request is the same Buffer.
+ */
+export function fixedRequestBuilder(
+  body,
+  { host, path, userAgent = 'kube-apiserver/v1.20.0 (linux/amd64) kubernetes/af46c47' },
+) {
+  const bytes = Buffer.from(typeof body === 'string' ? body : JSON.stringify(body), 'utf8');
+  const head =
+    `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: ${userAgent}\r\n` +
+    `Accept: application/json, */*\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`;
+  const request = Buffer.concat([Buffer.from(head, 'latin1'), bytes]);
+  return { bodyBytes: bytes.length, build: () => request };
+}
+
+export const SAR_V1 = 'authorization.k8s.io/v1';
+
+/**
+ * A v1 SubjectAccessReview as kube-apiserver v1.20's webhook authorizer sends it (compact, empty fields
+ * omitted, `status: {allowed: false}` included), for alice in e2e:readers asking `resourceAttributes`.
+ */
+export function subjectAccessReview(resourceAttributes) {
+  return {
+    kind: 'SubjectAccessReview',
+    apiVersion: SAR_V1,
+    metadata: { creationTimestamp: null },
+    spec: {
+      resourceAttributes,
+      user: 'alice',
+      groups: ['e2e:readers', 'system:authenticated'],
+      uid: '5f0c1f4e-9d2b-4c7a-8e51-3a6f2b9d7c10',
+    },
+    status: { allowed: false },
+  };
+}
+
+/** The no-opinion answer to a v1 SubjectAccessReview, byte for byte as the gateway writes it. */
+const SAR_NO_OPINION = Buffer.from(
+  JSON.stringify({ apiVersion: SAR_V1, kind: 'SubjectAccessReview', status: { allowed: false } }),
+);
+const SAR_DENIED = Buffer.from('"status":{"allowed":false,"denied":true,"reason":"');
+
+/**
+ * How an answer is checked, by the name a scenario gives (`answer` in the load generator's config). Each is
+ * a cheap byte comparison: the generator's CPU per request must stay well below the server's.
+ *   admissionAllowed — an AdmissionReview, allowed, with the request's uid (every admission scenario);
+ *   sarNoOpinion     — HTTP 200 with exactly the v1 no-opinion SubjectAccessReview;
+ *   sarDenied        — HTTP 200 with a v1 SubjectAccessReview status that denies, with a reason.
+ */
+export const answerChecks = {
+  admissionAllowed: answeredAllowed,
+  sarNoOpinion: (status, body) => status === 200 && body !== null && body.equals(SAR_NO_OPINION),
+  sarDenied: (status, body) => status === 200 && body !== null && body.includes(SAR_DENIED),
+};
+
 /** Does an answer look like the allowed AdmissionReview for this uid? (cheap byte searches) */
 export function answeredAllowed(status, body, uid) {
   return status === 200 && body !== null && body.includes(uid) && body.includes('"allowed":true');

@@ -15,13 +15,28 @@ import { URL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import { Connection, answeredAllowed, patchLacks, readProc, requestBuilder, summarize, uidFor } from './lib.mjs';
+import {
+  Connection,
+  answerChecks,
+  answeredAllowed,
+  fixedRequestBuilder,
+  patchLacks,
+  readProc,
+  requestBuilder,
+  summarize,
+  uidFor,
+} from './lib.mjs';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 process.on('SIGTERM', () => process.exit(143));
 process.on('SIGINT', () => process.exit(130));
 
-const builder = requestBuilder(cfg.fixture, { host: `127.0.0.1:${cfg.port}`, path: cfg.path });
+// An AdmissionReview fixture with a fresh uid per request, or (cfg.review) one fixed body, e.g. a
+// SubjectAccessReview, whose answers cfg.answer names the check of (lib.mjs answerChecks).
+const target = { host: `127.0.0.1:${cfg.port}`, path: cfg.path };
+const builder = cfg.review ? fixedRequestBuilder(cfg.review, target) : requestBuilder(cfg.fixture, target);
+const accepted = cfg.answer ? answerChecks[cfg.answer] : answeredAllowed;
+if (!accepted) throw new Error(`loadgen: unknown answer check "${cfg.answer}"`);
 const ca = readFileSync(cfg.caFile);
 const newHistogram = () => createHistogram({ lowest: 1, highest: 600_000_000, figures: 3 });
 const usSince = (t0) => Math.max(1, Math.round((performance.now() - t0) * 1000));
@@ -85,12 +100,12 @@ async function openConnections(count) {
 }
 
 /**
- * Why an answer does not count, or undefined when it does: allowed with its uid, and with `cfg.patchPaths`
- * (pointers every answer's patch must add) a patch adding each of them.
+ * Why an answer does not count, or undefined when it does: allowed with its uid (or what `cfg.answer` names),
+ * and with `cfg.patchPaths` (pointers every answer's patch must add) a patch adding each of them.
  */
 function failureOf(err, status, body, uid) {
   if (err) return `error: ${err.message}`;
-  if (!answeredAllowed(status, body, uid)) return `HTTP ${status}: ${body ? body.toString('utf8', 0, 300) : ''}`;
+  if (!accepted(status, body, uid)) return `HTTP ${status}: ${body ? body.toString('utf8', 0, 300) : ''}`;
   return cfg.patchPaths ? patchLacks(body, cfg.patchPaths) : undefined;
 }
 

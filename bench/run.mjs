@@ -17,7 +17,17 @@ import { URL, fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { LARGE, largeReport, runLarge } from './large.mjs';
-import { Connection, patchLacks, portLine, readProc, requestBuilder, uidFor } from './lib.mjs';
+import {
+  Connection,
+  answerChecks,
+  fixedRequestBuilder,
+  patchLacks,
+  portLine,
+  readProc,
+  requestBuilder,
+  subjectAccessReview,
+  uidFor,
+} from './lib.mjs';
 import { parseMemoryQuantity, removeCgroupsSync } from './memcg.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -26,6 +36,7 @@ const RESULTS = path.join(BENCH, 'results');
 const FIXTURE = path.join(ROOT, 'test/fixtures/reviews/pod-create.json');
 const MUTATE_PATH = '/mutate?timeout=10s';
 const VALIDATE_PATH = '/validate?timeout=10s';
+const AUTHORIZE_PATH = '/authorize';
 const startedAt = new Date();
 
 // ---------------------------------------------------------------------------------------------- options
@@ -42,6 +53,8 @@ const HELP = `usage: npm run bench [-- options]
   --only LIST          comma-separated scenario keys to run (raw and rawDeferred run too with any
                        scenario the ratios compare with them, i.e. not with "large" or "parallelProviders"
                        alone; parallelProviders brings parallelProvidersUndeclared)
+                       --only authorize: POST /authorize (SubjectAccessReviews) with its own raw baseline
+                       (rawAuthorize) and two information scenarios; not part of the default run
   --soak S             instead of the default run: the plugin chain at --soak-rate for S seconds,
                        RSS sampled every 5 s (e.g. --soak 300)
   --soak-rate N        rate of the soak (default 2000)
@@ -107,6 +120,31 @@ const opts = {
  * (all on the client core) nor the gateway is busy, so the latency is the delays and how they add up.
  */
 const PARALLEL = { providers: 3, delayMs: 20, rate: 100, warmupS: 1, fixedS: 4 };
+
+/**
+ * POST /authorize (`--only authorize`; not in the default run, which is at its run-time target already): one
+ * SubjectAccessReview, sent again and again, against a chain of access-guard alone. Targets: closed-loop
+ * throughput ≥ `ratio` of the raw SubjectAccessReview server's, and p99 ≤ `p99Ms` at a fixed `rate`.
+ */
+const AUTHORIZE = { rate: 2000, p99Ms: 2, ratio: 0.6 };
+/** `get` of one Secret in a namespace: access-guard's authorizeMatch selects it; no cluster, so no opinion. */
+const SAR_GET_SECRET = subjectAccessReview({
+  namespace: 'team-a',
+  verb: 'get',
+  version: 'v1',
+  resource: 'secrets',
+  name: 'db',
+});
+/** A ConfigMap instead: no step matches (the fast path). */
+const SAR_GET_CONFIGMAP = subjectAccessReview({
+  namespace: 'team-a',
+  verb: 'get',
+  version: 'v1',
+  resource: 'configmaps',
+  name: 'db',
+});
+/** Secrets listed across all namespaces: access-guard forbids it (clusterWideReads: forbid, the default). */
+const SAR_LIST_ALL_SECRETS = subjectAccessReview({ verb: 'list', version: 'v1', resource: 'secrets' });
 
 /** Send lag p99 (ms) above which the fixed-rate generator counts as late (a caveat is printed). */
 const LATE_GENERATOR_MS = 0.5;
@@ -229,6 +267,27 @@ async function reviewOnce(port, ca, reqPath, n, { patchPaths } = {}) {
     if (lacks) throw new Error(`unexpected answer: ${lacks}`);
     const patch = response.patch ? JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) : [];
     return { patchOps: patch.length, warnings: response.warnings ?? [] };
+  } finally {
+    conn.close();
+  }
+}
+
+/**
+ * One SubjectAccessReview on a fresh connection; its answer must pass `answer` (lib.mjs answerChecks).
+ * Returns the answer's status.
+ */
+async function authorizeOnce(port, ca, reqPath, review, answer) {
+  const conn = new Connection({ host: '127.0.0.1', port, ca });
+  await conn.connect();
+  try {
+    const request = fixedRequestBuilder(review, { host: `127.0.0.1:${port}`, path: reqPath }).build();
+    const { status, body } = await new Promise((resolve, reject) =>
+      conn.send(request, (err, s, b) => (err ? reject(err) : resolve({ status: s, body: b }))),
+    );
+    if (!answerChecks[answer](status, body)) {
+      throw new Error(`unexpected answer (expected ${answer}): HTTP ${status} ${body?.toString('utf8').slice(0, 400)}`);
+    }
+    return { status: JSON.parse(body.toString('utf8')).status };
   } finally {
     conn.close();
   }
@@ -471,12 +530,23 @@ async function runScenario(index, total, scenario, certs) {
   const target = await scenario.start();
   let result;
   try {
-    const sanity = await reviewOnce(target.port, fs.readFileSync(certs.caCertFile), scenario.path, 1, {
-      patchPaths: scenario.patchPaths,
-    });
-    progress(`      answer: allowed, ${sanity.patchOps} patch op(s), ${sanity.warnings.length} warning(s)\n`);
+    const ca = fs.readFileSync(certs.caCertFile);
+    let sanity;
+    if (scenario.load?.review) {
+      sanity = await authorizeOnce(target.port, ca, scenario.path, scenario.load.review, scenario.load.answer);
+      const { denied, reason } = sanity.status;
+      progress(`      answer: ${denied ? `denied: ${reason}` : 'no opinion'}\n`);
+    } else {
+      sanity = await reviewOnce(target.port, ca, scenario.path, 1, { patchPaths: scenario.patchPaths });
+      progress(`      answer: allowed, ${sanity.patchOps} patch op(s), ${sanity.warnings.length} warning(s)\n`);
+    }
     if (scenario.prime) await scenario.prime(target);
-    result = { label: scenario.label, path: scenario.path, sanity };
+    result = {
+      label: scenario.label,
+      path: scenario.path,
+      sanity,
+      ...(scenario.baseline ? { baseline: scenario.baseline } : {}),
+    };
     if (opts.closedS > 0 && scenario.closed !== false) {
       // Two windows of half the time each, and the better one counts: other tenants' load only ever lowers a
       // window, and on this VM it comes in bursts of seconds. Every server, raw or gateway, is measured alike.
@@ -491,6 +561,7 @@ async function runScenario(index, total, scenario, certs) {
             connections: opts.connections,
             warmupS,
             durationS: half,
+            ...scenario.load,
           }),
         );
       const first = await closedRun(opts.warmupS);
@@ -512,6 +583,7 @@ async function runScenario(index, total, scenario, certs) {
             warmupS,
             durationS,
             ...(scenario.patchPaths ? { patchPaths: scenario.patchPaths } : {}),
+            ...scenario.load,
           }),
         );
       progress(`      fixed rate: ${rate}/s, ${warmupS}s warm-up + ${durationS}s ...`);
@@ -642,6 +714,14 @@ function evaluate(s) {
   };
   // The same comparison by server CPU per review (1/capacity of one core): less sensitive to contention.
   const ratiosCpu = Object.fromEntries(Object.keys(ratios).map((key) => [key, cpuRatio(key)]));
+  // POST /authorize against its own raw server (rawAuthorize), by req/s and by CPU per review.
+  for (const key of AUTHORIZE_KEYS.filter((k) => s[k])) {
+    const base = s[key]?.closed && s[s[key].baseline]?.closed;
+    ratios[key] = base ? round(s[key].closed.rps / base.rps, 3) : null;
+    ratiosCpu[key] = base
+      ? round(base.procs.server.cpuUsPerReview / s[key].closed.procs.server.cpuUsPerReview, 3)
+      : null;
+  }
   const derived = {
     cpuUsPerExtraPluginClosed: round(per(diff(cpuClosed('pluginsExtra'), cpuClosed('plugins')), opts.extra), 1),
     cpuUsPerExtraPluginFixed: round(per(diff(cpuFixed('pluginsExtra'), cpuFixed('plugins')), opts.extra), 1),
@@ -683,8 +763,42 @@ function evaluate(s) {
     check('peakRss', `(c) peak RSS at ${opts.rssRate}/s (VmHWM)`, s.plugins2000?.peakRssMiB ?? null, 128, 'MiB'),
     ...parallelTargets(s.parallelProviders, s.parallelProvidersUndeclared),
     ...largeTargets(s.large),
+    ...authorizeTargets(s, ratios),
   ];
   return { raw, ratios, ratiosCpu, derived, targets };
+}
+
+/** The POST /authorize scenarios compared with the raw SubjectAccessReview server. */
+const AUTHORIZE_KEYS = ['authorize', 'authorizeNoMatch', 'authorizeDenied'];
+
+/**
+ * POST /authorize, one matching plugin: closed-loop throughput against the raw SubjectAccessReview server, and
+ * p99 at AUTHORIZE.rate. Not run by default (`--only authorize`): n/a then, saying so.
+ */
+function authorizeTargets(s, ratios) {
+  const note = s.authorize ? undefined : 'not part of the default run: npm run bench -- --only authorize';
+  const noted = (t) => (note ? { ...t, note } : t);
+  return [
+    noted(
+      check(
+        'authorize',
+        '(authorize)/(a/authorize) closed-loop throughput, POST /authorize, one matching plugin (access-guard)',
+        ratios.authorize,
+        AUTHORIZE.ratio,
+        'ratio',
+        '>=',
+      ),
+    ),
+    noted(
+      check(
+        'authorizeP99',
+        `(authorize) p99 at ${AUTHORIZE.rate}/s, one matching plugin`,
+        s.authorize?.fixed?.latencyMs?.p99 ?? null,
+        AUTHORIZE.p99Ms,
+        'ms',
+      ),
+    ),
+  ];
 }
 
 /**
@@ -814,9 +928,15 @@ function printTable(title, header, rows) {
 function printReport(results) {
   const s = results.scenarios;
   const raw = rawLimit(s);
+  // Each row against its baseline: the better raw AdmissionReview run, or (POST /authorize) rawAuthorize.
+  const baseOf = (r) => {
+    const b = r.baseline ? s[r.baseline]?.closed : undefined;
+    return b ? { rps: b.rps, cpuUsPerReview: b.procs.server.cpuUsPerReview } : r.baseline ? {} : raw;
+  };
   const closedRows = Object.entries(s)
     .filter(([, r]) => r.closed)
-    .map(([key, r]) => [
+    .map(([key, r]) => [key, r, baseOf(r)])
+    .map(([key, r, base]) => [
       key,
       r.closed.rps,
       r.closed.latencyMs.p50,
@@ -828,12 +948,15 @@ function printReport(results) {
       r.closed.procs.server.runQueueWaitPct,
       r.closed.procs.loadgen.cpuPct,
       r.closed.errors,
-      raw.rps ? (r.closed.rps / raw.rps).toFixed(3) : null,
-      raw.cpuUsPerReview ? (raw.cpuUsPerReview / r.closed.procs.server.cpuUsPerReview).toFixed(3) : null,
+      base.rps ? (r.closed.rps / base.rps).toFixed(3) : null,
+      base.cpuUsPerReview ? (base.cpuUsPerReview / r.closed.procs.server.cpuUsPerReview).toFixed(3) : null,
     ]);
+  const sarBase = s.rawAuthorize?.closed?.rps;
   printTable(
     `\nClosed loop: ${opts.connections} keep-alive connections, the better of two ${opts.closedS / 2} s windows per scenario (latency in ms); ` +
-      `"vs raw" = req/s ÷ ${raw.rps} (the better raw run), "vs raw CPU" = raw CPU/review ÷ this CPU/review`,
+      `"vs raw" = req/s ÷ ${raw.rps ?? '–'} (the better raw run)` +
+      (sarBase ? `, for rawAuthorize and authorize* ÷ ${sarBase} (rawAuthorize)` : '') +
+      ', "vs raw CPU" = raw CPU/review ÷ this CPU/review',
     [
       'scenario',
       'req/s',
@@ -923,7 +1046,7 @@ function printReport(results) {
       `  ${verdict}  ${t.description}: ${t.value ?? '–'} ${t.unit} (${t.comparison} ${limit})${t.note ? ` — ${t.note}` : ''}`,
     );
   }
-  if (raw.rps !== null) {
+  if (raw.rps !== null || sarBase) {
     console.log(`\nratios vs raw (req/s): ${JSON.stringify(results.ratios)}`);
     console.log(`ratios vs raw (CPU per review): ${JSON.stringify(results.ratiosCpu)}`);
   }
@@ -1014,6 +1137,8 @@ function scenarios(shipped, certs) {
     })),
   ];
   const gateway = (key, chain) => () => startGateway(key, gatewayConfig(shipped, certs, chain));
+  /** The authorize scenarios' chain: one plugin with an authorize hook, and nothing else. */
+  const accessGuardChain = [{ plugin: 'access-guard' }];
   const provider = (name, port, extra) => ({
     provider: name,
     url: `https://127.0.0.1:${port}/admit`,
@@ -1176,6 +1301,55 @@ function scenarios(shipped, certs) {
       fixed: false,
       start: () => startEchoServer('raw-repeat', 'allow', opts.serverCore, certs),
     },
+    // POST /authorize: only with --only authorize (`optIn`); the raw SubjectAccessReview server first, as the
+    // baseline of the three, which are compared with it (`baseline`), not with the AdmissionReview raw server.
+    {
+      key: 'rawAuthorize',
+      label: '(a/authorize) raw node:https server: parse the SubjectAccessReview, answer no opinion, closed loop only',
+      path: AUTHORIZE_PATH,
+      fixed: false,
+      optIn: true,
+      partOf: 'authorize',
+      baseline: 'rawAuthorize',
+      comparedWithRaw: false,
+      load: { review: SAR_GET_SECRET, answer: 'sarNoOpinion' },
+      start: () => startEchoServer('raw-authorize', 'sar', opts.serverCore, certs),
+    },
+    {
+      key: 'authorize',
+      label: `(authorize) gateway, chain [access-guard], /authorize: get secrets, matched, no opinion; ${AUTHORIZE.rate}/s`,
+      path: AUTHORIZE_PATH,
+      rate: AUTHORIZE.rate,
+      optIn: true,
+      baseline: 'rawAuthorize',
+      comparedWithRaw: false,
+      load: { review: SAR_GET_SECRET, answer: 'sarNoOpinion' },
+      start: gateway('authorize', accessGuardChain),
+    },
+    {
+      key: 'authorizeNoMatch',
+      label: `(authorize, information) the same chain, get configmaps: no step matches (the fast path); ${AUTHORIZE.rate}/s`,
+      path: AUTHORIZE_PATH,
+      rate: AUTHORIZE.rate,
+      optIn: true,
+      partOf: 'authorize',
+      baseline: 'rawAuthorize',
+      comparedWithRaw: false,
+      load: { review: SAR_GET_CONFIGMAP, answer: 'sarNoOpinion' },
+      start: gateway('authorizeNoMatch', accessGuardChain),
+    },
+    {
+      key: 'authorizeDenied',
+      label: `(authorize, information) the same chain, list secrets in all namespaces: denied (a log line each); ${AUTHORIZE.rate}/s`,
+      path: AUTHORIZE_PATH,
+      rate: AUTHORIZE.rate,
+      optIn: true,
+      partOf: 'authorize',
+      baseline: 'rawAuthorize',
+      comparedWithRaw: false,
+      load: { review: SAR_LIST_ALL_SECRETS, answer: 'sarDenied' },
+      start: gateway('authorizeDenied', accessGuardChain),
+    },
     {
       // Last: its 6.7 MiB reviews and the page cache they leave must not disturb the ratio scenarios.
       key: 'large',
@@ -1217,7 +1391,8 @@ async function defaultRun(shipped, certs) {
   const asked = named?.flatMap((k) => [k, ...all.filter((s) => s.partOf === k).map((s) => s.key)]);
   const needRaw = asked?.some((k) => all.find((s) => s.key === k)?.comparedWithRaw !== false);
   const only = asked ? new Set([...(needRaw ? ['raw', 'rawDeferred'] : []), ...asked]) : null;
-  const selected = all.filter((s) => (!only || only.has(s.key)) && (s.fixed !== false || opts.closedS > 0));
+  // Opt-in scenarios (POST /authorize) run only when named: the default run is at its run-time target.
+  const selected = all.filter((s) => (only ? only.has(s.key) : !s.optIn) && (s.fixed !== false || opts.closedS > 0));
   const unknown = only ? [...only].filter((k) => !all.some((s) => s.key === k)) : [];
   if (unknown.length)
     throw new Error(`--only: unknown scenario(s) ${unknown.join(', ')}; known: ${all.map((s) => s.key).join(', ')}`);
@@ -1352,7 +1527,9 @@ try {
   const certs = await makeCertificates();
   progress(
     `admission-gateway bench: servers on core ${opts.serverCore}, load generator on core ${opts.clientCore}; ` +
-      `review ${requestBuilder(FIXTURE, { host: 'x', path: MUTATE_PATH }).bodyBytes} bytes; load average ${loadavg().join(' ')}\n`,
+      `review ${requestBuilder(FIXTURE, { host: 'x', path: MUTATE_PATH }).bodyBytes} bytes ` +
+      `(SubjectAccessReview ${fixedRequestBuilder(SAR_GET_SECRET, { host: 'x', path: AUTHORIZE_PATH }).bodyBytes}); ` +
+      `load average ${loadavg().join(' ')}\n`,
   );
   if (opts.soakS > 0) await soakRun(shipped, certs);
   else await defaultRun(shipped, certs);

@@ -5,10 +5,12 @@
 //   allow-deferred — the same, but writes each answer from setImmediate, after the poll phase, as the gateway
 //           does: under load the answers of one event-loop turn go out together (fewer wake-ups per review).
 //   hang  — reads the request and never answers (the connection stays open), for the open-breaker scenario.
+//   sar   — reads the body, parses the SubjectAccessReview and answers no opinion in its apiVersion
+//           (`status: {allowed: false}`): the limit for the gateway's POST /authorize, as `allow` is for admission.
 //   label — a mutating provider that answers DELAY_MS (default 20) after the request, from a timer, allowed
 //           with the request's uid and a JSONPatch adding the label LABEL (value "1"): a remote provider whose
 //           time is spent waiting, not computing, so several of them can overlap on one core.
-// usage: node bench/servers.mjs allow|allow-deferred|hang CERT_FILE KEY_FILE
+// usage: node bench/servers.mjs allow|allow-deferred|hang|sar CERT_FILE KEY_FILE
 //        node bench/servers.mjs label CERT_FILE KEY_FILE LABEL [DELAY_MS]
 // Prints one JSON line {"port": N} on stdout once listening on 127.0.0.1 (ephemeral port). On SIGTERM it prints
 // what it served on stderr; `label` adds how many of the objects it was sent already carried another
@@ -18,12 +20,12 @@ import { readFileSync } from 'node:fs';
 import https from 'node:https';
 
 const USAGE =
-  'usage: node bench/servers.mjs allow|allow-deferred|hang CERT_FILE KEY_FILE\n' +
+  'usage: node bench/servers.mjs allow|allow-deferred|hang|sar CERT_FILE KEY_FILE\n' +
   '       node bench/servers.mjs label CERT_FILE KEY_FILE LABEL [DELAY_MS]\n';
 const [mode, certFile, keyFile, label, delayArg] = process.argv.slice(2);
 const delayMs = Number(delayArg ?? 20);
 if (
-  !['allow', 'allow-deferred', 'hang', 'label'].includes(mode ?? '') ||
+  !['allow', 'allow-deferred', 'hang', 'sar', 'label'].includes(mode ?? '') ||
   !certFile ||
   !keyFile ||
   (mode === 'label' && (!label || !Number.isFinite(delayMs) || delayMs < 0))
@@ -60,6 +62,18 @@ const server = https.createServer(
         review = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       } catch {
         res.writeHead(400).end();
+        return;
+      }
+      if (mode === 'sar') {
+        // No opinion, as the gateway answers when nothing forbids (the apiserver never sees `allowed: true`).
+        const body = JSON.stringify({
+          apiVersion: review.apiVersion,
+          kind: 'SubjectAccessReview',
+          status: { allowed: false },
+        });
+        served++;
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
         return;
       }
       const response = { uid: review.request?.uid ?? '', allowed: true };
