@@ -6,7 +6,7 @@
  * the path of every request to the apiserver.
  */
 import type { AuthorizationAttributes } from '../authorization/attributes.js';
-import type { AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
+import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
 import { StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
@@ -46,51 +46,76 @@ const OUTCOME_OF_FAILURE: Partial<Record<FailureReason, StepOutcome>> = {
 
 class StepTimeout extends Error {}
 
+/** What a step is called with; its AbortController is made only if the step reads its signal. */
+class Invocation implements AuthorizeCall {
+  private controller: AbortController | undefined;
+
+  constructor(
+    readonly attributes: AuthorizationAttributes,
+    readonly namespaceLabels: Readonly<Record<string, string>> | undefined,
+    readonly timeoutMs: number,
+    readonly log: BindableLogger,
+  ) {}
+
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  abort(): void {
+    this.controller?.abort();
+  }
+}
+
 export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
   const now = deps.now ?? (() => performance.now());
   const { metrics } = deps;
 
-  const call = async (
+  /**
+   * Calls one step. A synchronous step is settled at once, without a timer or an AbortController (unless it
+   * reads its signal); an asynchronous one is raced against its time.
+   */
+  const call = (
     step: AuthorizeStep,
     attributes: AuthorizationAttributes,
     namespaceLabels: Readonly<Record<string, string>> | undefined,
-  ): Promise<Settled> => {
+  ): Settled | Promise<Settled> => {
     const started = now();
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
+    const failed = (err: unknown): Settled => ({
+      failure: err instanceof StepTimeout ? 'timeout' : err instanceof StepFailedError ? err.reason : 'error',
+      message: clip(errorMessage(err)),
+      ms: now() - started,
+    });
+    const invocation = new Invocation(attributes, namespaceLabels, step.timeoutMs, deps.log);
+    let result: AuthorizeVerdict | Promise<AuthorizeVerdict>;
     try {
-      const result = step.invoke({
-        attributes,
-        namespaceLabels,
-        signal: controller.signal,
-        timeoutMs: step.timeoutMs,
-        log: deps.log,
-      });
-      const verdict =
-        result instanceof Promise
-          ? await Promise.race([
-              result,
-              new Promise<never>((_resolve, reject) => {
-                timer = setTimeout(() => {
-                  controller.abort();
-                  reject(new StepTimeout(`no answer within ${step.timeoutMs} ms`));
-                }, step.timeoutMs);
-              }),
-            ])
-          : result;
+      result = step.invoke(invocation);
+    } catch (err) {
+      return failed(err);
+    }
+    if (!(result instanceof Promise)) {
       const ms = now() - started;
       // A synchronous step cannot be interrupted: one that ran past its time counts as timed out.
-      if (ms > step.timeoutMs) return { failure: 'timeout', message: `ran for ${Math.round(ms)} ms`, ms };
-      return { verdict, ms };
-    } catch (err) {
-      return {
-        failure: err instanceof StepTimeout ? 'timeout' : err instanceof StepFailedError ? err.reason : 'error',
-        message: clip(errorMessage(err)),
-        ms: now() - started,
-      };
-    } finally {
-      clearTimeout(timer);
+      return ms > step.timeoutMs
+        ? { failure: 'timeout', message: `ran for ${Math.round(ms)} ms`, ms }
+        : { verdict: result, ms };
     }
+    const pending = result;
+    return new Promise<Settled>((resolve) => {
+      const timer = setTimeout(() => {
+        invocation.abort();
+        resolve(failed(new StepTimeout(`no answer within ${step.timeoutMs} ms`)));
+      }, step.timeoutMs);
+      pending.then(
+        (verdict) => {
+          clearTimeout(timer);
+          resolve({ verdict, ms: now() - started });
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          resolve(failed(err));
+        },
+      );
+    });
   };
 
   /** Counts and logs how a call ended: every call, including those settled after the decision. */
@@ -125,28 +150,8 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
     return { denied: true, step: step.name, reason: `${step.name}: ${clip(settled.verdict.deny)}` };
   };
 
-  const run = async (
-    matched: readonly AuthorizeStep[],
-    attributes: AuthorizationAttributes,
-  ): Promise<AuthorizeDecision> => {
-    const started = now();
-    const namespace = attributes.resource?.namespace;
-    const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
-    const labels = found instanceof Promise ? await found : found;
-    // Every step is started before any is awaited; they are settled in chain order, the first denial deciding.
-    const calls = matched.map((step) => call(step, attributes, labels));
-    let decision: AuthorizeDecision = NO_OPINION;
-    let i = 0;
-    for (; i < matched.length && !decision.denied; i++) {
-      const settled = await calls[i]!;
-      record(matched[i]!, settled, attributes);
-      decision = denialOf(matched[i]!, settled) ?? NO_OPINION;
-    }
-    // The steps after the deciding one were called too: their outcomes are counted when they come.
-    for (; i < matched.length; i++) {
-      const step = matched[i]!;
-      void calls[i]!.then((settled) => record(step, settled, attributes));
-    }
+  /** Counts the decision, and logs a denial. */
+  const finish = (decision: AuthorizeDecision, attributes: AuthorizationAttributes, started: number) => {
     metrics.authorizeDuration.observe((now() - started) / 1000);
     metrics.authorizeRequests.inc({ decision: decision.denied ? 'denied' : 'no_opinion' });
     if (decision.denied) {
@@ -170,6 +175,65 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
       );
     }
     return decision;
+  };
+
+  /**
+   * Starts every matching step, then settles them in chain order, the first denial deciding; synchronously as
+   * long as the steps answered synchronously. The steps after the deciding one were called too: their outcomes
+   * are counted when they come.
+   */
+  const decide = (
+    matched: readonly AuthorizeStep[],
+    attributes: AuthorizationAttributes,
+    labels: Readonly<Record<string, string>> | undefined,
+    started: number,
+  ): AuthorizeDecision | Promise<AuthorizeDecision> => {
+    const calls = matched.map((step) => call(step, attributes, labels));
+    const settle = (i: number, settled: Settled): AuthorizeDecision | undefined => {
+      record(matched[i]!, settled, attributes);
+      return denialOf(matched[i]!, settled);
+    };
+    const countRest = (from: number) => {
+      for (let i = from; i < calls.length; i++) {
+        const pending = calls[i]!;
+        const step = matched[i]!;
+        if (pending instanceof Promise) void pending.then((settled) => record(step, settled, attributes));
+        else record(step, pending, attributes);
+      }
+    };
+    for (let i = 0; i < calls.length; i++) {
+      const settled = calls[i]!;
+      if (settled instanceof Promise) {
+        return (async () => {
+          for (let k = i; k < calls.length; k++) {
+            const denial = settle(k, await calls[k]!);
+            if (denial) {
+              countRest(k + 1);
+              return finish(denial, attributes, started);
+            }
+          }
+          return finish(NO_OPINION, attributes, started);
+        })();
+      }
+      const denial = settle(i, settled);
+      if (denial) {
+        countRest(i + 1);
+        return finish(denial, attributes, started);
+      }
+    }
+    return finish(NO_OPINION, attributes, started);
+  };
+
+  const run = (
+    matched: readonly AuthorizeStep[],
+    attributes: AuthorizationAttributes,
+  ): AuthorizeDecision | Promise<AuthorizeDecision> => {
+    const started = now();
+    const namespace = attributes.resource?.namespace;
+    const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
+    return found instanceof Promise
+      ? found.then((labels) => decide(matched, attributes, labels, started))
+      : decide(matched, attributes, found, started);
   };
 
   return {
