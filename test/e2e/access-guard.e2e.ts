@@ -8,21 +8,22 @@
  * (here no Pod ever gets one), which proves admission let it through.
  */
 import assert from 'node:assert/strict';
-import https from 'node:https';
-import { ApiException, RbacAuthorizationV1Api, type V1Status } from '@kubernetes/client-node';
+import type { V1Status } from '@kubernetes/client-node';
 import { RESTRICTED_LABEL } from '../../plugins/access-guard.js';
 import {
   TEST_USERS,
-  type TestUser,
-  core,
+  randomSuffix,
+  kubeConfigAs,
   deleteNamespace,
   eventually,
-  kubeConfig,
-  kubeConfigAs,
-  randomSuffix,
+  revokeGrant,
+  core,
+  grant,
+  type TestUser,
 } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { pausePod } from './objects.js';
+import { apiRequest } from './http.js';
 
 const SUITE = 'guard';
 const OPERATORS_GROUP = 'e2e:operators';
@@ -69,41 +70,8 @@ const CHAIN = `
     allowedGroups: ['${OPERATORS_GROUP}']
 `;
 
-/**
- * `method apiPath` as `user` (their bearer token, the apiserver's CA), the way kubectl sends it. A 200 answer
- * yields its first line (a watch streams until its timeout, and its first event is a line of its own); any
- * other status the whole body.
- */
-async function request(user: TestUser, method: string, apiPath: string): Promise<{ status: number; text: string }> {
-  const kc = kubeConfigAs(user);
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error('the kubeconfig has no current cluster');
-  const options: https.RequestOptions = { method, headers: { accept: 'application/json' } };
-  await kc.applyToHTTPSOptions(options);
-  try {
-    return await new Promise((resolve, reject) => {
-      const req = https.request(new URL(apiPath, server), options, (res) => {
-        const status = res.statusCode ?? 0;
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-          const end = text.indexOf('\n');
-          if (status === 200 && end >= 0) {
-            resolve({ status, text: text.slice(0, end) });
-            req.destroy();
-          }
-        });
-        res.once('end', () => resolve({ status, text }));
-        res.once('error', reject);
-      });
-      req.once('error', reject);
-      req.end();
-    });
-  } finally {
-    if (options.agent instanceof https.Agent) options.agent.destroy();
-  }
-}
+/** `method apiPath` as `user` (their bearer token): apiRequest. */
+const request = (user: TestUser, method: string, apiPath: string) => apiRequest(kubeConfigAs(user), method, apiPath);
 
 /** The Status of an answer that is not a 200, with its HTTP code next to it. */
 function answered(answer: { status: number; text: string }): { status: number; body: V1Status } {
@@ -174,7 +142,6 @@ const SUCCESSFUL_READ: Readonly<Record<(typeof READ_VERBS)[number], unknown>> = 
 };
 
 describe('access-guard: Secrets and Pod sessions of restricted namespaces (authorization webhook + CONNECT admission)', function () {
-  const rbac = () => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
   const role = `e2e-guard-${randomSuffix()}`;
   // '' until made: `after` skips what `before` did not get to.
   let restricted = '';
@@ -233,30 +200,16 @@ describe('access-guard: Secrets and Pod sessions of restricted namespaces (autho
       // No node and no scheduler: the Pod stays Pending with no node, which is all a session needs to be asked for.
       await core().createNamespacedPod({ namespace, body: pausePod(POD) });
     }
-    await rbac().createClusterRole({
-      body: {
-        metadata: { name: role },
-        rules: [
-          { apiGroups: [''], resources: ['secrets'], verbs: [...READ_VERBS] },
-          { apiGroups: [''], resources: ['pods/exec', 'pods/attach', 'pods/portforward'], verbs: ['create'] },
-          { apiGroups: [''], resources: ['pods/proxy'], verbs: ['get'] },
-        ],
-      },
-    });
-    for (const namespace of [restricted, open]) {
-      await rbac().createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: role },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-          subjects: [READERS_GROUP, OPERATORS_GROUP].map((name) => ({
-            apiGroup: 'rbac.authorization.k8s.io',
-            kind: 'Group',
-            name,
-          })),
-        },
-      });
-    }
+    await grant(
+      role,
+      [
+        { apiGroups: [''], resources: ['secrets'], verbs: [...READ_VERBS] },
+        { apiGroups: [''], resources: ['pods/exec', 'pods/attach', 'pods/portforward'], verbs: ['create'] },
+        { apiGroups: [''], resources: ['pods/proxy'], verbs: ['get'] },
+      ],
+      [READERS_GROUP, OPERATORS_GROUP],
+      [restricted, open],
+    );
     // Not labelled yet: the guard has no opinion, so RBAC (once its informer has the bindings) lets the reader in.
     await eventually('RBAC to let the reader read Secrets of the namespace still unlabelled', async () => {
       const answer = await request(TEST_USERS.reader, 'GET', `${secretsPath(restricted)}/${SECRET}`);
@@ -277,16 +230,8 @@ describe('access-guard: Secrets and Pod sessions of restricted namespaces (autho
 
   after(async function () {
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
-    const ignoreMissing = (err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    };
-    for (const namespace of [restricted, open]) {
-      if (namespace === '') continue;
-      // Deleted namespaces stay Terminating (no controller-manager): remove the bindings themselves.
-      await rbac().deleteNamespacedRoleBinding({ name: role, namespace }).catch(ignoreMissing);
-      await deleteNamespace(namespace);
-    }
-    await rbac().deleteClusterRole({ name: role }).catch(ignoreMissing);
+    await revokeGrant(role, [restricted, open]);
+    for (const namespace of [restricted, open]) if (namespace !== '') await deleteNamespace(namespace);
   });
 
   it('refuses the reader get, list and watch of Secrets in the restricted namespace: 403 ending in the guard’s reason', async function () {

@@ -10,32 +10,29 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
 import { readFile } from 'node:fs/promises';
+import type { CoreV1Api, KubeConfig, V1Status } from '@kubernetes/client-node';
 import {
-  ApiException,
-  type CoreV1Api,
-  type KubeConfig,
-  RbacAuthorizationV1Api,
-  type V1Status,
-} from '@kubernetes/client-node';
-import {
-  AUTHZ_PORT,
   AUTHZ_TLS,
-  AUTHZ_URL,
-  TEST_USERS,
-  type TestUser,
-  apiError,
-  core,
-  coreAs,
-  createNamespace,
   deleteNamespace,
+  revokeGrant,
+  AUTHZ_PORT,
   eventually,
-  kubeConfig,
-  kubeConfigAs,
-  plain,
+  TEST_USERS,
+  core,
   randomSuffix,
   statusOf,
+  coreAs,
+  apiError,
+  createNamespace,
+  kubeConfig,
+  kubeConfigAs,
+  AUTHZ_URL,
+  grant,
+  plain,
+  type TestUser,
 } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { apiRequest } from './http.js';
 
 const SUITE = 'authz';
 const READERS_GROUP = 'e2e:readers';
@@ -135,44 +132,9 @@ async function startAuthzServer(guarded: string): Promise<AuthzServer> {
   };
 }
 
-/**
- * GET `apiPath` as `kc`'s user with extra headers, the way kubectl does (`-w` for `?watch=true`). A 200
- * answer yields its first line (a watch streams until its timeout, and its first event is a line of its
- * own); any other status the whole body.
- */
-async function rawGet(
-  kc: KubeConfig,
-  apiPath: string,
-  headers: IncomingHttpHeaders = {},
-): Promise<{ status: number; text: string }> {
-  const server = kc.getCurrentCluster()?.server;
-  if (!server) throw new Error('the kubeconfig has no current cluster');
-  const options: https.RequestOptions = { method: 'GET', headers: { accept: 'application/json', ...headers } };
-  await kc.applyToHTTPSOptions(options);
-  try {
-    return await new Promise((resolve, reject) => {
-      const req = https.request(new URL(apiPath, server), options, (res) => {
-        const status = res.statusCode ?? 0;
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-          const end = text.indexOf('\n');
-          if (status === 200 && end >= 0) {
-            resolve({ status, text: text.slice(0, end) });
-            req.destroy();
-          }
-        });
-        res.once('end', () => resolve({ status, text }));
-        res.once('error', reject);
-      });
-      req.once('error', reject);
-      req.end();
-    });
-  } finally {
-    if (options.agent instanceof https.Agent) options.agent.destroy();
-  }
-}
+/** GET `apiPath` as `kc`'s user with extra headers (`-w` for `?watch=true`): apiRequest. */
+const rawGet = (kc: KubeConfig, apiPath: string, headers: IncomingHttpHeaders = {}) =>
+  apiRequest(kc, 'GET', apiPath, headers);
 
 const secretsPath = (namespace: string) => `/api/v1/namespaces/${namespace}/secrets`;
 
@@ -205,7 +167,6 @@ describe('authorization webhook before RBAC (a SubjectAccessReview server on the
   // Made in `before`: the suite's kubeconfig is known only once the global setup ran.
   let reader: CoreV1Api;
   let operator: CoreV1Api;
-  const rbac = () => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
   const role = `e2e-authz-secret-reader-${randomSuffix()}`;
   // '' until made: `after` skips what `before` did not get to.
   let guarded = '';
@@ -232,24 +193,14 @@ describe('authorization webhook before RBAC (a SubjectAccessReview server on the
         body: { metadata: { name: SECRET }, stringData: { password: 'not-a-secret' } },
       });
     }
-    await rbac().createClusterRole({
-      body: {
-        metadata: { name: role },
-        rules: [{ apiGroups: [''], resources: ['secrets'], verbs: [...READ_VERBS] }],
-      },
-    });
     // guarded's binding first: RBAC's informer delivers them in order, so once the reader can read in
     // `other`, RBAC also allows it in `guarded` (the stopped-server test relies on that).
-    for (const namespace of [guarded, other]) {
-      await rbac().createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: role },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: READERS_GROUP }],
-        },
-      });
-    }
+    await grant(
+      role,
+      [{ apiGroups: [''], resources: ['secrets'], verbs: [...READ_VERBS] }],
+      [READERS_GROUP],
+      [guarded, other],
+    );
     await eventually('RBAC to let the reader read Secrets', async () => {
       await reader.readNamespacedSecret({ name: SECRET, namespace: other });
       return true;
@@ -259,16 +210,8 @@ describe('authorization webhook before RBAC (a SubjectAccessReview server on the
   after(async function () {
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
     await authz?.close();
-    const ignoreMissing = (err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    };
-    for (const namespace of [guarded, other]) {
-      if (namespace === '') continue;
-      // Deleted namespaces stay Terminating (no controller-manager): remove the bindings themselves.
-      await rbac().deleteNamespacedRoleBinding({ name: role, namespace }).catch(ignoreMissing);
-      await deleteNamespace(namespace);
-    }
-    await rbac().deleteClusterRole({ name: role }).catch(ignoreMissing);
+    await revokeGrant(role, [guarded, other]);
+    for (const namespace of [guarded, other]) if (namespace !== '') await deleteNamespace(namespace);
   });
 
   it('refuses the reader get, list and watch of Secrets in the guarded namespace: 403 with the webhook’s reason', async function () {

@@ -4,7 +4,7 @@
  * leaves RBAC in charge after its timeout while its breaker opens, so the apiserver stops waiting for it.
  */
 import assert from 'node:assert/strict';
-import { ApiException, RbacAuthorizationV1Api, type CoreV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { SAR_DENY_REASON, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import {
@@ -15,8 +15,9 @@ import {
   createNamespace,
   deleteNamespace,
   eventually,
-  kubeConfig,
+  grant,
   randomSuffix,
+  revokeGrant,
   statusOf,
 } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
@@ -29,7 +30,6 @@ describe('remote authorize providers behind the gateway (authorization webhook b
   let reader: CoreV1Api;
   let fake: FakeProvider | undefined;
   let gw: E2EGateway | undefined;
-  const rbac = () => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
   const role = `e2e-authz-configmap-reader-${randomSuffix()}`;
   let denied = '';
   let hanging = '';
@@ -41,19 +41,12 @@ describe('remote authorize providers behind the gateway (authorization webhook b
     for (const namespace of [denied, hanging]) {
       await core().createNamespacedConfigMap({ namespace, body: { metadata: { name: CONFIG_MAP }, data: { a: 'b' } } });
     }
-    await rbac().createClusterRole({
-      body: { metadata: { name: role }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }] },
-    });
-    for (const namespace of [denied, hanging]) {
-      await rbac().createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: role },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: READERS_GROUP }],
-        },
-      });
-    }
+    await grant(
+      role,
+      [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get'] }],
+      [READERS_GROUP],
+      [denied, hanging],
+    );
     fake = await startFakeProvider();
     const provider = (name: string, behaviour: string, namespace: string, more: object = {}) => ({
       provider: name,
@@ -85,15 +78,8 @@ describe('remote authorize providers behind the gateway (authorization webhook b
   after(async function () {
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
     await fake?.close();
-    const ignoreMissing = (err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    };
-    for (const namespace of [denied, hanging]) {
-      if (namespace === '') continue;
-      await rbac().deleteNamespacedRoleBinding({ name: role, namespace }).catch(ignoreMissing);
-      await deleteNamespace(namespace);
-    }
-    await rbac().deleteClusterRole({ name: role }).catch(ignoreMissing);
+    await revokeGrant(role, [denied, hanging]);
+    for (const namespace of [denied, hanging]) if (namespace !== '') await deleteNamespace(namespace);
   });
 
   it('refuses what the provider denies, with its reason, though RBAC would allow it', async function () {

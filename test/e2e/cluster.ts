@@ -18,6 +18,8 @@ import {
   AppsV1Api,
   CoreV1Api,
   KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1PolicyRule,
   type V1Status,
 } from '@kubernetes/client-node';
 
@@ -357,4 +359,40 @@ export async function eventually<T>(
 /** A client-node model instance as plain JSON (deepStrictEqual compares prototypes). */
 export function plain(value: unknown): unknown {
   return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as unknown);
+}
+
+const rbacApi = (): RbacAuthorizationV1Api => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+
+/** Lets `groups` do `rules` in each of `namespaces`: a ClusterRole named `role`, a RoleBinding of it in each. */
+export async function grant(
+  role: string,
+  rules: V1PolicyRule[],
+  groups: readonly string[],
+  namespaces: readonly string[],
+): Promise<void> {
+  await rbacApi().createClusterRole({ body: { metadata: { name: role }, rules } });
+  for (const namespace of namespaces) {
+    await rbacApi().createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: role },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: groups.map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name })),
+      },
+    });
+  }
+}
+
+/**
+ * Removes what `grant` made, whatever part of it exists. Deleted namespaces stay Terminating here (no
+ * controller-manager), so their bindings are removed themselves.
+ */
+export async function revokeGrant(role: string, namespaces: readonly string[]): Promise<void> {
+  const ignoreMissing = (err: unknown) => {
+    if (!(err instanceof ApiException && err.code === 404)) throw err;
+  };
+  for (const namespace of namespaces) {
+    if (namespace) await rbacApi().deleteNamespacedRoleBinding({ name: role, namespace }).catch(ignoreMissing);
+  }
+  await rbacApi().deleteClusterRole({ name: role }).catch(ignoreMissing);
 }

@@ -6,6 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import path from 'node:path';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { kubeConfig } from './cluster.js';
 
 /** One step as GET /chain describes it (the fields the tests read). */
@@ -118,6 +120,46 @@ export async function apiserverGet(apiPath: string, accept: string): Promise<{ s
   try {
     const { status, body } = await send(new URL(apiPath, server).toString(), options);
     return { status, body: JSON.parse(body) as unknown };
+  } finally {
+    if (options.agent instanceof https.Agent) options.agent.destroy();
+  }
+}
+
+/**
+ * `method apiPath` to the apiserver as `kc`'s user (its credentials, the apiserver's CA), the way kubectl sends
+ * it, with extra headers. A 200 answer yields its first line (a watch streams until its timeout, and its first
+ * event is a line of its own); any other status the whole body.
+ */
+export async function apiRequest(
+  kc: KubeConfig,
+  method: string,
+  apiPath: string,
+  headers: IncomingHttpHeaders = {},
+): Promise<{ status: number; text: string }> {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error('the kubeconfig has no current cluster');
+  const options: https.RequestOptions = { method, headers: { accept: 'application/json', ...headers } };
+  await kc.applyToHTTPSOptions(options);
+  try {
+    return await new Promise((resolve, reject) => {
+      const req = https.request(new URL(apiPath, server), options, (res) => {
+        const status = res.statusCode ?? 0;
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+          const end = text.indexOf('\n');
+          if (status === 200 && end >= 0) {
+            resolve({ status, text: text.slice(0, end) });
+            req.destroy();
+          }
+        });
+        res.once('end', () => resolve({ status, text }));
+        res.once('error', reject);
+      });
+      req.once('error', reject);
+      req.end();
+    });
   } finally {
     if (options.agent instanceof https.Agent) options.agent.destroy();
   }
