@@ -290,7 +290,10 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         { url: 'http://127.0.0.1:1/plain' },
         `spec.url: Invalid value: "http://127.0.0.1:1/plain": spec.url in body should match '^https://[^?#\\s]+$'`,
       ],
-      [{ phases: ['admit'] }, 'spec.phases: Unsupported value: "admit": supported values: "mutate", "validate"'],
+      [
+        { phases: ['admit'] },
+        'spec.phases: Unsupported value: "admit": supported values: "mutate", "validate", "authorize"',
+      ],
       [
         { failurePolicy: 'Retry' },
         'spec.failurePolicy: Unsupported value: "Retry": supported values: "Fail", "Ignore"',
