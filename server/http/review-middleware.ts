@@ -12,6 +12,7 @@ import { parseTimeoutParam } from '../admission/timeout.js';
 import { ADMISSION_V1 } from '../admission/types.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Reviewer } from '../chain/reviewer.js';
+import type { StepSelection } from '../chain/chain.js';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
@@ -111,10 +112,17 @@ export const readReview: ReviewMiddleware = async (ctx, next) => {
 
 /** Runs the decoded review through the chain for `route` and answers with its AdmissionReview. */
 export function runReview(route: Route): ReviewMiddleware {
-  const selection = selectionOf(route);
+  return runReviewWith(undefined, selectionOf(route));
+}
+
+/**
+ * Runs the decoded review through `selection` of `reviewer`'s chain (the app's reviewer when undefined) and
+ * answers with its AdmissionReview: a provider serving one plugin per path has a reviewer per path.
+ */
+export function runReviewWith(reviewer: Reviewer | undefined, selection: StepSelection): ReviewMiddleware {
   return async (ctx) => {
     const { request, apiVersion, containers } = ctx.state.review!;
-    const { response } = await ctx.reviewer.review(request, selection, {
+    const { response } = await (reviewer ?? ctx.reviewer).review(request, selection, {
       timeoutMs: timeoutParam(ctx.querystring),
       large: containers > LARGE_REVIEW_CONTAINERS,
     });

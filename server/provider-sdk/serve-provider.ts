@@ -1,0 +1,187 @@
+/**
+ * Runs plugin modules as a remote provider: the same modules the gateway compiles in, served over HTTPS in
+ * the provider protocol (docs/provider-protocol.md) — an AdmissionReview (v1 or v1beta1) POSTed at one path
+ * per handler, `GET /discovery` listing the handlers with their match, and `/healthz`. Each handler reviews
+ * through the gateway's own reviewer with a chain of its one step, so the working copy, rollback and computed
+ * patch happen here exactly as in process; the gateway receives the JSON patch. A plugin author writes one
+ * module and chooses at deploy time where it runs.
+ */
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import Router from '@koa/router';
+import Koa from 'koa';
+import compose from 'koa-compose';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import type { Phase } from '../admission/types.js';
+import { errorMessage } from '../base/errors.js';
+import type { BindableLogger } from '../base/log.js';
+import { createChain, pluginEntrySteps } from '../chain/chain.js';
+import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
+import { createReviewer, standaloneNamespaceLabels } from '../chain/reviewer.js';
+import { validateConfig } from '../config/validate.js';
+import type { PluginEntry } from '../config/types.js';
+import { ByteBudget } from '../http/byte-budget.js';
+import {
+  answerInProtocol,
+  holdReview,
+  readReview,
+  runReviewWith,
+  writeAnswersTogether,
+  type ReviewServices,
+  type ReviewState,
+} from '../http/review-middleware.js';
+import { createMetrics } from '../metrics/metrics.js';
+
+/** One plugin the provider serves, as a gateway.yaml entry would place it. */
+export interface ProvidedPlugin {
+  readonly plugin: AnyPlugin;
+  /** Handler name (default the plugin's name). */
+  readonly name?: string;
+  readonly settings?: unknown;
+}
+
+export interface ProviderServerOptions {
+  readonly plugins: readonly ProvidedPlugin[];
+  /** PEM of the serving certificate and its key. */
+  readonly tls: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /** Default 0.0.0.0 (a Pod's address). */
+  readonly host?: string;
+  /** Default 8443; 0 for any free port. */
+  readonly port?: number;
+  readonly log?: BindableLogger;
+  /** Largest review accepted, as the gateway's server.maxRequestBytes (default 7 MiB). */
+  readonly maxRequestBytes?: number;
+  /** Memory reviews may hold at once (default 256 MiB). */
+  readonly maxInflightBytes?: number;
+}
+
+/** One handler in the discovery document. */
+export interface ProviderHandler {
+  readonly name: string;
+  readonly phase: Phase;
+  readonly path: string;
+  readonly match: object;
+  readonly supplies?: readonly string[];
+  readonly dependsOn?: readonly string[];
+}
+
+export interface ProviderServer {
+  readonly url: string;
+  readonly port: number;
+  readonly handlers: readonly ProviderHandler[];
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX_REQUEST_BYTES = 7 * 1024 * 1024;
+const DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The handlers of `plugins`: one per phase each plugin has work in, named after the entry, with `-mutate` or
+ * `-validate` appended when it has both. Settings are checked as the gateway checks them (a ConfigError naming
+ * `plugins[i].settings…`).
+ */
+function handlersOf(
+  plugins: readonly ProvidedPlugin[],
+  log: BindableLogger,
+  metrics: ReturnType<typeof createMetrics>,
+) {
+  const config = validateConfig(
+    {
+      chain: plugins.map((p) => ({
+        plugin: p.plugin.name,
+        ...(p.name ? { name: p.name } : {}),
+        ...(p.settings !== undefined ? { settings: p.settings } : {}),
+      })),
+    },
+    'provider plugins',
+    process.cwd(),
+  );
+  const registry = createPluginRegistry(plugins.map((p) => p.plugin));
+  return (config.chain as PluginEntry[]).flatMap((entry) => {
+    const { steps } = pluginEntrySteps(entry, registry, config.file);
+    return steps.map((step) => {
+      const name = steps.length > 1 ? `${step.name}-${step.phase}` : step.name;
+      const chain = createChain([step]);
+      const reviewer = createReviewer({
+        chain: () => chain,
+        metrics,
+        log,
+        // The provider knows no namespace labels: the gateway already applied the match's namespaceSelector.
+        namespaceLabels: standaloneNamespaceLabels,
+        deadlineMarginMs: 0,
+        defaultTimeoutMs: step.timeoutMs,
+      });
+      const described = step.describe() as { match: object; supplies?: string[]; dependsOn?: string[] };
+      const handler: ProviderHandler = {
+        name,
+        phase: step.phase,
+        path: `/${name}`,
+        match: described.match,
+        ...(described.supplies ? { supplies: described.supplies } : {}),
+        ...(described.dependsOn ? { dependsOn: described.dependsOn } : {}),
+      };
+      return { handler, reviewer };
+    });
+  });
+}
+
+/** Serves `plugins` as a remote provider; resolves once listening. */
+export async function serveProvider(options: ProviderServerOptions): Promise<ProviderServer> {
+  const log = options.log ?? pino({ level: 'info' });
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const served = handlersOf(options.plugins, log, metrics);
+  const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES, () => undefined);
+
+  const app = new Koa<ReviewState, ReviewServices>();
+  // The reviewer each route uses is its own (runReviewWith); the app's is the first, never read.
+  Object.assign(app.context, { reviewer: served[0]?.reviewer, metrics, log, budget, maxRequestBytes });
+  app.on('error', (err: unknown) => log.warn({ err: errorMessage(err) }, 'provider request failed'));
+  const router = new Router<ReviewState, ReviewServices>();
+  for (const { handler, reviewer } of served) {
+    router.post(
+      handler.path,
+      compose([
+        writeAnswersTogether,
+        holdReview,
+        answerInProtocol,
+        readReview,
+        runReviewWith(reviewer, { name: handler.name, phase: handler.phase }),
+      ]),
+    );
+  }
+  const discovery = JSON.stringify({ handlers: served.map((s) => s.handler) });
+  router.get('/discovery', (ctx) => {
+    ctx.set('Content-Type', 'application/json');
+    ctx.body = discovery;
+  });
+  router.get('/healthz', (ctx) => {
+    ctx.body = 'ok';
+  });
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+
+  const handle = app.callback();
+  const server = https.createServer(
+    { cert: options.tls.cert, key: options.tls.key },
+    (req, res) => void handle(req, res),
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 8443, options.host ?? '0.0.0.0', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = options.host ?? '0.0.0.0';
+  log.info({ port, handlers: served.map((s) => `${s.handler.name}(${s.handler.phase})`) }, 'provider serving');
+  return {
+    url: `https://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    port,
+    handlers: served.map((s) => s.handler),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * One plugin, two ways to run it: the same shipped plugin modules served as a remote provider by the SDK
+ * (serveProvider, real HTTPS) and compiled into the gateway give the same answer — the same JSON patch, byte
+ * for byte, and the same refusal (prefixed by the gateway's step name too) — and the provider's discovery document lists one handler per phase with the
+ * plugin's own match.
+ */
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { caBundle, generateCertificates } from '../../certs/generate.js';
+import defaultLabels from '../../plugins/default-labels.js';
+import requireLabels from '../../plugins/require-labels.js';
+import { podCreate } from '../fixtures/reviews/index.js';
+import { startHarness, type AnswerReview, type Harness } from '../helpers/gateway-harness.js';
+import { serveProvider, type ProviderServer } from '../../server/provider-sdk/serve-provider.js';
+
+const LABELS = { labels: { team: 'unknown', 'cost-center': 'shared' } };
+const REQUIRED = { labels: ['owner'] };
+
+describe('the provider SDK: plugins served as a remote provider', () => {
+  let provider: ProviderServer;
+  const harnesses: Harness[] = [];
+  const bundle = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+
+  before(async () => {
+    provider = await serveProvider({
+      plugins: [
+        { plugin: defaultLabels, settings: LABELS },
+        { plugin: requireLabels, settings: REQUIRED },
+      ],
+      tls: { cert: bundle.cert, key: bundle.key },
+      host: '127.0.0.1',
+      port: 0,
+      log: pino({ level: 'silent' }),
+    });
+  });
+
+  after(async () => {
+    for (const h of harnesses) await h.close();
+    await provider.close();
+  });
+
+  const start = async (yaml: string) => {
+    const h = await startHarness({ yaml });
+    harnesses.push(h);
+    return h;
+  };
+
+  it('lists a handler per phase, with the plugin’s match, at GET /discovery', () => {
+    assert.deepEqual(
+      provider.handlers.map((h) => [h.name, h.phase, h.path]),
+      [
+        ['default-labels', 'mutate', '/default-labels'],
+        ['require-labels', 'validate', '/require-labels'],
+      ],
+    );
+    assert.deepEqual(provider.handlers[0]!.match, defaultLabels.match);
+  });
+
+  it('answers with the patch the compiled-in plugin gives, byte for byte, and refuses as it does (named by both steps)', async () => {
+    const remote = await start(`
+chain:
+  - provider: labels
+    url: ${provider.url}
+    caBundle: ${caBundle(bundle.caCert)}
+    discovery: true
+`);
+    const local = await start(`
+chain:
+  - plugin: default-labels
+    settings: ${JSON.stringify(LABELS)}
+  - plugin: require-labels
+    settings: ${JSON.stringify(REQUIRED)}
+`);
+    const chain = (await remote.ops('/chain')).body as { order: string };
+    assert.equal(chain.order, 'mutate=[default-labels.labels] validate=[require-labels.labels]');
+
+    const mutate = async (h: Harness) => (await h.post('/mutate', podCreate())).body as AnswerReview;
+    const [viaProvider, inProcess] = [await mutate(remote), await mutate(local)];
+    assert.equal(viaProvider.response.allowed, true);
+    assert.ok(inProcess.response.patch);
+    assert.equal(viaProvider.response.patch, inProcess.response.patch);
+
+    const validate = async (h: Harness) => (await h.post('/validate', podCreate())).body as AnswerReview;
+    const [refusedRemotely, refusedLocally] = [await validate(remote), await validate(local)];
+    assert.equal(refusedLocally.response.status?.message, 'require-labels: missing required label: owner');
+    assert.equal(
+      refusedRemotely.response.status?.message,
+      'require-labels.labels: require-labels: missing required label: owner',
+    );
+  });
+});
