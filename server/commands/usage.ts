@@ -19,7 +19,7 @@ export class UsageError extends Error {
   }
 }
 
-export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'version'] as const;
+export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'provider', 'version'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** `review --exit-code`: the request was refused. 1 and 2 already mean failure and bad usage. */
@@ -62,6 +62,7 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'log-level'],
   certs: ['ca'],
   review: ['route', 'exit-code'],
+  provider: ['port', 'log-level'],
   manifests: [
     'ca',
     'service',
@@ -94,6 +95,7 @@ commands:
   certs     generate the CA and serving certificate if missing, print the caBundle
   review    run an AdmissionReview or a Kubernetes object through the configured chain offline
   manifests render the webhook configurations for the configured chain
+  provider  serve the configured plugin entries as a remote provider (discovery, a handler per phase)
   version   print the version (also --version, -v)
 
 Run "admission-gateway <command> --help" for a command's options.
@@ -112,6 +114,16 @@ clientConfig.caBundle. Standard error says which files were generated or reused.
 
 ${CONFIG_OPTION}
   --ca FILE           CA certificate to print (default: ca.crt next to the serving certificate)`,
+  provider: `usage: admission-gateway provider [--config FILE] [--port N] [--log-level LEVEL]
+
+Serves the config's plugin entries, with their settings, as a remote provider: an AdmissionReview handler per
+phase each plugin has work in at /<handler>, GET /discovery listing them, GET /healthz. It listens on
+server.host and server.port with the serving certificate at server.tls (generated when missing, as serve
+does). Register it in the gateway's chain with discovery: true. Provider entries of the config are not served.
+
+${CONFIG_OPTION}
+  --port N            HTTPS port (overrides server.port)
+  --log-level LEVEL   debug, info, warn, error or silent (overrides log.level)`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
 
 Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the
