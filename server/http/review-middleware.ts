@@ -9,7 +9,7 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import { checkContentType, decodeReview, encodeReview, type DecodedReview } from '../admission/codec.js';
 import { errored } from '../admission/responses.js';
 import { parseTimeoutParam } from '../admission/timeout.js';
-import { ADMISSION_V1 } from '../admission/types.js';
+import { ADMISSION_V1, type AdmissionResponse } from '../admission/types.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Reviewer } from '../chain/reviewer.js';
 import type { StepSelection } from '../chain/chain.js';
@@ -117,16 +117,21 @@ export function runReview(route: Route): ReviewMiddleware {
 
 /**
  * Runs the decoded review through `selection` of `reviewer`'s chain (the app's reviewer when undefined) and
- * answers with its AdmissionReview: a provider serving one plugin per path has a reviewer per path.
+ * answers with its AdmissionReview (`present` may rewrite the response first): a provider serving one plugin per
+ * path has a reviewer per path.
  */
-export function runReviewWith(reviewer: Reviewer | undefined, selection: StepSelection): ReviewMiddleware {
+export function runReviewWith(
+  reviewer: Reviewer | undefined,
+  selection: StepSelection,
+  present: (response: AdmissionResponse) => AdmissionResponse = (response) => response,
+): ReviewMiddleware {
   return async (ctx) => {
     const { request, apiVersion, containers } = ctx.state.review!;
     const { response } = await (reviewer ?? ctx.reviewer).review(request, selection, {
       timeoutMs: timeoutParam(ctx.querystring),
       large: containers > LARGE_REVIEW_CONTAINERS,
     });
-    const body = encodeReview(apiVersion, response);
+    const body = encodeReview(apiVersion, present(response));
     ctx.state.lease.force(body.length);
     answer(ctx, 200, body);
   };

@@ -13,7 +13,7 @@ import Koa from 'koa';
 import compose from 'koa-compose';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import type { Phase } from '../admission/types.js';
+import type { AdmissionResponse, Phase } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
 import type { BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
@@ -121,8 +121,36 @@ function handlersOf(
         ...(described.supplies ? { supplies: described.supplies } : {}),
         ...(described.dependsOn ? { dependsOn: described.dependsOn } : {}),
       };
-      return { handler, reviewer };
+      return { handler, reviewer, step: step.name };
     });
+  });
+}
+
+/**
+ * The answer as the plugin gave it, without the step name the reviewer put before its message, its warnings and
+ * its audit annotation keys: the gateway puts its own step's name there, as for any provider, so a user reads
+ * what the compiled-in plugin would have said.
+ */
+function withoutStepName(step: string): (response: AdmissionResponse) => AdmissionResponse {
+  const prefix = `${step}: `;
+  const keyPrefix = `${step}.`;
+  const bare = (text: string) => (text.startsWith(prefix) ? text.slice(prefix.length) : text);
+  return (response) => ({
+    ...response,
+    ...(response.status?.message !== undefined
+      ? { status: { ...response.status, message: bare(response.status.message) } }
+      : {}),
+    ...(response.warnings ? { warnings: response.warnings.map(bare) } : {}),
+    ...(response.auditAnnotations
+      ? {
+          auditAnnotations: Object.fromEntries(
+            Object.entries(response.auditAnnotations).map(([key, value]) => [
+              key.startsWith(keyPrefix) ? key.slice(keyPrefix.length) : key,
+              value,
+            ]),
+          ),
+        }
+      : {}),
   });
 }
 
@@ -139,7 +167,7 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
   Object.assign(app.context, { reviewer: served[0]?.reviewer, metrics, log, budget, maxRequestBytes });
   app.on('error', (err: unknown) => log.warn({ err: errorMessage(err) }, 'provider request failed'));
   const router = new Router<ReviewState, ReviewServices>();
-  for (const { handler, reviewer } of served) {
+  for (const { handler, reviewer, step } of served) {
     router.post(
       handler.path,
       compose([
@@ -147,7 +175,7 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
         holdReview,
         answerInProtocol,
         readReview,
-        runReviewWith(reviewer, { name: handler.name, phase: handler.phase }),
+        runReviewWith(reviewer, { name: handler.name, phase: handler.phase }, withoutStepName(step)),
       ]),
     );
   }

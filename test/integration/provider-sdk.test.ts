@@ -1,7 +1,7 @@
 /**
  * One plugin, two ways to run it: the same shipped plugin modules served as a remote provider by the SDK
  * (serveProvider, real HTTPS) and compiled into the gateway give the same answer — the same JSON patch, byte
- * for byte, and the same refusal (prefixed by the gateway's step name too) — and the provider's discovery document lists one handler per phase with the
+ * for byte, and the plugin's refusal under the gateway's step name — and the provider's discovery document lists one handler per phase with the
  * plugin's own match.
  */
 import assert from 'node:assert/strict';
@@ -56,7 +56,7 @@ describe('the provider SDK: plugins served as a remote provider', () => {
     assert.deepEqual(provider.handlers[0]!.match, defaultLabels.match);
   });
 
-  it('answers with the patch the compiled-in plugin gives, byte for byte, and refuses as it does (named by both steps)', async () => {
+  it('answers with the patch the compiled-in plugin gives, byte for byte, and refuses with the plugin’s message under the gateway’s step name', async () => {
     const remote = await start(`
 chain:
   - provider: labels
@@ -83,9 +83,6 @@ chain:
     const validate = async (h: Harness) => (await h.post('/validate', podCreate())).body as AnswerReview;
     const [refusedRemotely, refusedLocally] = [await validate(remote), await validate(local)];
     assert.equal(refusedLocally.response.status?.message, 'require-labels: missing required label: owner');
-    assert.equal(
-      refusedRemotely.response.status?.message,
-      'require-labels.labels: require-labels: missing required label: owner',
-    );
+    assert.equal(refusedRemotely.response.status?.message, 'require-labels.labels: missing required label: owner');
   });
 });
