@@ -210,7 +210,13 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
       const wrote = finished[i]!.session.writeCount > 0;
       if (wrote) {
         // Recorded as the step made them (conflicts are told as serially), not as the merge applies them.
-        const own = writesOnMerge(finished[i]!.session.writes, created[i]!, working.root);
+        const own = writesOnMerge(
+          finished[i]!.session.writes,
+          created[i]!,
+          working.root,
+          finished[i]!.copy.root,
+          supplies,
+        );
         const merge = trackObject(working, step.name);
         const ways = mergePatch(patch, working.root, supplies, (op) => applyPatchInPlace(merge.view, [op]));
         merge.close();

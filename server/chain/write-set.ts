@@ -278,7 +278,35 @@ export function creationsOnTheWay(pointers: readonly string[], base: unknown, su
   return created;
 }
 
-/** What a step's `created` (creationsOnTheWay) leaves of `pointers` when merged into `current`. */
-export function writesOnMerge(pointers: readonly string[], created: ReadonlySet<string>, current: unknown): string[] {
-  return created.size === 0 ? [...pointers] : pointers.filter((p) => !created.has(p) || !has(current, segmentsOf(p)));
+/**
+ * What a step's `created` (creationsOnTheWay) leaves of `pointers` when merged into `current`: a map a level-mate
+ * created first is not the step's write, but what the step put in it down to its lane is (`own`, its copy).
+ */
+export function writesOnMerge(
+  pointers: readonly string[],
+  created: ReadonlySet<string>,
+  current: unknown,
+  own: unknown,
+  supplies: WriteSet,
+): string[] {
+  if (created.size === 0) return [...pointers];
+  const out: string[] = [];
+  /** The step's members of the map at `path` (in its copy), down to what its lane covers. */
+  const members = (path: string[]): void => {
+    const value = valueAt(own, path);
+    if (!isObject(value)) return;
+    for (const key of Object.keys(value)) {
+      path.push(key);
+      if (supplies.covers(path)) out.push(pointerOf(path));
+      else if (!has(current, path)) out.push(pointerOf(path));
+      else members(path);
+      path.pop();
+    }
+  };
+  for (const pointer of pointers) {
+    const path = segmentsOf(pointer);
+    if (!created.has(pointer) || !has(current, path)) out.push(pointer);
+    else members(path);
+  }
+  return out;
 }

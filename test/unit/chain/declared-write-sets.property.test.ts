@@ -20,7 +20,7 @@
  * Plans with problems (dependsOn naming a later step or an unknown one, overlapping supplies with equal
  * orders) are never generated; example tests at the end cover them. Generated chains keep to these limits,
  * under which serial and leveled execution give the same object by contract: an IfNeeded step is idempotent
- * (it does not read what it supplies, and makes no push, unshift or shift), and no later step supplies what
+ * (it does not read what it supplies, and makes no push, unshift, shift or delete: see withinReinvocationLimits), and no later step supplies what
  * an IfNeeded step supplies (a declared step is not reinvoked for that, while a webhook would be).
  *
  * A failure prints the chain as YAML-like text, and the schedule of the asynchronous steps. Reproduce with
@@ -413,7 +413,7 @@ interface ModelRun {
 /**
  * The chain run step after step in chain order, each step on the previous one's result. Reinvocation: an
  * undeclared IfNeeded step runs once more when a later step changed the object (as the gateway counts it: a
- * step that wrote, or a declared step whose changes are not empty); a declared IfNeeded step only when a later
+ * step that wrote, declared or not); a declared IfNeeded step only when a later
  * step changed what it reads (the values at its dependsOn pointers). `declarations`: false for the serial run.
  */
 function runModel(c: Case, declarations: boolean): ModelRun {
@@ -444,7 +444,8 @@ function runModel(c: Case, declarations: boolean): ModelRun {
       seen.set(spec, changes);
       return ends(spec, refusal);
     }
-    const changed = declared(spec) || spec.returnsPatch ? !jsonEqual(state, work) : w.writes > 0;
+    // As the gateway counts it for every step: one that wrote (a returned patch writes only what changed).
+    const changed = spec.returnsPatch ? !jsonEqual(state, work) : w.writes > 0;
     if (changed) changes++;
     for (const reader of invoked) {
       if (reader === spec || !declared(reader) || reader.reinvocation !== 'IfNeeded') continue;
@@ -933,7 +934,11 @@ function resolveStep(d: Drawn, index: number): StepSpec {
 function withinReinvocationLimits(steps: readonly StepSpec[]): StepSpec[] {
   return steps.map((s, i) => {
     if (s.reinvocation !== 'IfNeeded') return s;
-    const idempotent = !s.actions.some((a) => REPEATING.has(a.op)) && !anyOverlap(s.reads, s.supplies);
+    // A step that deletes what it set leaves the maps it made on the way empty: run again after a later step
+    // pruned them (the webhook-style rerun of an undeclared step), it makes them again, which the declared
+    // step, not rerun for that, does not.
+    const idempotent =
+      !s.actions.some((a) => REPEATING.has(a.op) || a.op === 'delete') && !anyOverlap(s.reads, s.supplies);
     const overwritten = steps.slice(i + 1).some((later) => anyOverlap(later.supplies, s.supplies));
     return idempotent && !overwritten ? s : { ...s, reinvocation: 'Never' as const };
   });
