@@ -528,19 +528,19 @@ describe('documentation stays inside the repository', () => {
         'README.md': '# Gateway\n\n## Routes\n',
         'docs/b.md': target,
         'server/a.ts': [
-          '/** See docs/b.md, "Where the time goes" and README "Routes"; not DESIGN.md or ../../shared/kube. */',
-          "const url = 'https://example.com/DESIGN.md'; // docs/b.md, 'Nowhere' and server/gone.ts",
+          '/** See docs/b.md, "Where the time goes" and README "Routes"; not PLAN.md or ../../elsewhere/notes. */',
+          "const url = 'https://example.com/PLAN.md'; // docs/b.md, 'Nowhere' and server/gone.ts",
           'const re = /\\/\\/ docs\\/missing.md/; // README "Routing"',
           '// docs/b.md, "Where the',
           '// time goes" spans two lines; http.js names its source, server/a.js too',
         ].join('\n'),
         'server/http.ts': '',
         'manifests/x.yaml': "# (docs/missing.md)\nkey: 'value # docs/also-missing.md'\nother: a#b.md\n",
-        'scripts/run.sh': '#!/bin/sh\n# see STACK.md\necho "# docs/missing.md"\n',
+        'scripts/run.sh': '#!/bin/sh\n# see TOOLS.md\necho "# docs/missing.md"\n',
       });
       assert.deepEqual(checkComments(r, 'server/a.ts'), [
-        'server/a.ts:1: names a document that is not in the repository: DESIGN.md',
-        'server/a.ts:1: names a path outside the repository: ../../shared/kube',
+        'server/a.ts:1: names a document that is not in the repository: PLAN.md',
+        'server/a.ts:1: names a path outside the repository: ../../elsewhere/notes',
         'server/a.ts:2: no section "Nowhere" in docs/b.md',
         'server/a.ts:2: names a file that is not in the repository: server/gone.ts',
         'server/a.ts:3: no section "Routing" in README.md',
@@ -549,7 +549,7 @@ describe('documentation stays inside the repository', () => {
         'manifests/x.yaml:1: names a document that is not in the repository: docs/missing.md',
       ]);
       assert.deepEqual(checkComments(r, 'scripts/run.sh'), [
-        'scripts/run.sh:2: names a document that is not in the repository: STACK.md',
+        'scripts/run.sh:2: names a document that is not in the repository: TOOLS.md',
       ]);
     });
 
