@@ -3,6 +3,9 @@
  * standard streams and without GATEWAY_CONFIG from the environment. `serve` is not run this way: it waits
  * for a signal; the process-level tests spawn it.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { runCli } from '../../server/cli.js';
@@ -33,4 +36,31 @@ export async function runCliCaptured(
     ...(options.plugins ? { plugins: options.plugins } : {}),
   });
   return { code, stdout, stderr };
+}
+
+/** A test's own temporary folder, and `config(text)`, which writes its gateway.yaml there. */
+export interface ConfigFolder {
+  readonly dir: string;
+  config(text: string): Promise<string>;
+}
+
+/** A fresh temporary folder for each test of the enclosing `describe`, removed after it. */
+export function configFolderPerTest(prefix: string): ConfigFolder {
+  let dir = '';
+  beforeEach(async function () {
+    dir = await mkdtemp(join(tmpdir(), prefix));
+  });
+  afterEach(async function () {
+    await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    get dir() {
+      return dir;
+    },
+    async config(text) {
+      const file = join(dir, 'gateway.yaml');
+      await writeFile(file, text);
+      return file;
+    },
+  };
 }

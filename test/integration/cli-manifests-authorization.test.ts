@@ -4,11 +4,10 @@
  * stderr, and mistakes exit 2 before anything is written.
  */
 import assert from 'node:assert/strict';
-import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { runCliCaptured } from '../helpers/cli.js';
+import { runCliCaptured, configFolderPerTest } from '../helpers/cli.js';
 
 const CHAIN = `
 chain:
@@ -24,32 +23,18 @@ interface Kubeconfig {
 
 describe('admission-gateway manifests --authorization-kubeconfig', function () {
   this.timeout(30000);
-  let dir: string;
-
-  beforeEach(async function () {
-    dir = await mkdtemp(join(tmpdir(), 'gateway-authz-cli-'));
-  });
-
-  afterEach(async function () {
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  async function config(text: string): Promise<string> {
-    const file = join(dir, 'gateway.yaml');
-    await writeFile(file, text);
-    return file;
-  }
+  const folder = configFolderPerTest('gateway-authz-cli-');
 
   it('writes the kubeconfig with the webhooks caBundle, keeps stdout for the webhooks, prints the flags on stderr', async function () {
-    const file = await config(`kube: { enabled: false }\n${CHAIN}`);
+    const file = await folder.config(`kube: { enabled: false }\n${CHAIN}`);
     const args = ['manifests', '--config', file, '--url', 'https://192.0.2.10:30443', '-o', 'json'];
-    const plain = await runCliCaptured(args, { cwd: dir });
-    const run = await runCliCaptured([...args, '--authorization-kubeconfig', 'authz.kubeconfig'], { cwd: dir });
+    const plain = await runCliCaptured(args, { cwd: folder.dir });
+    const run = await runCliCaptured([...args, '--authorization-kubeconfig', 'authz.kubeconfig'], { cwd: folder.dir });
 
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stdout, plain.stdout);
     const webhooks = JSON.parse(run.stdout) as { items: { webhooks: { clientConfig: { caBundle: string } }[] }[] };
-    const kubeconfig = parse(await readFile(join(dir, 'authz.kubeconfig'), 'utf8')) as Kubeconfig;
+    const kubeconfig = parse(await readFile(join(folder.dir, 'authz.kubeconfig'), 'utf8')) as Kubeconfig;
     assert.deepEqual(kubeconfig.clusters[0]?.cluster, {
       server: 'https://192.0.2.10:30443/authorize',
       'certificate-authority-data': webhooks.items[0]?.webhooks[0]?.clientConfig.caBundle,
@@ -57,7 +42,7 @@ describe('admission-gateway manifests --authorization-kubeconfig', function () {
     assert.deepEqual(kubeconfig.users[0]?.user, {});
     assert.ok(
       run.stderr.includes(
-        `admission-gateway: wrote ${join(dir, 'authz.kubeconfig')}: the kubeconfig of kube-apiserver's authorization ` +
+        `admission-gateway: wrote ${join(folder.dir, 'authz.kubeconfig')}: the kubeconfig of kube-apiserver's authorization ` +
           'webhook (calls https://192.0.2.10:30443/authorize).\n',
       ),
       run.stderr,
@@ -67,8 +52,13 @@ describe('admission-gateway manifests --authorization-kubeconfig', function () {
   });
 
   it('names the client certificate when the gateway asks for one, and places Webhook in the current modes', async function () {
-    await writeFile(join(dir, 'client-ca.crt'), '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
-    const file = await config(`kube: { enabled: false }\nserver: { tls: { clientCAFile: client-ca.crt } }\n${CHAIN}`);
+    await writeFile(
+      join(folder.dir, 'client-ca.crt'),
+      '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
+    );
+    const file = await folder.config(
+      `kube: { enabled: false }\nserver: { tls: { clientCAFile: client-ca.crt } }\n${CHAIN}`,
+    );
     const run = await runCliCaptured(
       [
         'manifests',
@@ -85,10 +75,10 @@ describe('admission-gateway manifests --authorization-kubeconfig', function () {
         '--authorization-client-key',
         '/etc/kubernetes/pki/gw-client.key',
       ],
-      { cwd: dir },
+      { cwd: folder.dir },
     );
     assert.equal(run.code, 0, run.stderr);
-    const kubeconfig = parse(await readFile(join(dir, 'authz.kubeconfig'), 'utf8')) as Kubeconfig;
+    const kubeconfig = parse(await readFile(join(folder.dir, 'authz.kubeconfig'), 'utf8')) as Kubeconfig;
     assert.deepEqual(kubeconfig.users[0]?.user, {
       'client-certificate': '/etc/kubernetes/pki/gw-client.crt',
       'client-key': '/etc/kubernetes/pki/gw-client.key',
@@ -128,13 +118,13 @@ describe('admission-gateway manifests --authorization-kubeconfig', function () {
     ];
     for (const [what, text, args, message] of cases) {
       it(`given ${what}`, async function () {
-        const file = await config(`${text}${CHAIN}`);
-        const run = await runCliCaptured(['manifests', '--config', file, ...args], { cwd: dir });
+        const file = await folder.config(`${text}${CHAIN}`);
+        const run = await runCliCaptured(['manifests', '--config', file, ...args], { cwd: folder.dir });
         assert.equal(run.stderr, message);
         assert.equal(run.code, 2);
         assert.equal(run.stdout, '');
-        await assert.rejects(access(join(dir, 'authz.kubeconfig')));
-        await assert.rejects(access(join(dir, 'certs')));
+        await assert.rejects(access(join(folder.dir, 'authz.kubeconfig')));
+        await assert.rejects(access(join(folder.dir, 'certs')));
       });
     }
   });

@@ -3,12 +3,11 @@
  * `certs` does, the notes on stderr and the exit codes.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { runCliCaptured, type CliRun } from '../helpers/cli.js';
+import { runCliCaptured, type CliRun, configFolderPerTest } from '../helpers/cli.js';
 import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -62,21 +61,7 @@ chain:
 
 describe('admission-gateway manifests', function () {
   this.timeout(30000);
-  let dir: string;
-
-  beforeEach(async function () {
-    dir = await mkdtemp(join(tmpdir(), 'gateway-manifests-'));
-  });
-
-  afterEach(async function () {
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  async function config(text: string): Promise<string> {
-    const file = join(dir, 'gateway.yaml');
-    await writeFile(file, text);
-    return file;
-  }
+  const folder = configFolderPerTest('gateway-manifests-');
 
   it('prints its usage with --help and is listed in the main help', async function () {
     const help = await runCli(['manifests', '--help']);
@@ -89,9 +74,9 @@ describe('admission-gateway manifests', function () {
 
   describe('for a URL, with the CA generated next to the serving certificate', function () {
     it('renders the chain: mutate on /mutate, the validating steps split by failure policy', async function () {
-      const file = await config(`kube: { enabled: false }\n${CHAIN}`);
+      const file = await folder.config(`kube: { enabled: false }\n${CHAIN}`);
       const run = await runCli(['manifests', '--config', file, '--url', 'https://127.0.0.1:8443', '-o', 'json']);
-      const ca = await readFile(join(dir, 'certs', 'ca.crt'), 'utf8');
+      const ca = await readFile(join(folder.dir, 'certs', 'ca.crt'), 'utf8');
       const caBundle = Buffer.from(ca).toString('base64');
       const selector = {
         matchExpressions: [
@@ -188,8 +173,8 @@ describe('admission-gateway manifests', function () {
   });
 
   it('uses --ca, --service, --name and the selector flags; YAML says how it was rendered', async function () {
-    const file = await config(`kube: { enabled: false }\n${CHAIN}`);
-    const caFile = join(dir, 'other-ca.pem');
+    const file = await folder.config(`kube: { enabled: false }\n${CHAIN}`);
+    const caFile = join(folder.dir, 'other-ca.pem');
     await writeFile(caFile, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
     const args = [
       'manifests',
@@ -255,7 +240,7 @@ describe('admission-gateway manifests', function () {
   });
 
   it('notes on stderr that run-time providers only see these rules; --all-resources renders the catch-all', async function () {
-    const file = await config(`kube: { enabled: auto, watchProviders: true }\n${CHAIN}`);
+    const file = await folder.config(`kube: { enabled: auto, watchProviders: true }\n${CHAIN}`);
     const rendered = await runCli(['manifests', '--config', file, '--no-ca-bundle', '-o', 'json']);
     assert.equal(rendered.stderr, WATCH_NOTE);
     assert.equal(items(rendered).length, 2);
@@ -295,7 +280,7 @@ describe('admission-gateway manifests', function () {
   });
 
   it('warns loudly on stderr about a Fail webhook that matches every resource, naming the steps and the fix', async function () {
-    const file = await config(`kube: { enabled: false }
+    const file = await folder.config(`kube: { enabled: false }
 chain:
   - plugin: default-labels
     settings: { labels: { team: unknown } }
@@ -322,7 +307,7 @@ chain:
   });
 
   it('renders a provider without match for every operation on every resource, and warns when it is Fail', async function () {
-    const file = await config(
+    const file = await folder.config(
       'kube: { enabled: false }\nchain:\n  - provider: scanner\n    url: https://127.0.0.1:1/admit\n    phases: [validate]\n',
     );
     const run = await runCli(['manifests', '--config', file, '--no-ca-bundle', '-o', 'json']);
@@ -359,7 +344,7 @@ chain:
   });
 
   it('renders a provider that cannot be discovered with its configured phases and match, and says so', async function () {
-    const file = await config(`kube: { enabled: false }
+    const file = await folder.config(`kube: { enabled: false }
 chain:
   - provider: scanner
     url: https://127.0.0.1:1/admit
@@ -401,7 +386,7 @@ chain:
   });
 
   it('prints nothing but a note for a chain without steps', async function () {
-    const file = await config('kube: { enabled: false }\nchain: []\n');
+    const file = await folder.config('kube: { enabled: false }\nchain: []\n');
     const run = await runCli(['manifests', '--config', file, '--no-ca-bundle', '-o', 'json']);
     assert.equal(run.code, 0);
     assert.deepEqual(items(run), []);
@@ -446,18 +431,18 @@ chain:
     ];
     for (const [what, args, message] of cases) {
       it(`given ${what}`, async function () {
-        const file = await config(
+        const file = await folder.config(
           `kube: { enabled: false }\nserver: { tls: { certFile: tls.crt, keyFile: tls.key, generate: false } }\n${CHAIN}`,
         );
-        const run = await runCli(['manifests', ...args(file).map((a) => a.replace('DIR', dir))]);
+        const run = await runCli(['manifests', ...args(file).map((a) => a.replace('DIR', folder.dir))]);
         assert.equal(run.stdout, '');
-        assert.equal(run.stderr, message.replaceAll('DIR', dir));
+        assert.equal(run.stderr, message.replaceAll('DIR', folder.dir));
         assert.equal(run.code, 2);
       });
     }
 
     it('given an unknown plugin in the config (its line and field path are named)', async function () {
-      const file = await config('chain:\n  - plugin: nope\n');
+      const file = await folder.config('chain:\n  - plugin: nope\n');
       const run = await runCli(['manifests', '--config', file, '--no-ca-bundle']);
       assert.equal(run.code, 2, run.stderr);
       assert.equal(

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent } from 'undici';
 import { caBundle } from '../../certs/generate.js';
-import { runCliCaptured, type CliRun } from '../helpers/cli.js';
+import { runCliCaptured, type CliRun, configFolderPerTest } from '../helpers/cli.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
 import { decodePatch } from '../helpers/patch.js';
@@ -55,21 +54,7 @@ const runCli = (args: readonly string[], options: { stdin?: string } = {}): Prom
 
 describe('admission-gateway command line', function () {
   this.timeout(30000);
-  let dir: string;
-
-  beforeEach(async function () {
-    dir = await mkdtemp(join(tmpdir(), 'gateway-cli-'));
-  });
-
-  afterEach(async function () {
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  async function config(text: string): Promise<string> {
-    const file = join(dir, 'gateway.yaml');
-    await writeFile(file, text);
-    return file;
-  }
+  const folder = configFolderPerTest('gateway-cli-');
 
   describe('the command line', function () {
     it('prints the commands with --help and exits 0', async function () {
@@ -220,7 +205,7 @@ ${third}`;
     ];
     for (const c of cases) {
       it(`serve exits 2 naming the file, line, column and field for ${c.name}`, async function () {
-        const file = await config(c.yaml);
+        const file = await folder.config(c.yaml);
 
         const run = await runCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
 
@@ -230,8 +215,8 @@ ${third}`;
     }
 
     it('review and manifests exit 2 with the same message', async function () {
-      const file = await config(cases[0]!.yaml);
-      const review = join(dir, 'pod.json');
+      const file = await folder.config(cases[0]!.yaml);
+      const review = join(folder.dir, 'pod.json');
       await writeFile(review, JSON.stringify(podCreate()));
 
       const runs = [
@@ -247,23 +232,23 @@ ${third}`;
 
   describe('certs', function () {
     it('generates a CA and serving certificate, says where on stderr, and prints a caBundle that decodes to the CA PEM', async function () {
-      const file = await config('server:\n  tls: { certFile: certs/tls.crt, keyFile: certs/tls.key }\n');
+      const file = await folder.config('server:\n  tls: { certFile: certs/tls.crt, keyFile: certs/tls.key }\n');
 
       const first = await runCli(['certs', '--config', file]);
       const second = await runCli(['certs', '--config', file]);
 
       assert.equal(first.code, 0, first.stderr);
-      const caPem = await readFile(join(dir, 'certs', 'ca.crt'), 'utf8');
+      const caPem = await readFile(join(folder.dir, 'certs', 'ca.crt'), 'utf8');
       assert.equal(first.stdout, `${caBundle(caPem)}\n`);
       assert.equal(Buffer.from(first.stdout.trim(), 'base64').toString('utf8'), caPem);
       const ca = new X509Certificate(caPem);
-      const serving = new X509Certificate(await readFile(join(dir, 'certs', 'tls.crt')));
+      const serving = new X509Certificate(await readFile(join(folder.dir, 'certs', 'tls.crt')));
       assert.equal(ca.ca, true);
       assert.ok(serving.checkIssued(ca) && serving.verify(ca.publicKey), 'the serving certificate is signed by the CA');
       assert.match(serving.subjectAltName ?? '', /IP Address:127\.0\.0\.1/);
-      assert.equal((await stat(join(dir, 'certs', 'tls.key'))).mode & 0o777, 0o600);
+      assert.equal((await stat(join(folder.dir, 'certs', 'tls.key'))).mode & 0o777, 0o600);
       assert.equal(second.stdout, first.stdout, 'a second run reuses the certificates');
-      const certs = join(dir, 'certs');
+      const certs = join(folder.dir, 'certs');
       assert.equal(
         first.stderr,
         `admission-gateway certs: generated a CA (${certs}/ca.crt, key ${certs}/ca.key) and a serving certificate ` +
@@ -280,7 +265,7 @@ ${third}`;
 
   describe('serve', function () {
     it('serves reviews over HTTPS with the generated certificate, and exits 0 after draining on SIGTERM', async function () {
-      const file = await config(`
+      const file = await folder.config(`
 server:
   opsHost: 127.0.0.1
   tls: { certFile: tls.crt, keyFile: tls.key }
@@ -308,7 +293,7 @@ chain:
       try {
         const line = await serving;
         const { webhook, ops } = line as { webhook: string; ops: string };
-        const trusted = new Agent({ connect: { ca: await readFile(join(dir, 'ca.crt')) } });
+        const trusted = new Agent({ connect: { ca: await readFile(join(folder.dir, 'ca.crt')) } });
         try {
           const ready = await sendRequest(trusted, `${ops}/readyz`, 'GET');
           const review = reviewOf(await sendRequest(trusted, `${webhook}/mutate`, 'POST', podCreate()));
@@ -336,7 +321,10 @@ chain:
           { config: loaded?.config, files: loaded?.files },
           {
             config: file,
-            files: { 'server.tls.certFile': join(dir, 'tls.crt'), 'server.tls.keyFile': join(dir, 'tls.key') },
+            files: {
+              'server.tls.certFile': join(folder.dir, 'tls.crt'),
+              'server.tls.keyFile': join(folder.dir, 'tls.key'),
+            },
           },
         );
 
