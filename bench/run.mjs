@@ -1205,6 +1205,17 @@ function scenarios(shipped, certs) {
     },
     ...extra,
   });
+  /** A gateway with the access-guard chain on POST /authorize, read against rawAuthorize; `--only authorize`. */
+  const authorizeScenario = (key, extra) => ({
+    key,
+    path: AUTHORIZE_PATH,
+    rate: AUTHORIZE.rate,
+    optIn: true,
+    baseline: 'rawAuthorize',
+    comparedWithRaw: false,
+    start: gateway(key, accessGuardChain),
+    ...extra,
+  });
   const ca = fs.readFileSync(certs.caCertFile);
   return [
     {
@@ -1315,41 +1326,20 @@ function scenarios(shipped, certs) {
       load: { review: SAR_GET_SECRET, answer: 'sarNoOpinion' },
       start: () => startEchoServer('raw-authorize', 'sar', opts.serverCore, certs),
     },
-    {
-      key: 'authorize',
+    authorizeScenario('authorize', {
       label: `(authorize) gateway, chain [access-guard], /authorize: get secrets, matched, no opinion; ${AUTHORIZE.rate}/s`,
-      path: AUTHORIZE_PATH,
-      rate: AUTHORIZE.rate,
-      optIn: true,
-      baseline: 'rawAuthorize',
-      comparedWithRaw: false,
       load: { review: SAR_GET_SECRET, answer: 'sarNoOpinion' },
-      start: gateway('authorize', accessGuardChain),
-    },
-    {
-      key: 'authorizeNoMatch',
+    }),
+    authorizeScenario('authorizeNoMatch', {
       label: `(authorize, information) the same chain, get configmaps: no step matches (the fast path); ${AUTHORIZE.rate}/s`,
-      path: AUTHORIZE_PATH,
-      rate: AUTHORIZE.rate,
-      optIn: true,
       partOf: 'authorize',
-      baseline: 'rawAuthorize',
-      comparedWithRaw: false,
       load: { review: SAR_GET_CONFIGMAP, answer: 'sarNoOpinion' },
-      start: gateway('authorizeNoMatch', accessGuardChain),
-    },
-    {
-      key: 'authorizeDenied',
+    }),
+    authorizeScenario('authorizeDenied', {
       label: `(authorize, information) the same chain, list secrets in all namespaces: denied (a log line each); ${AUTHORIZE.rate}/s`,
-      path: AUTHORIZE_PATH,
-      rate: AUTHORIZE.rate,
-      optIn: true,
       partOf: 'authorize',
-      baseline: 'rawAuthorize',
-      comparedWithRaw: false,
       load: { review: SAR_LIST_ALL_SECRETS, answer: 'sarDenied' },
-      start: gateway('authorizeDenied', accessGuardChain),
-    },
+    }),
     {
       // Last: its 6.7 MiB reviews and the page cache they leave must not disturb the ratio scenarios.
       key: 'large',

@@ -87,6 +87,18 @@ const getSecret = (namespace: string, name = 'db') => ({
   resourceAttributes: { namespace, verb: 'get', group: '', version: 'v1', resource: 'secrets', name },
 });
 
+/** An exec into Pod `web`, as the apiserver asks about it. */
+const EXEC = {
+  resourceAttributes: {
+    namespace: 'default',
+    verb: 'create',
+    version: 'v1',
+    resource: 'pods',
+    subresource: 'exec',
+    name: 'web',
+  },
+};
+
 const NO_OPINION = (apiVersion = V1) => ({ apiVersion, kind: 'SubjectAccessReview', status: { allowed: false } });
 
 describe('POST /authorize', () => {
@@ -199,18 +211,8 @@ chain:
   });
 
   it('forbids when a Fail step fails, and has no opinion when an Ignore step does', async () => {
-    const exec = {
-      resourceAttributes: {
-        namespace: 'default',
-        verb: 'create',
-        version: 'v1',
-        resource: 'pods',
-        subresource: 'exec',
-        name: 'web',
-      },
-    };
     const failOpen = await harness.metric('admission_gateway_fail_open_total', { step: 'broken-ignore' });
-    assert.deepEqual((await harness.post('/authorize', sar(exec))).body, {
+    assert.deepEqual((await harness.post('/authorize', sar(EXEC))).body, {
       apiVersion: V1,
       kind: 'SubjectAccessReview',
       status: {
@@ -304,17 +306,7 @@ chain:
       plugins: [broken],
     });
     try {
-      const exec = {
-        resourceAttributes: {
-          namespace: 'default',
-          verb: 'create',
-          version: 'v1',
-          resource: 'pods',
-          subresource: 'exec',
-          name: 'web',
-        },
-      };
-      assert.deepEqual((await harness.post('/authorize', sar(exec))).body, {
+      assert.deepEqual((await harness.post('/authorize', sar(EXEC))).body, {
         apiVersion: V1,
         kind: 'SubjectAccessReview',
         status: { allowed: false, denied: true, reason: 'plugin "broken" failed (timeout): no answer within 50 ms' },

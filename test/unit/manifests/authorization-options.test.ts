@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
 import { parseAuthorizationOptions, type AuthorizationFlags } from '../../../server/manifests/authorization-options.js';
-import { ManifestsUsageError, parseManifestsOptions } from '../../../server/manifests/options.js';
-
-function refusal(flags: AuthorizationFlags): string {
-  try {
-    parseManifestsOptions(flags);
-  } catch (err) {
-    assert.ok(err instanceof ManifestsUsageError, String(err));
-    return err.message;
-  }
-  assert.fail(`accepted ${JSON.stringify(flags)}`);
-}
+import { parseManifestsOptions } from '../../../server/manifests/options.js';
+import { manifestsRefusal } from '../../helpers/manifests-options.js';
 
 describe('parseAuthorizationOptions()', () => {
   it('is undefined without --authorization-kubeconfig', () => {
@@ -118,7 +109,7 @@ describe('parseAuthorizationOptions()', () => {
   ];
   for (const [what, flags, message] of refusals) {
     it(`refuses ${what}`, () => {
-      assert.equal(refusal(flags), message);
+      assert.equal(manifestsRefusal(flags), message);
     });
   }
 });

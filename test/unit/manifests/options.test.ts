@@ -1,15 +1,6 @@
 import assert from 'node:assert/strict';
-import { ManifestsUsageError, parseManifestsOptions, type ManifestsFlags } from '../../../server/manifests/options.js';
-
-function refusal(flags: ManifestsFlags): string {
-  try {
-    parseManifestsOptions(flags);
-  } catch (err) {
-    assert.ok(err instanceof ManifestsUsageError, String(err));
-    return err.message;
-  }
-  assert.fail(`accepted ${JSON.stringify(flags)}`);
-}
+import { parseManifestsOptions, type ManifestsFlags } from '../../../server/manifests/options.js';
+import { manifestsRefusal } from '../../helpers/manifests-options.js';
 
 describe('parseManifestsOptions()', () => {
   it('defaults: the config Service, the serving CA, name admission-gateway, YAML, no extra selectors', () => {
@@ -126,7 +117,7 @@ describe('parseManifestsOptions()', () => {
   ];
   for (const [what, flags, message] of refusals) {
     it(`refuses ${what}`, () => {
-      assert.equal(refusal(flags), message);
+      assert.equal(manifestsRefusal(flags), message);
     });
   }
 });
