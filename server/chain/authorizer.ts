@@ -5,12 +5,13 @@
  * and requests no step matches get no opinion at once, without a timer or a namespace lookup: this is on
  * the path of every request to the apiserver.
  */
-import type { AuthorizationAttributes } from '../authorization/attributes.js';
+import { verbOf, type AuthorizationAttributes } from '../authorization/attributes.js';
 import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
 import { StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
-import type { Metrics, StepOutcome } from '../metrics/metrics.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { outcomeOfFailure } from './review-observer.js';
 import type { NamespaceLabelSource } from './reviewer.js';
 
 /** The chain's answer: the reason of the step that forbids, or no opinion. */
@@ -37,12 +38,6 @@ export interface Authorizer {
 type Settled =
   | { readonly verdict: AuthorizeVerdict; readonly ms: number }
   | { readonly failure: FailureReason; readonly message: string; readonly ms: number };
-
-/** The step outcome a failure counts as (as for the admission phases). */
-const OUTCOME_OF_FAILURE: Partial<Record<FailureReason, StepOutcome>> = {
-  timeout: 'timeout',
-  breaker_open: 'circuit_open',
-};
 
 class StepTimeout extends Error {}
 
@@ -126,7 +121,7 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
       metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome });
       return;
     }
-    const outcome = OUTCOME_OF_FAILURE[settled.failure] ?? 'error';
+    const outcome = outcomeOfFailure(settled.failure);
     metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome });
     if (step.failurePolicy === 'Ignore') metrics.failOpen.inc({ step: step.name });
     // An open breaker fails every call at once: a line each would be thousands a second of noise.
@@ -159,7 +154,7 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
       deps.log.info(
         {
           user: attributes.user,
-          verb: (r ?? attributes.nonResource)!.verb,
+          verb: verbOf(attributes),
           ...(r
             ? {
                 resource: r.subresource ? `${r.resource}/${r.subresource}` : r.resource,

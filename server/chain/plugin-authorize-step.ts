@@ -1,4 +1,5 @@
 /** Adapts a plugin's `authorize` hook to the authorize chain's step. */
+import { verbOf } from '../authorization/attributes.js';
 import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
 import { compileAuthorizeMatch, type AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { Logger } from '../base/log.js';
@@ -22,7 +23,7 @@ class PluginAuthorizeContext implements AuthorizeContext {
   constructor(private readonly call: AuthorizeCall) {}
 
   get verb(): string {
-    return (this.call.attributes.resource ?? this.call.attributes.nonResource)!.verb;
+    return verbOf(this.call.attributes);
   }
   get apiGroup(): string {
     return this.call.attributes.resource?.group ?? '';

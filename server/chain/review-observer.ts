@@ -35,6 +35,9 @@ export interface PatchConflict {
 
 const OUTCOME_OF_FAILURE: Readonly<Record<string, StepOutcome>> = { timeout: 'timeout', breaker_open: 'circuit_open' };
 
+/** The step outcome a failure counts as: timeout, circuit_open, or error. */
+export const outcomeOfFailure = (reason: string): StepOutcome => OUTCOME_OF_FAILURE[reason] ?? 'error';
+
 /**
  * The stack of what a step threw, for its author: a failure of the gateway's own making (a timeout, an unusable
  * answer, a provider call) has none worth showing.
@@ -90,7 +93,7 @@ export class ReviewObserver implements StepLogs {
   failed(step: Step, ms: number, failure: StepFailedError, round: number, failedOpen: boolean): void {
     this.record(step, {
       step: step.name,
-      outcome: OUTCOME_OF_FAILURE[failure.reason] ?? 'error',
+      outcome: outcomeOfFailure(failure.reason),
       ms,
       reason: failure.reason,
       ...(failedOpen ? { failedOpen: true } : {}),

@@ -5,7 +5,7 @@
  * cannot be read gets 400 with what is wrong as `evaluationError`; the apiserver takes any failed call as no
  * opinion, so a broken answer never locks anyone out.
  */
-import type { Middleware, ParameterizedContext } from 'koa';
+import type { Middleware } from 'koa';
 import { checkContentType } from '../admission/codec.js';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import {
@@ -19,17 +19,7 @@ import { clip } from '../base/limits.js';
 import type { Authorizer } from '../chain/authorizer.js';
 import { BudgetExceededError } from './byte-budget.js';
 import { readBody } from './read-body.js';
-import type { ReviewServices, ReviewState } from './review-middleware.js';
-
-type AuthorizeContext = ParameterizedContext<ReviewState, ReviewServices>;
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-
-function answer(ctx: AuthorizeContext, status: number, body: string): void {
-  ctx.status = status;
-  ctx.set('Content-Type', JSON_TYPE);
-  ctx.body = body;
-}
+import { answer, type ReviewServices, type ReviewState } from './review-middleware.js';
 
 /** Runs the SubjectAccessReview through `authorizer` and answers it. */
 export function runAuthorize(authorizer: Authorizer): Middleware<ReviewState, ReviewServices> {

@@ -137,7 +137,8 @@ export function runReviewWith(
   };
 }
 
-function answer(ctx: ReviewContext, status: number, body: string | Buffer): void {
+/** Writes a JSON answer. */
+export function answer(ctx: ReviewContext, status: number, body: string | Buffer): void {
   ctx.status = status;
   // Set as a header, not `ctx.type`, which would look the type up in the mime table on every answer.
   ctx.set('Content-Type', JSON_TYPE);
