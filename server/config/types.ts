@@ -2,6 +2,7 @@
  * The validated configuration (gateway.yaml; docs/configuration.md), with every default applied but a chain
  * entry's step options: absent, those fall back to the plugin's own defaults when its steps are built.
  */
+import type { ReviewVersion } from '../protocol/versions.js';
 import type { Match } from '../admission/types.js';
 import type { LogLevel } from '../base/log.js';
 import type { LocateField } from './field-positions.js';
@@ -146,7 +147,7 @@ export interface ProviderEntry extends EntryOptions {
   readonly discovery: boolean;
   readonly discoveryPath: string;
   /** The AdmissionReview versions the provider speaks, preferred first. Default [v1, v1beta1]. */
-  readonly admissionReviewVersions: readonly ('v1' | 'v1beta1')[];
+  readonly admissionReviewVersions: readonly ReviewVersion[];
 }
 
 export type ChainEntry = PluginEntry | ProviderEntry;

@@ -3,6 +3,8 @@
  * entry's step options excepted: step-options.ts).
  * Errors name the file and the field path (exit code 2 at start).
  */
+import { REVIEW_VERSIONS } from '../protocol/versions.js';
+import { readReviewVersions } from './review-versions.js';
 import { DECLARATION_FIELDS, readStepDeclarations } from './step-declarations.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import path from 'node:path';
@@ -339,9 +341,7 @@ export function readProviderFields(
   }
   const clientCert =
     m.clientCert === undefined ? undefined : r.map(m.clientCert, `${p}.clientCert`, ['certFile', 'keyFile']);
-  const versions = r.stringList(m.admissionReviewVersions, `${p}.admissionReviewVersions`) ?? ['v1', 'v1beta1'];
-  if (versions.length === 0) r.fail(`${p}.admissionReviewVersions`, 'expected v1 and/or v1beta1');
-  versions.forEach((v, i) => r.oneOf(v, `${p}.admissionReviewVersions[${i}]`, ['v1', 'v1beta1'] as const));
+  const versions = readReviewVersions(r, m.admissionReviewVersions, `${p}.admissionReviewVersions`) ?? REVIEW_VERSIONS;
   const caBundle = r.string(m.caBundle, `${p}.caBundle`);
   if (caBundle !== undefined && !/^[A-Za-z0-9+/=\s]*$/.test(caBundle))
     r.fail(`${p}.caBundle`, 'expected base64-encoded PEM');
@@ -363,7 +363,7 @@ export function readProviderFields(
     circuitBreaker: readCircuitBreaker(r, m.circuitBreaker, `${p}.circuitBreaker`),
     discovery: r.boolean(m.discovery, `${p}.discovery`) ?? false,
     discoveryPath,
-    admissionReviewVersions: [...new Set(versions as ('v1' | 'v1beta1')[])],
+    admissionReviewVersions: versions,
   };
 }
 

@@ -32,6 +32,8 @@ import {
   type ReviewState,
 } from '../http/review-middleware.js';
 import { createMetrics } from '../metrics/metrics.js';
+import type { DiscoveryDocument, DiscoveryHandlerDocument } from '../protocol/discovery-document.js';
+import { DISCOVERY_KIND, HOOK_API_V1ALPHA1, REVIEW_VERSIONS, type ReviewVersion } from '../protocol/versions.js';
 
 /** One plugin the provider serves, as a gateway.yaml entry would place it. */
 export interface ProvidedPlugin {
@@ -54,16 +56,19 @@ export interface ProviderServerOptions {
   readonly maxRequestBytes?: number;
   /** Memory reviews may hold at once (default 256 MiB). */
   readonly maxInflightBytes?: number;
+  /**
+   * The AdmissionReview versions the handlers announce, preferred first (default v1, v1beta1). The gateway
+   * calls each handler in the first it speaks; the handlers answer whichever they are sent.
+   */
+  readonly admissionReviewVersions?: readonly ReviewVersion[];
 }
 
 /** One handler in the discovery document. */
-export interface ProviderHandler {
-  readonly name: string;
+export interface ProviderHandler extends DiscoveryHandlerDocument {
   readonly phase: Phase;
   readonly path: string;
-  readonly match: object;
-  readonly supplies?: readonly string[];
-  readonly dependsOn?: readonly string[];
+  readonly apiVersion: typeof HOOK_API_V1ALPHA1;
+  readonly admissionReviewVersions: readonly ReviewVersion[];
 }
 
 export interface ProviderServer {
@@ -83,6 +88,7 @@ const DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024;
  */
 function handlersOf(
   plugins: readonly ProvidedPlugin[],
+  admissionReviewVersions: readonly ReviewVersion[],
   log: BindableLogger,
   metrics: ReturnType<typeof createMetrics>,
 ) {
@@ -112,12 +118,14 @@ function handlersOf(
         deadlineMarginMs: 0,
         defaultTimeoutMs: step.timeoutMs,
       });
-      const described = step.describe() as { match: object; supplies?: string[]; dependsOn?: string[] };
+      const described = step.describe() as Pick<DiscoveryHandlerDocument, 'match' | 'supplies' | 'dependsOn'>;
       const handler: ProviderHandler = {
         name,
         phase: step.phase,
+        apiVersion: HOOK_API_V1ALPHA1,
+        admissionReviewVersions,
         path: `/${name}`,
-        match: described.match,
+        ...(described.match ? { match: described.match } : {}),
         ...(described.supplies ? { supplies: described.supplies } : {}),
         ...(described.dependsOn ? { dependsOn: described.dependsOn } : {}),
       };
@@ -158,7 +166,11 @@ function withoutStepName(step: string): (response: AdmissionResponse) => Admissi
 export async function serveProvider(options: ProviderServerOptions): Promise<ProviderServer> {
   const log = options.log ?? pino({ level: 'info' });
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-  const served = handlersOf(options.plugins, log, metrics);
+  const versions = options.admissionReviewVersions ?? REVIEW_VERSIONS;
+  if (versions.length === 0 || versions.some((v) => !REVIEW_VERSIONS.includes(v))) {
+    throw new Error(`admissionReviewVersions: expected some of ${REVIEW_VERSIONS.join(', ')}`);
+  }
+  const served = handlersOf(options.plugins, [...new Set(versions)], log, metrics);
   const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES, () => undefined);
 
@@ -179,7 +191,12 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
       ]),
     );
   }
-  const discovery = JSON.stringify({ handlers: served.map((s) => s.handler) });
+  const document: DiscoveryDocument = {
+    apiVersion: HOOK_API_V1ALPHA1,
+    kind: DISCOVERY_KIND,
+    handlers: served.map((s) => s.handler),
+  };
+  const discovery = JSON.stringify(document);
   router.get('/discovery', (ctx) => {
     ctx.set('Content-Type', 'application/json');
     ctx.body = discovery;

@@ -3,6 +3,7 @@
  * HTTPS fake providers: failurePolicy for every misbehaviour, step outcome metrics, the object a provider
  * sees in the mutate phase and how its patch is merged, the request budget, and discovery.
  */
+import { HOOK_API_V1ALPHA1 } from '../../server/protocol/versions.js';
 import assert from 'node:assert/strict';
 import type { AdmissionResponse } from '../../server/admission/types.js';
 import { MAX_RESPONSE_BYTES } from '../../server/providers/provider-client.js';
@@ -497,8 +498,15 @@ chain:
           ready: true,
           discovered: true,
           handlers: [
-            { name: 'deny', phase: 'validate', path: '/hooks/deny' },
-            { name: 'patch', phase: 'mutate', path: '/hooks/patch', timeoutSeconds: 3, failurePolicy: 'Ignore' },
+            { name: 'deny', phase: 'validate', path: '/hooks/deny', apiVersion: HOOK_API_V1ALPHA1 },
+            {
+              name: 'patch',
+              phase: 'mutate',
+              path: '/hooks/patch',
+              apiVersion: HOOK_API_V1ALPHA1,
+              timeoutSeconds: 3,
+              failurePolicy: 'Ignore',
+            },
           ],
           breaker: 'closed',
         },
