@@ -18,7 +18,7 @@ export const PROVIDER_PLURAL = 'admissionproviders';
 export const DEFAULT_PROVIDER_ORDER = 1000;
 
 export interface Condition {
-  type: 'Ready' | 'Discovered' | 'CircuitOpen';
+  type: 'Ready' | 'Discovered' | 'CircuitOpen' | 'Deprecated';
   status: 'True' | 'False' | 'Unknown';
   reason: string;
   message: string;
@@ -29,7 +29,7 @@ export interface Condition {
 export interface AdmissionProviderStatus {
   observedGeneration?: number;
   conditions?: Condition[];
-  handlers?: Array<{ name: string; phase: string; path: string }>;
+  handlers?: Array<{ name: string; phase: string; path: string; admissionReviewVersion?: string }>;
   lastError?: string;
   breaker?: string;
 }

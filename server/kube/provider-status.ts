@@ -4,6 +4,7 @@
  * identical status — and the writer skips it (no hot loop on our own watch events).
  */
 import type { ProviderStatus } from '../providers/provider-runtime.js';
+import { deprecationNotice, isDeprecated, reviewApiVersion, type ReviewVersion } from '../protocol/versions.js';
 import type {
   AdmissionProvider,
   AdmissionProviderStatus,
@@ -109,13 +110,50 @@ export function desiredStatus(
     );
   }
 
+  if (runtime) conditions.push(make(deprecatedCondition(runtime)));
+
   const lastError = resolution.error?.message ?? runtime?.lastError;
+  const versionOf = new Map(runtime?.versions.map((v) => [v.step, reviewApiVersion(v.version)]));
   return {
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
     conditions,
-    handlers: (runtime?.handlers ?? []).map((h) => ({ name: h.name, phase: h.phase, path: h.path })),
+    handlers: (runtime?.handlers ?? []).map((h) => {
+      const version = versionOf.get(`${h.name}.${runtime!.name}`);
+      return { name: h.name, phase: h.phase, path: h.path, ...(version ? { admissionReviewVersion: version } : {}) };
+    }),
     ...(lastError ? { lastError } : {}),
     ...(runtime ? { breaker: runtime.breaker } : {}),
+  };
+}
+
+/**
+ * Deprecated: True while any of the provider's steps is called in a deprecated AdmissionReview version (the
+ * message says which, until when it is spoken, and what to do), False when every call is in a current one.
+ */
+function deprecatedCondition(runtime: ProviderStatus): ConditionInput {
+  if (runtime.versions.length === 0) {
+    return {
+      type: 'Deprecated',
+      status: 'Unknown',
+      reason: 'NotDiscovered',
+      message: 'the versions its handlers speak are known once discovery succeeds',
+    };
+  }
+  const deprecated = new Map<ReviewVersion, string[]>();
+  for (const { step, phase, version } of runtime.versions) {
+    if (isDeprecated(version)) deprecated.set(version, [...(deprecated.get(version) ?? []), `${step} (${phase})`]);
+  }
+  if (deprecated.size === 0) {
+    const current = [...new Set(runtime.versions.map((v) => reviewApiVersion(v.version)))].join(', ');
+    return { type: 'Deprecated', status: 'False', reason: 'CurrentVersions', message: `calls are made in ${current}` };
+  }
+  return {
+    type: 'Deprecated',
+    status: 'True',
+    reason: 'DeprecatedVersion',
+    message: [...deprecated]
+      .map(([version, steps]) => `${steps.join(', ')} called in ${deprecationNotice(version)}`)
+      .join('; '),
   };
 }
 

@@ -81,6 +81,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['provider'] as const,
       registers,
     }),
+    providerDeprecatedVersion: new Gauge({
+      name: `${METRIC_PREFIX}provider_deprecated_version`,
+      help: 'Steps of a provider called in a deprecated AdmissionReview version, by provider and version (absent: none).',
+      labelNames: ['provider', 'version'] as const,
+      registers,
+    }),
     breakerTransitions: new Counter({
       name: `${METRIC_PREFIX}breaker_transitions_total`,
       help: 'Circuit breaker state changes per provider, by the state entered.',

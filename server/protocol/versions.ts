@@ -68,3 +68,14 @@ export const isDeprecated = (version: ReviewVersion): boolean => CATALOG[version
 export function chooseReviewVersion(spoken: readonly ReviewVersion[]): ReviewVersion {
   return spoken.find((v) => REVIEW_VERSIONS.includes(v)) ?? 'v1';
 }
+
+/** What an operator reads about a deprecated version in use: since when, until when, and what to do. */
+export function deprecationNotice(version: ReviewVersion): string {
+  const { apiVersion, deprecation } = CATALOG[version];
+  if (!deprecation) return `${apiVersion} is current`;
+  return (
+    `${apiVersion} is deprecated since admission-gateway ${deprecation.since} and spoken until at least ` +
+    `${deprecation.removalNoSoonerThan}: serve ${CATALOG[deprecation.replacement].apiVersion} and list ` +
+    `${deprecation.replacement} first in admissionReviewVersions`
+  );
+}

@@ -6,13 +6,9 @@
  * reason.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  ADMISSION_V1,
-  ADMISSION_V1BETA1,
-  type AdmissionApiVersion,
-  type AdmissionRequest,
-  type KubeObject,
-} from '../admission/types.js';
+import type { AdmissionApiVersion, AdmissionRequest, KubeObject } from '../admission/types.js';
+import { downConvertRequest } from '../protocol/conversion.js';
+import { chooseReviewVersion, reviewApiVersion, type ReviewVersion } from '../protocol/versions.js';
 import { ProviderCallError, errorMessage } from '../base/errors.js';
 import type { AuthorizationAttributes } from '../authorization/attributes.js';
 import type { AuthorizeVerdict } from '../authorization/authorize-step.js';
@@ -56,6 +52,8 @@ export interface ProviderCall {
   readonly signal: AbortSignal;
   /** Absolute path to POST to instead of the URL's (a discovered handler). */
   readonly path?: string;
+  /** The version to call in, when it differs from the target's (a discovered handler's). */
+  readonly apiVersion?: AdmissionApiVersion;
 }
 
 /** One call of the authorize chain: the request as the apiserver asked about it. */
@@ -189,8 +187,6 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
     'application/json',
     ...(settingsHeader ? [SETTINGS_HEADER, settingsHeader] : []),
   ];
-  // The review's envelope is the same on every call; only `request` is serialised per call.
-  const envelopeStart = `{"apiVersion":${JSON.stringify(target.apiVersion)},"kind":"AdmissionReview","request":`;
 
   async function send(
     method: 'POST' | 'GET',
@@ -228,13 +224,13 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
   }
 
   return {
-    async call({ request, object, mutating, timeoutMs, signal, path: handlerPath }) {
+    async call({ request, object, mutating, timeoutMs, signal, path: handlerPath, apiVersion = target.apiVersion }) {
       const uid = randomUUID();
-      const body = `${envelopeStart}${JSON.stringify({ ...request, uid, object: object ?? null })}}`;
+      const body = JSON.stringify(downConvertRequest({ ...request, uid, object: object ?? null }, apiVersion));
       const path = `${handlerPath === undefined ? baseTarget : targetOf(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
       const res = await send('POST', path, body, timeoutMs, signal);
       try {
-        return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion: target.apiVersion, mutating });
+        return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion, mutating });
       } catch (err) {
         if (err instanceof InvalidProviderResponse) {
           throw new ProviderCallError('invalid_response', `${target.url}: ${err.message}`, { cause: err });
@@ -275,5 +271,6 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
   };
 }
 
-export const apiVersionFor = (versions: readonly ('v1' | 'v1beta1')[]): AdmissionApiVersion =>
-  versions[0] === 'v1beta1' ? ADMISSION_V1BETA1 : ADMISSION_V1;
+/** The apiVersion to call a provider speaking `versions` (preferred first) in. */
+export const apiVersionFor = (versions: readonly ReviewVersion[]): AdmissionApiVersion =>
+  reviewApiVersion(chooseReviewVersion(versions));

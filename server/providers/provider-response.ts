@@ -1,16 +1,13 @@
 /**
  * Verifies a provider's answer the way kube-apiserver verifies a webhook's
  * (k8s.io/apiserver/pkg/admission/plugin/webhook/request/admissionreview.go VerifyAdmissionResponse):
- * for v1 the uid is echoed and the kind/apiVersion are right; patch and patchType come together; a
- * validating call returns no patch. v1beta1 answers are checked as leniently as the apiserver does.
+ * the uid is echoed and the kind/apiVersion are right; patch and patchType come together; a validating call
+ * returns no patch. A v1beta1 answer is first up-converted to v1 (protocol/conversion.ts), which is as
+ * lenient as the apiserver is with v1beta1; then the same rules apply.
  */
 import { APPROVED, type Decision } from '../admission/decision.js';
-import {
-  ADMISSION_V1,
-  ADMISSION_V1BETA1,
-  type AdmissionApiVersion,
-  type JsonPatchOperation,
-} from '../admission/types.js';
+import { ADMISSION_V1, type AdmissionApiVersion, type JsonPatchOperation } from '../admission/types.js';
+import { ConversionError, upConvertAnswer } from '../protocol/conversion.js';
 import { PatchApplyError } from '../base/errors.js';
 import { checkPatchShape } from '../patch/apply.js';
 import { MAX_NESTING_DEPTH, describeValue, nestsDeeperThan } from '../base/limits.js';
@@ -78,28 +75,24 @@ export function verifyProviderResponse(
   if (!isRecord(parsed)) throw new InvalidProviderResponse('response body is not a JSON object');
   if (nestsDeeperThan(body))
     throw new InvalidProviderResponse(`response nests more than ${MAX_NESTING_DEPTH} levels deep`);
-  const response = parsed.response;
+  let review: Record<string, unknown>;
+  try {
+    review = upConvertAnswer(parsed, expected.apiVersion, expected);
+  } catch (err) {
+    if (err instanceof ConversionError) throw new InvalidProviderResponse(err.message);
+    throw err;
+  }
+  const response = review.response;
   if (!isRecord(response)) throw new InvalidProviderResponse('webhook response was absent');
 
-  const v1 = expected.apiVersion === ADMISSION_V1;
-  if (v1) {
-    if (response.uid !== expected.uid) {
-      throw new InvalidProviderResponse(
-        `expected response.uid=${JSON.stringify(expected.uid)}, got ${describeValue(response.uid)}`,
-      );
-    }
-    if (parsed.apiVersion !== ADMISSION_V1 || parsed.kind !== 'AdmissionReview') {
-      throw new InvalidProviderResponse(
-        `expected webhook response of ${ADMISSION_V1}, Kind=AdmissionReview, got ${describeValue(parsed.apiVersion)}, Kind=${describeValue(parsed.kind)}`,
-      );
-    }
-  } else if (
-    parsed.apiVersion !== undefined &&
-    parsed.apiVersion !== ADMISSION_V1BETA1 &&
-    parsed.apiVersion !== ADMISSION_V1
-  ) {
+  if (response.uid !== expected.uid) {
     throw new InvalidProviderResponse(
-      `expected an AdmissionReview, got apiVersion ${describeValue(parsed.apiVersion)}`,
+      `expected response.uid=${JSON.stringify(expected.uid)}, got ${describeValue(response.uid)}`,
+    );
+  }
+  if (review.apiVersion !== ADMISSION_V1 || review.kind !== 'AdmissionReview') {
+    throw new InvalidProviderResponse(
+      `expected webhook response of ${ADMISSION_V1}, Kind=AdmissionReview, got ${describeValue(review.apiVersion)}, Kind=${describeValue(review.kind)}`,
     );
   }
   if (typeof response.allowed !== 'boolean')
@@ -109,9 +102,9 @@ export function verifyProviderResponse(
   const hasPatchType = response.patchType !== undefined && response.patchType !== null;
   let patch: JsonPatchOperation[] | undefined;
   if (expected.mutating) {
-    if (v1 && hasPatch && !hasPatchType)
+    if (hasPatch && !hasPatchType)
       throw new InvalidProviderResponse('webhook returned response.patch but not response.patchType');
-    if (v1 && !hasPatch && hasPatchType)
+    if (!hasPatch && hasPatchType)
       throw new InvalidProviderResponse('webhook returned response.patchType but not response.patch');
     if (hasPatchType && response.patchType !== 'JSONPatch') {
       throw new InvalidProviderResponse(
@@ -119,7 +112,7 @@ export function verifyProviderResponse(
       );
     }
     if (hasPatch) patch = decodePatch(response.patch);
-  } else if (v1) {
+  } else {
     if (hasPatch) throw new InvalidProviderResponse('validating webhook may not return response.patch');
     if (hasPatchType) throw new InvalidProviderResponse('validating webhook may not return response.patchType');
   }

@@ -17,7 +17,9 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../base/log.js';
 import { parseDiscovery, type DiscoveredHandler } from './discovery.js';
 import { createProviderBreaker, type BreakerState, type ProviderBreaker } from './provider-breaker.js';
-import { apiVersionFor, createProviderClient, type ProviderClient } from './provider-client.js';
+import { createProviderClient, type ProviderClient } from './provider-client.js';
+import { chooseReviewVersion, reviewApiVersion, type ReviewVersion } from '../protocol/versions.js';
+import { createDeprecationReport, type StepVersion } from './deprecation-report.js';
 import { createProviderStep } from './provider-step.js';
 import { createProviderAuthorizeStep } from './provider-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
@@ -34,6 +36,8 @@ export interface ProviderStatus {
   readonly discovered: boolean | undefined;
   readonly handlers: readonly DiscoveredHandler[];
   readonly breaker: BreakerState;
+  /** The version each admission step is called in; none while discovery is pending. */
+  readonly versions: readonly StepVersion[];
   readonly lastError?: string;
 }
 
@@ -75,9 +79,10 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     ? { cert: await readFile(entry.clientCert.certFile, 'utf8'), key: await readFile(entry.clientCert.keyFile, 'utf8') }
     : undefined;
   const settings = entry.settings as Record<string, string> | undefined;
+  const entryVersion = chooseReviewVersion(entry.admissionReviewVersions);
   const client: ProviderClient = createProviderClient({
     url,
-    apiVersion: apiVersionFor(entry.admissionReviewVersions),
+    apiVersion: reviewApiVersion(entryVersion),
     ...(ca ? { ca } : {}),
     ...(clientCert ? { clientCert } : {}),
     ...(settings ? { settings } : {}),
@@ -101,6 +106,8 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   /** Aborts a discovery request in flight on close (the pool's graceful close would wait for its timeout). */
   const stopDiscovery = new AbortController();
   let steps: Step[] = [];
+  let versions: StepVersion[] = [];
+  const deprecation = createDeprecationReport(entry.name, deps);
 
   const options = resolveStepOptions(entry);
   const common = {
@@ -126,6 +133,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       matchSpec: entryMatch,
       failurePolicy: options.failurePolicy,
       timeoutMs: entryTimeoutMs,
+      apiVersion: reviewApiVersion(entryVersion),
       ...declarationFields(entry),
     });
 
@@ -143,12 +151,23 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   };
 
   const admissionPhases = entry.phases.filter((phase): phase is Phase => phase !== 'authorize');
+  /** The steps as the entry and discovery say, and the version each is called in (reported once built). */
   const build = (): Step[] => {
-    if (!entry.discovery) return admissionPhases.map(entryStep);
-    if (!handlers) return admissionPhases.map(placeholder);
+    const built = buildSteps();
+    versions =
+      handlers || !entry.discovery
+        ? built.map(({ step, version }) => ({ step: step.name, phase: step.phase, version }))
+        : [];
+    deprecation.report(versions);
+    return built.map((s) => s.step);
+  };
+  const buildSteps = (): Array<{ step: Step; version: ReviewVersion }> => {
+    if (!entry.discovery) return admissionPhases.map((phase) => ({ step: entryStep(phase), version: entryVersion }));
+    if (!handlers) return admissionPhases.map((phase) => ({ step: placeholder(phase), version: entryVersion }));
     return handlers.map((h) => {
       const match = h.match ?? entryMatch;
-      return createProviderStep({
+      const version = chooseReviewVersion(h.admissionReviewVersions ?? entry.admissionReviewVersions);
+      const step = createProviderStep({
         ...common,
         name: `${h.name}.${entry.name}`,
         phase: h.phase,
@@ -157,8 +176,10 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
         failurePolicy: h.failurePolicy ?? options.failurePolicy,
         timeoutMs: (h.timeoutSeconds ?? options.timeoutSeconds) * 1000,
         path: h.path,
+        apiVersion: reviewApiVersion(version),
         ...declarationFields(h),
       });
+      return { step, version };
     });
   };
 
@@ -198,6 +219,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       discovered: entry.discovery ? handlers !== undefined : undefined,
       handlers: handlers ?? [],
       breaker: breaker.state(),
+      versions,
       ...(lastError ? { lastError: lastError.message } : {}),
     }),
     async discover() {
@@ -234,6 +256,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       closed = true;
       clearTimeout(timer);
       stopDiscovery.abort();
+      deprecation.close();
       breaker.shutdown();
       await client.close();
     },

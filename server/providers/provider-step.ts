@@ -1,5 +1,5 @@
 /** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
-import type { Phase } from '../admission/types.js';
+import type { AdmissionApiVersion, Phase } from '../admission/types.js';
 import type { Decision } from '../admission/decision.js';
 import type { Step, StepPlacement } from '../chain/step.js';
 import type { ProviderBreaker } from './provider-breaker.js';
@@ -11,6 +11,8 @@ export interface ProviderStepOptions extends StepPlacement {
   readonly url: string;
   /** Path to POST to, when it differs from the provider URL's (a discovered handler). */
   readonly path?: string;
+  /** The AdmissionReview version it is called in. */
+  readonly apiVersion: AdmissionApiVersion;
   readonly client: ProviderClient;
   readonly breaker: ProviderBreaker;
 }
@@ -40,6 +42,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
           mutating,
           timeoutMs: inv.timeoutMs,
           signal: inv.signal,
+          apiVersion: o.apiVersion,
           ...(o.path ? { path: o.path } : {}),
         }),
       );
@@ -54,6 +57,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
       phase: o.phase,
       order: o.order,
       url: o.path ? new URL(o.path, o.url).toString() : o.url,
+      admissionReviewVersion: o.apiVersion,
       mode: o.mode,
       failurePolicy: o.failurePolicy,
       timeoutSeconds: o.timeoutMs / 1000,

@@ -34,7 +34,7 @@ import {
   statusOf,
   stopApiserver,
 } from './cluster.js';
-import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiserverGet, getChain, getReadiness, mutateOrder, postReview, type ChainView } from './http.js';
 import { manifestDocuments, toModel, toWire } from './manifests.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
@@ -151,9 +151,21 @@ function readyStatus(generation: number): unknown {
         message: 'calls go to the provider',
         observedGeneration: generation,
       },
+      currentVersions(generation),
     ],
     handlers: [],
     breaker: 'closed',
+  };
+}
+
+/** The Deprecated condition of a provider called in admission.k8s.io/v1 only. */
+function currentVersions(generation: number): unknown {
+  return {
+    type: 'Deprecated',
+    status: 'False',
+    reason: 'CurrentVersions',
+    message: 'calls are made in admission.k8s.io/v1',
+    observedGeneration: generation,
   };
 }
 
@@ -370,21 +382,23 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         ['Phases', 'string', 0],
         ['Ready', 'string', 0],
         ['Breaker', 'string', 0],
+        ['Deprecated', 'string', 1],
         ['URL', 'string', 1],
         ['Age', 'date', 0],
       ],
     );
     const row = body.rows.find((r) => r.cells[0] === 'patcher');
     assert.ok(row, `a row for patcher in ${JSON.stringify(body.rows.map((r) => r.cells[0]))}`);
-    assert.deepEqual(row.cells.slice(0, 6), [
+    assert.deepEqual(row.cells.slice(0, 7), [
       'patcher',
       15,
       '["mutate"]',
       'True',
       'closed',
+      'False',
       fake.url('/patcher/patch'),
     ]);
-    assert.equal(typeof row.cells[6], 'string', 'Age');
+    assert.equal(typeof row.cells[7], 'string', 'Age');
   });
 
   it('moves the provider when spec.order changes, and the steps after it see its label', async function () {
@@ -430,6 +444,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
             message: 'calls go to the provider',
             observedGeneration: 3,
           },
+          currentVersions(3),
         ],
         handlers: [],
         lastError: 'spec.caBundle: expected base64 of PEM certificates',
@@ -463,6 +478,50 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
     assert.deepEqual(stored.metadata?.labels, { [POD_LABEL]: 'patcher' }, 'not patched any more');
     assert.equal(stored.metadata?.annotations?.[`${SEEN_ANNOTATION_PREFIX}first`], seen(POD_LABEL));
     assert.equal(providerCalls('patcher'), calls, 'not called');
+  });
+
+  it('calls a provider that speaks only admission.k8s.io/v1beta1 in it, stores its patch, and reports it Deprecated=True', async function () {
+    await createProvider('legacy', {
+      ...providerSpec(fake, 'legacy', 25),
+      url: fake.url('/legacy/v1beta1-patch'),
+      admissionReviewVersions: ['v1beta1'],
+    });
+    await chainWhere(opsUrl(), 'legacy', hasStep('legacy'));
+
+    const stored = await createPod('legacy');
+    assert.deepEqual(stored.metadata?.labels, { [POD_LABEL]: 'legacy', provider: 'patched' });
+    assert.deepEqual(
+      fake
+        .reviews()
+        .filter((c) => c.path === '/legacy/v1beta1-patch')
+        .map((c) => c.apiVersion),
+      ['admission.k8s.io/v1beta1'],
+    );
+    const notice =
+      'legacy (mutate) called in admission.k8s.io/v1beta1 is deprecated since admission-gateway 0.1.0 and spoken ' +
+      'until at least 0.4.0: serve admission.k8s.io/v1 and list v1 first in admissionReviewVersions';
+    const ready = readyStatus(1) as { conditions: unknown[] };
+    await statusBecomes(
+      'legacy',
+      {
+        ...ready,
+        conditions: [
+          ...ready.conditions.slice(0, 3),
+          { type: 'Deprecated', status: 'True', reason: 'DeprecatedVersion', message: notice, observedGeneration: 1 },
+        ],
+      },
+      'Deprecated',
+    );
+    const deprecated = async () =>
+      metricValue(await gw!.metrics(), 'admission_gateway_provider_deprecated_version', {
+        provider: 'legacy',
+        version: 'admission.k8s.io/v1beta1',
+      });
+    assert.equal(await deprecated(), 1);
+
+    await deleteProvider('legacy');
+    await chainWhere(opsUrl(), 'no legacy', (c) => !hasStep('legacy')(c));
+    assert.equal(await deprecated(), undefined, 'the gauge goes with the provider');
   });
 
   it("reports a provider's open circuit breaker in its status", async function () {
@@ -505,6 +564,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
             message: 'calls fail fast through the failurePolicy',
             observedGeneration: 1,
           },
+          currentVersions(1),
         ],
         handlers: [],
         breaker: 'open',

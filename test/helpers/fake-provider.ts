@@ -21,6 +21,8 @@
  *                       `oversized-<bytes>` sends that many bytes
  *   oversized-declared  the same with a Content-Length header; `oversized-declared-<bytes>` likewise
  *   v1beta1-only        answers admission.k8s.io/v1beta1 reviews; HTTP 400 for any other version
+ *   v1beta1-patch       an old webhook: answers admission.k8s.io/v1beta1 reviews (HTTP 400 for any other version)
+ *                       with PROVIDER_PATCH as v1beta1 allows it: no patchType, no uid, no apiVersion or kind
  *   discovery           (GET) the configured discovery document, after failing `failFirst` times with HTTP 503
  *
  * A compromised provider, for the gateway's bounds (HOSTILE_* below say exactly what each sends):
@@ -87,6 +89,7 @@ export const BEHAVIOURS = [
   'oversized',
   'oversized-declared',
   'v1beta1-only',
+  'v1beta1-patch',
   'discovery',
   'hostile-uid',
   'hostile-deny',
@@ -418,6 +421,11 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
           return sendJson(res, 400, { error: `only ${V1BETA1} is supported, got ${String(review?.apiVersion)}` });
         }
         return answer({ allowed: true }, V1BETA1);
+      case 'v1beta1-patch':
+        if (apiVersion !== V1BETA1) {
+          return sendJson(res, 400, { error: `only ${V1BETA1} is supported, got ${String(review?.apiVersion)}` });
+        }
+        return sendJson(res, 200, { response: { allowed: true, patch: encodedPatch } });
       case 'discovery': {
         const current = discovery;
         if (!current) return sendJson(res, 404, { error: 'no discovery configured' });

@@ -195,6 +195,7 @@ chain:
       phase: 'mutate',
       order: 20,
       url: provider.url('/allow'),
+      admissionReviewVersion: 'admission.k8s.io/v1',
       mode: 'enforce',
       failurePolicy: 'Ignore',
       timeoutSeconds: 2,

@@ -359,7 +359,18 @@ chain:
       const breaker = { state: 'closed', fires: 1, failures: 0, rejects: 0, successes: 1 };
       assert.deepEqual(chain.mutate[0]?.breaker, breaker);
       assert.deepEqual(chain.validate[0]?.breaker, breaker);
-      assert.deepEqual(chain.providers, [{ name: 'scanner', ready: true, handlers: [], breaker: 'closed' }]);
+      assert.deepEqual(chain.providers, [
+        {
+          name: 'scanner',
+          ready: true,
+          handlers: [],
+          breaker: 'closed',
+          versions: [
+            { step: 'scanner', phase: 'mutate', version: 'v1' },
+            { step: 'scanner', phase: 'validate', version: 'v1' },
+          ],
+        },
+      ]);
     });
   });
 
@@ -464,6 +475,7 @@ chain:
           discovered: false,
           handlers: [],
           breaker: 'closed',
+          versions: [],
           lastError: `${url} answered HTTP 503`,
         },
       ]);
@@ -509,6 +521,10 @@ chain:
             },
           ],
           breaker: 'closed',
+          versions: [
+            { step: 'deny.scanner', phase: 'validate', version: 'v1' },
+            { step: 'patch.scanner', phase: 'mutate', version: 'v1' },
+          ],
         },
       ]);
       assert.deepEqual(
@@ -575,6 +591,116 @@ chain:
       });
       assert.equal(await g.metric(FAIL_OPEN, { step: 'scanner' }), 1);
       assert.equal(await g.metric(CALLS, { step: 'scanner', phase: 'validate', outcome: 'error' }), 1);
+    });
+
+    it('calls each discovered handler in the first AdmissionReview version it speaks, and reports a deprecated one: one warning, the gauge, /chain', async function () {
+      const provider = await startFakeProvider({
+        discovery: {
+          document: {
+            apiVersion: 'admissiongateway.io/v1alpha1',
+            kind: 'DiscoveryResponse',
+            handlers: [
+              { name: 'patch', phase: 'mutate', apiVersion: 'admissiongateway.io/v1alpha1' },
+              { name: 'v1beta1-only', phase: 'validate', admissionReviewVersions: ['v1beta1'] },
+            ],
+          },
+        },
+      });
+      extraFakes.push(provider);
+      const g = await start(
+        `
+chain:
+  - provider: scanner
+    url: ${provider.url('/hooks')}
+    caBundle: ${provider.caBundle}
+    discovery: true
+`,
+        { initialBackoffMs: 10, maxBackoffMs: 20 },
+      );
+      await eventually(
+        'the discovered handlers are in the chain',
+        async () =>
+          ((await g.ops('/chain')).body as { order: string }).order ===
+          'mutate=[patch.scanner] validate=[v1beta1-only.scanner]',
+      );
+
+      const patched = await g.review('/mutate', podCreate());
+      const validated = await g.review('/validate', podCreate());
+      await g.review('/validate', podCreate());
+
+      assert.deepEqual(decodePatch(patched.response), [...PROVIDER_PATCH]);
+      assert.deepEqual(validated.response, { uid: UID, allowed: true });
+      assert.deepEqual(
+        provider.reviews().map((c) => [c.path, c.apiVersion]),
+        [
+          ['/hooks/patch', 'admission.k8s.io/v1'],
+          ['/hooks/v1beta1-only', 'admission.k8s.io/v1beta1'],
+          ['/hooks/v1beta1-only', 'admission.k8s.io/v1beta1'],
+        ],
+      );
+      const chain = (await g.ops('/chain')).body as {
+        mutate: Array<Record<string, unknown>>;
+        validate: Array<Record<string, unknown>>;
+        providers: Array<Record<string, unknown>>;
+      };
+      assert.deepEqual(
+        [chain.mutate[0]?.admissionReviewVersion, chain.validate[0]?.admissionReviewVersion],
+        ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'],
+      );
+      assert.deepEqual(chain.providers[0]?.versions, [
+        { step: 'patch.scanner', phase: 'mutate', version: 'v1' },
+        { step: 'v1beta1-only.scanner', phase: 'validate', version: 'v1beta1' },
+      ]);
+      assert.equal(
+        await g.metric('admission_gateway_provider_deprecated_version', {
+          provider: 'scanner',
+          version: 'admission.k8s.io/v1beta1',
+        }),
+        1,
+      );
+      const warnings = g.logs.filter((l) => l.msg === 'provider is called in a deprecated AdmissionReview version');
+      assert.deepEqual(
+        warnings.map((l) => [l.level, l.provider, l.version, l.steps, l.notice]),
+        [
+          [
+            'warn',
+            'scanner',
+            'admission.k8s.io/v1beta1',
+            ['v1beta1-only.scanner(validate)'],
+            'admission.k8s.io/v1beta1 is deprecated since admission-gateway 0.1.0 and spoken until at least 0.4.0: ' +
+              'serve admission.k8s.io/v1 and list v1 first in admissionReviewVersions',
+          ],
+        ],
+      );
+    });
+
+    it('refuses a discovery document of a hook API version the gateway does not speak, naming it', async function () {
+      const provider = await startFakeProvider({
+        discovery: {
+          document: { apiVersion: 'admissiongateway.io/v2', handlers: [{ name: 'patch', phase: 'mutate' }] },
+        },
+      });
+      extraFakes.push(provider);
+      const g = await start(
+        `
+chain:
+  - provider: scanner
+    url: ${provider.url('/hooks')}
+    caBundle: ${provider.caBundle}
+    discovery: true
+`,
+        { initialBackoffMs: 10, maxBackoffMs: 20 },
+      );
+      await eventually('discovery has failed', async () => {
+        const body = (await g.ops('/chain')).body as { providers: Array<{ lastError?: string }> };
+        return body.providers[0]?.lastError !== undefined;
+      });
+
+      const body = (await g.ops('/chain')).body as { providers: Array<{ lastError?: string }> };
+      assert.equal(
+        body.providers[0]?.lastError,
+        'discovery of "scanner": apiVersion: unsupported hook API version (this gateway speaks admissiongateway.io/v1alpha1), got "admissiongateway.io/v2"',
+      );
     });
 
     it('discovers with a timeoutSeconds that is not a whole number of milliseconds (1.005 s)', async function () {
@@ -666,6 +792,7 @@ chain:
           discovered: false,
           handlers: [],
           breaker: 'closed',
+          versions: [],
           lastError: 'discovery of "scanner": handlers[1].phase: expected one of mutate, validate, got "audit"',
         },
       ]);

@@ -17,6 +17,10 @@ const running: ProviderStatus = {
   discovered: undefined,
   handlers: [],
   breaker: 'closed',
+  versions: [
+    { step: 'scanner', phase: 'mutate', version: 'v1' },
+    { step: 'scanner', phase: 'validate', version: 'v1' },
+  ],
 };
 
 describe('desiredStatus()', () => {
@@ -48,10 +52,51 @@ describe('desiredStatus()', () => {
           lastTransitionTime: T0,
           observedGeneration: 2,
         },
+        {
+          type: 'Deprecated',
+          status: 'False',
+          reason: 'CurrentVersions',
+          message: 'calls are made in admission.k8s.io/v1',
+          lastTransitionTime: T0,
+          observedGeneration: 2,
+        },
       ],
       handlers: [],
       breaker: 'closed',
     });
+  });
+
+  it('is Deprecated=True while a step is called in admission.k8s.io/v1beta1, naming the steps, until when it is spoken and what to do', () => {
+    const discovered: ProviderStatus = {
+      ...running,
+      discovered: true,
+      handlers: [
+        { name: 'labels', phase: 'mutate', path: '/labels', apiVersion: 'admissiongateway.io/v1alpha1' },
+        { name: 'scan', phase: 'validate', path: '/scan', apiVersion: 'admissiongateway.io/v1alpha1' },
+      ],
+      versions: [
+        { step: 'labels.scanner', phase: 'mutate', version: 'v1beta1' },
+        { step: 'scan.scanner', phase: 'validate', version: 'v1' },
+      ],
+    };
+    const status = desiredStatus(resource(), ok, discovered, T0);
+    assert.deepEqual(
+      status.conditions!.find((c) => c.type === 'Deprecated'),
+      {
+        type: 'Deprecated',
+        status: 'True',
+        reason: 'DeprecatedVersion',
+        message:
+          'labels.scanner (mutate) called in admission.k8s.io/v1beta1 is deprecated since admission-gateway 0.1.0 ' +
+          'and spoken until at least 0.4.0: serve admission.k8s.io/v1 and list v1 first in admissionReviewVersions',
+        lastTransitionTime: T0,
+        observedGeneration: 2,
+      },
+    );
+    assert.deepEqual(status.handlers, [
+      { name: 'labels', phase: 'mutate', path: '/labels', admissionReviewVersion: 'admission.k8s.io/v1beta1' },
+      { name: 'scan', phase: 'validate', path: '/scan', admissionReviewVersion: 'admission.k8s.io/v1' },
+    ]);
   });
 
   it('keeps lastTransitionTime while a condition keeps its status, so an unchanged provider is not rewritten', () => {
@@ -91,7 +136,7 @@ describe('desiredStatus()', () => {
     const status = desiredStatus(
       resource(),
       ok,
-      { ...running, ready: false, discovered: false, lastError: 'answered HTTP 500' },
+      { ...running, ready: false, discovered: false, versions: [], lastError: 'answered HTTP 500' },
       T0,
     );
     assert.deepEqual(
@@ -100,6 +145,7 @@ describe('desiredStatus()', () => {
         ['Ready', 'False', 'NotDiscovered', 'answered HTTP 500'],
         ['Discovered', 'False', 'DiscoveryFailed', 'answered HTTP 500'],
         ['CircuitOpen', 'False', 'Closed', 'calls go to the provider'],
+        ['Deprecated', 'Unknown', 'NotDiscovered', 'the versions its handlers speak are known once discovery succeeds'],
       ],
     );
   });
