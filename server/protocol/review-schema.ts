@@ -2,7 +2,7 @@
  * The AdmissionReview a provider is sent and answers, as JSON Schema values: the request and response the
  * hand-written interfaces of admission/types.ts describe (type-checks.ts holds the two equal), and the
  * envelope of each review version the gateway speaks. Objects stay open where Kubernetes may add fields;
- * what the gateway refuses in an answer (provider-protocol.md, "The answer") is refused here too, as far as
+ * what the gateway refuses in an answer (docs/provider-protocol.md, "The answer") is refused here too, as far as
  * one document can say it: a uid equal to the call's, or no patch from a validating handler, is in words.
  */
 import { Type } from 'typebox';
