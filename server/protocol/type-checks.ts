@@ -5,47 +5,11 @@
  * reads them, and plugin authors read their comments).
  */
 import type { Static, TSchema } from 'typebox';
-import type {
-  AdmissionRequest,
-  AdmissionResponse,
-  AdmissionReview,
-  GroupVersionKind,
-  GroupVersionResource,
-  JsonPatchOperation,
-  KubeObject,
-  LabelSelector,
-  LabelSelectorRequirement,
-  Match,
-  ObjectMeta,
-  Operation,
-  RuleWithOperations,
-  Status,
-  UserInfo,
-} from '../admission/types.js';
-import type { NonResourceAttributes, ResourceAttributes } from '../authorization/attributes.js';
-import type {
-  LabelSelectorRequirementSchema,
-  LabelSelectorSchema,
-  MatchSchema,
-  RuleWithOperationsSchema,
-} from './match-schema.js';
-import type {
-  AdmissionRequestSchema,
-  AdmissionResponseSchema,
-  GroupVersionKindSchema,
-  GroupVersionResourceSchema,
-  JsonPatchOperationSchema,
-  KubeObjectFields,
-  KubeObjectSchema,
-  ObjectMetaFields,
-  ObjectMetaSchema,
-  OperationSchema,
-  StatusSchema,
-  UserInfoSchema,
-  reviewRequestSchema,
-  reviewResponseSchema,
-} from './review-schema.js';
-import type { NonResourceAttributesSchema, ResourceAttributesSchema } from './subject-access-review-schema.js';
+import type * as wire from '../admission/types.js';
+import type * as access from '../authorization/attributes.js';
+import type * as match from './match-schema.js';
+import type * as review from './review-schema.js';
+import type * as sar from './subject-access-review-schema.js';
 
 /**
  * True when A and B are the same type, readonly modifiers and optionality included (plain mutual
@@ -63,28 +27,30 @@ type Same<S extends TSchema, I> = Equals<Static<S>, I>;
 type NamedMembers<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
 
 export type WireTypesMatchSchemas = [
-  Assert<Same<typeof OperationSchema, Operation>>,
-  Assert<Same<typeof GroupVersionKindSchema, GroupVersionKind>>,
-  Assert<Same<typeof GroupVersionResourceSchema, GroupVersionResource>>,
-  Assert<Same<typeof UserInfoSchema, UserInfo>>,
-  Assert<Same<typeof ObjectMetaFields, NamedMembers<ObjectMeta>>>,
-  Assert<Same<typeof ObjectMetaSchema, ObjectMeta>>,
-  Assert<Same<typeof KubeObjectFields, NamedMembers<KubeObject>>>,
-  Assert<Same<typeof KubeObjectSchema, KubeObject>>,
-  Assert<Same<typeof AdmissionRequestSchema, AdmissionRequest>>,
-  Assert<Same<typeof JsonPatchOperationSchema, JsonPatchOperation>>,
-  Assert<Same<typeof StatusSchema, Status>>,
-  Assert<Same<typeof AdmissionResponseSchema, AdmissionResponse>>,
-  Assert<Same<typeof RuleWithOperationsSchema, RuleWithOperations>>,
-  Assert<Same<typeof LabelSelectorRequirementSchema, LabelSelectorRequirement>>,
-  Assert<Same<typeof LabelSelectorSchema, LabelSelector>>,
-  Assert<Same<typeof MatchSchema, Match>>,
-  Assert<Same<typeof ResourceAttributesSchema, ResourceAttributes>>,
-  Assert<Same<typeof NonResourceAttributesSchema, NonResourceAttributes>>,
+  Assert<Same<typeof review.OperationSchema, wire.Operation>>,
+  Assert<Same<typeof review.GroupVersionKindSchema, wire.GroupVersionKind>>,
+  Assert<Same<typeof review.GroupVersionResourceSchema, wire.GroupVersionResource>>,
+  Assert<Same<typeof review.UserInfoSchema, wire.UserInfo>>,
+  Assert<Same<typeof review.ObjectMetaFields, NamedMembers<wire.ObjectMeta>>>,
+  Assert<Same<typeof review.ObjectMetaSchema, wire.ObjectMeta>>,
+  Assert<Same<typeof review.KubeObjectFields, NamedMembers<wire.KubeObject>>>,
+  Assert<Same<typeof review.KubeObjectSchema, wire.KubeObject>>,
+  Assert<Same<typeof review.AdmissionRequestSchema, wire.AdmissionRequest>>,
+  Assert<Same<typeof review.JsonPatchOperationSchema, wire.JsonPatchOperation>>,
+  Assert<Same<typeof review.StatusSchema, wire.Status>>,
+  Assert<Same<typeof review.AdmissionResponseSchema, wire.AdmissionResponse>>,
+  Assert<Same<typeof match.RuleWithOperationsSchema, wire.RuleWithOperations>>,
+  Assert<Same<typeof match.LabelSelectorRequirementSchema, wire.LabelSelectorRequirement>>,
+  Assert<Same<typeof match.LabelSelectorSchema, wire.LabelSelector>>,
+  Assert<Same<typeof match.MatchSchema, wire.Match>>,
+  Assert<Same<typeof sar.ResourceAttributesSchema, access.ResourceAttributes>>,
+  Assert<Same<typeof sar.NonResourceAttributesSchema, access.NonResourceAttributes>>,
   // The review sent in either version is an AdmissionReview, and either version's answer carries an
   // AdmissionResponse: the interfaces the code reads them with.
-  Assert<Static<ReturnType<typeof reviewRequestSchema>> extends AdmissionReview ? true : false>,
-  Assert<Static<ReturnType<typeof reviewResponseSchema>>['response'] extends AdmissionResponse ? true : false>,
+  Assert<Static<ReturnType<typeof review.reviewRequestSchema>> extends wire.AdmissionReview ? true : false>,
+  Assert<
+    Static<ReturnType<typeof review.reviewResponseSchema>>['response'] extends wire.AdmissionResponse ? true : false
+  >,
 ];
 
 /** The check itself: it tells a readonly list, an optional field and an index signature apart. */
