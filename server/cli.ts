@@ -228,6 +228,11 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       case 'provider':
         if (args.length > 0) throw new UsageError(`provider: unexpected argument "${args[0]}"`);
         return await provider(values, io);
+      case 'openapi':
+        if (args.length > 0) throw new UsageError(`openapi: unexpected argument "${args[0]}"`);
+        // Imported here: only this command needs the schema library, and loading it costs every start.
+        (await import('./commands/openapi.js')).printOpenApi(io.stdout);
+        return EXIT_OK;
       default: {
         const review = reviewCommand(args, values.route, values['exit-code'] === true);
         return await runReview(review, await configFrom(values, io), io);

@@ -230,6 +230,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     { name: 'shutdown', ready: () => !closing, detail: () => 'shutting down' },
     ...(options.readiness ?? []),
   ];
+  let openapi: Promise<object> | undefined;
   const opsApp = createOpsApp({
     registry,
     checks,
@@ -237,6 +238,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const chain = chains.current();
       return { order: chain.summary(), ...chain.describe(), providers: chains.runtimes().map((r) => r.status()) };
     },
+    // Loaded on first read: the schema library costs start-up time no review needs.
+    openapi: () => (openapi ??= import('./protocol/openapi.js').then((m) => m.openApiDocument())),
   });
   const opsServer = http.createServer(connectionOptions(serverConfig), handlerOf(opsApp));
   watchConnections(opsServer, 'ops', serverConfig.maxConnections, metrics);

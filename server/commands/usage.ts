@@ -19,7 +19,7 @@ export class UsageError extends Error {
   }
 }
 
-export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'provider', 'version'] as const;
+export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'provider', 'openapi', 'version'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** `review --exit-code`: the request was refused. 1 and 2 already mean failure and bad usage. */
@@ -63,6 +63,7 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   certs: ['ca'],
   review: ['route', 'exit-code'],
   provider: ['port', 'log-level'],
+  openapi: [],
   manifests: [
     'ca',
     'service',
@@ -96,6 +97,7 @@ commands:
   review    run an AdmissionReview or a Kubernetes object through the configured chain offline
   manifests render the webhook configurations for the configured chain
   provider  serve the configured plugin entries as a remote provider (discovery, a handler per phase)
+  openapi   print the OpenAPI 3.1 document of the remote provider protocol
   version   print the version (also --version, -v)
 
 Run "admission-gateway <command> --help" for a command's options.
@@ -124,6 +126,12 @@ does). Register it in the gateway's chain with discovery: true. Provider entries
 ${CONFIG_OPTION}
   --port N            HTTPS port (overrides server.port)
   --log-level LEVEL   debug, info, warn, error or silent (overrides log.level)`,
+  openapi: `usage: admission-gateway openapi
+
+Prints, as JSON, the OpenAPI 3.1 document of the remote provider protocol: what the gateway POSTs to a
+provider (AdmissionReview v1 and v1beta1, the authorize phase's SubjectAccessReview, ?timeout= and the
+X-Admission-Gateway-Settings header), the answers it accepts, and the discovery document. The ops server
+serves the same document at /openapi/v3. Needs no configuration.`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
 
 Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the

@@ -1,4 +1,4 @@
-/** The operations app (plain HTTP): /metrics, /healthz, /readyz, /chain. Never on the request path. */
+/** The operations app (plain HTTP): /metrics, /healthz, /readyz, /chain, /openapi/v3. Never on the request path. */
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
 import type { Registry } from 'prom-client';
@@ -15,6 +15,8 @@ export interface OpsAppDeps {
   readonly registry: Registry;
   readonly checks: readonly ReadinessCheck[];
   readonly chain: () => object;
+  /** The OpenAPI document of the provider protocol; asked for only when someone reads it. */
+  readonly openapi: () => Promise<object>;
 }
 
 export function createOpsApp(deps: OpsAppDeps): Koa {
@@ -56,13 +58,17 @@ export function createOpsApp(deps: OpsAppDeps): Koa {
     ctx.body = deps.chain();
   });
 
+  router.get('/openapi/v3', async (ctx) => {
+    ctx.body = await deps.openapi();
+  });
+
   app.use(router.routes());
   app.use(router.allowedMethods());
   app.use((ctx: RouterContext) => {
     // A known path asked with another method stays unanswered here: allowedMethods makes it a 405 with Allow.
     if (ctx.matched?.length) return;
     ctx.status = 404;
-    ctx.body = { error: `not found; try /metrics, /healthz, /readyz, /chain` };
+    ctx.body = { error: `not found; try /metrics, /healthz, /readyz, /chain, /openapi/v3` };
   });
   return app;
 }
