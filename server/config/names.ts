@@ -5,9 +5,10 @@
  * plugins (the plugin API re-exports them).
  */
 
-/** The longest DNS-1123 label, and so the longest step name. */
-export const MAX_DNS_LABEL_CHARS = 63;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+import { DNS_LABEL_PATTERN, MAX_DNS_LABEL_CHARS } from '../base/step-rules.js';
+
+export { MAX_DNS_LABEL_CHARS };
+const DNS_LABEL = new RegExp(DNS_LABEL_PATTERN);
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** A DNS-1123 label: lower-case alphanumerics and '-', alphanumeric at both ends, at most 63 characters. */

@@ -4,12 +4,11 @@
  * alike for chain entries, AdmissionProvider specs and discovered handlers. A pointer may use `*` for any one
  * segment (`/spec/containers/*\/resources`); each covers everything below it.
  */
+import { JSON_POINTER_PATTERN, MAX_DECLARED_PATHS, MAX_DECLARED_PATH_CHARS } from '../base/step-rules.js';
 import { childPath, type Reader } from './reader.js';
 import { isDnsLabel } from './names.js';
 
-/** How many pointers or names one list may hold, and how long one may be. */
-export const MAX_DECLARED_PATHS = 64;
-export const MAX_DECLARED_PATH_CHARS = 512;
+export { MAX_DECLARED_PATHS, MAX_DECLARED_PATH_CHARS };
 
 export interface StepDeclarations {
   /** JSON pointers (with `*` segments) the step writes. Present: the step is declared. */
@@ -20,9 +19,11 @@ export interface StepDeclarations {
 
 export const DECLARATION_FIELDS = ['supplies', 'dependsOn'] as const;
 
+const JSON_POINTER = new RegExp(JSON_POINTER_PATTERN);
+
 /** Whether `text` is a JSON pointer below the root: `/` then segments, `~` only in `~0` and `~1`. */
 export function isPointerPattern(text: string): boolean {
-  return text.length > 1 && text.startsWith('/') && !/~(?![01])/.test(text);
+  return JSON_POINTER.test(text);
 }
 
 function readList(r: Reader, value: unknown, p: string, names: boolean): string[] | undefined {

@@ -4,6 +4,7 @@
  * reinvocationPolicy, plus the gateway's own mode), the values each takes, and what each is when nobody says.
  * The one place these defaults and bounds are written; docs/configuration.md states them for operators.
  */
+import { MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS } from '../base/step-rules.js';
 import { childPath, type Reader } from './reader.js';
 
 /** What a failure of the step does (a returned denial is not a failure): refuse the review, or go on. */
@@ -19,9 +20,7 @@ export const MODES: readonly Mode[] = ['enforce', 'warn', 'audit'];
 export const REINVOCATION_POLICIES: readonly ReinvocationPolicy[] = ['Never', 'IfNeeded'];
 export const SIDE_EFFECTS: readonly SideEffects[] = ['None', 'Some'];
 
-/** A step's time: at most the apiserver's own limit for a webhook's timeoutSeconds. */
-export const MIN_TIMEOUT_SECONDS = 0.001;
-export const MAX_TIMEOUT_SECONDS = 30;
+export { MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS };
 
 /** What a step gets when neither its entry nor its plugin says otherwise: a webhook registration's defaults. */
 export const STEP_DEFAULTS = {

@@ -1,22 +1,27 @@
 /**
  * The discovery document on the wire (`GET <url>/discovery`): what a provider answers and what the provider
  * SDK serves, as a JSON Schema value its types derive from. providers/discovery.ts reads it, with every bound
- * checked, into the handlers the gateway calls; the bounds it checks are written here again as JSON Schema
- * (this folder may not import config/, which imports it), and test/unit/protocol/discovery-schema.test.ts
- * holds the two to the same answers. What JSON Schema cannot say: handler names are unique, and
- * `<name>.<provider>` is at most 63 characters.
+ * checked, into the handlers the gateway calls; the bounds both use are base/step-rules.ts's, and
+ * test/unit/protocol/discovery-schema.test.ts holds the two to the same answers. What JSON Schema cannot say:
+ * handler names are unique, and `<name>.<provider>` is at most 63 characters.
  */
 import { Type, type Static } from 'typebox';
+import {
+  DNS_LABEL_PATTERN,
+  JSON_POINTER_PATTERN,
+  MAX_DECLARED_PATHS,
+  MAX_DECLARED_PATH_CHARS,
+  MAX_DNS_LABEL_CHARS,
+  MAX_TIMEOUT_SECONDS,
+  MIN_TIMEOUT_SECONDS,
+} from '../base/step-rules.js';
 import { MatchSchema } from './match-schema.js';
 import { component } from './schema-kit.js';
 import { DISCOVERY_KIND, HOOK_API_VERSIONS, REVIEW_VERSIONS } from './versions.js';
 
-/** config/names.ts: a DNS-1123 label. */
-const DNS_LABEL = { pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 };
-/** config/step-declarations.ts: `/` then segments, `~` only as `~0` or `~1`; `*` stands for any one segment. */
-const POINTER = '^/([^~]|~[01])+$';
-/** config/step-declarations.ts: entries per list and characters per entry. */
-const DECLARED = { maxItems: 64, maxLength: 512 };
+const DNS_LABEL = { pattern: DNS_LABEL_PATTERN, maxLength: MAX_DNS_LABEL_CHARS };
+const POINTER = JSON_POINTER_PATTERN;
+const DECLARED = { maxItems: MAX_DECLARED_PATHS, maxLength: MAX_DECLARED_PATH_CHARS };
 
 const declarations = (items: object, description: string) =>
   Type.Optional(
@@ -64,7 +69,13 @@ export const DiscoveryHandlerSchema = component(
       ),
       match: Type.Readonly(Type.Optional(MatchSchema)),
       timeoutSeconds: Type.Readonly(
-        Type.Optional(Type.Number({ minimum: 0.001, maximum: 30, description: "Default the registration's." })),
+        Type.Optional(
+          Type.Number({
+            minimum: MIN_TIMEOUT_SECONDS,
+            maximum: MAX_TIMEOUT_SECONDS,
+            description: "Default the registration's.",
+          }),
+        ),
       ),
       failurePolicy: Type.Readonly(Type.Optional(Type.Enum(['Fail', 'Ignore']))),
       supplies: Type.Readonly(
