@@ -7,6 +7,8 @@
  */
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { ConfigError, errorMessage } from '../base/errors.js';
+import { locateConfigError } from '../config/field-positions.js';
 import { isDnsLabel } from '../config/names.js';
 import type { GatewayConfig } from '../config/types.js';
 import { createLogger, type Logger } from '../base/log.js';
@@ -70,42 +72,42 @@ function settingsByPlugin(values: readonly string[], plugins: readonly string[])
     try {
       settings.set(name, JSON.parse(item.slice(eq + 1)) as unknown);
     } catch (err) {
-      throw new UsageError(`--settings ${name}: expected JSON: ${(err as Error).message}`);
+      throw new UsageError(`--settings ${name}: expected JSON: ${errorMessage(err)}`);
     }
   }
   return settings;
 }
 
-/** What to serve: the --plugin list, or the config's plugin entries. */
+/** What to serve: the --plugin list, or the config's plugin entries (`skipped`: its provider entries). */
 export function servedPlugins(
   config: GatewayConfig,
   values: Values,
   plugins: readonly AnyPlugin[],
-  log: Logger,
-): ProvidedPlugin[] {
+): { served: ProvidedPlugin[]; skipped: string[] } {
   const named = values.plugin ?? [];
   if (named.length > 0) {
     const twice = named.find((n, i) => named.indexOf(n) !== i);
     if (twice) throw new UsageError(`--plugin ${twice}: given twice (serve one plugin twice with --config)`);
     const settings = settingsByPlugin(values.settings ?? [], named);
-    return named.map((name) => ({
+    const served = named.map((name) => ({
       plugin: knownPlugin(name, plugins),
       ...(settings.has(name) ? { settings: settings.get(name) } : {}),
     }));
+    return { served, skipped: [] };
   }
   if (values.settings?.length) {
     throw new UsageError('--settings goes with --plugin (a config’s plugin entries carry their own settings)');
   }
   const entries = config.chain.filter((e) => e.kind === 'plugin');
   const skipped = config.chain.filter((e) => e.kind === 'provider').map((e) => e.name);
-  if (skipped.length > 0) log.warn({ skipped }, 'provider: the provider entries of the config are not served');
   if (entries.length === 0)
     throw new UsageError('provider: the config has no plugin entries to serve (or name --plugin)');
-  return entries.map((e) => ({
+  const served = entries.map((e) => ({
     plugin: knownPlugin(e.plugin, plugins),
     name: e.name,
     ...(e.settings !== undefined ? { settings: e.settings } : {}),
   }));
+  return { served, skipped };
 }
 
 /** `[NAMESPACE/]NAME[:PORT]`; the namespace defaults to POD_NAMESPACE (the downward API's metadata.namespace). */
@@ -166,7 +168,7 @@ async function readCa(file: string): Promise<string> {
   try {
     pem = await readFile(file, 'utf8');
   } catch (err) {
-    throw new UsageError(`--ca-file: cannot read "${file}": ${(err as Error).message}`);
+    throw new UsageError(`--ca-file: cannot read "${file}": ${errorMessage(err)}`);
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----'))
     throw new UsageError(`--ca-file: "${file}" holds no PEM certificate`);
@@ -177,7 +179,6 @@ async function readCa(file: string): Promise<string> {
 async function servingMaterial(config: GatewayConfig, values: Values, cwd: string, log: Logger) {
   const tlsCert = values['tls-cert'];
   const tlsKey = values['tls-key'];
-  if ((tlsCert === undefined) !== (tlsKey === undefined)) throw new UsageError('--tls-cert and --tls-key go together');
   let certFile: string;
   let keyFile: string;
   if (tlsCert !== undefined && tlsKey !== undefined) {
@@ -194,13 +195,8 @@ async function servingMaterial(config: GatewayConfig, values: Values, cwd: strin
   return { tls: { cert, key }, ca };
 }
 
-/** The --register options (undefined without --register); credentials as cluster mode finds them. */
-async function registration(
-  config: GatewayConfig,
-  values: Values,
-  io: ProviderCommandIO,
-  ca: string | undefined,
-): Promise<RegistrationOptions | undefined> {
+/** What --register asks for, checked before anything is read (undefined without --register). */
+function registrationFlags(values: Values, env: NodeJS.ProcessEnv) {
   if (!values.register) {
     const stray = REGISTRATION_FLAGS.find((flag) => values[flag] !== undefined);
     if (stray) throw new UsageError(`--${stray} goes with --register`);
@@ -209,10 +205,21 @@ async function registration(
   if ((values.url === undefined) === (values.service === undefined)) {
     throw new UsageError('--register needs where the gateway reaches the provider: --service or --url (one of them)');
   }
-  const service = values.service !== undefined ? parseServiceFlag(values.service, io.env) : undefined;
+  const service = values.service !== undefined ? parseServiceFlag(values.service, env) : undefined;
   const name = values['provider-name'] ?? service?.name;
   if (!name)
     throw new UsageError('--register needs --provider-name (the Service’s name is the default with --service)');
+  const owner = values['owner-clusterrolebinding'];
+  return {
+    name,
+    ...(service ? { service } : { url: values.url! }),
+    ...(owner !== undefined ? { ownerClusterRoleBinding: owner } : {}),
+    defaults: registrationDefaults(values),
+  };
+}
+
+/** The credentials, found as cluster mode finds them (--kubeconfig first). */
+async function kubeConfigFor(config: GatewayConfig, values: Values, io: ProviderCommandIO) {
   const section = {
     ...config.kube,
     enabled: true,
@@ -223,16 +230,29 @@ async function registration(
       '--register: no credentials: --kubeconfig, KUBECONFIG, ~/.kube/config or an in-cluster service account',
     );
   }
-  const kubeConfig = (await loadKubeConfig(section, io.env))!;
-  const owner = values['owner-clusterrolebinding'];
-  return {
-    kubeConfig,
-    name,
-    ...(service ? { service } : { url: values.url! }),
-    ...(ca !== undefined ? { ca } : {}),
-    ...(owner !== undefined ? { ownerClusterRoleBinding: owner } : {}),
-    defaults: registrationDefaults(values),
-  };
+  return (await loadKubeConfig(section, io.env))!;
+}
+
+/**
+ * A plugin's settings refused, said where they were given: `--settings NAME` for --plugin, else the config
+ * entry (with its line).
+ */
+function settingsError(err: ConfigError, config: GatewayConfig, values: Values): unknown {
+  const m = /^plugins\[(\d+)\](.*)$/.exec(err.path);
+  if (!m) return err;
+  const index = Number(m[1]);
+  const named = values.plugin ?? [];
+  if (named.length > 0) {
+    const rest = m[2]!.replace(/^\.settings\.?/, '');
+    return new UsageError(`--settings ${named[index]}: ${rest ? `${rest}: ` : ''}${err.expected}`);
+  }
+  const entry = config.chain.filter((e) => e.kind === 'plugin')[index];
+  if (!entry) return err;
+  return locateConfigError(
+    new ConfigError(config.file, `${entry.path}${m[2]}`, err.expected),
+    config.file,
+    config.locateField,
+  );
 }
 
 /** A registration the SDK refuses, as a usage error naming the flag that set the field. */
@@ -244,14 +264,24 @@ function asUsageError(err: RegistrationOptionsError): UsageError {
 
 /** Serves until the stop signal; returns the exit code. */
 export async function runProvider(config: GatewayConfig, values: Values, io: ProviderCommandIO): Promise<number> {
+  // Every flag is checked before the logger (and its flush timer) exists and before any file is read.
+  const { served, skipped } = servedPlugins(config, values, io.plugins);
+  const flags = registrationFlags(values, io.env);
+  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) {
+    throw new UsageError('--tls-cert and --tls-key go together');
+  }
   const log = createLogger(config.log.level);
-  const plugins = servedPlugins(config, values, io.plugins, log);
+  if (skipped.length > 0) log.warn({ skipped }, 'provider: the provider entries of the config are not served');
   const { tls, ca } = await servingMaterial(config, values, io.cwd, log);
-  const register = await registration(config, values, io, ca);
+  const register: RegistrationOptions | undefined = flags && {
+    ...flags,
+    kubeConfig: await kubeConfigFor(config, values, io),
+    ...(ca !== undefined ? { ca } : {}),
+  };
   let server;
   try {
     server = await serveProvider({
-      plugins,
+      plugins: served,
       tls,
       host: config.server.host,
       port: config.server.port,
@@ -261,6 +291,7 @@ export async function runProvider(config: GatewayConfig, values: Values, io: Pro
     });
   } catch (err) {
     if (err instanceof RegistrationOptionsError) throw asUsageError(err);
+    if (err instanceof ConfigError) throw settingsError(err, config, values);
     throw err;
   }
   const signal = await io.stopSignal();

@@ -15,7 +15,7 @@ import compose from 'koa-compose';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { AdmissionResponse, Phase } from '../admission/types.js';
-import { errorMessage } from '../base/errors.js';
+import { ConfigError, errorMessage } from '../base/errors.js';
 import type { BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
@@ -102,6 +102,21 @@ const DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024;
  * `plugins[i].settings…`).
  */
 function handlersOf(
+  plugins: readonly ProvidedPlugin[],
+  admissionReviewVersions: readonly ReviewVersion[],
+  log: BindableLogger,
+  metrics: ReturnType<typeof createMetrics>,
+) {
+  try {
+    return handlersOfChain(plugins, admissionReviewVersions, log, metrics);
+  } catch (err) {
+    // The plugins are checked as a chain; the caller gave a list.
+    if (!(err instanceof ConfigError) || !err.path.startsWith('chain[')) throw err;
+    throw new ConfigError(err.file, `plugins${err.path.slice('chain'.length)}`, err.expected);
+  }
+}
+
+function handlersOfChain(
   plugins: readonly ProvidedPlugin[],
   admissionReviewVersions: readonly ReviewVersion[],
   log: BindableLogger,

@@ -18,7 +18,6 @@ import type {
   V1Service,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import pino from 'pino';
 import { parseAllDocuments } from 'yaml';
 import { availablePlugins } from '../../plugins/index.js';
 import { compileSelector } from '../../server/chain/label-selector.js';
@@ -103,12 +102,7 @@ describe('manifests/examples/provider/ (a provider Deployment registering itself
   });
 
   it('serves a shipped plugin with settings the plugin accepts', function () {
-    const plugins = servedPlugins(
-      parseConfigText('{}', 'none', '/'),
-      values,
-      availablePlugins,
-      pino({ level: 'silent' }),
-    );
+    const { served: plugins } = servedPlugins(parseConfigText('{}', 'none', '/'), values, availablePlugins);
     assert.deepEqual(
       plugins.map((p) => p.plugin.name),
       ['default-labels'],
