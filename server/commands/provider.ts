@@ -18,7 +18,7 @@ import { RegistrationOptionsError, type RegistrationDefaults } from '../provider
 import type { RegistrationOptions } from '../provider-sdk/registration.js';
 import { serveProvider, type ProvidedPlugin } from '../provider-sdk/serve-provider.js';
 import { defaultCaFile, ensureConfiguredCertificate, loadTlsMaterial } from '../tls/serving-certificate.js';
-import { UsageError, type Values } from './usage.js';
+import { REGISTRATION_OPTIONS, UsageError, type Values } from './usage.js';
 
 export interface ProviderCommandIO {
   readonly env: NodeJS.ProcessEnv;
@@ -27,18 +27,6 @@ export interface ProviderCommandIO {
   readonly stopSignal: () => Promise<string>;
   readonly plugins: readonly AnyPlugin[];
 }
-
-/** Flags that only mean something with --register. */
-const REGISTRATION_FLAGS = [
-  'provider-name',
-  'service',
-  'url',
-  'kubeconfig',
-  'owner-clusterrolebinding',
-  'order',
-  'failure-policy',
-  'timeout-seconds',
-] as const;
 
 /** Which flag sets a registration field, for messages about its value. */
 const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
@@ -198,7 +186,7 @@ async function servingMaterial(config: GatewayConfig, values: Values, cwd: strin
 /** What --register asks for, checked before anything is read (undefined without --register). */
 function registrationFlags(values: Values, env: NodeJS.ProcessEnv) {
   if (!values.register) {
-    const stray = REGISTRATION_FLAGS.find((flag) => values[flag] !== undefined);
+    const stray = REGISTRATION_OPTIONS.find((flag) => values[flag] !== undefined);
     if (stray) throw new UsageError(`--${stray} goes with --register`);
     return undefined;
   }

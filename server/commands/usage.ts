@@ -69,6 +69,18 @@ export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allo
 
 const EVERY_COMMAND: readonly OptionName[] = ['help', 'version', 'config'];
 
+/** The options of `provider` that only mean something with --register. */
+export const REGISTRATION_OPTIONS = [
+  'provider-name',
+  'service',
+  'url',
+  'kubeconfig',
+  'owner-clusterrolebinding',
+  'order',
+  'failure-policy',
+  'timeout-seconds',
+] as const satisfies readonly OptionName[];
+
 /** The options each command takes besides --help, --version and --config. */
 const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'log-level'],
@@ -83,14 +95,7 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
     'tls-key',
     'ca-file',
     'register',
-    'provider-name',
-    'service',
-    'url',
-    'kubeconfig',
-    'owner-clusterrolebinding',
-    'order',
-    'failure-policy',
-    'timeout-seconds',
+    ...REGISTRATION_OPTIONS,
   ],
   manifests: [
     'ca',

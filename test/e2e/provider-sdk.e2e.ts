@@ -197,6 +197,19 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
     assert.deepEqual(exit, { code: 0, signal: null }, provider!.stderr());
     provider = undefined;
   };
+  /** The provider's GET /registration once it says `registered`. */
+  const registered = () =>
+    eventually('the provider to be registered', async () => {
+      const answer = await registrationOf(port, ca);
+      return answer.status === 200 ? answer.body : undefined;
+    });
+  /** The spec fields the provider registers, as stored. */
+  const ownSpec = () => ({
+    url: `https://127.0.0.1:${port}`,
+    caBundle: Buffer.from(ca).toString('base64'),
+    discovery: true,
+    phases: ['mutate'],
+  });
   const applyForReal = async (object: Wire) => {
     const resource = await servedResource(String(object.apiVersion), String(object.kind));
     return serverSideApply(object, resource!, { dryRun: false, fieldManager: FIELD_MANAGER });
@@ -275,10 +288,7 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
   });
 
   it('registers itself with the example’s RBAC: its fields under its field manager, the defaults handed over, owned by the binding', async function () {
-    const registration = await eventually('the provider to be registered', async () => {
-      const answer = await registrationOf(port, ca);
-      return answer.status === 200 ? answer.body : undefined;
-    });
+    const registration = await registered();
     const stored = await readProvider(example.name);
     // More than one attempt only while the apiserver's RBAC cache has not yet seen the new binding (403).
     assert.ok(Number(registration.attempts) >= 1);
@@ -291,10 +301,7 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
       created: true,
     });
     assert.deepEqual(stored.spec, {
-      url: `https://127.0.0.1:${port}`,
-      caBundle: Buffer.from(ca).toString('base64'),
-      discovery: true,
-      phases: ['mutate'],
+      ...ownSpec(),
       order: 500,
       failurePolicy: 'Ignore',
       timeoutSeconds: 5,
@@ -436,17 +443,11 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
 
     await stopProvider();
     await startProvider();
-    const registration = await eventually('the restarted provider to be registered', async () => {
-      const answer = await registrationOf(port, ca);
-      return answer.status === 200 ? answer.body : undefined;
-    });
+    const registration = await registered();
     assert.equal(registration.created, false);
     const stored = await readProvider(example.name);
     assert.deepEqual(stored.spec, {
-      url: `https://127.0.0.1:${port}`,
-      caBundle: Buffer.from(ca).toString('base64'),
-      discovery: true,
-      phases: ['mutate'],
+      ...ownSpec(),
       order: 7,
       failurePolicy: 'Ignore',
       timeoutSeconds: 3,
