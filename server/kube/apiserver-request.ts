@@ -56,7 +56,9 @@ export async function apiserverRequest(
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (options.contentType) headers['content-type'] = options.contentType;
-  const signals = [AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS)];
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signals = [deadline];
   if (options.signal) signals.push(options.signal);
   const request: https.RequestOptions = { method, headers, signal: AbortSignal.any(signals) };
   try {
@@ -88,7 +90,8 @@ export async function apiserverRequest(
       req.end(options.body);
     });
   } catch (err) {
-    throw new ApiserverUnreachableError(`${method} ${url.origin}${url.pathname}: ${errorMessage(err)}`, { cause: err });
+    const why = deadline.aborted ? `no answer within ${timeoutMs} ms` : errorMessage(err);
+    throw new ApiserverUnreachableError(`${method} ${url.origin}${url.pathname}: ${why}`, { cause: err });
   } finally {
     if (request.agent instanceof https.Agent) request.agent.destroy();
   }

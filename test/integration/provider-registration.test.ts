@@ -247,6 +247,27 @@ describe('provider self-registration (a stand-in apiserver)', function () {
     api = await startStandInApiserver(); // for afterEach
   });
 
+  it('bounds each request: an answer over 4 MiB and an apiserver that never answers are failures, retried', async function () {
+    let release!: () => void;
+    const never = new Promise<void>((resolve) => (release = resolve));
+    api.answerWith(async (req, i) => {
+      if (i === 0) return { status: 200, body: { padding: 'x'.repeat(5 * 1024 * 1024) } };
+      if (i === 1) {
+        await never;
+        return status(500, 'InternalError', 'released at the end of the test');
+      }
+      return { status: 200, body: stored(req.body) };
+    });
+    await serve({ requestTimeoutMs: 300 });
+    const state = await provider!.registration!.settled;
+    release();
+    assert.equal(state.state, 'registered');
+    assert.deepEqual(
+      logs.filter((l) => l.reason === 'Unreachable').map((l) => String(l.message).replace(/^.*: /, '')),
+      ['the answer is larger than 4194304 bytes', 'no answer within 300 ms'],
+    );
+  });
+
   it('creates with the defaults, hands them to the defaults field manager, then applies only its own fields, owned by a ClusterRoleBinding', async function () {
     const applies: string[] = [];
     api.answerWith((req) => {
