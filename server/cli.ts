@@ -3,7 +3,6 @@
  * 1 runtime failure, 2 bad usage or invalid config (with a message naming the file and field), 3 a refused
  * review with --exit-code.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { availablePlugins } from '../plugins/index.js';
 import type { AnyPlugin } from './chain/plugin-registry.js';
@@ -16,6 +15,7 @@ import { ConfigError, PluginRegistrationError, errorMessage } from './base/error
 import { startGateway } from './gateway.js';
 import { createLogger } from './base/log.js';
 import { packageVersion } from './base/version.js';
+import { runProvider } from './commands/provider.js';
 import { reviewCommand, runReview } from './commands/review.js';
 import { HELP, UsageError, parseCommandLine, type Values } from './commands/usage.js';
 import { loadKubeConfig } from './kube/kube-config.js';
@@ -23,7 +23,6 @@ import { runManifests } from './manifests/command.js';
 import { loadManifestsConfig } from './manifests/config-source.js';
 import { ManifestsUsageError, parseManifestsOptions } from './manifests/options.js';
 import { defaultCaFile, ensureConfiguredCertificate, servingCaBundle } from './tls/serving-certificate.js';
-import { serveProvider } from './provider-sdk/serve-provider.js';
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -111,49 +110,6 @@ async function serve(values: Values, io: CliIO): Promise<number> {
   return EXIT_OK;
 }
 
-/**
- * `provider`: the config's plugin entries served as a remote provider (provider-sdk/serve-provider.ts) on
- * server.host and server.port (or --port), with the config's serving certificate (generated when missing, as
- * serve does), until a stop signal.
- */
-async function provider(values: Values, io: CliIO): Promise<number> {
-  const config = withOverrides(await configFrom(values, io), values);
-  const log = createLogger(config.log.level);
-  const plugins = io.plugins ?? availablePlugins;
-  const entries = config.chain.filter((e) => e.kind === 'plugin');
-  const skipped = config.chain.filter((e) => e.kind === 'provider').map((e) => e.name);
-  if (skipped.length > 0) log.warn({ skipped }, 'provider: the provider entries of the config are not served');
-  if (entries.length === 0) throw new UsageError('provider: the config has no plugin entries to serve');
-  const { tls } = config.server;
-  await ensureConfiguredCertificate(tls, log);
-  const server = await serveProvider({
-    plugins: entries.map((e) => ({
-      plugin: plugins.find((p) => p.name === e.plugin) ?? unknownPlugin(e.plugin, plugins),
-      name: e.name,
-      ...(e.settings !== undefined ? { settings: e.settings } : {}),
-    })),
-    tls: { cert: await readFile(tls.certFile), key: await readFile(tls.keyFile) },
-    host: config.server.host,
-    port: config.server.port,
-    log,
-    maxRequestBytes: config.server.maxRequestBytes,
-  });
-  const signal = await io.stopSignal();
-  log.info({ signal }, 'stopping');
-  await server.close();
-  log.flush();
-  return EXIT_OK;
-}
-
-function unknownPlugin(name: string, plugins: readonly AnyPlugin[]): never {
-  throw new UsageError(
-    `provider: unknown plugin "${name}" (known: ${plugins
-      .map((p) => p.name)
-      .sort()
-      .join(', ')})`,
-  );
-}
-
 async function certs(args: readonly string[], values: Values, io: CliIO): Promise<number> {
   if (args.length > 0) throw new UsageError(`certs: unexpected argument "${args[0]}"`);
   const config = await configFrom(values, io);
@@ -227,7 +183,10 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         return await manifests(argv, [...args], values, io);
       case 'provider':
         if (args.length > 0) throw new UsageError(`provider: unexpected argument "${args[0]}"`);
-        return await provider(values, io);
+        return await runProvider(withOverrides(await configFrom(values, io), values), values, {
+          ...io,
+          plugins: io.plugins ?? availablePlugins,
+        });
       case 'openapi':
         if (args.length > 0) throw new UsageError(`openapi: unexpected argument "${args[0]}"`);
         // Imported here: only this command needs the schema library, and loading it costs every start.

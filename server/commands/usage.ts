@@ -49,6 +49,18 @@ export const OPTIONS = {
   'authorization-webhook-config-file': { type: 'string' },
   'authorization-client-certificate': { type: 'string' },
   'authorization-client-key': { type: 'string' },
+  plugin: { type: 'string', multiple: true },
+  settings: { type: 'string', multiple: true },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'ca-file': { type: 'string' },
+  register: { type: 'boolean' },
+  'provider-name': { type: 'string' },
+  kubeconfig: { type: 'string' },
+  'owner-clusterrolebinding': { type: 'string' },
+  order: { type: 'string' },
+  'failure-policy': { type: 'string' },
+  'timeout-seconds': { type: 'string' },
 } satisfies ParseArgsConfig['options'];
 
 type OptionName = keyof typeof OPTIONS;
@@ -57,12 +69,34 @@ export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allo
 
 const EVERY_COMMAND: readonly OptionName[] = ['help', 'version', 'config'];
 
+/** The options of `provider` that only mean something with --register. */
+export const REGISTRATION_OPTIONS = [
+  'provider-name',
+  'service',
+  'url',
+  'kubeconfig',
+  'owner-clusterrolebinding',
+  'order',
+  'failure-policy',
+  'timeout-seconds',
+] as const satisfies readonly OptionName[];
+
 /** The options each command takes besides --help, --version and --config. */
 const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'log-level'],
   certs: ['ca'],
   review: ['route', 'exit-code'],
-  provider: ['port', 'log-level'],
+  provider: [
+    'port',
+    'log-level',
+    'plugin',
+    'settings',
+    'tls-cert',
+    'tls-key',
+    'ca-file',
+    'register',
+    ...REGISTRATION_OPTIONS,
+  ],
   openapi: [],
   manifests: [
     'ca',
@@ -96,7 +130,7 @@ commands:
   certs     generate the CA and serving certificate if missing, print the caBundle
   review    run an AdmissionReview or a Kubernetes object through the configured chain offline
   manifests render the webhook configurations for the configured chain
-  provider  serve the configured plugin entries as a remote provider (discovery, a handler per phase)
+  provider  serve plugins as a remote provider (a handler per phase, discovery), registered if asked
   openapi   print the OpenAPI 3.1 document of the remote provider protocol
   version   print the version (also --version, -v)
 
@@ -116,16 +150,45 @@ clientConfig.caBundle. Standard error says which files were generated or reused.
 
 ${CONFIG_OPTION}
   --ca FILE           CA certificate to print (default: ca.crt next to the serving certificate)`,
-  provider: `usage: admission-gateway provider [--config FILE] [--port N] [--log-level LEVEL]
+  provider: `usage: admission-gateway provider [--plugin NAME [--settings NAME=JSON]]... | [--config FILE]
+                                  [--tls-cert FILE --tls-key FILE] [--ca-file FILE] [--port N] [--log-level LEVEL]
+                                  [--register (--service [NAMESPACE/]NAME[:PORT] | --url https://HOST[:PORT])
+                                   [--provider-name NAME] [--kubeconfig FILE] [--owner-clusterrolebinding NAME]
+                                   [--order N] [--failure-policy Fail|Ignore] [--timeout-seconds N]]
 
-Serves the config's plugin entries, with their settings, as a remote provider: an AdmissionReview handler per
-phase each plugin has work in at /<handler>, GET /discovery listing them, GET /healthz. It listens on
-server.host and server.port with the serving certificate at server.tls (generated when missing, as serve
-does). Register it in the gateway's chain with discovery: true. Provider entries of the config are not served.
+Serves plugins as a remote provider: an AdmissionReview handler per phase each plugin has work in at
+/<handler>, GET /discovery listing them, GET /healthz, GET /registration. The same plugin modules the
+gateway compiles in, with the same settings, give the same answers.
 
+  --plugin NAME       serve this shipped plugin (repeatable); without it, the config's plugin entries
+  --settings NAME=JSON
+                      settings of --plugin NAME, as its chain entry's settings
 ${CONFIG_OPTION}
+                      (its server.host, server.port, server.tls and log.level apply)
+  --tls-cert FILE, --tls-key FILE
+                      the serving certificate and key (e.g. a mounted Secret); default server.tls,
+                      generated when missing as serve does
+  --ca-file FILE      the CA registered as caBundle (default: ca.crt beside the certificate, if there)
   --port N            HTTPS port (overrides server.port)
-  --log-level LEVEL   debug, info, warn, error or silent (overrides log.level)`,
+  --log-level LEVEL   debug, info, warn, error or silent (overrides log.level)
+
+Self-registration: once serving, ensure the AdmissionProvider exists and says where the provider is
+(server-side apply, field manager admission-gateway-provider: url or service, caBundle, discovery: true,
+phases). Its other fields are the operator's and never touched; --order, --failure-policy and
+--timeout-seconds are set only when the registration is created. Retried with backoff (1 s to 60 s) while
+the apiserver is unreachable or refuses (RBAC, missing CRD); serving never waits for it.
+  --register          register as an AdmissionProvider
+  --service [NAMESPACE/]NAME[:PORT]
+                      the Service the provider runs behind (namespace default: env POD_NAMESPACE; port 443)
+  --url https://HOST[:PORT]
+                      the provider's URL instead
+  --provider-name NAME
+                      the AdmissionProvider's name (default: the Service's name)
+  --kubeconfig FILE   credentials (default: KUBECONFIG, ~/.kube/config, then the in-cluster service account)
+  --owner-clusterrolebinding NAME
+                      the ClusterRoleBinding the registration is deleted with (garbage collection)
+  --order N, --failure-policy Fail|Ignore, --timeout-seconds N
+                      defaults for a registration this start creates`,
   openapi: `usage: admission-gateway openapi
 
 Prints, as JSON, the OpenAPI 3.1 document of the remote provider protocol: what the gateway POSTs to a

@@ -4,7 +4,8 @@
  * per handler, `GET /discovery` listing the handlers with their match, and `/healthz`. Each handler reviews
  * through the gateway's own reviewer with a chain of its one step, so the working copy, rollback and computed
  * patch happen here exactly as in process; the gateway receives the JSON patch. A plugin author writes one
- * module and chooses at deploy time where it runs.
+ * module and chooses at deploy time where it runs. With `register`, the provider also registers itself as an
+ * AdmissionProvider once it listens (registration.ts); `GET /registration` says how that went.
  */
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +15,7 @@ import compose from 'koa-compose';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { AdmissionResponse, Phase } from '../admission/types.js';
-import { errorMessage } from '../base/errors.js';
+import { ConfigError, errorMessage } from '../base/errors.js';
 import type { BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
@@ -34,6 +35,12 @@ import {
 import { createMetrics } from '../metrics/metrics.js';
 import type { DiscoveryDocument, DiscoveryHandlerDocument } from '../protocol/discovery-document.js';
 import { DISCOVERY_KIND, HOOK_API_V1ALPHA1, REVIEW_VERSIONS, type ReviewVersion } from '../protocol/versions.js';
+import {
+  checkRegistrationOptions,
+  registerProvider,
+  type Registration,
+  type RegistrationOptions,
+} from './registration.js';
 
 /** One plugin the provider serves, as a gateway.yaml entry would place it. */
 export interface ProvidedPlugin {
@@ -61,6 +68,11 @@ export interface ProviderServerOptions {
    * calls each handler in the first it speaks; the handlers answer whichever they are sent.
    */
   readonly admissionReviewVersions?: readonly ReviewVersion[];
+  /**
+   * Register as an AdmissionProvider once listening (never delays serving): the SDK applies where it is, its
+   * CA, `discovery: true` and its handlers' phases, and leaves every other field to the operator.
+   */
+  readonly register?: RegistrationOptions;
 }
 
 /** One handler in the discovery document. */
@@ -75,6 +87,9 @@ export interface ProviderServer {
   readonly url: string;
   readonly port: number;
   readonly handlers: readonly ProviderHandler[];
+  /** The self-registration, with `register`. */
+  readonly registration: Registration | undefined;
+  /** Stops serving (and retrying a registration that has not succeeded; the registration itself stays). */
   close(): Promise<void>;
 }
 
@@ -87,6 +102,21 @@ const DEFAULT_MAX_INFLIGHT_BYTES = 256 * 1024 * 1024;
  * `plugins[i].settings…`).
  */
 function handlersOf(
+  plugins: readonly ProvidedPlugin[],
+  admissionReviewVersions: readonly ReviewVersion[],
+  log: BindableLogger,
+  metrics: ReturnType<typeof createMetrics>,
+) {
+  try {
+    return handlersOfChain(plugins, admissionReviewVersions, log, metrics);
+  } catch (err) {
+    // The plugins are checked as a chain; the caller gave a list.
+    if (!(err instanceof ConfigError) || !err.path.startsWith('chain[')) throw err;
+    throw new ConfigError(err.file, `plugins${err.path.slice('chain'.length)}`, err.expected);
+  }
+}
+
+function handlersOfChain(
   plugins: readonly ProvidedPlugin[],
   admissionReviewVersions: readonly ReviewVersion[],
   log: BindableLogger,
@@ -171,6 +201,9 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
     throw new Error(`admissionReviewVersions: expected some of ${REVIEW_VERSIONS.join(', ')}`);
   }
   const served = handlersOf(options.plugins, [...new Set(versions)], log, metrics);
+  const phases = [...new Set(served.map((s) => s.handler.phase))];
+  // Before anything listens: a mistake in the registration fails the start, not the cluster.
+  if (options.register) checkRegistrationOptions(options.register, phases);
   const maxRequestBytes = options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES, () => undefined);
 
@@ -204,6 +237,14 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
   router.get('/healthz', (ctx) => {
     ctx.body = 'ok';
   });
+  // Started once listening (below); the route may be asked before.
+  const started: { registration?: Registration } = {};
+  router.get('/registration', (ctx) => {
+    const state = started.registration?.state() ?? { state: 'disabled' };
+    ctx.status = state.state === 'registered' || state.state === 'disabled' ? 200 : 503;
+    ctx.set('Content-Type', 'application/json');
+    ctx.body = JSON.stringify(state);
+  });
   app.use(router.routes());
   app.use(router.allowedMethods());
 
@@ -219,12 +260,17 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
   const { port } = server.address() as AddressInfo;
   const host = options.host ?? '0.0.0.0';
   log.info({ port, handlers: served.map((s) => `${s.handler.name}(${s.handler.phase})`) }, 'provider serving');
+  const { register } = options;
+  const registration = register ? registerProvider({ ...register, phases, log }) : undefined;
+  started.registration = registration;
   return {
     url: `https://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
     port,
     handlers: served.map((s) => s.handler),
+    registration,
     close: () =>
       new Promise<void>((resolve) => {
+        registration?.stop();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

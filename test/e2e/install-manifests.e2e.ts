@@ -1,10 +1,11 @@
 /**
  * manifests/ against the real kube-apiserver (v1.20), read from the files at test time: the CRD and the
  * Namespace are applied for real (the CRD must be Established; namespaced dry-runs need the Namespace),
- * every other document of the kustomization — and of the monitoring/ kustomization and the k8s-1.20/ and
- * autoscaling/ components — goes through a server-side apply with dryRun=All. Each answer must echo the object with
- * every field of the manifest (a pruned or dropped field fails), and nothing dry-run may be stored (GET
- * stays 404, or the resourceVersion stays the same for an object another file created).
+ * every other document of the kustomization — and of the monitoring/ and examples/provider/ kustomizations
+ * and the k8s-1.20/ and autoscaling/ components — goes through a server-side apply with dryRun=All. Each
+ * answer must echo the object with every field of the manifest (a pruned or dropped field fails), and nothing
+ * dry-run may be stored (GET stays 404, or the resourceVersion stays the same for an object another file
+ * created).
  * A document the apiserver refuses fails the test with the apiserver's message.
  */
 import assert from 'node:assert/strict';
@@ -22,10 +23,11 @@ import {
   type ManifestDocument,
   type Wire,
 } from '../helpers/manifest-files.js';
-import { eventually } from './cluster.js';
 import {
   ApplyRefused,
   apiserverRequest,
+  applyCrd,
+  deleteCrd,
   differences,
   objectPath,
   servedResource,
@@ -41,7 +43,6 @@ const STAND_IN_SERVICEMONITOR_CRD = path.resolve(
   'fixtures',
   'servicemonitor-crd.yaml',
 );
-const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 
 function nameOf(object: Wire): string {
   return String((object.metadata as Wire).name);
@@ -52,31 +53,6 @@ async function resourceOf(doc: ManifestDocument): Promise<ServedResource> {
   const resource = await servedResource(String(doc.object.apiVersion), String(doc.object.kind));
   if (!resource) throw new Error(`${describeDocument(doc)}: the apiserver does not serve ${objectId(doc.object)}`);
   return resource;
-}
-
-/** Applies a CRD for real and waits until it is Established and its kind is in discovery. */
-async function applyCrd(crd: Wire): Promise<ServedResource> {
-  const resource = await servedResource('apiextensions.k8s.io/v1', 'CustomResourceDefinition');
-  assert.ok(resource, 'apiextensions.k8s.io/v1 is served');
-  const applied = await serverSideApply(crd, resource, { dryRun: false, fieldManager: FIELD_MANAGER });
-  assert.deepEqual(differences(crd.spec, applied.spec), [], `${nameOf(crd)} stored as written`);
-  await eventually(`CRD ${nameOf(crd)} to be Established`, async () => {
-    const read = await apiserverRequest('GET', `${CRD_PATH}/${nameOf(crd)}`);
-    const conditions = ((read.body as { status?: { conditions?: { type: string; status: string }[] } }).status
-      ?.conditions ?? []) as { type: string; status: string }[];
-    return conditions.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
-  });
-  const spec = crd.spec as { group: string; names: { kind: string }; versions: { name: string }[] };
-  return eventually(`${spec.names.kind} to be in discovery`, () =>
-    servedResource(`${spec.group}/${spec.versions[0]!.name}`, spec.names.kind),
-  );
-}
-
-async function deleteCrd(name: string): Promise<void> {
-  const answer = await apiserverRequest('DELETE', `${CRD_PATH}/${name}`);
-  if (answer.status !== 200 && answer.status !== 202 && answer.status !== 404) {
-    throw new Error(`DELETE CRD ${name} answered HTTP ${answer.status}: ${answer.text}`);
-  }
 }
 
 /** The stored object's resourceVersion, or undefined when GET answers 404. */
@@ -148,7 +124,7 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
   });
 
   it('creates the AdmissionProvider CRD for real: Established, cluster-scoped AdmissionProviders served', async function () {
-    const served = await applyCrd(crd.object);
+    const served = await applyCrd(crd.object, FIELD_MANAGER);
     assert.deepEqual(served, {
       groupVersionPath: '/apis/admissiongateway.io/v1alpha1',
       plural: 'admissionproviders',
@@ -244,6 +220,19 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
     assert.deepEqual(problems, [], problems.join('\n'));
   });
 
+  it('accepts manifests/examples/provider/ (a provider Deployment, its Service, ServiceAccount and RBAC) with dryRun=All', async function () {
+    const docs = await kustomizationDocuments('examples/provider');
+    assert.deepEqual(docs.map((d) => objectId(d.object)).sort(), [
+      'apps/v1 Deployment admission-gateway/default-labels-provider',
+      'rbac.authorization.k8s.io/v1 ClusterRole /default-labels-provider',
+      'rbac.authorization.k8s.io/v1 ClusterRoleBinding /default-labels-provider',
+      'v1 Service admission-gateway/default-labels-provider',
+      'v1 ServiceAccount admission-gateway/default-labels-provider',
+    ]);
+    const problems = await dryRunAll(docs, await Promise.all(docs.map(resourceOf)));
+    assert.deepEqual(problems, [], problems.join('\n'));
+  });
+
   it('accepts manifests/monitoring/ once a ServiceMonitor CRD exists (a stand-in for prometheus-operator’s)', async function () {
     const docs = await kustomizationDocuments('monitoring');
     assert.deepEqual(
@@ -254,7 +243,7 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
     const fixture = parse(await readFile(STAND_IN_SERVICEMONITOR_CRD, 'utf8')) as unknown;
     assert.ok(isRecord(fixture));
     standIn = fixture;
-    const served = await applyCrd(fixture);
+    const served = await applyCrd(fixture, FIELD_MANAGER);
     assert.equal(served.namespaced, true);
     const problems = await dryRunAll(docs, [served]);
     assert.deepEqual(problems, [], problems.join('\n'));

@@ -4,7 +4,9 @@
  * checkout, the production-deps stage runs its real `npm ci --omit=dev`, the runtime stage copies
  * node_modules, dist/ and what else it names — and the gateway is started the way the image starts it.
  * It catches what only the image would show: a runtime import of a devDependency, a file missing from
- * dist/ or from the COPY lines, a path that only resolves in the checkout, a write into the image.
+ * dist/ or from the COPY lines, a path that only resolves in the checkout, a write into the image. The
+ * example provider Deployment's command line runs from it too (`provider`, registering with a stand-in
+ * apiserver).
  *
  * In the e2e suite because it is slow (a real `npm ci` and a full `tsc` build), not because it needs the
  * cluster: the gateway answers reviews posted straight to it.
@@ -18,10 +20,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Agent } from 'undici';
 import { parse, stringify } from 'yaml';
+import { generateCertificates } from '../../certs/generate.js';
 import { deploymentCreate, podCreate } from '../fixtures/reviews/index.js';
 import { carryOutDockerfile, linkNodeModules, type Image } from '../helpers/dockerfile.js';
 import { startHarness, reviewOf, sendRequest, type Harness } from '../helpers/gateway-harness.js';
-import { spawnGateway } from '../helpers/gateway-process.js';
+import { spawnGateway, spawnLogged } from '../helpers/gateway-process.js';
+import { kustomizationDocuments } from '../helpers/manifest-files.js';
+import { startStandInApiserver, status } from '../helpers/stand-in-apiserver.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const keep = process.env.E2E_KEEP === '1';
@@ -195,6 +200,91 @@ describe('production install from the Dockerfile (no Docker engine)', function (
       } finally {
         gw.kill();
         await client.close();
+      }
+    });
+
+    it('runs the example provider Deployment’s command line: serves the plugin as compiled in, registers itself, exits 0 on SIGTERM', async function () {
+      // manifests/examples/provider/deployment.yaml's arguments, with the mounted Secret's files here, any
+      // free port, POD_NAMESPACE as the downward API sets it, and a stand-in apiserver to register with.
+      const [deployment] = (await kustomizationDocuments('examples/provider')).filter(
+        (d) => d.object.kind === 'Deployment',
+      );
+      const container = (deployment!.object as { spec: { template: { spec: { containers: { args: string[] }[] } } } })
+        .spec.template.spec.containers[0]!;
+      const certs = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+      await mkdir(join(dir, 'tls'));
+      await writeFile(join(dir, 'tls', 'tls.crt'), certs.cert);
+      await writeFile(join(dir, 'tls', 'tls.key'), certs.key);
+      await writeFile(join(dir, 'tls', 'ca.crt'), certs.caCert);
+      const api = await startStandInApiserver();
+      api.answerWith((req) =>
+        req.method === 'GET' && req.path.includes('/clusterrolebindings/')
+          ? { status: 200, body: { metadata: { uid: 'binding-uid' } } }
+          : req.method === 'GET'
+            ? status(404, 'NotFound', 'not found')
+            : {
+                status: 201,
+                body: { ...(req.body as object), metadata: { name: 'x', uid: 'u', resourceVersion: '1' } },
+              },
+      );
+      await writeFile(join(dir, 'kubeconfig'), api.kubeConfig().exportConfig());
+      const args = container.args.map((arg) =>
+        arg.replace('/etc/admission-gateway/tls/', `${join(dir, 'tls')}/`).replace(/^--port=\d+$/, '--port=0'),
+      );
+      const before = await tree(image.workdir);
+      const provider = await spawnLogged(
+        {
+          command: image.command[0]!,
+          args: [...args, `--kubeconfig=${join(dir, 'kubeconfig')}`],
+          cwd: image.workdir,
+          env: { ...image.env, PATH: process.env.PATH, HOME: dir, POD_NAMESPACE: 'admission-gateway' },
+        },
+        'provider serving',
+      );
+      const settings = args.find((a) => a.startsWith('--settings='))!.slice('--settings=default-labels='.length);
+      try {
+        await api.until(
+          'the registration is applied',
+          () => api.requests.filter((r) => r.method === 'PATCH').length === 2,
+        );
+        const remote = await startHarness({
+          yaml: stringify({
+            chain: [
+              {
+                provider: 'labels',
+                url: `https://127.0.0.1:${String(provider.serving.port)}`,
+                caBundle: Buffer.from(certs.caCert).toString('base64'),
+                discovery: true,
+              },
+            ],
+          }),
+        });
+        reference = await startHarness({
+          yaml: stringify({ chain: [{ plugin: 'default-labels', settings: JSON.parse(settings) as unknown }] }),
+        });
+        try {
+          const [viaImage, inProcess] = [
+            await remote.review('/mutate', podCreate()),
+            await reference.review('/mutate', podCreate()),
+          ];
+          assert.ok(inProcess.response.patch);
+          assert.equal(viaImage.response.patch, inProcess.response.patch);
+        } finally {
+          await remote.close();
+        }
+        provider.child.kill('SIGTERM');
+        assert.deepEqual(await provider.exited, { code: 0, signal: null }, provider.stderr());
+        assert.equal(provider.stderr(), '');
+        assert.deepEqual((api.requests.at(-1)!.body as { spec: unknown }).spec, {
+          service: { namespace: 'admission-gateway', name: 'default-labels-provider', port: 443 },
+          caBundle: Buffer.from(certs.caCert).toString('base64'),
+          discovery: true,
+          phases: ['mutate'],
+        });
+        assert.deepEqual(await tree(image.workdir), before, 'nothing written into the image (readOnlyRootFilesystem)');
+      } finally {
+        provider.kill();
+        await api.close();
       }
     });
   });

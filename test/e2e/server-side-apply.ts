@@ -5,10 +5,11 @@
  * HTTPS with the kubeconfig's credentials: the typed clients would re-serialize the object through their
  * models and silently drop what they do not know.
  */
+import assert from 'node:assert/strict';
 import https from 'node:https';
 import { stringify } from 'yaml';
 import { isRecord, type Wire } from '../helpers/manifest-files.js';
-import { kubeConfig } from './cluster.js';
+import { eventually, kubeConfig } from './cluster.js';
 
 export interface ApiAnswer {
   readonly status: number;
@@ -153,4 +154,35 @@ export function differences(expected: unknown, actual: unknown, at = ''): string
   }
   if (expected === actual || (typeof expected === 'number' && actual === String(expected))) return [];
   return [`${at}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`];
+}
+
+const CRD_PATH = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
+
+function crdName(crd: Wire): string {
+  return String((crd.metadata as Wire).name);
+}
+
+/** Applies a CRD for real and waits until it is Established and its kind is in discovery. */
+export async function applyCrd(crd: Wire, fieldManager: string): Promise<ServedResource> {
+  const resource = await servedResource('apiextensions.k8s.io/v1', 'CustomResourceDefinition');
+  assert.ok(resource, 'apiextensions.k8s.io/v1 is served');
+  const applied = await serverSideApply(crd, resource, { dryRun: false, fieldManager });
+  assert.deepEqual(differences(crd.spec, applied.spec), [], `${crdName(crd)} stored as written`);
+  await eventually(`CRD ${crdName(crd)} to be Established`, async () => {
+    const read = await apiserverRequest('GET', `${CRD_PATH}/${crdName(crd)}`);
+    const conditions = ((read.body as { status?: { conditions?: { type: string; status: string }[] } }).status
+      ?.conditions ?? []) as { type: string; status: string }[];
+    return conditions.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
+  });
+  const spec = crd.spec as { group: string; names: { kind: string }; versions: { name: string }[] };
+  return eventually(`${spec.names.kind} to be in discovery`, () =>
+    servedResource(`${spec.group}/${spec.versions[0]!.name}`, spec.names.kind),
+  );
+}
+
+export async function deleteCrd(name: string): Promise<void> {
+  const answer = await apiserverRequest('DELETE', `${CRD_PATH}/${name}`);
+  if (answer.status !== 200 && answer.status !== 202 && answer.status !== 404) {
+    throw new Error(`DELETE CRD ${name} answered HTTP ${answer.status}: ${answer.text}`);
+  }
 }

@@ -1,6 +1,7 @@
 /**
- * The gateway as a real operating-system process (`admission-gateway serve`), the way a container runs
- * it: started with a command line, stopped with a signal, judged by its exit code and its log lines.
+ * The gateway as a real operating-system process (`admission-gateway serve`, or `provider`), the way a
+ * container runs it: started with a command line, stopped with a signal, judged by its exit code and its log
+ * lines.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 
@@ -42,8 +43,23 @@ function parseLines(text: string): Record<string, unknown>[] {
   return lines;
 }
 
-/** Starts the process and resolves once it logs that it is serving; rejects (and kills it) otherwise. */
-export async function spawnGateway(options: SpawnGatewayOptions): Promise<GatewayProcess> {
+/** A process of the command line, started and judged by its JSON log lines. */
+export interface LoggedProcess {
+  readonly child: ChildProcess;
+  /** The log line that said it was serving. */
+  readonly serving: Record<string, unknown>;
+  stdout(): string;
+  stderr(): string;
+  logs(): Record<string, unknown>[];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(): void;
+}
+
+/**
+ * Starts the process and resolves once it logs the line `message` (its `msg`); rejects (and kills it) when
+ * it exits first or not in time.
+ */
+export async function spawnLogged(options: SpawnGatewayOptions, message: string): Promise<LoggedProcess> {
   const env = { ...(options.env ?? process.env) };
   delete env.GATEWAY_CONFIG;
   const child = spawn(options.command, [...options.args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -52,24 +68,25 @@ export async function spawnGateway(options: SpawnGatewayOptions): Promise<Gatewa
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('close', (code, signal) => resolve({ code, signal })),
   );
-  const serving = new Promise<{ webhook: string; ops: string }>((resolve, reject) => {
+  const quoted = JSON.stringify(message);
+  const serving = new Promise<Record<string, unknown>>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`the gateway did not log "admission-gateway serving" in time:\n${stdout}\n${stderr}`)),
+      () => reject(new Error(`the process did not log ${quoted} in time:\n${stdout}\n${stderr}`)),
       options.startTimeoutMs ?? 30_000,
     );
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      const seen = stdout.includes('"admission-gateway serving"');
+      const seen = stdout.includes(quoted);
       stdout += chunk;
-      const line = seen ? undefined : parseLines(stdout).find((l) => l.msg === 'admission-gateway serving');
+      const line = seen ? undefined : parseLines(stdout).find((l) => l.msg === message);
       if (line) {
         clearTimeout(timer);
-        resolve({ webhook: String(line.webhook), ops: String(line.ops) });
+        resolve(line);
       }
     });
     child.once('error', reject);
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`the gateway exited (${code ?? signal}) before serving:\n${stdout}\n${stderr}`));
+      reject(new Error(`the process exited (${code ?? signal}) before logging ${quoted}:\n${stdout}\n${stderr}`));
     });
   });
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -77,11 +94,9 @@ export async function spawnGateway(options: SpawnGatewayOptions): Promise<Gatewa
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   };
   try {
-    const { webhook, ops } = await serving;
     return {
       child,
-      webhook,
-      ops,
+      serving: await serving,
       stdout: () => stdout,
       stderr: () => stderr,
       logs: () => parseLines(stdout),
@@ -92,4 +107,11 @@ export async function spawnGateway(options: SpawnGatewayOptions): Promise<Gatewa
     kill();
     throw err;
   }
+}
+
+/** Starts `serve` and resolves once it logs that it is serving; rejects (and kills it) otherwise. */
+export async function spawnGateway(options: SpawnGatewayOptions): Promise<GatewayProcess> {
+  const started = await spawnLogged(options, 'admission-gateway serving');
+  const { serving, ...rest } = started;
+  return { ...rest, webhook: String(serving.webhook), ops: String(serving.ops) };
 }

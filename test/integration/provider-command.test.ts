@@ -1,18 +1,22 @@
 /**
  * `admission-gateway provider` as a real process: it serves the config's plugin entries as a remote provider
  * with a generated certificate, a gateway that registers it with discovery gets the patch the compiled-in
- * plugin gives, and SIGTERM stops it with exit code 0.
+ * plugin gives, and SIGTERM stops it with exit code 0. In this process: --plugin with --settings and the
+ * certificate files, registering against a stand-in apiserver what the flags say, and every mistake in the
+ * flags refused in one line with exit code 2.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { caBundle } from '../../certs/generate.js';
+import { caBundle, generateCertificates } from '../../certs/generate.js';
+import { runCli } from '../../server/cli.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { startHarness, type AnswerReview, type Harness } from '../helpers/gateway-harness.js';
+import { startStandInApiserver, status, type StandInApiserver } from '../helpers/stand-in-apiserver.js';
 
 const LABELS = { labels: { 'cost-center': 'shared' } };
 
@@ -89,4 +93,182 @@ chain:
     }
     assert.equal(await exited, 0);
   });
+});
+
+describe('admission-gateway provider --plugin … --register (in this process)', function () {
+  this.timeout(30_000);
+  let dir: string;
+  let api: StandInApiserver;
+  let kubeconfig: string;
+  const certs = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+  const files = (name: string) => join(dir, name);
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'provider-register-'));
+    await Promise.all([
+      writeFile(files('tls.crt'), certs.cert),
+      writeFile(files('tls.key'), certs.key),
+      writeFile(files('ca.crt'), certs.caCert),
+    ]);
+    api = await startStandInApiserver();
+    kubeconfig = files('kubeconfig');
+    await writeFile(kubeconfig, api.kubeConfig().exportConfig());
+  });
+  after(async () => {
+    await api.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The CLI as main.ts runs it, in `dir`, with `env`, until `stop` resolves. */
+  const run = (args: readonly string[], env: NodeJS.ProcessEnv = {}, stop = Promise.resolve('SIGTERM')) => {
+    let stderr = '';
+    const code = runCli(['provider', ...args], {
+      stdout: () => undefined,
+      stderr: (text) => (stderr += text),
+      stdin: () => Promise.resolve(''),
+      env: { HOME: dir, ...env },
+      cwd: dir,
+      stopSignal: () => stop,
+    });
+    return code.then((exit) => ({ code: exit, stderr }));
+  };
+  const TLS = ['--tls-cert', 'tls.crt', '--tls-key', 'tls.key'];
+
+  it('registers the Service it runs behind, in POD_NAMESPACE, with the CA of --ca-file and the defaults, then exits 0 on the stop signal', async function () {
+    api.answerWith((req) => {
+      if (req.method === 'GET')
+        return status(404, 'NotFound', 'admissionproviders.admissiongateway.io "labels" not found');
+      return {
+        status: 201,
+        body: { ...(req.body as object), metadata: { name: 'labels', uid: 'u', resourceVersion: '1' } },
+      };
+    });
+    let stop!: (signal: string) => void;
+    const stopped = new Promise<string>((resolve) => (stop = resolve));
+    const exited = run(
+      [
+        '--plugin',
+        'default-labels',
+        '--settings',
+        `default-labels=${JSON.stringify(LABELS)}`,
+        ...TLS,
+        '--ca-file',
+        'ca.crt',
+        '--port',
+        '0',
+        '--log-level',
+        'silent',
+        '--register',
+        '--service',
+        'labels:8443',
+        '--kubeconfig',
+        'kubeconfig',
+        '--order',
+        '50',
+        '--failure-policy',
+        'Ignore',
+      ],
+      { POD_NAMESPACE: 'tools' },
+      stopped,
+    );
+    await api.until('the registration is applied', () => api.requests.filter((r) => r.method === 'PATCH').length === 2);
+    stop('SIGTERM');
+    assert.deepEqual(await exited, { code: 0, stderr: '' });
+    const spec = {
+      service: { namespace: 'tools', name: 'labels', port: 8443 },
+      caBundle: caBundle(certs.caCert),
+      discovery: true,
+      phases: ['mutate'],
+    };
+    assert.deepEqual(
+      api.requests.map((r) => [r.method, r.query.fieldManager, (r.body as { spec?: unknown } | undefined)?.spec]),
+      [
+        ['GET', undefined, undefined],
+        ['PATCH', 'admission-gateway-provider', { ...spec, order: 50, failurePolicy: 'Ignore' }],
+        ['PATCH', 'admission-gateway-provider', spec],
+      ],
+      'the create answered without managedFields: no defaults to hand over',
+    );
+  });
+
+  const refusals: [string, string[], NodeJS.ProcessEnv, string | RegExp][] = [
+    [
+      '--settings without --plugin',
+      ['--settings', 'default-labels={}'],
+      {},
+      '--settings goes with --plugin (a config’s plugin entries carry their own settings)',
+    ],
+    [
+      'an unknown plugin',
+      ['--plugin', 'nope'],
+      {},
+      'provider: unknown plugin "nope" (known: access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults)',
+    ],
+    [
+      'settings that are not JSON',
+      ['--plugin', 'default-labels', '--settings', 'default-labels={labels'],
+      {},
+      /^--settings default-labels: expected JSON: Expected property name or '}' in JSON at position 1/,
+    ],
+    [
+      'settings the plugin refuses',
+      ['--plugin', 'default-labels', '--settings', 'default-labels={"labels":{}}', ...TLS],
+      {},
+      '--settings default-labels: expected labels or annotations (or both) with at least one entry',
+    ],
+    [
+      'a registration flag without --register',
+      ['--plugin', 'default-labels', '--order', '5'],
+      {},
+      '--order goes with --register',
+    ],
+    [
+      '--register without a location',
+      ['--plugin', 'default-labels', ...TLS, '--register'],
+      {},
+      '--register needs where the gateway reaches the provider: --service or --url (one of them)',
+    ],
+    [
+      'a Service without a namespace',
+      ['--plugin', 'default-labels', ...TLS, '--register', '--service', 'labels'],
+      {},
+      '--service labels: no namespace (write NAMESPACE/NAME or set POD_NAMESPACE)',
+    ],
+    [
+      'a timeout out of range',
+      [
+        '--plugin',
+        'default-labels',
+        '--settings',
+        `default-labels=${JSON.stringify(LABELS)}`,
+        ...TLS,
+        '--register',
+        '--url',
+        'https://127.0.0.1:9443',
+        '--provider-name',
+        'labels',
+        '--kubeconfig',
+        'kubeconfig',
+        '--timeout-seconds',
+        '31',
+      ],
+      {},
+      'provider: register: spec.timeoutSeconds: expected an integer from 1 to 30, got 31 (--timeout-seconds)',
+    ],
+    [
+      '--tls-cert alone',
+      ['--plugin', 'default-labels', '--tls-cert', 'tls.crt'],
+      {},
+      '--tls-cert and --tls-key go together',
+    ],
+  ];
+  for (const [what, args, env, message] of refusals) {
+    it(`refuses ${what} with exit code 2, naming the flag`, async function () {
+      const result = await run(args, env, new Promise(() => undefined));
+      assert.equal(result.code, 2, result.stderr);
+      if (typeof message === 'string') assert.equal(result.stderr, `admission-gateway: ${message}\n`);
+      else assert.match(result.stderr.replace(/^admission-gateway: /, ''), message);
+      assert.deepEqual(await readdir(dir), ['ca.crt', 'kubeconfig', 'tls.crt', 'tls.key'], 'nothing generated');
+    });
+  }
 });

@@ -30,6 +30,7 @@ import { parseConfigText } from '../../server/config/load.js';
 import type { GatewayConfig } from '../../server/config/types.js';
 import type { LabelSelector } from '../../server/plugin-api/types.js';
 import { podCreate } from '../fixtures/reviews/index.js';
+import { parseDockerfile } from '../helpers/dockerfile.js';
 import { startHarness } from '../helpers/gateway-harness.js';
 import {
   MANIFESTS_DIR,
@@ -271,6 +272,15 @@ describe('manifests/ files', function () {
         assert.equal(roles.length, 1, `${where}: roleRef ${binding.roleRef.kind}/${binding.roleRef.name} exists`);
         assert.equal(binding.roleRef.apiGroup, 'rbac.authorization.k8s.io', where);
       }
+    });
+
+    it('the Deployment starts serve the way the image runs it: node (the entrypoint), then the script its CMD names', async function () {
+      const stages = parseDockerfile(await readFile(path.join(MANIFESTS_DIR, '..', 'Dockerfile'), 'utf8'));
+      const runtime = stages.at(-1)!;
+      assert.match(runtime.image, /distroless\/nodejs/, 'the entrypoint is node, so args replace only CMD');
+      const [script, command] = JSON.parse(runtime.instructions.find((i) => i.keyword === 'CMD')!.args) as string[];
+      assert.equal(container().command, undefined);
+      assert.deepEqual(container().args!.slice(0, 2), [script, command]);
     });
 
     it('the Deployment mounts the ConfigMap key its --config names, and that gateway.yaml is valid', function () {

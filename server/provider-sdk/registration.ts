@@ -1,0 +1,308 @@
+/**
+ * Self-registration: on start, the provider makes sure its AdmissionProvider exists and says where it is,
+ * with a server-side apply under its own field manager (registration-spec.ts says which fields it owns).
+ * Fields it does not own are never sent, so an operator's edits to them survive every restart.
+ *
+ * The apply is forced: the provider is the only authority on its address and CA, and a stale owner of those
+ * fields (a hand-written AdmissionProvider, an earlier tool) must not keep it unreachable; forcing takes
+ * nothing but the fields sent. Defaults for operator fields are applied once, without force, when the
+ * registration is created, then handed to a second field manager so that the provider's next apply — which
+ * omits them — does not remove them; from then on whoever edits them owns them.
+ *
+ * Registration runs beside serving and never stops it: while the apiserver cannot be reached, answers 5xx or
+ * 429, or refuses for want of RBAC (403), a missing CRD or owner (404), it is retried with capped exponential
+ * backoff; a registration the apiserver finds invalid is not retried. It happens once per start: a
+ * registration deleted later is not recreated until the provider restarts, so deleting it removes the provider.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Phase } from '../admission/types.js';
+import type { Logger } from '../base/log.js';
+import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION } from '../kube/admission-provider.js';
+import {
+  ApiserverUnreachableError,
+  apiserverRequest,
+  statusMessage,
+  type ApiserverAnswer,
+} from '../kube/apiserver-request.js';
+import {
+  DEFAULT_FIELDS,
+  ownedRegistration,
+  specFields,
+  specFieldsAppliedBy,
+  withDefaults,
+  type AppliedProvider,
+  type ProviderLocation,
+  type RegistrationDefaults,
+  type RegistrationOwner,
+} from './registration-spec.js';
+
+/** The field manager of everything the provider registers about itself. */
+export const REGISTRATION_FIELD_MANAGER = 'admission-gateway-provider';
+/** The field manager that keeps the defaults once the registration exists (the operator's side). */
+export const DEFAULTS_FIELD_MANAGER = 'admission-gateway-provider-defaults';
+
+export interface RegistrationOptions extends ProviderLocation {
+  /** Credentials: a kubeconfig, or the in-cluster service account (`KubeConfig.loadFromCluster()`). */
+  readonly kubeConfig: KubeConfig;
+  /** metadata.name of the AdmissionProvider: a DNS-1123 label (its steps are `<handler>.<name>`). */
+  readonly name: string;
+  /** PEM of the CA(s) the serving certificate chains to; without it the gateway trusts its system store. */
+  readonly ca?: string | Buffer;
+  /**
+   * A ClusterRoleBinding (cluster-scoped, as the AdmissionProvider) whose deletion deletes the registration
+   * through the garbage collector: the binding that lets the provider register, part of its install.
+   */
+  readonly ownerClusterRoleBinding?: string;
+  /** Operator fields set once, when the registration is created. */
+  readonly defaults?: RegistrationDefaults;
+  /** Backoff between attempts: doubles from `initialMs` (1 s) up to `maxMs` (60 s). */
+  readonly retry?: { readonly initialMs?: number; readonly maxMs?: number };
+  /** Each request to the apiserver. Default 10 s. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** Why an attempt failed; `retryInMs` is undefined when it will not be retried. */
+export interface RegistrationFailure {
+  readonly reason:
+    | 'Unreachable'
+    | 'ServerError'
+    | 'TooManyRequests'
+    | 'Unauthorized'
+    | 'Forbidden'
+    | 'NotFound'
+    | 'Conflict'
+    | 'Invalid';
+  readonly status?: number;
+  readonly message: string;
+  readonly retryInMs?: number;
+}
+
+export type RegistrationState =
+  | {
+      readonly state: 'registering';
+      readonly name: string;
+      readonly attempts: number;
+      readonly lastError?: RegistrationFailure;
+    }
+  | {
+      readonly state: 'registered';
+      readonly name: string;
+      readonly attempts: number;
+      readonly uid: string;
+      readonly resourceVersion: string;
+      /** Whether this start created the registration. */
+      readonly created: boolean;
+    }
+  | {
+      readonly state: 'failed';
+      readonly name: string;
+      readonly attempts: number;
+      readonly lastError: RegistrationFailure;
+    }
+  | { readonly state: 'stopped'; readonly name: string; readonly attempts: number };
+
+export interface Registration {
+  state(): RegistrationState;
+  /** Resolves once registered, refused for good, or stopped; never rejects. */
+  readonly settled: Promise<RegistrationState>;
+  /** Stops retrying (the registration stays: a restarting provider must not leave the chain). */
+  stop(): void;
+}
+
+const RBAC_PATH = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
+const PROVIDERS_PATH = `/apis/${PROVIDER_GROUP}/${PROVIDER_VERSION}/${PROVIDER_PLURAL}`;
+
+class AttemptFailed extends Error {
+  constructor(readonly failure: Omit<RegistrationFailure, 'retryInMs'>) {
+    super(failure.message);
+  }
+}
+
+/** What an answer outside 2xx means for the registration: all but `Invalid` may pass, and are retried. */
+function failureOf(what: string, answer: ApiserverAnswer): AttemptFailed {
+  const { status } = answer;
+  const byStatus: Readonly<Record<number, RegistrationFailure['reason']>> = {
+    401: 'Unauthorized',
+    403: 'Forbidden',
+    404: 'NotFound',
+    409: 'Conflict',
+    429: 'TooManyRequests',
+  };
+  const reason = byStatus[status] ?? (status >= 500 ? 'ServerError' : 'Invalid');
+  return new AttemptFailed({ reason, status, message: `${what}: ${statusMessage(answer)}` });
+}
+
+/** Why the log should say more than the apiserver did: what the operator has to fix. */
+function hintFor(failure: RegistrationFailure, name: string, owner: string | undefined): string | undefined {
+  if (failure.reason === 'Forbidden') {
+    return (
+      `the provider's account needs get, create and patch on admissionproviders.${PROVIDER_GROUP} named "${name}"` +
+      (owner ? ` and get on the clusterrolebinding "${owner}"` : '') +
+      ' (manifests/examples/provider/rbac.yaml)'
+    );
+  }
+  if (failure.reason === 'NotFound') {
+    return `is the AdmissionProvider CRD installed${owner ? ` and the clusterrolebinding "${owner}" there` : ''}?`;
+  }
+  return undefined;
+}
+
+/** The defaults to apply, if any. */
+function defaultsOf(options: RegistrationOptions): RegistrationDefaults | undefined {
+  return options.defaults && Object.keys(options.defaults).length > 0 ? options.defaults : undefined;
+}
+
+/**
+ * Throws RegistrationOptionsError naming the option when `options` cannot make a valid registration for
+ * handlers in `phases` (checked with the gateway's own rules for AdmissionProviders).
+ */
+export function checkRegistrationOptions(options: RegistrationOptions, phases: readonly Phase[]): void {
+  const object = ownedRegistration(options.name, options, options.ca, phases);
+  const defaults = defaultsOf(options);
+  if (defaults) withDefaults(object, defaults);
+}
+
+/**
+ * Starts registering the provider, whose handlers are in `phases`; returns at once. Options are checked
+ * first (checkRegistrationOptions): a mistake throws before any request.
+ */
+export function registerProvider(
+  options: RegistrationOptions & { readonly phases: readonly Phase[]; readonly log: Logger },
+): Registration {
+  checkRegistrationOptions(options, options.phases);
+  const { kubeConfig: kc, name, log } = options;
+  const desired = (owner?: RegistrationOwner) => ownedRegistration(name, options, options.ca, options.phases, owner);
+  const defaults = defaultsOf(options);
+  const initialMs = options.retry?.initialMs ?? 1000;
+  const maxMs = options.retry?.maxMs ?? 60_000;
+  const timeoutMs = options.requestTimeoutMs ?? 10_000;
+  const owner = options.ownerClusterRoleBinding;
+
+  let current: RegistrationState = { state: 'registering', name, attempts: 0 };
+  let timer: NodeJS.Timeout | undefined;
+  const stopping = new AbortController();
+  let settle!: (state: RegistrationState) => void;
+  const settled = new Promise<RegistrationState>((resolve) => (settle = resolve));
+  const finish = (state: RegistrationState) => {
+    current = state;
+    settle(state);
+  };
+
+  const request = async (what: string, method: string, apiPath: string, body?: object, contentType?: string) => {
+    try {
+      return await apiserverRequest(kc, method, apiPath, {
+        timeoutMs,
+        signal: stopping.signal,
+        ...(body ? { body: JSON.stringify(body), contentType } : {}),
+      });
+    } catch (err) {
+      if (!(err instanceof ApiserverUnreachableError)) throw err;
+      throw new AttemptFailed({ reason: 'Unreachable', message: `${what}: ${err.message}` });
+    }
+  };
+
+  const apply = async (object: AppliedProvider, manager: string, force: boolean) => {
+    const query = new URLSearchParams({ fieldManager: manager, force: String(force) });
+    const what = `apply AdmissionProvider "${name}" (field manager ${manager})`;
+    const path = `${PROVIDERS_PATH}/${encodeURIComponent(name)}?${query.toString()}`;
+    const answer = await request(what, 'PATCH', path, object, 'application/apply-patch+yaml');
+    if (answer.status !== 200 && answer.status !== 201) throw failureOf(what, answer);
+    return { object: answer.body as AppliedProvider & { metadata: StoredMetadata }, created: answer.status === 201 };
+  };
+
+  const readOwner = async (binding: string): Promise<RegistrationOwner> => {
+    const what = `read the clusterrolebinding "${binding}" (the registration's owner)`;
+    const answer = await request(what, 'GET', `${RBAC_PATH}/${encodeURIComponent(binding)}`);
+    if (answer.status !== 200) throw failureOf(what, answer);
+    const uid = (answer.body as { metadata?: { uid?: unknown } } | undefined)?.metadata?.uid;
+    if (typeof uid !== 'string' || uid === '') {
+      throw new AttemptFailed({ reason: 'ServerError', message: `${what}: the answer has no metadata.uid` });
+    }
+    return { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', name: binding, uid };
+  };
+
+  const readLive = async () => {
+    const what = `read AdmissionProvider "${name}"`;
+    const answer = await request(what, 'GET', `${PROVIDERS_PATH}/${encodeURIComponent(name)}`);
+    if (answer.status === 404) return undefined;
+    if (answer.status !== 200) throw failureOf(what, answer);
+    return answer.body as AppliedProvider & { metadata: StoredMetadata };
+  };
+
+  /** One pass: ensure the registration; resolves with the stored object. */
+  const attempt = async () => {
+    const object = desired(owner ? await readOwner(owner) : undefined);
+    let created = false;
+    if (defaults) {
+      let live = await readLive();
+      if (!live) {
+        // Not forced: an operator who created it meanwhile keeps their values (the conflict is retried).
+        ({ object: live, created } = await apply(withDefaults(object, defaults), REGISTRATION_FIELD_MANAGER, false));
+      }
+      // Also after a crash between these steps: defaults still held by the provider's manager move over.
+      const held = specFieldsAppliedBy(live, REGISTRATION_FIELD_MANAGER).filter((f) =>
+        (DEFAULT_FIELDS as readonly string[]).includes(f),
+      );
+      if (held.length > 0) {
+        const handover = { ...object, metadata: { name }, spec: specFields(live, held) };
+        await apply(handover, DEFAULTS_FIELD_MANAGER, false);
+      }
+    }
+    const applied = await apply(object, REGISTRATION_FIELD_MANAGER, true);
+    return { stored: applied.object, created: created || applied.created };
+  };
+
+  const run = async (): Promise<void> => {
+    if (stopping.signal.aborted) return;
+    const attempts = current.attempts + 1;
+    current = { ...current, attempts };
+    try {
+      const { stored, created } = await attempt();
+      const state: RegistrationState = {
+        state: 'registered',
+        name,
+        attempts,
+        uid: stored.metadata.uid ?? '',
+        resourceVersion: stored.metadata.resourceVersion ?? '',
+        created,
+      };
+      log.info({ provider: name, uid: state.uid, created, attempts }, 'provider registered');
+      finish(state);
+    } catch (err) {
+      if (stopping.signal.aborted) return;
+      const failure = err instanceof AttemptFailed ? err.failure : { reason: 'Invalid' as const, message: String(err) };
+      const hint = hintFor(failure, name, owner);
+      if (failure.reason === 'Invalid') {
+        log.error({ provider: name, ...failure, hint }, 'provider registration refused; not retried');
+        finish({ state: 'failed', name, attempts, lastError: failure });
+        return;
+      }
+      const retryInMs = Math.min(initialMs * 2 ** (attempts - 1), maxMs);
+      const lastError: RegistrationFailure = { ...failure, retryInMs };
+      current = { state: 'registering', name, attempts, lastError };
+      const fields = { provider: name, ...lastError, ...(hint ? { hint } : {}) };
+      if (hint) log.error(fields, 'provider registration failed; retrying');
+      else log.warn(fields, 'provider registration failed; retrying');
+      timer = setTimeout(() => void run(), retryInMs);
+    }
+  };
+
+  void run();
+  return {
+    state: () => current,
+    settled,
+    stop() {
+      if (stopping.signal.aborted) return;
+      stopping.abort();
+      clearTimeout(timer);
+      if (current.state === 'registering') finish({ state: 'stopped', name, attempts: current.attempts });
+    },
+  };
+}
+
+interface StoredMetadata {
+  readonly name: string;
+  readonly uid?: string;
+  readonly resourceVersion?: string;
+  readonly managedFields?: unknown;
+}
