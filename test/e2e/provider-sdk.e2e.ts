@@ -158,8 +158,16 @@ function discoveredStatus(generation: number, breaker: 'closed' | 'open'): unkno
       breaker === 'open'
         ? condition('CircuitOpen', 'True', 'Open', 'calls fail fast through the failurePolicy')
         : condition('CircuitOpen', 'False', 'Closed', 'calls go to the provider'),
+      condition('Deprecated', 'False', 'CurrentVersions', 'calls are made in admission.k8s.io/v1'),
     ],
-    handlers: [{ name: 'default-labels', phase: 'mutate', path: '/default-labels' }],
+    handlers: [
+      {
+        name: 'default-labels',
+        phase: 'mutate',
+        path: '/default-labels',
+        admissionReviewVersion: 'admission.k8s.io/v1',
+      },
+    ],
     breaker,
   };
 }
