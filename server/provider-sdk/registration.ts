@@ -14,16 +14,21 @@
  * backoff; a registration the apiserver finds invalid is not retried. It happens once per start: a
  * registration deleted later is not recreated until the provider restarts, so deleting it removes the provider.
  */
-import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  Observable,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type ObservableMiddleware,
+} from '@kubernetes/client-node';
 import type { Phase } from '../admission/types.js';
+import { clip, stripControl } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
 import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION } from '../kube/admission-provider.js';
-import {
-  ApiserverUnreachableError,
-  apiserverRequest,
-  statusMessage,
-  type ApiserverAnswer,
-} from '../kube/apiserver-request.js';
+import { kubeErrorMessage, statusCode } from '../kube/kube-errors.js';
 import {
   DEFAULT_FIELDS,
   ownedRegistration,
@@ -109,8 +114,7 @@ export interface Registration {
   stop(): void;
 }
 
-const RBAC_PATH = '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings';
-const PROVIDERS_PATH = `/apis/${PROVIDER_GROUP}/${PROVIDER_VERSION}/${PROVIDER_PLURAL}`;
+const PROVIDERS = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
 
 class AttemptFailed extends Error {
   constructor(readonly failure: Omit<RegistrationFailure, 'retryInMs'>) {
@@ -118,18 +122,38 @@ class AttemptFailed extends Error {
   }
 }
 
-/** What an answer outside 2xx means for the registration: all but `Invalid` may pass, and are retried. */
-function failureOf(what: string, answer: ApiserverAnswer): AttemptFailed {
-  const { status } = answer;
-  const byStatus: Readonly<Record<number, RegistrationFailure['reason']>> = {
-    401: 'Unauthorized',
-    403: 'Forbidden',
-    404: 'NotFound',
-    409: 'Conflict',
-    429: 'TooManyRequests',
+const BY_STATUS: Readonly<Record<number, RegistrationFailure['reason']>> = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  429: 'TooManyRequests',
+};
+
+/**
+ * What a failed request means for the registration: all but `Invalid` may pass, and are retried. Without an
+ * HTTP status (client-node's ApiException carries one) the apiserver was not reached, or did not answer in time.
+ */
+function failureOf(what: string, err: unknown): AttemptFailed {
+  const status = statusCode(err);
+  // The apiserver's Status message can be long and is logged: one clipped line of it.
+  const message = `${what}: ${clip(stripControl(kubeErrorMessage(err)), 1024)}`;
+  if (status === undefined) return new AttemptFailed({ reason: 'Unreachable', message });
+  const reason = BY_STATUS[status] ?? (status >= 500 ? 'ServerError' : 'Invalid');
+  return new AttemptFailed({ reason, status, message });
+}
+
+/** Options for one call: its deadline (or the registration's stop) as the request's signal, and a content type. */
+function callOptions(signal: AbortSignal, contentType?: string): ConfigurationOptions {
+  const deadline: ObservableMiddleware = {
+    pre: (request) => {
+      request.setSignal(signal);
+      return new Observable(Promise.resolve(request));
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
   };
-  const reason = byStatus[status] ?? (status >= 500 ? 'ServerError' : 'Invalid');
-  return new AttemptFailed({ reason, status, message: `${what}: ${statusMessage(answer)}` });
+  const options: ConfigurationOptions = { middleware: [deadline], middlewareMergeStrategy: 'append' };
+  return contentType ? setHeaderOptions('Content-Type', contentType, options) : options;
 }
 
 /** Why the log should say more than the apiserver did: what the operator has to fix. */
@@ -188,45 +212,52 @@ export function registerProvider(
     settle(state);
   };
 
-  const request = async (what: string, method: string, apiPath: string, body?: object, contentType?: string) => {
+  const objects = kc.makeApiClient(CustomObjectsApi);
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+
+  /** One request, bounded by `timeoutMs` and the registration's stop; a failure becomes an AttemptFailed. */
+  const call = async <T>(what: string, send: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+    const deadline = AbortSignal.timeout(timeoutMs);
     try {
-      return await apiserverRequest(kc, method, apiPath, {
-        timeoutMs,
-        signal: stopping.signal,
-        ...(body ? { body: JSON.stringify(body), contentType } : {}),
-      });
+      return await send(AbortSignal.any([deadline, stopping.signal]));
     } catch (err) {
-      if (!(err instanceof ApiserverUnreachableError)) throw err;
-      throw new AttemptFailed({ reason: 'Unreachable', message: `${what}: ${err.message}` });
+      if (deadline.aborted) {
+        throw new AttemptFailed({ reason: 'Unreachable', message: `${what}: no answer within ${timeoutMs} ms` });
+      }
+      throw failureOf(what, err);
     }
   };
 
   const apply = async (object: AppliedProvider, manager: string, force: boolean) => {
-    const query = new URLSearchParams({ fieldManager: manager, force: String(force) });
-    const what = `apply AdmissionProvider "${name}" (field manager ${manager})`;
-    const path = `${PROVIDERS_PATH}/${encodeURIComponent(name)}?${query.toString()}`;
-    const answer = await request(what, 'PATCH', path, object, 'application/apply-patch+yaml');
-    if (answer.status !== 200 && answer.status !== 201) throw failureOf(what, answer);
-    return { object: answer.body as AppliedProvider & { metadata: StoredMetadata }, created: answer.status === 201 };
+    const answer = await call(`apply AdmissionProvider "${name}" (field manager ${manager})`, (signal) =>
+      objects.patchClusterCustomObjectWithHttpInfo(
+        { ...PROVIDERS, name, body: object, fieldManager: manager, force },
+        callOptions(signal, PatchStrategy.ServerSideApply),
+      ),
+    );
+    return {
+      object: answer.data as AppliedProvider & { metadata: StoredMetadata },
+      created: answer.httpStatusCode === 201,
+    };
   };
 
   const readOwner = async (binding: string): Promise<RegistrationOwner> => {
     const what = `read the clusterrolebinding "${binding}" (the registration's owner)`;
-    const answer = await request(what, 'GET', `${RBAC_PATH}/${encodeURIComponent(binding)}`);
-    if (answer.status !== 200) throw failureOf(what, answer);
-    const uid = (answer.body as { metadata?: { uid?: unknown } } | undefined)?.metadata?.uid;
-    if (typeof uid !== 'string' || uid === '') {
-      throw new AttemptFailed({ reason: 'ServerError', message: `${what}: the answer has no metadata.uid` });
-    }
+    const read = await call(what, (signal) => rbac.readClusterRoleBinding({ name: binding }, callOptions(signal)));
+    const uid = read.metadata?.uid;
+    if (!uid) throw new AttemptFailed({ reason: 'ServerError', message: `${what}: the answer has no metadata.uid` });
     return { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', name: binding, uid };
   };
 
   const readLive = async () => {
-    const what = `read AdmissionProvider "${name}"`;
-    const answer = await request(what, 'GET', `${PROVIDERS_PATH}/${encodeURIComponent(name)}`);
-    if (answer.status === 404) return undefined;
-    if (answer.status !== 200) throw failureOf(what, answer);
-    return answer.body as AppliedProvider & { metadata: StoredMetadata };
+    try {
+      return (await call(`read AdmissionProvider "${name}"`, (signal) =>
+        objects.getClusterCustomObject({ ...PROVIDERS, name }, callOptions(signal)),
+      )) as AppliedProvider & { metadata: StoredMetadata };
+    } catch (err) {
+      if (err instanceof AttemptFailed && err.failure.status === 404) return undefined;
+      throw err;
+    }
   };
 
   /** One pass: ensure the registration; resolves with the stored object. */
