@@ -1,9 +1,11 @@
 /**
  * One plugin, two ways to run it: the same shipped plugin modules served as a remote provider by the SDK
  * (serveProvider, real HTTPS) and compiled into the gateway give the same answer — the same JSON patch, byte
- * for byte, and the plugin's refusal under the gateway's step name — and the provider's discovery document lists one handler per phase with the
- * plugin's own match.
+ * for byte, and the plugin's refusal under the gateway's step name — and the provider's discovery document
+ * lists one handler per phase with the plugin's own match. A provider announcing only the deprecated
+ * admission.k8s.io/v1beta1 is called in it, and its patch is still the compiled-in plugin's.
  */
+import https from 'node:https';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { caBundle, generateCertificates } from '../../certs/generate.js';
@@ -11,6 +13,7 @@ import defaultLabels from '../../plugins/default-labels.js';
 import requireLabels from '../../plugins/require-labels.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { startHarness, type AnswerReview, type Harness } from '../helpers/gateway-harness.js';
+import { eventually } from '../helpers/wait.js';
 import { serveProvider, type ProviderServer } from '../../server/provider-sdk/serve-provider.js';
 
 const LABELS = { labels: { team: 'unknown', 'cost-center': 'shared' } };
@@ -18,6 +21,7 @@ const REQUIRED = { labels: ['owner'] };
 
 describe('the provider SDK: plugins served as a remote provider', () => {
   let provider: ProviderServer;
+  let legacy: ProviderServer;
   const harnesses: Harness[] = [];
   const bundle = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
 
@@ -32,11 +36,20 @@ describe('the provider SDK: plugins served as a remote provider', () => {
       port: 0,
       log: pino({ level: 'silent' }),
     });
+    legacy = await serveProvider({
+      plugins: [{ plugin: defaultLabels, settings: LABELS }],
+      tls: { cert: bundle.cert, key: bundle.key },
+      host: '127.0.0.1',
+      port: 0,
+      log: pino({ level: 'silent' }),
+      admissionReviewVersions: ['v1beta1'],
+    });
   });
 
   after(async () => {
     for (const h of harnesses) await h.close();
     await provider.close();
+    await legacy.close();
   });
 
   const start = async (yaml: string) => {
@@ -84,5 +97,61 @@ chain:
     const [refusedRemotely, refusedLocally] = [await validate(remote), await validate(local)];
     assert.equal(refusedLocally.response.status?.message, 'require-labels: missing required label: owner');
     assert.equal(refusedRemotely.response.status?.message, 'require-labels.labels: missing required label: owner');
+  });
+
+  it('announces only v1beta1 when told to, is called in it, and still gives the compiled-in patch byte for byte', async () => {
+    const document = await new Promise<unknown>((resolve, reject) => {
+      https
+        .get(`${legacy.url}/discovery`, { ca: bundle.caCert }, (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+          res.on('end', () => resolve(JSON.parse(text)));
+        })
+        .on('error', reject);
+    });
+    assert.deepEqual(document, {
+      apiVersion: 'admissiongateway.io/v1alpha1',
+      kind: 'DiscoveryResponse',
+      handlers: [
+        {
+          name: 'default-labels',
+          phase: 'mutate',
+          apiVersion: 'admissiongateway.io/v1alpha1',
+          admissionReviewVersions: ['v1beta1'],
+          path: '/default-labels',
+          match: JSON.parse(JSON.stringify(defaultLabels.match)) as unknown,
+        },
+      ],
+    });
+
+    const remote = await start(`
+chain:
+  - provider: labels
+    url: ${legacy.url}
+    caBundle: ${caBundle(bundle.caCert)}
+    discovery: true
+`);
+    const local = await start(`
+chain:
+  - plugin: default-labels
+    settings: ${JSON.stringify(LABELS)}
+`);
+    await eventually('the handler is discovered', async () =>
+      ((await remote.ops('/chain')).body as { order: string }).order.startsWith('mutate=[default-labels.labels]'),
+    );
+
+    const mutate = async (h: Harness) => (await h.post('/mutate', podCreate())).body as AnswerReview;
+    const [viaProvider, inProcess] = [await mutate(remote), await mutate(local)];
+    assert.ok(inProcess.response.patch);
+    assert.equal(viaProvider.response.patch, inProcess.response.patch);
+    const chain = (await remote.ops('/chain')).body as { mutate: Array<{ admissionReviewVersion?: string }> };
+    assert.equal(chain.mutate[0]?.admissionReviewVersion, 'admission.k8s.io/v1beta1');
+    assert.equal(
+      await remote.metric('admission_gateway_provider_deprecated_version', {
+        provider: 'labels',
+        version: 'admission.k8s.io/v1beta1',
+      }),
+      1,
+    );
   });
 });

@@ -15,6 +15,7 @@ import {
   WRONG_UID,
   closedPortUrl,
   startFakeProvider,
+  type DiscoveryOptions,
   type FakeProvider,
 } from '../helpers/fake-provider.js';
 import { startHarness, type Harness } from '../helpers/gateway-harness.js';
@@ -444,6 +445,32 @@ chain:
       ],
     };
 
+    /** A gateway whose one entry is the provider `scanner` at <fake>/hooks with discovery, retried within ms. */
+    const discovering = async (discovery: DiscoveryOptions, entry: { timeoutSeconds?: number } = {}) => {
+      const provider = await startFakeProvider({ discovery });
+      extraFakes.push(provider);
+      const timeout = entry.timeoutSeconds === undefined ? '' : `    timeoutSeconds: ${entry.timeoutSeconds}\n`;
+      const g = await start(
+        `
+chain:
+  - provider: scanner
+    url: ${provider.url('/hooks')}
+    caBundle: ${provider.caBundle}
+    discovery: true
+${timeout}`,
+        { initialBackoffMs: 10, maxBackoffMs: 20 },
+      );
+      return { provider, g };
+    };
+
+    /** The discovery error /chain shows, once discovery has failed. */
+    const discoveryError = async (g: Harness): Promise<string | undefined> => {
+      const lastError = async () =>
+        ((await g.ops('/chain')).body as { providers: Array<{ lastError?: string }> }).providers[0]?.lastError;
+      await eventually('discovery has failed', async () => (await lastError()) !== undefined);
+      return lastError();
+    };
+
     it('retries a failing discovery, stays ready, fails reviews per failurePolicy until discovered, then runs the handlers', async function () {
       const provider = await startFakeProvider({
         discovery: { document: DOCUMENT, failFirst: 2, holdAfterFailures: true },
@@ -594,29 +621,16 @@ chain:
     });
 
     it('calls each discovered handler in the first AdmissionReview version it speaks, and reports a deprecated one: one warning, the gauge, /chain', async function () {
-      const provider = await startFakeProvider({
-        discovery: {
-          document: {
-            apiVersion: 'admissiongateway.io/v1alpha1',
-            kind: 'DiscoveryResponse',
-            handlers: [
-              { name: 'patch', phase: 'mutate', apiVersion: 'admissiongateway.io/v1alpha1' },
-              { name: 'v1beta1-only', phase: 'validate', admissionReviewVersions: ['v1beta1'] },
-            ],
-          },
+      const { provider, g } = await discovering({
+        document: {
+          apiVersion: 'admissiongateway.io/v1alpha1',
+          kind: 'DiscoveryResponse',
+          handlers: [
+            { name: 'patch', phase: 'mutate', apiVersion: 'admissiongateway.io/v1alpha1' },
+            { name: 'v1beta1-only', phase: 'validate', admissionReviewVersions: ['v1beta1'] },
+          ],
         },
       });
-      extraFakes.push(provider);
-      const g = await start(
-        `
-chain:
-  - provider: scanner
-    url: ${provider.url('/hooks')}
-    caBundle: ${provider.caBundle}
-    discovery: true
-`,
-        { initialBackoffMs: 10, maxBackoffMs: 20 },
-      );
       await eventually(
         'the discovered handlers are in the chain',
         async () =>
@@ -675,48 +689,17 @@ chain:
     });
 
     it('refuses a discovery document of a hook API version the gateway does not speak, naming it', async function () {
-      const provider = await startFakeProvider({
-        discovery: {
-          document: { apiVersion: 'admissiongateway.io/v2', handlers: [{ name: 'patch', phase: 'mutate' }] },
-        },
+      const { g } = await discovering({
+        document: { apiVersion: 'admissiongateway.io/v2', handlers: [{ name: 'patch', phase: 'mutate' }] },
       });
-      extraFakes.push(provider);
-      const g = await start(
-        `
-chain:
-  - provider: scanner
-    url: ${provider.url('/hooks')}
-    caBundle: ${provider.caBundle}
-    discovery: true
-`,
-        { initialBackoffMs: 10, maxBackoffMs: 20 },
-      );
-      await eventually('discovery has failed', async () => {
-        const body = (await g.ops('/chain')).body as { providers: Array<{ lastError?: string }> };
-        return body.providers[0]?.lastError !== undefined;
-      });
-
-      const body = (await g.ops('/chain')).body as { providers: Array<{ lastError?: string }> };
       assert.equal(
-        body.providers[0]?.lastError,
+        await discoveryError(g),
         'discovery of "scanner": apiVersion: unsupported hook API version (this gateway speaks admissiongateway.io/v1alpha1), got "admissiongateway.io/v2"',
       );
     });
 
     it('discovers with a timeoutSeconds that is not a whole number of milliseconds (1.005 s)', async function () {
-      const provider = await startFakeProvider({ discovery: { document: DOCUMENT } });
-      extraFakes.push(provider);
-      const g = await start(
-        `
-chain:
-  - provider: scanner
-    url: ${provider.url('/hooks')}
-    caBundle: ${provider.caBundle}
-    discovery: true
-    timeoutSeconds: 1.005
-`,
-        { initialBackoffMs: 10, maxBackoffMs: 20 },
-      );
+      const { g } = await discovering({ document: DOCUMENT }, { timeoutSeconds: 1.005 });
 
       await eventually('discovery has succeeded or failed', async () => {
         const body = (await g.ops('/chain')).body as { providers: Array<{ ready: boolean; lastError?: string }> };
@@ -729,18 +712,9 @@ chain:
     });
 
     it('closing the gateway aborts a discovery request in flight instead of waiting for its timeout', async function () {
-      const provider = await startFakeProvider({ discovery: { document: DOCUMENT, holdAfterFailures: true } });
-      extraFakes.push(provider);
-      const g = await start(
-        `
-chain:
-  - provider: scanner
-    url: ${provider.url('/hooks')}
-    caBundle: ${provider.caBundle}
-    discovery: true
-    timeoutSeconds: 10
-`,
-        { initialBackoffMs: 10, maxBackoffMs: 20 },
+      const { provider, g } = await discovering(
+        { document: DOCUMENT, holdAfterFailures: true },
+        { timeoutSeconds: 10 },
       );
       await provider.until('the discovery request is held', () => provider.discoveryCalls().length === 1);
 
@@ -757,32 +731,15 @@ chain:
     });
 
     it('an invalid discovery document is reported with its field path in /chain providers[].lastError', async function () {
-      const provider = await startFakeProvider({
-        discovery: {
-          document: {
-            handlers: [
-              { name: 'check', phase: 'validate' },
-              { name: 'audit', phase: 'audit' },
-            ],
-          },
+      const { g } = await discovering({
+        document: {
+          handlers: [
+            { name: 'check', phase: 'validate' },
+            { name: 'audit', phase: 'audit' },
+          ],
         },
       });
-      extraFakes.push(provider);
-      const g = await start(
-        `
-chain:
-  - provider: scanner
-    url: ${provider.url('/hooks')}
-    caBundle: ${provider.caBundle}
-    discovery: true
-`,
-        { initialBackoffMs: 10, maxBackoffMs: 20 },
-      );
-
-      await eventually('discovery has failed', async () => {
-        const body = (await g.ops('/chain')).body as { providers: Array<{ lastError?: string }> };
-        return body.providers[0]?.lastError !== undefined;
-      });
+      await discoveryError(g);
 
       const body = (await g.ops('/chain')).body as { order: string; providers: unknown[] };
       assert.deepEqual(body.providers, [
