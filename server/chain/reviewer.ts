@@ -9,6 +9,7 @@ import type { AdmissionRequest, AdmissionResponse } from '../admission/types.js'
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from './chain.js';
+import type { ExtensionReferences } from './extension-references.js';
 import type { Labels } from './label-selector.js';
 import { namespaceToLookUp } from './match.js';
 import { runMutatePhase } from './mutate.js';
@@ -21,6 +22,11 @@ import { runValidatePhase } from './validate.js';
 export interface NamespaceLabelSource {
   /** Never throws: unknown namespaces give undefined (treated as no labels). */
   labels(namespace: string): Labels | undefined | Promise<Labels | undefined>;
+  /**
+   * The opt-in extensions the namespace references (its `admissiongateway.io/extensions` annotation), in
+   * cluster mode; absent without a cluster. Never throws: an unknown namespace references none.
+   */
+  extensions?(namespace: string): ExtensionReferences | Promise<ExtensionReferences>;
 }
 
 /**
@@ -40,6 +46,8 @@ export interface ReviewerDeps {
   readonly deadlineMarginMs: number;
   readonly defaultTimeoutMs: number;
   readonly now?: () => number;
+  /** An opt-in extension ran for a review because the object or its namespace referenced it. */
+  readonly onExtensionServed?: (extension: string) => void;
 }
 
 export interface ReviewResult {

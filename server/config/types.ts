@@ -104,7 +104,16 @@ export interface EntryOptions extends StepOptions, StepDeclarations {
   readonly order: number;
   /** Field path of the entry, for error messages. */
   readonly path: string;
+  /**
+   * `OptIn`: the entry's steps run only for requests whose object or namespace names the entry in the
+   * annotation `admissiongateway.io/extensions` (README, "Opt-in providers"). Default `Always`.
+   */
+  readonly attach?: Attach;
+  /** At most one entry of a conflict group may be referenced by one object. */
+  readonly conflictGroup?: string;
 }
+
+export type Attach = 'Always' | 'OptIn';
 
 export interface PluginEntry extends EntryOptions {
   readonly kind: 'plugin';

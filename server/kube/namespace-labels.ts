@@ -1,8 +1,15 @@
 /**
- * Namespace labels for namespaceSelector in cluster mode: an informer cache, with a GET on a miss (a
- * namespace created a moment ago), as the apiserver's namespace matcher does.
+ * Namespace labels for namespaceSelector in cluster mode, and the opt-in extensions a namespace references:
+ * an informer cache, with a GET on a miss (a namespace created a moment ago), as the apiserver's namespace
+ * matcher does.
  */
 import { CoreV1Api, makeInformer, type KubeConfig, type V1Namespace } from '@kubernetes/client-node';
+import {
+  EXTENSIONS_ANNOTATION,
+  NO_REFERENCES,
+  parseExtensionReferences,
+  type ExtensionReferences,
+} from '../chain/extension-references.js';
 import type { Labels } from '../chain/label-selector.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { Logger } from '../base/log.js';
@@ -19,6 +26,20 @@ function withNameLabel(name: string, labels: Record<string, string> | undefined)
 
 export interface NamespaceLabelCache extends NamespaceLabelSource {
   readonly runner: InformerRunner;
+  extensions(namespace: string): ExtensionReferences | Promise<ExtensionReferences>;
+}
+
+/** What a review reads of a namespace. */
+interface NamespaceFacts {
+  readonly labels: Labels;
+  readonly extensions: ExtensionReferences;
+}
+
+function factsOf(name: string, namespace: V1Namespace): NamespaceFacts {
+  return {
+    labels: withNameLabel(name, namespace.metadata?.labels),
+    extensions: parseExtensionReferences(namespace.metadata?.annotations?.[EXTENSIONS_ANNOTATION]),
+  };
 }
 
 /** How long a review waits for a namespace the cache does not have yet (then: no labels, as for an error). */
@@ -31,13 +52,13 @@ const MAX_LOOKUPS = 16;
  * can have is not looked up, reviews of one name share one GET, at most MAX_LOOKUPS run at once, and none
  * holds a review longer than LOOKUP_TIMEOUT_MS.
  */
-export function boundedLookup(
-  read: (name: string) => Promise<Labels | undefined>,
+export function boundedLookup<T>(
+  read: (name: string) => Promise<T | undefined>,
   options: { timeoutMs?: number; maxLookups?: number } = {},
-): (name: string) => Promise<Labels | undefined> {
+): (name: string) => Promise<T | undefined> {
   const timeoutMs = options.timeoutMs ?? LOOKUP_TIMEOUT_MS;
   const maxLookups = options.maxLookups ?? MAX_LOOKUPS;
-  const pending = new Map<string, Promise<Labels | undefined>>();
+  const pending = new Map<string, Promise<T | undefined>>();
   return (name) => {
     if (!isDnsLabel(name)) return Promise.resolve(undefined);
     let lookup = pending.get(name);
@@ -60,10 +81,9 @@ export function createNamespaceLabelCache(
   const core = kc.makeApiClient(CoreV1Api);
   const informer = makeInformer<V1Namespace>(kc, '/api/v1/namespaces', () => core.listNamespace());
   const runner = runInformer('namespaces', informer, log, options);
-  const lookup = boundedLookup(async (name) => {
+  const lookup = boundedLookup(async (name): Promise<NamespaceFacts | undefined> => {
     try {
-      const fetched = await core.readNamespace({ name });
-      return withNameLabel(name, fetched.metadata?.labels);
+      return factsOf(name, await core.readNamespace({ name }));
     } catch (err) {
       log.debug({ namespace: name, err: kubeErrorMessage(err) }, 'namespace lookup failed');
       return undefined;
@@ -74,7 +94,12 @@ export function createNamespaceLabelCache(
     // A cached namespace (nearly every review) is answered at once, without a promise.
     labels(namespace) {
       const cached = informer.get(namespace);
-      return cached ? withNameLabel(namespace, cached.metadata?.labels) : lookup(namespace);
+      return cached ? withNameLabel(namespace, cached.metadata?.labels) : lookup(namespace).then((f) => f?.labels);
+    },
+    extensions(namespace) {
+      const cached = informer.get(namespace);
+      if (cached) return parseExtensionReferences(cached.metadata?.annotations?.[EXTENSIONS_ANNOTATION]);
+      return lookup(namespace).then((f) => f?.extensions ?? NO_REFERENCES);
     },
   };
 }
