@@ -6,6 +6,7 @@
 import { REVIEW_VERSIONS } from '../protocol/versions.js';
 import { readReviewVersions } from './review-versions.js';
 import { DECLARATION_FIELDS, readStepDeclarations } from './step-declarations.js';
+import { ATTACH_FIELDS, readAttachment } from './attachment.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
@@ -47,6 +48,7 @@ const ENTRY_FIELDS = [
   'reinvocationPolicy',
   'settings',
   ...DECLARATION_FIELDS,
+  ...ATTACH_FIELDS,
 ];
 const PROVIDER_FIELDS = [
   ...ENTRY_FIELDS,
@@ -254,6 +256,7 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     ...(match ? { match } : {}),
     ...readStepOptions(r, m, p),
     ...readStepDeclarations(r, m, p),
+    ...readAttachment(r, m, p),
     ...(m.settings !== undefined ? { settings: m.settings } : {}),
   };
 }

@@ -3,6 +3,7 @@
  * a provider chain entry, validated with the same rules as gateway.yaml's provider entries.
  */
 import { DECLARATION_FIELDS, readStepDeclarations } from '../config/step-declarations.js';
+import { ATTACH_FIELDS, readAttachment } from '../config/attachment.js';
 import { readMatch } from '../config/match-schema.js';
 import { Reader } from '../config/reader.js';
 import type { ProviderEntry } from '../config/types.js';
@@ -65,6 +66,7 @@ const SPEC_FIELDS = [
   'reinvocationPolicy',
   'authorizeMatch',
   ...DECLARATION_FIELDS,
+  ...ATTACH_FIELDS,
 ];
 
 /**
@@ -111,6 +113,7 @@ export function resolveProvider(resource: AdmissionProvider, reservedNames: Read
       ...(match ? { match } : {}),
       ...options,
       ...readStepDeclarations(r, m, 'spec'),
+      ...readAttachment(r, m, 'spec'),
       ...(settings ? { settings } : {}),
     };
     return { entry };

@@ -253,6 +253,16 @@ chain:
       "chain:\n  - plugin: a\n    match:\n      rules: [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }]\n      objectSelector:\n        matchLabels:\n          app.kubernetes.io/name: 3\n",
       'gateway.yaml:7:11: chain[0].match.objectSelector.matchLabels.app.kubernetes.io/name: expected a string, got 3',
     ],
+    [
+      'an attach that is neither Always nor OptIn, naming the closest',
+      'chain:\n  - plugin: a\n    attach: optin\n',
+      'gateway.yaml:3:5: chain[0].attach: expected one of Always, OptIn, got "optin" (did you mean "OptIn"?)',
+    ],
+    [
+      'a conflictGroup that is not a DNS label',
+      'chain:\n  - provider: p\n    url: https://p.example/\n    conflictGroup: Scanners\n',
+      'gateway.yaml:4:5: chain[0].conflictGroup: expected a lower-case DNS-1123 label, got "Scanners"',
+    ],
     ['invalid YAML', 'chain: [\n  - plugin: a', 'gateway.yaml:2:3: invalid YAML: '],
   ];
   for (const [name, yaml, message] of invalid) {
