@@ -168,6 +168,10 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
           return;
         }
         // Someone wrote in between: start again from what is stored now.
+        o.log.debug(
+          { provider: name, attempt },
+          'objects served: the status changed meanwhile; retrying from a fresh read',
+        );
         resource = undefined;
       }
     }
