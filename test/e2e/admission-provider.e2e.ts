@@ -155,6 +155,7 @@ function readyStatus(generation: number): unknown {
     ],
     handlers: [],
     breaker: 'closed',
+    references: { namespaces: 0 },
   };
 }
 
@@ -382,23 +383,28 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         ['Phases', 'string', 0],
         ['Ready', 'string', 0],
         ['Breaker', 'string', 0],
+        ['Namespaces', 'integer', 0],
         ['Deprecated', 'string', 1],
+        ['Objects', 'integer', 1],
         ['URL', 'string', 1],
         ['Age', 'date', 0],
       ],
     );
     const row = body.rows.find((r) => r.cells[0] === 'patcher');
     assert.ok(row, `a row for patcher in ${JSON.stringify(body.rows.map((r) => r.cells[0]))}`);
-    assert.deepEqual(row.cells.slice(0, 7), [
+    // No namespace references it; it never served as an opt-in extension (no count yet: an empty cell).
+    assert.deepEqual(row.cells.slice(0, 9), [
       'patcher',
       15,
       '["mutate"]',
       'True',
       'closed',
+      0,
       'False',
+      null,
       fake.url('/patcher/patch'),
     ]);
-    assert.equal(typeof row.cells[7], 'string', 'Age');
+    assert.equal(typeof row.cells[9], 'string', 'Age');
   });
 
   it('moves the provider when spec.order changes, and the steps after it see its label', async function () {
@@ -449,6 +455,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         handlers: [],
         lastError: 'spec.caBundle: expected base64 of PEM certificates',
         breaker: 'closed',
+        references: { namespaces: 0 },
       },
       'InvalidSpec (generation 3)',
     );
@@ -568,6 +575,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         ],
         handlers: [],
         breaker: 'open',
+        references: { namespaces: 0 },
       },
       'CircuitOpen',
     );
@@ -699,6 +707,8 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         ['list', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['watch', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['get', PROVIDER_PLURAL, PROVIDER_GROUP],
+        // The finalizer admissiongateway.io/referenced, by server-side apply of metadata.finalizers.
+        ['patch', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['patch', PROVIDER_PLURAL, PROVIDER_GROUP, 'status'],
         ['list', 'namespaces', ''],
         ['watch', 'namespaces', ''],
@@ -714,7 +724,8 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
       });
       const notNeeded: [string, string, string, string?][] = [
         ['update', PROVIDER_PLURAL, PROVIDER_GROUP],
-        ['patch', PROVIDER_PLURAL, PROVIDER_GROUP],
+        // An apply that would create a provider deleted meanwhile is refused.
+        ['create', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['delete', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['update', PROVIDER_PLURAL, PROVIDER_GROUP, 'status'],
         ['update', 'namespaces', ''],
