@@ -79,8 +79,8 @@ export type FinalizerApply = (name: string, uid: string | undefined, keep: boole
 
 /**
  * Applies the gateway's view of the finalizer: with it (`keep`) or without it, which gives it up. The uid
- * makes the apply a precondition on the very object decided about (a re-created one answers 409); with
- * only `patch` granted, an apply can never create a provider that was deleted meanwhile.
+ * makes the apply a precondition on the very object decided about: for one gone or re-created meanwhile the
+ * apiserver answers 409 (`uid mismatch`), where an apply would otherwise create it.
  */
 export function finalizerApplier(kc: KubeConfig): FinalizerApply {
   const api = kc.makeApiClient(CustomObjectsApi);

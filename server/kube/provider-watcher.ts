@@ -223,7 +223,8 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
       );
     } catch (err) {
       const code = statusCode(err);
-      // 404: gone; 409: re-created or changed meanwhile (its event brings it back here).
+      // 404: gone; 409: the uid precondition — gone or re-created meanwhile, as when another replica's apply let
+      // it go a moment ago (its event brings a re-created one back here).
       if (code !== 404 && code !== 409) {
         o.log.warn({ provider: name, err: kubeErrorMessage(err) }, 'applying the AdmissionProvider finalizer failed');
         // A refusal (403: RBAC without patch) waits for the next change or resync; anything else is retried.

@@ -108,6 +108,13 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
     });
   }
 
+  /** Drops what was carried for a provider that is gone, and its bookkeeping unless more came meanwhile. */
+  function forget(name: string, carried: ReadonlyMap<number, number>): void {
+    settle(name, carried);
+    failures.delete(name);
+    if (!pending.has(name)) lastFlush.delete(name);
+  }
+
   /** Keeps the counts of a write that failed (or may have), and tries again later, more slowly each time. */
   function failed(name: string, err: unknown): void {
     const times = (failures.get(name) ?? 0) + 1;
@@ -135,7 +142,7 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
       if (!resource) {
         // Not an AdmissionProvider (any more): nowhere to count it.
         if (carried.size > 0) o.log.debug({ provider: name }, 'objects served by a provider that is gone: not counted');
-        settle(name, carried);
+        forget(name, carried);
         return;
       }
       const { next, dropped } = addServed(resource.status?.references, carried, now(), windowMs);
@@ -160,7 +167,7 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
       } catch (err) {
         const code = statusCode(err);
         if (code === 404) {
-          settle(name, carried);
+          forget(name, carried);
           return;
         }
         if (code !== 409) {

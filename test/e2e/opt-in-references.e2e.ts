@@ -24,9 +24,10 @@ import {
   FORCE_DELETE_ANNOTATION,
   GATEWAY_FIELD_MANAGER,
   REFERENCED_FINALIZER,
+  finalizerApplier,
 } from '../../server/kube/provider-finalizer.js';
 import { kubeServedStore } from '../../server/kube/served-counter.js';
-import { apiError, core, createNamespace, eventually, kubeConfig, readStatus } from './cluster.js';
+import { apiError, core, statusOf, createNamespace, eventually, kubeConfig, readStatus } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiserverGet, getChain } from './http.js';
 import { manifestDocuments } from './manifests.js';
@@ -310,9 +311,19 @@ describe('opt-in AdmissionProviders: references, objects served and deletion saf
     await providerWhere('held', 'names the namespace left', (p) =>
       assert.equal(deletingCondition(p)?.message, heldMessage(1, two)),
     );
+    const { uid } = (await readProvider('held')).metadata;
     await annotate(two, 'something-else');
     await eventually('held to be deleted', async () => ((await providerGone('held')) ? true : undefined));
     await inChains('held', false);
+    // A replica whose cache is late applies to a provider that is gone: the uid refuses it, nothing is re-created.
+    const late = await apiError(finalizerApplier(kubeConfig())('held', uid, false));
+    assert.equal(late.code, 409);
+    assert.equal(
+      statusOf(late).message,
+      `Operation cannot be fulfilled on admissionproviders.admissiongateway.io "held": uid mismatch: the provided ` +
+        `object specified uid ${uid}, and no existing object was found`,
+    );
+    assert.ok(await providerGone('held'), 'not re-created');
   });
 
   it('gives the finalizer up at once with admissiongateway.io/force-delete: "true", leaving others\' finalizers', async function () {
