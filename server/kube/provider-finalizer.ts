@@ -9,7 +9,15 @@
  * replica applies the same thing from the same cache, so replicas agree instead of taking turns.
  */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION, type AdmissionProvider } from './admission-provider.js';
+import {
+  PROVIDER_GROUP,
+  PROVIDER_PLURAL,
+  PROVIDER_VERSION,
+  deletionRequested,
+  type AdmissionProvider,
+  type ProviderResolution,
+} from './admission-provider.js';
+import type { ReferencingNamespaces } from './reference-index.js';
 
 export const REFERENCED_FINALIZER = 'admissiongateway.io/referenced';
 export const FORCE_DELETE_ANNOTATION = 'admissiongateway.io/force-delete';
@@ -54,6 +62,31 @@ export function decideFinalizer(f: FinalizerFacts): FinalizerDecision {
     action: release ? 'remove' : 'none',
     held: false,
     forcedRelease: release && f.forced && f.optIn && f.referenced > 0,
+  };
+}
+
+/**
+ * The facts of a provider as its resource and the namespace cache give them; undefined while the cache has not
+ * synced (`namespaces` undefined): every count would read 0 then, and no finalizer may be given up on that.
+ * Whether it is opt-in is read from its valid spec, else from the `attach` field as written, so that every
+ * replica reads the same resource alike whatever spec it last found valid.
+ */
+export function finalizerFacts(
+  resource: AdmissionProvider,
+  resolution: ProviderResolution,
+  namespaces: ReferencingNamespaces | undefined,
+): FinalizerFacts | undefined {
+  if (!namespaces) return undefined;
+  const attach = resolution.entry
+    ? resolution.entry.attach
+    : (resource.spec as { attach?: unknown } | undefined)?.attach;
+  return {
+    optIn: attach === 'OptIn',
+    referenced: namespaces.count,
+    forced: forceDeleteRequested(resource),
+    deleting: deletionRequested(resource),
+    present: resource.metadata.finalizers?.includes(REFERENCED_FINALIZER) ?? false,
+    owned: ownsFinalizer(resource),
   };
 }
 

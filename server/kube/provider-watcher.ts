@@ -25,7 +25,6 @@ import {
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
   PROVIDER_VERSION,
-  deletionRequested,
   resolveProvider,
   type AdmissionProvider,
   type ProviderResolution,
@@ -37,10 +36,10 @@ import {
   REFERENCED_FINALIZER,
   decideFinalizer,
   finalizerApplier,
-  forceDeleteRequested,
-  ownsFinalizer,
+  finalizerFacts,
   type FinalizerApply,
   type FinalizerDecision,
+  type FinalizerFacts,
 } from './provider-finalizer.js';
 import { MAX_NAMED_NAMESPACES, desiredStatus, sameStatus } from './provider-status.js';
 import type { ReferencingNamespaces } from './reference-index.js';
@@ -183,30 +182,14 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
     statusTimers.set(name, timer);
   }
 
-  /** Whether the provider's spec asks for opt-in: the valid spec's, else the field as written (alike on every replica). */
-  const optIn = (resource: AdmissionProvider, resolution: ProviderResolution): boolean =>
-    resolution.entry
-      ? resolution.entry.attach === 'OptIn'
-      : (resource.spec as { attach?: unknown } | undefined)?.attach === 'OptIn';
-
-  /**
-   * Sets or gives up the finalizer as the references say, and returns the decision. Only called once the
-   * namespace cache has synced: before, every count reads 0, and no finalizer may be given up on that.
-   */
+  /** Sets or gives up the finalizer as the facts say, and returns the decision. */
   async function syncFinalizer(
     name: string,
     resource: AdmissionProvider,
-    state: Tracked,
+    facts: FinalizerFacts,
     namespaces: ReferencingNamespaces,
   ): Promise<FinalizerDecision> {
-    const decision = decideFinalizer({
-      optIn: optIn(resource, state.resolution),
-      referenced: namespaces.count,
-      forced: forceDeleteRequested(resource),
-      deleting: deletionRequested(resource),
-      present: resource.metadata.finalizers?.includes(REFERENCED_FINALIZER) ?? false,
-      owned: ownsFinalizer(resource),
-    });
+    const decision = decideFinalizer(facts);
     if (decision.action === 'none') return decision;
     if (decision.forcedRelease) {
       o.log.warn(
@@ -239,9 +222,10 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
     const state = tracked.get(name);
     if (!resource || !state) return;
     const namespaces = o.references?.synced() ? o.references.namespaces(name, MAX_NAMED_NAMESPACES) : undefined;
+    const facts = finalizerFacts(resource, state.resolution, namespaces);
     // Giving up the finalizer of a provider being deleted may let the apiserver delete it: the status write
     // below then answers 404, which is the end of it; another finalizer may hold it still, and the status says so.
-    const finalizer = namespaces ? await syncFinalizer(name, resource, state, namespaces) : undefined;
+    const finalizer = facts && namespaces ? await syncFinalizer(name, resource, facts, namespaces) : undefined;
     const runtime = o.chains
       .runtimes()
       .find((r) => r.name === name && state.lastGood !== undefined)

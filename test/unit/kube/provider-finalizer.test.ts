@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import type { AdmissionProvider } from '../../../server/kube/admission-provider.js';
+import { resolveProvider, type AdmissionProvider } from '../../../server/kube/admission-provider.js';
 import {
   GATEWAY_FIELD_MANAGER,
   REFERENCED_FINALIZER,
   decideFinalizer,
+  finalizerFacts,
   forceDeleteRequested,
   ownsFinalizer,
   type FinalizerFacts,
@@ -87,5 +88,46 @@ describe('ownsFinalizer() and forceDeleteRequested()', () => {
     assert.ok(forceDeleteRequested(provider({ annotations: { 'admissiongateway.io/force-delete': 'true' } })));
     assert.ok(!forceDeleteRequested(provider({ annotations: { 'admissiongateway.io/force-delete': 'yes' } })));
     assert.ok(!forceDeleteRequested(provider({})));
+  });
+});
+
+describe('finalizerFacts() (what the decision reads of a provider)', () => {
+  const referencing = { count: 2, first: ['team-a', 'team-b'] };
+  const withSpec = (spec: unknown, metadata: Partial<AdmissionProvider['metadata']> = {}): AdmissionProvider => ({
+    metadata: { name: 'scanner', ...metadata },
+    spec,
+  });
+  const facts = (resource: AdmissionProvider, namespaces = referencing) =>
+    finalizerFacts(resource, resolveProvider(resource, new Set()), namespaces);
+
+  it('has none until the namespace cache synced: no finalizer is decided on counts not read yet', () => {
+    const resource = withSpec({ url: 'https://scanner.example/', attach: 'OptIn' });
+    assert.equal(finalizerFacts(resource, resolveProvider(resource, new Set()), undefined), undefined);
+  });
+
+  it('reads opt-in from the valid spec, and from the attach field as written while the spec is invalid', () => {
+    assert.equal(facts(withSpec({ url: 'https://scanner.example/', attach: 'OptIn' }))?.optIn, true);
+    assert.equal(facts(withSpec({ url: 'https://scanner.example/' }))?.optIn, false, 'Always by default');
+    assert.equal(facts(withSpec({ url: 'http://not-https/', attach: 'OptIn' }))?.optIn, true, 'invalid spec');
+    assert.equal(facts(withSpec({ url: 'http://not-https/', attach: 'optin' }))?.optIn, false);
+  });
+
+  it('reads the count, deletion, the force annotation and the finalizer from the resource', () => {
+    const resource = withSpec(
+      { url: 'https://scanner.example/', attach: 'OptIn' },
+      {
+        finalizers: ['example.com/other', REFERENCED_FINALIZER],
+        annotations: { 'admissiongateway.io/force-delete': 'true' },
+      },
+    );
+    (resource.metadata as Record<string, unknown>).deletionTimestamp = '2026-11-22T10:00:00Z';
+    assert.deepEqual(facts(resource), {
+      optIn: true,
+      referenced: 2,
+      forced: true,
+      deleting: true,
+      present: true,
+      owned: false,
+    });
   });
 });
