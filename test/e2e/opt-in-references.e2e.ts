@@ -10,7 +10,7 @@
  *    with the force annotation; another party's finalizer stays throughout.
  */
 import assert from 'node:assert/strict';
-import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
@@ -27,69 +27,34 @@ import {
   finalizerApplier,
 } from '../../server/kube/provider-finalizer.js';
 import { kubeServedStore } from '../../server/kube/served-counter.js';
-import { apiError, core, statusOf, createNamespace, eventually, kubeConfig, readStatus } from './cluster.js';
+import { formatWindowStart } from '../../server/kube/served-window.js';
+import {
+  createProvider,
+  deleteProvider,
+  jsonPatchProvider,
+  mergePatchProvider,
+  providerGone,
+  readProvider,
+} from './admission-providers.js';
+import { apiError, core, createNamespace, eventually, kubeConfig, statusOf } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiserverGet, getChain } from './http.js';
 import { manifestDocuments } from './manifests.js';
 import { applyCrd, deleteCrd, servedResource } from './server-side-apply.js';
 
 const SUITE = 'opt-in-references';
-const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
 /** Another party's finalizer on a provider: the gateway's applies must leave it alone. */
 const FOREIGN_FINALIZER = 'e2e.admissiongateway.io/keep';
 const CLUSTER_MODE = { backoff: { initialMs: 200, maxMs: 1000 }, statusIntervalMs: 200, servedFlushMs: 200 };
 
-const customObjects = () => kubeConfig().makeApiClient(CustomObjectsApi);
-
 /** An opt-in provider (validate, Pods) that no webhook ever sends a request to: only its resource matters here. */
-function optInSpec(attach: 'OptIn' | 'Always' = 'OptIn'): Record<string, unknown> {
-  return {
-    url: 'https://127.0.0.1:1/never-called',
-    phases: ['validate'],
-    attach,
-    failurePolicy: 'Ignore',
-    match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
-  };
-}
-
-async function createProvider(name: string, spec: Record<string, unknown> = optInSpec()): Promise<void> {
-  const body = {
-    apiVersion: `${PROVIDER_GROUP}/${PROVIDER_VERSION}`,
-    kind: 'AdmissionProvider',
-    metadata: { name },
-    spec,
-  };
-  await customObjects().createClusterCustomObject({ ...GROUP, body });
-}
-
-async function readProvider(name: string): Promise<AdmissionProvider> {
-  return (await customObjects().getClusterCustomObject({ ...GROUP, name })) as AdmissionProvider;
-}
-
-async function mergePatchProvider(name: string, body: object): Promise<void> {
-  await customObjects().patchClusterCustomObject(
-    { ...GROUP, name, body },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  );
-}
-
-/** JSON patch: what another controller does to add or remove its own finalizer without touching the rest. */
-async function jsonPatchProvider(name: string, body: object[]): Promise<void> {
-  await customObjects().patchClusterCustomObject(
-    { ...GROUP, name, body },
-    setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-  );
-}
-
-async function deleteProvider(name: string): Promise<void> {
-  await customObjects()
-    .deleteClusterCustomObject({ ...GROUP, name })
-    .catch((err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    });
-}
-
-const providerGone = async (name: string) => (await readStatus(() => readProvider(name))) === 404;
+const OPT_IN_SPEC = {
+  url: 'https://127.0.0.1:1/never-called',
+  phases: ['validate'],
+  attach: 'OptIn',
+  failurePolicy: 'Ignore',
+  match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
+};
 
 /** Sets (or with null removes) the namespace's admissiongateway.io/extensions annotation. */
 async function annotate(namespace: string, value: string | null): Promise<void> {
@@ -167,9 +132,9 @@ describe('opt-in AdmissionProviders: references, objects served and deletion saf
     if (crdCreated) await deleteCrd(`${PROVIDER_PLURAL}.${PROVIDER_GROUP}`);
   });
 
-  async function newProvider(name: string, spec?: Record<string, unknown>): Promise<void> {
+  async function newProvider(name: string): Promise<void> {
     providers.add(name);
-    await createProvider(name, spec);
+    await createProvider(name, OPT_IN_SPEC);
   }
 
   /** Every replica has the provider in its chain (validate phase), or none has. */
@@ -274,14 +239,42 @@ describe('opt-in AdmissionProviders: references, objects served and deletion saf
     const stale = await readProvider('served');
     const store = kubeServedStore(kubeConfig(), { get: () => stale, list: () => [stale] });
     await mergePatchProvider('served', { metadata: { labels: { 'e2e.admissiongateway.io/touched': 'yes' } } });
-    const counts = { objects: 1_000_000, windowStart: '2026-01-01T00:00:00Z', previousWindowObjects: 0 };
+    // In the stored window, so that the replicas (which rotate a window that ended as soon as they see it) leave it.
+    const { objects, windowStart, previousWindowObjects } = stale.status!.references!;
+    const counts = {
+      objects: objects! + 1_000_000,
+      windowStart: windowStart!,
+      previousWindowObjects: previousWindowObjects!,
+    };
     const refused = await apiError(store.write('served', stale.metadata.resourceVersion!, counts));
     assert.equal(refused.code, 409);
     const fresh = await store.read('served');
     assert.deepEqual(fresh?.status?.references, stale.status?.references, 'nothing written');
     await store.write('served', fresh!.metadata.resourceVersion!, counts);
-    assert.deepEqual((await readProvider('served')).status?.references, { ...stale.status?.references, ...counts });
+    const written = (await readProvider('served')).status?.references;
+    // (A run across the hour may see it rotated already: the sum stays.)
+    assert.equal(written!.objects! + written!.previousWindowObjects!, counts.objects + counts.previousWindowObjects);
     assert.equal(await store.read('no-such-provider'), undefined);
+  });
+
+  it('rotates a window that has ended once a replica sees it: the last hour becomes previousWindowObjects', async function () {
+    const hourMs = 3_600_000;
+    const lastHour = Math.floor(Date.now() / hourMs) * hourMs - hourMs;
+    const stored = await readProvider('served');
+    const ended = { objects: 5, windowStart: formatWindowStart(lastHour), previousWindowObjects: 2 };
+    await kubeServedStore(kubeConfig(), { get: () => stored, list: () => [stored] }).write(
+      'served',
+      stored.metadata.resourceVersion!,
+      ended,
+    );
+    const rotated = await providerWhere('served', 'has its window rotated', (p) =>
+      assert.notEqual(p.status?.references?.windowStart, ended.windowStart),
+    );
+    const { windowStart, objects, previousWindowObjects } = rotated.status!.references!;
+    // The window after the one written — or, for a run across the hour, the one after that (nothing to carry).
+    const next = Date.parse(windowStart!);
+    assert.ok(next === lastHour + hourMs || next === lastHour + 2 * hourMs, windowStart);
+    assert.deepEqual([objects, previousWindowObjects], [0, next === lastHour + hourMs ? 5 : 0]);
   });
 
   it('holds the deletion of a referenced opt-in provider, Terminating and still in the chain, until the last reference goes', async function () {

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import type { AdmissionProvider } from '../../../server/kube/admission-provider.js';
-import { createServedCounter, type ServedStore } from '../../../server/kube/served-counter.js';
+import {
+  createServedCounter,
+  type ServedCounter,
+  type ServedCounterOptions,
+  type ServedStore,
+} from '../../../server/kube/served-counter.js';
 import type { ServedCounts } from '../../../server/kube/served-window.js';
 import type { Logger } from '../../../server/base/log.js';
 import { eventually } from '../../helpers/wait.js';
@@ -77,14 +82,18 @@ function apiserver(names: readonly string[], status: AdmissionProvider['status']
   };
 }
 
+/** A started counter on `store`, at NOW, writing at most every `flushMs` (1 ms unless said). */
+function startedCounter(store: ServedStore, options: Partial<ServedCounterOptions> = {}): ServedCounter {
+  const counter = createServedCounter({ store, log: recordingLog(), flushMs: 1, now: () => NOW, ...options });
+  counter.start();
+  return counter;
+}
+
 describe('the objects-served counter (status.references.objects across replicas)', () => {
   it('stores the exact sum of what several replicas served, retrying on every conflict from a fresh read', async () => {
     const server = apiserver(['scanner']);
     const replicas = [server.replica(), server.replica(), server.replica()];
-    const counters = replicas.map((r) =>
-      createServedCounter({ store: r.store, log: recordingLog(), flushMs: 1, now: () => NOW }),
-    );
-    counters.forEach((c) => c.start());
+    const counters = replicas.map((r) => startedCounter(r.store));
     let served = 0;
     for (let round = 0; round < 20; round++) {
       counters.forEach((counter, i) => {
@@ -105,13 +114,7 @@ describe('the objects-served counter (status.references.objects across replicas)
 
   it('writes what was served meanwhile in one write, and nothing more until the interval passed', async () => {
     const server = apiserver(['scanner']);
-    const counter = createServedCounter({
-      store: server.replica().store,
-      log: recordingLog(),
-      flushMs: 60_000,
-      now: () => NOW,
-    });
-    counter.start();
+    const counter = startedCounter(server.replica().store, { flushMs: 60_000 });
     for (let i = 0; i < 100; i++) counter.served('scanner');
     await eventually('the first write', () => server.stats.writes === 1);
     counter.served('scanner');
@@ -125,8 +128,7 @@ describe('the objects-served counter (status.references.objects across replicas)
   it('keeps a count whose write failed and writes it later', async () => {
     const server = apiserver(['scanner']);
     const log = recordingLog();
-    const counter = createServedCounter({ store: server.replica().store, log, flushMs: 1, now: () => NOW });
-    counter.start();
+    const counter = startedCounter(server.replica().store, { log });
     server.failNextWrites(2);
     for (let i = 0; i < 5; i++) counter.served('scanner');
     await eventually('the count to be written', () => server.stored('scanner')?.objects === 5);
@@ -141,14 +143,7 @@ describe('the objects-served counter (status.references.objects across replicas)
 
   it("does not count gateway.yaml's entries nor names without an AdmissionProvider, and writes nothing for them", async () => {
     const server = apiserver(['scanner']);
-    const counter = createServedCounter({
-      store: server.replica().store,
-      log: recordingLog(),
-      ignored: new Set(['from-config']),
-      flushMs: 1,
-      now: () => NOW,
-    });
-    counter.start();
+    const counter = startedCounter(server.replica().store, { ignored: new Set(['from-config']) });
     counter.served('from-config');
     counter.served('no-such-provider');
     await counter.stop();
@@ -159,13 +154,7 @@ describe('the objects-served counter (status.references.objects across replicas)
     const server = apiserver(['scanner'], {
       references: { namespaces: 3, objects: 7, windowStart: '2026-11-22T09:00:00Z', previousWindowObjects: 2 },
     });
-    const counter = createServedCounter({
-      store: server.replica().store,
-      log: recordingLog(),
-      flushMs: 1,
-      now: () => NOW,
-    });
-    counter.start();
+    const counter = startedCounter(server.replica().store);
     counter.observe('scanner');
     await eventually('the window to rotate', () => server.stats.writes === 1);
     assert.deepEqual(server.stored('scanner'), {
@@ -181,13 +170,7 @@ describe('the objects-served counter (status.references.objects across replicas)
 
   it('takes no more counts after stop()', async () => {
     const server = apiserver(['scanner']);
-    const counter = createServedCounter({
-      store: server.replica().store,
-      log: recordingLog(),
-      flushMs: 1,
-      now: () => NOW,
-    });
-    counter.start();
+    const counter = startedCounter(server.replica().store);
     await counter.stop();
     counter.served('scanner');
     assert.equal(server.stats.writes, 0);
