@@ -23,7 +23,7 @@ export const MAX_NAMED_NAMESPACES = 10;
 export interface ReferenceFacts {
   /** The namespaces that reference it; undefined until the namespace cache has synced (the stored count stays). */
   readonly namespaces?: ReferencingNamespaces;
-  /** Its deletion is held by the finalizer for those namespaces. */
+  /** Its deletion is held by the finalizer for those namespaces (read only with `namespaces`). */
   readonly held?: boolean;
 }
 
@@ -128,7 +128,13 @@ export function desiredStatus(
   }
 
   if (runtime) conditions.push(make(deprecatedCondition(runtime)));
-  if (references.held && references.namespaces) conditions.push(make(deletingCondition(references.namespaces)));
+  // Until the namespace cache has synced, what is stored stays: a restarting replica does not flap it.
+  const deleting = references.namespaces
+    ? references.held
+      ? make(deletingCondition(references.namespaces))
+      : undefined
+    : previous?.find((c) => c.type === 'Deleting');
+  if (deleting) conditions.push(deleting);
 
   const namespaces = references.namespaces?.count ?? resource.status?.references?.namespaces;
   const lastError = resolution.error?.message ?? runtime?.lastError;

@@ -194,6 +194,18 @@ describe('desiredStatus() references and deletion', () => {
     );
   });
 
+  it('keeps a stored Deleting condition until the namespace cache synced, so a restarting replica does not flap it', () => {
+    const held = desiredStatus(resource(), ok, running, T0, { namespaces: referencing, held: true });
+    const restarted = desiredStatus(resource(held), ok, running, T1);
+    assert.deepEqual(restarted.conditions!.at(-1), held.conditions!.at(-1));
+    assert.ok(sameStatus(held, restarted));
+    const released = desiredStatus(resource(held), ok, running, T1, { namespaces: { count: 0, first: [] } });
+    assert.equal(
+      released.conditions!.some((c) => c.type === 'Deleting'),
+      false,
+    );
+  });
+
   it('names at most the first few namespaces and counts the rest', () => {
     const many = { count: 1234, first: Array.from({ length: 10 }, (_, i) => `ns-${i}`) };
     const deleting = desiredStatus(resource(), ok, running, T0, { namespaces: many, held: true }).conditions!.at(-1)!;
