@@ -19,12 +19,28 @@ export const PROVIDER_PLURAL = 'admissionproviders';
 export const DEFAULT_PROVIDER_ORDER = 1000;
 
 export interface Condition {
-  type: 'Ready' | 'Discovered' | 'CircuitOpen' | 'Deprecated';
+  type: 'Ready' | 'Discovered' | 'CircuitOpen' | 'Deprecated' | 'Deleting';
   status: 'True' | 'False' | 'Unknown';
   reason: string;
   message: string;
   lastTransitionTime: string;
   observedGeneration?: number;
+}
+
+/**
+ * `status.references`: how much the provider is referenced through `admissiongateway.io/extensions`.
+ * `namespaces` is the status writer's (every replica computes it alike); the other three are added to by
+ * every replica with a conditional write (served-counter.ts), and the status writer never sends them.
+ */
+export interface ProviderReferences {
+  /** How many namespaces reference the provider. */
+  namespaces?: number;
+  /** Objects it served, as an opt-in extension, since `windowStart`. */
+  objects?: number;
+  /** Start of the current hour's window (RFC 3339). */
+  windowStart?: string;
+  /** Objects it served in the window before. */
+  previousWindowObjects?: number;
 }
 
 export interface AdmissionProviderStatus {
@@ -33,14 +49,39 @@ export interface AdmissionProviderStatus {
   handlers?: Array<{ name: string; phase: string; path: string; admissionReviewVersion?: string }>;
   lastError?: string;
   breaker?: string;
+  references?: ProviderReferences;
+}
+
+/** One entry of `metadata.managedFields`, as much of it as the gateway reads. */
+export interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  fieldsV1?: object;
 }
 
 export interface AdmissionProvider {
   apiVersion?: string;
   kind?: string;
-  metadata: { name?: string; generation?: number; resourceVersion?: string; uid?: string };
+  metadata: {
+    name?: string;
+    generation?: number;
+    resourceVersion?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+    finalizers?: string[];
+    managedFields?: ManagedFieldsEntry[];
+  };
   spec?: unknown;
   status?: AdmissionProviderStatus;
+}
+
+/**
+ * Whether deletion of the resource was asked for (`metadata.deletionTimestamp`: a string in a custom
+ * object, which client-node's metadata type declares a Date; only its presence matters here).
+ */
+export function deletionRequested(resource: AdmissionProvider): boolean {
+  const timestamp: unknown = (resource.metadata as Record<string, unknown>).deletionTimestamp;
+  return timestamp !== undefined && timestamp !== null;
 }
 
 export type ProviderResolution =

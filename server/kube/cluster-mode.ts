@@ -1,7 +1,8 @@
 /**
- * Cluster mode: namespace labels from an informer cache, AdmissionProviders watched into the chain, their
- * status written back, readiness held until the first provider list has synced, and (with
- * kube.certificate.secretName) the serving certificate kept and rotated in a Secret.
+ * Cluster mode: namespace labels (and the extensions namespaces reference) from an informer cache,
+ * AdmissionProviders watched into the chain, their status written back — references and the objects the
+ * replicas served included — and their finalizers kept, readiness held until the first provider list has
+ * synced, and (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
@@ -22,6 +23,8 @@ export interface ClusterModeOptions {
   readonly backoff?: BackoffOptions;
   readonly statusIntervalMs?: number;
   readonly resyncMs?: number;
+  /** Minimum time between two writes of a provider's objects served. Default 5 s. */
+  readonly servedFlushMs?: number;
 }
 
 /** What startGateway takes from cluster mode: `startGateway({ ...options, ...(await cluster.prepare()) })`. */
@@ -29,6 +32,8 @@ export interface ClusterGatewayOptions {
   readonly namespaceLabels: NamespaceLabelSource;
   readonly readiness: readonly ReadinessCheck[];
   readonly onProviderChange: (runtime: ProviderRuntime) => void;
+  /** An opt-in extension served an object: counted into its AdmissionProvider's status.references. */
+  readonly onExtensionServed: (extension: string) => void;
   /** With kube.certificate.secretName: the managed certificate. */
   readonly certificates?: CertificateSource;
 }
@@ -99,6 +104,7 @@ export function createClusterMode(
         ]
       : [],
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
+    onExtensionServed: (extension) => watcher?.served(extension),
   };
 
   return {
@@ -126,6 +132,8 @@ export function createClusterMode(
         },
         ...(options.statusIntervalMs !== undefined ? { statusIntervalMs: options.statusIntervalMs } : {}),
         ...(options.resyncMs !== undefined ? { resyncMs: options.resyncMs } : {}),
+        ...(options.servedFlushMs !== undefined ? { served: { flushMs: options.servedFlushMs } } : {}),
+        references: namespaces.references,
       });
       void watcher.start();
     },

@@ -1,7 +1,8 @@
 /**
  * Namespace labels for namespaceSelector in cluster mode, and the opt-in extensions a namespace references:
  * an informer cache, with a GET on a miss (a namespace created a moment ago), as the apiserver's namespace
- * matcher does.
+ * matcher does. The informer's events also keep the reverse, which namespaces reference each extension
+ * (reference-index.ts), for AdmissionProvider status and finalizers; listeners hear which extensions changed.
  */
 import { CoreV1Api, makeInformer, type KubeConfig, type V1Namespace } from '@kubernetes/client-node';
 import {
@@ -16,6 +17,7 @@ import type { Logger } from '../base/log.js';
 import { isDnsLabel } from '../config/names.js';
 import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';
 import { kubeErrorMessage } from './kube-errors.js';
+import { createReferenceIndex, type ReferencingNamespaces } from './reference-index.js';
 
 const NAME_LABEL = 'kubernetes.io/metadata.name';
 
@@ -24,9 +26,25 @@ function withNameLabel(name: string, labels: Record<string, string> | undefined)
   return labels?.[NAME_LABEL] === name ? labels : { ...labels, [NAME_LABEL]: name };
 }
 
+/** What changed: these extensions' referencing namespaces, or `all` once the first list has been read. */
+export type ReferenceChange = ReadonlySet<string> | 'all';
+
+/** Which namespaces reference each extension, from the informer's cache. */
+export interface NamespaceReferences {
+  /** True once the namespace list has been read: until then every count would read 0. */
+  synced(): boolean;
+  /** How many namespaces reference `extension`. */
+  count(extension: string): number;
+  /** The count and the first `limit` referencing namespaces, sorted. */
+  namespaces(extension: string, limit: number): ReferencingNamespaces;
+  /** Calls `listener` after each change (synchronously, in the informer's event); returns the unsubscribe. */
+  subscribe(listener: (change: ReferenceChange) => void): () => void;
+}
+
 export interface NamespaceLabelCache extends NamespaceLabelSource {
   readonly runner: InformerRunner;
   extensions(namespace: string): ExtensionReferences | Promise<ExtensionReferences>;
+  readonly references: NamespaceReferences;
 }
 
 /** What a review reads of a namespace. */
@@ -80,7 +98,43 @@ export function createNamespaceLabelCache(
 ): NamespaceLabelCache {
   const core = kc.makeApiClient(CoreV1Api);
   const informer = makeInformer<V1Namespace>(kc, '/api/v1/namespaces', () => core.listNamespace());
-  const runner = runInformer('namespaces', informer, log, options);
+  const index = createReferenceIndex();
+  const listeners = new Set<(change: ReferenceChange) => void>();
+  const notify = (change: ReferenceChange) => {
+    if (change !== 'all' && change.size === 0) return;
+    for (const listener of listeners) {
+      // A listener's mistake must not break the informer's event loop (client-node calls handlers inline).
+      try {
+        listener(change);
+      } catch (err) {
+        log.error({ err: kubeErrorMessage(err) }, 'namespace reference listener failed');
+      }
+    }
+  };
+  const referencesOf = (namespace: V1Namespace) =>
+    parseExtensionReferences(namespace.metadata?.annotations?.[EXTENSIONS_ANNOTATION]);
+  const record = (namespace: V1Namespace) => {
+    const name = namespace.metadata?.name;
+    if (name) notify(index.set(name, referencesOf(namespace)));
+  };
+  informer.on('add', record);
+  informer.on('update', record);
+  informer.on('delete', (namespace) => {
+    const name = namespace.metadata?.name;
+    if (name) notify(index.delete(name));
+  });
+  let announced = false;
+  const runner = runInformer('namespaces', informer, log, {
+    ...options,
+    onConnectionChange: (connected) => {
+      options?.onConnectionChange?.(connected);
+      // The first list has been read (its adds are in the index): every count is now the cluster's.
+      if (connected && !announced) {
+        announced = true;
+        notify('all');
+      }
+    },
+  });
   const lookup = boundedLookup(async (name): Promise<NamespaceFacts | undefined> => {
     try {
       return factsOf(name, await core.readNamespace({ name }));
@@ -96,10 +150,19 @@ export function createNamespaceLabelCache(
       const cached = informer.get(namespace);
       return cached ? withNameLabel(namespace, cached.metadata?.labels) : lookup(namespace).then((f) => f?.labels);
     },
+    // A cached namespace's references were parsed once, by its informer event.
     extensions(namespace) {
-      const cached = informer.get(namespace);
-      if (cached) return parseExtensionReferences(cached.metadata?.annotations?.[EXTENSIONS_ANNOTATION]);
+      if (informer.get(namespace)) return index.of(namespace) ?? NO_REFERENCES;
       return lookup(namespace).then((f) => f?.extensions ?? NO_REFERENCES);
+    },
+    references: {
+      synced: () => announced,
+      count: (extension) => index.count(extension),
+      namespaces: (extension, limit) => index.namespaces(extension, limit),
+      subscribe(listener) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
     },
   };
 }

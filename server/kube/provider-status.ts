@@ -9,8 +9,23 @@ import type {
   AdmissionProvider,
   AdmissionProviderStatus,
   Condition,
+  ProviderReferences,
   ProviderResolution,
 } from './admission-provider.js';
+import { EXTENSIONS_ANNOTATION } from '../chain/extension-references.js';
+import { FORCE_DELETE_ANNOTATION, REFERENCED_FINALIZER } from './provider-finalizer.js';
+import type { ReferencingNamespaces } from './reference-index.js';
+
+/** Namespaces a Deleting condition names; the rest are counted. */
+export const MAX_NAMED_NAMESPACES = 10;
+
+/** What the status says about the provider's references. */
+export interface ReferenceFacts {
+  /** The namespaces that reference it; undefined until the namespace cache has synced (the stored count stays). */
+  readonly namespaces?: ReferencingNamespaces;
+  /** Its deletion is held by the finalizer for those namespaces (read only with `namespaces`). */
+  readonly held?: boolean;
+}
 
 type ConditionInput = Omit<Condition, 'lastTransitionTime' | 'observedGeneration'>;
 
@@ -31,12 +46,14 @@ function condition(
 /**
  * @param resolution the validation of the resource's current spec
  * @param runtime the running provider's status, when the provider is in the chain (its last valid spec)
+ * @param references its referencing namespaces and whether they hold its deletion
  */
 export function desiredStatus(
   resource: AdmissionProvider,
   resolution: ProviderResolution,
   runtime: ProviderStatus | undefined,
   now: string,
+  references: ReferenceFacts = {},
 ): AdmissionProviderStatus {
   const generation = resource.metadata.generation;
   const previous = resource.status?.conditions;
@@ -111,7 +128,15 @@ export function desiredStatus(
   }
 
   if (runtime) conditions.push(make(deprecatedCondition(runtime)));
+  // Until the namespace cache has synced, what is stored stays: a restarting replica does not flap it.
+  const deleting = references.namespaces
+    ? references.held
+      ? make(deletingCondition(references.namespaces))
+      : undefined
+    : previous?.find((c) => c.type === 'Deleting');
+  if (deleting) conditions.push(deleting);
 
+  const namespaces = references.namespaces?.count ?? resource.status?.references?.namespaces;
   const lastError = resolution.error?.message ?? runtime?.lastError;
   const versionOf = new Map(runtime?.versions.map((v) => [v.step, reviewApiVersion(v.version)]));
   return {
@@ -123,6 +148,22 @@ export function desiredStatus(
     }),
     ...(lastError ? { lastError } : {}),
     ...(runtime ? { breaker: runtime.breaker } : {}),
+    ...(namespaces !== undefined ? { references: { namespaces } } : {}),
+  };
+}
+
+/** Deleting: the finalizer holds the deletion for the namespaces named (the first few, sorted). */
+function deletingCondition({ count, first }: ReferencingNamespaces): ConditionInput {
+  const more = count - first.length;
+  const named = `${first.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+  return {
+    type: 'Deleting',
+    status: 'True',
+    reason: 'Referenced',
+    message:
+      `held by the finalizer ${REFERENCED_FINALIZER}: ${count} namespace(s) reference it in ${EXTENSIONS_ANNOTATION} ` +
+      `(${named}) and it keeps serving them; it is deleted once none does, or at once with the annotation ` +
+      `${FORCE_DELETE_ANNOTATION}: "true"`,
   };
 }
 
@@ -157,9 +198,20 @@ function deprecatedCondition(runtime: ProviderStatus): ConditionInput {
   };
 }
 
-/** Whether writing `next` would change anything (key order insensitive). */
+/**
+ * Whether writing `next` would change anything (key order insensitive). The objects served
+ * (`references.objects`, `windowStart`, `previousWindowObjects`) are left out: the replicas add to them
+ * (served-counter.ts), and this writer never writes them.
+ */
 export function sameStatus(current: AdmissionProviderStatus | undefined, next: AdmissionProviderStatus): boolean {
-  return canonical(current ?? {}) === canonical(next);
+  return canonical(writtenPart(current ?? {})) === canonical(next);
+}
+
+function writtenPart(status: AdmissionProviderStatus): AdmissionProviderStatus {
+  if (!status.references) return status;
+  const { references, ...rest } = status;
+  const written: ProviderReferences = references.namespaces !== undefined ? { namespaces: references.namespaces } : {};
+  return Object.keys(written).length > 0 ? { ...rest, references: written } : rest;
 }
 
 function canonical(value: unknown): string {

@@ -4,10 +4,7 @@ import {
   ApiException,
   ApiextensionsV1Api,
   AuthorizationV1Api,
-  CustomObjectsApi,
-  PatchStrategy,
   RbacAuthorizationV1Api,
-  setHeaderOptions,
   type V1ClusterRole,
   type V1ClusterRoleBinding,
   type V1CustomResourceDefinition,
@@ -36,6 +33,7 @@ import {
 } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiserverGet, getChain, getReadiness, mutateOrder, postReview, type ChainView } from './http.js';
+import { createProvider, deleteProvider, mergePatchProvider, readProvider } from './admission-providers.js';
 import { manifestDocuments, toModel, toWire } from './manifests.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
 import { pausePod } from './objects.js';
@@ -60,10 +58,8 @@ const PROBES: [string, number][] = [
   ['e2e-probe-ignore', 40],
 ];
 const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
-const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
 
 const apiextensions = () => kubeConfig().makeApiClient(ApiextensionsV1Api);
-const customObjects = () => kubeConfig().makeApiClient(CustomObjectsApi);
 const rbac = () => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
 const authorization = () => kubeConfig().makeApiClient(AuthorizationV1Api);
 
@@ -82,35 +78,6 @@ function providerSpec(fake: FakeProvider, name: string, order: number): Record<s
       objectSelector: { matchLabels: { [POD_LABEL]: name } },
     },
   };
-}
-
-async function createProvider(name: string, spec: Record<string, unknown>): Promise<void> {
-  const body = {
-    apiVersion: `${PROVIDER_GROUP}/${PROVIDER_VERSION}`,
-    kind: 'AdmissionProvider',
-    metadata: { name },
-    spec,
-  };
-  await customObjects().createClusterCustomObject({ ...GROUP, body });
-}
-
-async function readProvider(name: string): Promise<AdmissionProvider> {
-  return (await customObjects().getClusterCustomObject({ ...GROUP, name })) as AdmissionProvider;
-}
-
-async function patchSpec(name: string, spec: Record<string, unknown>): Promise<void> {
-  await customObjects().patchClusterCustomObject(
-    { ...GROUP, name, body: { spec } },
-    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-  );
-}
-
-async function deleteProvider(name: string): Promise<void> {
-  await customObjects()
-    .deleteClusterCustomObject({ ...GROUP, name })
-    .catch((err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    });
 }
 
 /** The status without the condition timestamps (checked to be RFC 3339 times, then dropped). */
@@ -155,6 +122,7 @@ function readyStatus(generation: number): unknown {
     ],
     handlers: [],
     breaker: 'closed',
+    references: { namespaces: 0 },
   };
 }
 
@@ -382,27 +350,32 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         ['Phases', 'string', 0],
         ['Ready', 'string', 0],
         ['Breaker', 'string', 0],
+        ['Namespaces', 'integer', 0],
         ['Deprecated', 'string', 1],
+        ['Objects', 'integer', 1],
         ['URL', 'string', 1],
         ['Age', 'date', 0],
       ],
     );
     const row = body.rows.find((r) => r.cells[0] === 'patcher');
     assert.ok(row, `a row for patcher in ${JSON.stringify(body.rows.map((r) => r.cells[0]))}`);
-    assert.deepEqual(row.cells.slice(0, 7), [
+    // No namespace references it; it never served as an opt-in extension (no count yet: an empty cell).
+    assert.deepEqual(row.cells.slice(0, 9), [
       'patcher',
       15,
       '["mutate"]',
       'True',
       'closed',
+      0,
       'False',
+      null,
       fake.url('/patcher/patch'),
     ]);
-    assert.equal(typeof row.cells[7], 'string', 'Age');
+    assert.equal(typeof row.cells[9], 'string', 'Age');
   });
 
   it('moves the provider when spec.order changes, and the steps after it see its label', async function () {
-    await patchSpec('patcher', { order: 5 });
+    await mergePatchProvider('patcher', { spec: { order: 5 } });
     const chain = await chainWhere(opsUrl(), 'patcher at order 5', (c) => c.mutate[0]?.name === 'patcher');
     assert.deepEqual(mutateOrder(chain), [['patcher', 5], ['first', 10], ['second', 20], ...PROBES]);
 
@@ -417,7 +390,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
 
   it('reports a spec the schema accepts but the gateway refuses, and keeps the last good spec running', async function () {
     const before = await getChain(opsUrl());
-    await patchSpec('patcher', { caBundle: Buffer.from('not a cert').toString('base64') });
+    await mergePatchProvider('patcher', { spec: { caBundle: Buffer.from('not a cert').toString('base64') } });
     const resource = await statusBecomes(
       'patcher',
       {
@@ -449,6 +422,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         handlers: [],
         lastError: 'spec.caBundle: expected base64 of PEM certificates',
         breaker: 'closed',
+        references: { namespaces: 0 },
       },
       'InvalidSpec (generation 3)',
     );
@@ -568,6 +542,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         ],
         handlers: [],
         breaker: 'open',
+        references: { namespaces: 0 },
       },
       'CircuitOpen',
     );
@@ -699,6 +674,8 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         ['list', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['watch', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['get', PROVIDER_PLURAL, PROVIDER_GROUP],
+        // The finalizer admissiongateway.io/referenced, by server-side apply of metadata.finalizers.
+        ['patch', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['patch', PROVIDER_PLURAL, PROVIDER_GROUP, 'status'],
         ['list', 'namespaces', ''],
         ['watch', 'namespaces', ''],
@@ -714,7 +691,8 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
       });
       const notNeeded: [string, string, string, string?][] = [
         ['update', PROVIDER_PLURAL, PROVIDER_GROUP],
-        ['patch', PROVIDER_PLURAL, PROVIDER_GROUP],
+        // An apply that would create a provider deleted meanwhile is refused.
+        ['create', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['delete', PROVIDER_PLURAL, PROVIDER_GROUP],
         ['update', PROVIDER_PLURAL, PROVIDER_GROUP, 'status'],
         ['update', 'namespaces', ''],

@@ -169,6 +169,7 @@ function discoveredStatus(generation: number, breaker: 'closed' | 'open'): unkno
       },
     ],
     breaker,
+    references: { namespaces: 0 },
   };
 }
 

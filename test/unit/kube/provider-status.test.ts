@@ -158,3 +158,71 @@ describe('desiredStatus()', () => {
     );
   });
 });
+
+describe('desiredStatus() references and deletion', () => {
+  const referencing = { count: 3, first: ['team-a', 'team-b', 'team-c'] };
+
+  it('writes how many namespaces reference the provider, and keeps the stored count until the namespace cache synced', () => {
+    assert.deepEqual(desiredStatus(resource(), ok, running, T0, { namespaces: referencing }).references, {
+      namespaces: 3,
+    });
+    assert.deepEqual(desiredStatus(resource(), ok, running, T0, { namespaces: { count: 0, first: [] } }).references, {
+      namespaces: 0,
+    });
+    const stored = resource({ references: { namespaces: 5, objects: 9 } });
+    assert.deepEqual(desiredStatus(stored, ok, running, T0).references, { namespaces: 5 }, 'not synced: kept');
+    assert.equal(desiredStatus(resource(), ok, running, T0).references, undefined);
+  });
+
+  it('says Deleting=True (Referenced) naming the namespaces while the finalizer holds the deletion', () => {
+    const status = desiredStatus(resource(), ok, running, T0, { namespaces: referencing, held: true });
+    assert.deepEqual(status.conditions!.at(-1), {
+      type: 'Deleting',
+      status: 'True',
+      reason: 'Referenced',
+      message:
+        'held by the finalizer admissiongateway.io/referenced: 3 namespace(s) reference it in ' +
+        'admissiongateway.io/extensions (team-a, team-b, team-c) and it keeps serving them; it is deleted once ' +
+        'none does, or at once with the annotation admissiongateway.io/force-delete: "true"',
+      lastTransitionTime: T0,
+      observedGeneration: 2,
+    });
+    const notHeld = desiredStatus(resource(), ok, running, T0, { namespaces: referencing });
+    assert.equal(
+      notHeld.conditions!.some((c) => c.type === 'Deleting'),
+      false,
+    );
+  });
+
+  it('keeps a stored Deleting condition until the namespace cache synced, so a restarting replica does not flap it', () => {
+    const held = desiredStatus(resource(), ok, running, T0, { namespaces: referencing, held: true });
+    const restarted = desiredStatus(resource(held), ok, running, T1);
+    assert.deepEqual(restarted.conditions!.at(-1), held.conditions!.at(-1));
+    assert.ok(sameStatus(held, restarted));
+    const released = desiredStatus(resource(held), ok, running, T1, { namespaces: { count: 0, first: [] } });
+    assert.equal(
+      released.conditions!.some((c) => c.type === 'Deleting'),
+      false,
+    );
+  });
+
+  it('names at most the first few namespaces and counts the rest', () => {
+    const many = { count: 1234, first: Array.from({ length: 10 }, (_, i) => `ns-${i}`) };
+    const deleting = desiredStatus(resource(), ok, running, T0, { namespaces: many, held: true }).conditions!.at(-1)!;
+    assert.match(deleting.message, /\(ns-0, ns-1, .*, ns-9 and 1224 more\)/);
+  });
+});
+
+describe('sameStatus() and the objects served', () => {
+  it("ignores the counts the replicas add (objects, windowStart, previousWindowObjects): they are not the status writer's", () => {
+    const written = desiredStatus(resource(), ok, running, T0, { namespaces: { count: 2, first: ['a', 'b'] } });
+    const stored = {
+      ...written,
+      references: { namespaces: 2, objects: 40, windowStart: '2026-11-22T10:00:00Z', previousWindowObjects: 3 },
+    };
+    assert.ok(sameStatus(stored, written));
+    assert.ok(!sameStatus({ ...stored, references: { ...stored.references, namespaces: 1 } }, written));
+    const countsOnly = { ...desiredStatus(resource(), ok, running, T0), references: { objects: 4 } };
+    assert.ok(sameStatus(countsOnly, desiredStatus(resource(), ok, running, T0)));
+  });
+});
