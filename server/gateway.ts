@@ -49,6 +49,8 @@ export interface GatewayOptions {
   readonly discovery?: ProviderRuntimeDeps['discovery'];
   /** Called when a provider's status may have changed (for AdmissionProvider status). */
   readonly onProviderChange?: (runtime: ProviderRuntime) => void;
+  /** An opt-in extension ran for a review because the object or its namespace referenced it (ReviewerDeps). */
+  readonly onExtensionServed?: (extension: string) => void;
   /** More readiness conditions (e.g. the provider watch has synced). */
   readonly readiness?: readonly ReadinessCheck[];
   /**
@@ -144,6 +146,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
     deadlineMarginMs: serverConfig.deadlineMarginMs,
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
+    ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
   });
 
   const authorizer = createAuthorizer({
