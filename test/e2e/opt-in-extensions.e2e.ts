@@ -66,18 +66,28 @@ async function deleteProvider(name: string): Promise<void> {
     });
 }
 
-/** The CRD as the manifests install it, created unless an earlier file left it, and Established. */
-async function ensureCrd(): Promise<void> {
-  if ((await readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }))) === 404) {
+/**
+ * The CRD as the manifests install it, served: created unless an earlier file left it (one an earlier file is
+ * deleting is waited out first), then until AdmissionProviders can be listed. Whether it was created here.
+ */
+async function ensureCrd(): Promise<boolean> {
+  const crdStatus = () => readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
+  await eventually('an AdmissionProvider CRD being deleted to be gone', async () => {
+    if ((await crdStatus()) === 404) return true;
+    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
+    return crd.metadata?.deletionTimestamp ? undefined : true;
+  });
+  const created = (await crdStatus()) === 404;
+  if (created) {
     const [crd] = (await manifestDocuments('crd-admissionprovider.yaml')) as [Record<string, unknown>];
     await apiextensions().createCustomResourceDefinition({
       body: toModel<V1CustomResourceDefinition>(crd, 'V1CustomResourceDefinition'),
     });
   }
-  await eventually('the AdmissionProvider CRD to be Established', async () => {
-    const read = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
-    return read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
-  });
+  await eventually('AdmissionProviders to be served', async () =>
+    (await readStatus(() => customObjects().listClusterCustomObject(GROUP))) === 200 ? true : undefined,
+  );
+  return created;
 }
 
 /** A namespace selected by this file's webhooks whose own annotation references `references`. */
@@ -99,13 +109,14 @@ function pod(references?: string): V1Pod {
 describe('opt-in AdmissionProviders through a real kube-apiserver', function () {
   let fake: FakeProvider;
   let gw: E2EGateway | undefined;
+  let crdCreated = false;
   /** Referenced by nothing. */
   let plain: string;
   /** Its annotation references sidecar. */
   let referencing: string;
 
   before(async function () {
-    await ensureCrd();
+    crdCreated = await ensureCrd();
     fake = await startFakeProvider();
     gw = await startE2EGateway({
       suite: SUITE,
@@ -133,6 +144,14 @@ describe('opt-in AdmissionProviders through a real kube-apiserver', function () 
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
     await fake?.close();
     await Promise.all(['sidecar', 'other-sidecar'].map(deleteProvider));
+    // The cluster as this file found it: a CRD created here goes (with whatever AdmissionProviders are left).
+    if (crdCreated) {
+      await apiextensions()
+        .deleteCustomResourceDefinition({ name: CRD_NAME })
+        .catch((err: unknown) => {
+          if (!(err instanceof ApiException && err.code === 404)) throw err;
+        });
+    }
   });
 
   const calls = (name: string) => fake.reviews().filter((c) => c.path === `/${name}/patch`).length;
