@@ -2,9 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import {
   ApiException,
-  ApiextensionsV1Api,
   AuthorizationV1Api,
-  CustomObjectsApi,
   PatchStrategy,
   RbacAuthorizationV1Api,
   setHeaderOptions,
@@ -38,13 +36,13 @@ import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gate
 import { apiserverGet, getChain, getReadiness, mutateOrder, postReview, type ChainView } from './http.js';
 import { manifestDocuments, toModel, toWire } from './manifests.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
+import { CRD_NAME, GROUP, apiextensions, customObjects, deleteCrd, deleteProvider } from './admission-providers.js';
 import { pausePod } from './objects.js';
 
 // A gateway in cluster mode (as `serve` runs with a kubeconfig) whose chain is two `record-order` steps
 // at orders 10 and 20 (each records the label keys it saw); AdmissionProviders pointing at a fake provider
 // that adds the label `provider: patched` are created, moved, broken and deleted while it runs.
 const SUITE = 'admission-provider';
-const CRD_NAME = `${PROVIDER_PLURAL}.${PROVIDER_GROUP}`;
 const POD_LABEL = 'e2e-provider';
 const pod = (name: string, provider: string) => pausePod(name, { [POD_LABEL]: provider });
 const CHAIN = `
@@ -60,10 +58,7 @@ const PROBES: [string, number][] = [
   ['e2e-probe-ignore', 40],
 ];
 const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
-const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
 
-const apiextensions = () => kubeConfig().makeApiClient(ApiextensionsV1Api);
-const customObjects = () => kubeConfig().makeApiClient(CustomObjectsApi);
 const rbac = () => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
 const authorization = () => kubeConfig().makeApiClient(AuthorizationV1Api);
 
@@ -103,14 +98,6 @@ async function patchSpec(name: string, spec: Record<string, unknown>): Promise<v
     { ...GROUP, name, body: { spec } },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
-}
-
-async function deleteProvider(name: string): Promise<void> {
-  await customObjects()
-    .deleteClusterCustomObject({ ...GROUP, name })
-    .catch((err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    });
 }
 
 /** The status without the condition timestamps (checked to be RFC 3339 times, then dropped). */
@@ -200,11 +187,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
   before(async function () {
     // The readiness test needs the gateway to start while the CRD does not exist (the cluster is fresh
     // on every run; a CRD left by a kept cluster is removed first).
-    await apiextensions()
-      .deleteCustomResourceDefinition({ name: CRD_NAME })
-      .catch((err: unknown) => {
-        if (!(err instanceof ApiException && err.code === 404)) throw err;
-      });
+    await deleteCrd();
     await eventually('the AdmissionProvider CRD to be gone', async () =>
       (await readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }))) === 404
         ? true
@@ -225,11 +208,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
     await fake?.close();
     // Deleting the CRD deletes the AdmissionProviders left with it.
-    await apiextensions()
-      .deleteCustomResourceDefinition({ name: CRD_NAME })
-      .catch((err: unknown) => {
-        if (!(err instanceof ApiException && err.code === 404)) throw err;
-      });
+    await deleteCrd();
   });
 
   const opsUrl = () => gw!.gateway.opsUrl;

@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
-import {
-  ApiException,
-  ApiextensionsV1Api,
-  CustomObjectsApi,
-  type V1CustomResourceDefinition,
-  type V1Pod,
-} from '@kubernetes/client-node';
-import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION } from '../../server/kube/admission-provider.js';
+import type { V1Pod } from '@kubernetes/client-node';
+import { PROVIDER_GROUP, PROVIDER_VERSION } from '../../server/kube/admission-provider.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { GROUP, customObjects, deleteCrd, deleteProvider, ensureCrd } from './admission-providers.js';
 import {
   SUITE_LABEL,
   apiError,
   core,
   eventually,
-  kubeConfig,
   randomSuffix,
   readStatus,
   statusOf,
@@ -21,7 +15,6 @@ import {
 } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { getChain } from './http.js';
-import { manifestDocuments, toModel } from './manifests.js';
 import { pausePod } from './objects.js';
 
 // A gateway in cluster mode with two opt-in AdmissionProviders of one conflict group, both the fake provider's
@@ -29,14 +22,9 @@ import { pausePod } from './objects.js';
 // admissiongateway.io/extensions names it, and `other-sidecar` is its alternative. The chain has no entry of
 // its own besides the registration probes.
 const SUITE = 'opt-in-extensions';
-const CRD_NAME = `${PROVIDER_PLURAL}.${PROVIDER_GROUP}`;
-const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
 const REFERENCES = 'admissiongateway.io/extensions';
 const APPLIED = 'admissiongateway.io/extensions-applied';
 const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
-
-const apiextensions = () => kubeConfig().makeApiClient(ApiextensionsV1Api);
-const customObjects = () => kubeConfig().makeApiClient(CustomObjectsApi);
 
 /** An opt-in provider of conflict group `sidecars`, patching Pods at the fake's /<name>/patch. */
 function optInProvider(fake: FakeProvider, name: string, order: number): Record<string, unknown> {
@@ -56,38 +44,6 @@ function optInProvider(fake: FakeProvider, name: string, order: number): Record<
       match: { rules: [POD_RULE] },
     },
   };
-}
-
-async function deleteProvider(name: string): Promise<void> {
-  await customObjects()
-    .deleteClusterCustomObject({ ...GROUP, name })
-    .catch((err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
-    });
-}
-
-/**
- * The CRD as the manifests install it, served: created unless an earlier file left it (one an earlier file is
- * deleting is waited out first), then until AdmissionProviders can be listed. Whether it was created here.
- */
-async function ensureCrd(): Promise<boolean> {
-  const crdStatus = () => readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
-  await eventually('an AdmissionProvider CRD being deleted to be gone', async () => {
-    if ((await crdStatus()) === 404) return true;
-    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
-    return crd.metadata?.deletionTimestamp ? undefined : true;
-  });
-  const created = (await crdStatus()) === 404;
-  if (created) {
-    const [crd] = (await manifestDocuments('crd-admissionprovider.yaml')) as [Record<string, unknown>];
-    await apiextensions().createCustomResourceDefinition({
-      body: toModel<V1CustomResourceDefinition>(crd, 'V1CustomResourceDefinition'),
-    });
-  }
-  await eventually('AdmissionProviders to be served', async () =>
-    (await readStatus(() => customObjects().listClusterCustomObject(GROUP))) === 200 ? true : undefined,
-  );
-  return created;
 }
 
 /** A namespace selected by this file's webhooks whose own annotation references `references`. */
@@ -145,13 +101,7 @@ describe('opt-in AdmissionProviders through a real kube-apiserver', function () 
     await fake?.close();
     await Promise.all(['sidecar', 'other-sidecar'].map(deleteProvider));
     // The cluster as this file found it: a CRD created here goes (with whatever AdmissionProviders are left).
-    if (crdCreated) {
-      await apiextensions()
-        .deleteCustomResourceDefinition({ name: CRD_NAME })
-        .catch((err: unknown) => {
-          if (!(err instanceof ApiException && err.code === 404)) throw err;
-        });
-    }
+    if (crdCreated) await deleteCrd();
   });
 
   const calls = (name: string) => fake.reviews().filter((c) => c.path === `/${name}/patch`).length;

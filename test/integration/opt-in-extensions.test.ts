@@ -75,6 +75,17 @@ chain:
   - { plugin: records-calls, name: always, settings: { tag: always } }
 `;
 
+/** The answer for the fixture Pod (no annotations of its own) when team-labels alone ran for it. */
+const TEAM_LABELS_APPLIED = {
+  uid: UID,
+  allowed: true,
+  patchType: 'JSONPatch',
+  patch: [
+    { op: 'add', path: '/metadata/labels/team-labels', value: 'applied' },
+    { op: 'add', path: '/metadata/annotations', value: { [APPLIED]: 'team-labels' } },
+  ],
+};
+
 describe('opt-in extensions through the real gateway', function () {
   let harness: Harness | undefined;
   let test: TestPlugins;
@@ -140,15 +151,7 @@ describe('opt-in extensions through the real gateway', function () {
       const review = pod('team-a');
       const mutated = await h.review('/mutate', review);
 
-      assert.deepEqual(decoded(mutated.response), {
-        uid: UID,
-        allowed: true,
-        patchType: 'JSONPatch',
-        patch: [
-          { op: 'add', path: '/metadata/labels/team-labels', value: 'applied' },
-          { op: 'add', path: '/metadata/annotations', value: { [APPLIED]: 'team-labels' } },
-        ],
-      });
+      assert.deepEqual(decoded(mutated.response), TEAM_LABELS_APPLIED);
       const stored = applyPatch(objectOf(review), decodePatch(mutated.response));
       assert.deepEqual(stored.metadata?.labels, { app: 'web', team: 'payments', 'team-labels': 'applied' });
       assert.deepEqual(stored.metadata?.annotations, { [APPLIED]: 'team-labels' });
@@ -238,15 +241,7 @@ chain:
       const review = pod('team-a');
       const mutated = await h.review('/mutate', review);
 
-      assert.deepEqual(decoded(mutated.response), {
-        uid: UID,
-        allowed: true,
-        patchType: 'JSONPatch',
-        patch: [
-          { op: 'add', path: '/metadata/labels/team-labels', value: 'applied' },
-          { op: 'add', path: '/metadata/annotations', value: { [APPLIED]: 'team-labels' } },
-        ],
-      });
+      assert.deepEqual(decoded(mutated.response), TEAM_LABELS_APPLIED);
       assert.deepEqual(test.calls.sequence(), ['team-labels:call', 'again:call']);
     });
 

@@ -1,0 +1,59 @@
+/**
+ * AdmissionProvider resources and their CRD in the e2e cluster, for the files that create them: the clients,
+ * the names, and deletes that do not mind what is already gone.
+ */
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  CustomObjectsApi,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
+import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION } from '../../server/kube/admission-provider.js';
+import { eventually, kubeConfig, readStatus } from './cluster.js';
+import { manifestDocuments, toModel } from './manifests.js';
+
+export const CRD_NAME = `${PROVIDER_PLURAL}.${PROVIDER_GROUP}`;
+/** What CustomObjectsApi calls take to name the resource. */
+export const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
+
+export const apiextensions = (): ApiextensionsV1Api => kubeConfig().makeApiClient(ApiextensionsV1Api);
+export const customObjects = (): CustomObjectsApi => kubeConfig().makeApiClient(CustomObjectsApi);
+
+const ignoreNotFound = (err: unknown): void => {
+  if (!(err instanceof ApiException && err.code === 404)) throw err;
+};
+
+export async function deleteProvider(name: string): Promise<void> {
+  await customObjects()
+    .deleteClusterCustomObject({ ...GROUP, name })
+    .catch(ignoreNotFound);
+}
+
+/** Deletes the CRD, and with it every AdmissionProvider. */
+export async function deleteCrd(): Promise<void> {
+  await apiextensions().deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreNotFound);
+}
+
+/**
+ * The CRD as the manifests install it, served: created unless an earlier file left it (one an earlier file is
+ * deleting is waited out first), then until AdmissionProviders can be listed. Whether it was created here.
+ */
+export async function ensureCrd(): Promise<boolean> {
+  const crdStatus = () => readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
+  await eventually('an AdmissionProvider CRD being deleted to be gone', async () => {
+    if ((await crdStatus()) === 404) return true;
+    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
+    return crd.metadata?.deletionTimestamp ? undefined : true;
+  });
+  const created = (await crdStatus()) === 404;
+  if (created) {
+    const [crd] = (await manifestDocuments('crd-admissionprovider.yaml')) as [Record<string, unknown>];
+    await apiextensions().createCustomResourceDefinition({
+      body: toModel<V1CustomResourceDefinition>(crd, 'V1CustomResourceDefinition'),
+    });
+  }
+  await eventually('AdmissionProviders to be served', async () =>
+    (await readStatus(() => customObjects().listClusterCustomObject(GROUP))) === 200 ? true : undefined,
+  );
+  return created;
+}
