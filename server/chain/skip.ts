@@ -22,13 +22,19 @@ export function mutatesNothing(step: Step, request: AdmissionRequest): boolean {
   return step.needsObject && !isPatchable(request);
 }
 
+/** Why an `OptIn` step does not run for this review (its extension not referenced, or set aside), if it does not. */
+function optInSkipReason(step: Step, ctx: ReviewContext): string | undefined {
+  const extensions = ctx.extensions;
+  if (!extensions?.referenced.has(step.extension)) return NOT_REFERENCED;
+  return extensions.setAside.get(step.extension);
+}
+
 /** Why `step` does not apply to this review, or undefined when it runs. */
 export function skipReason(step: Step, ctx: ReviewContext): string | undefined {
+  // In a function of its own: inline, the few lines cost every step of every review ~3% (callgrind, bench/in-process.mjs).
   if (step.attach === 'OptIn') {
-    const extensions = ctx.extensions;
-    if (!extensions?.referenced.has(step.extension)) return NOT_REFERENCED;
-    const setAside = extensions.setAside.get(step.extension);
-    if (setAside !== undefined) return setAside;
+    const optIn = optInSkipReason(step, ctx);
+    if (optIn !== undefined) return optIn;
   }
   const reason = step.match.matches(ctx.request, ctx.namespaceLabels);
   if (reason) return reason;
