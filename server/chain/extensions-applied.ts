@@ -1,10 +1,12 @@
 /**
  * `admissiongateway.io/extensions-applied` (README "Opt-in providers"): what was applied is visible on the
  * object. After the mutate phase's steps, the gateway sets the annotation to the `OptIn` extensions whose
- * mutate steps ran for this review without failing (some step of theirs approved), in chain order, and
- * removes a value left from an earlier write when none ran. It is the gateway's own write, made after every
- * step and reinvocation: no step's, so it counts as no patch conflict, falls under no declared write set and
- * reinvokes nothing. Validating extensions never touch the object and are not listed.
+ * mutate steps ran for this review without failing (some step of theirs approved), in chain order, and to
+ * those the stored object already listed that it still references (applied by an earlier write, with nothing
+ * to do in this one: an injector of CREATEs on a later UPDATE); a value naming nothing else is removed. It is
+ * the gateway's own write, made after every step and reinvocation: no step's, so it counts as no patch
+ * conflict, falls under no declared write set and reinvokes nothing. Validating extensions never touch the
+ * object and are not listed.
  */
 import type { KubeObject } from '../admission/types.js';
 import { trackObject } from '../patch/tracked-object.js';
@@ -16,6 +18,7 @@ import { effectiveFailurePolicy } from './policy.js';
 import type { ReviewContext } from './review-context.js';
 import type { ReviewExtensions } from './review-references.js';
 import { isPatchable } from './skip.js';
+import type { Step } from './step.js';
 
 /** Who the written paths say wrote the annotation (never a step's name: those are DNS labels). */
 const WRITER = 'admission-gateway/extensions-applied';
@@ -31,25 +34,41 @@ function currentValue(object: KubeObject): unknown {
   return isMap(annotations) ? annotations[EXTENSIONS_APPLIED_ANNOTATION] : undefined;
 }
 
+/** What the annotation's values and the review bring to its next value. */
+export interface AppliedSources {
+  /** The extensions whose mutate steps approved in this review (this route's). */
+  readonly approved: ReadonlySet<string>;
+  /** The extensions the review references (review-references.ts). */
+  readonly referenced: ReadonlySet<string>;
+  /** The value on the stored object (an UPDATE's old object): what earlier writes applied. None on CREATE. */
+  readonly stored: unknown;
+  /** The value on the object in hand: what another half of a split phase wrote moments ago. */
+  readonly current: unknown;
+}
+
 /**
- * What the annotation says after this review: the extensions `approved` (`OptIn`, with mutate steps in this
- * route), in chain order; undefined for none. A route that runs one half of the phase (`/mutate/fail`,
- * `/mutate/ignore`) answers for its own steps only: what `current` lists of an extension with mutate steps in
- * the other half stays.
+ * What the annotation says after this review, in chain order; undefined for nothing. A route answers for its
+ * own `OptIn` mutators: those that approved now, and those the stored object listed that are still referenced.
+ * A route that runs one half of the phase (`/mutate/fail`, `/mutate/ignore`) keeps what the object in hand lists
+ * of the other half's, still referenced. A name the client wrote itself on a CREATE is never kept.
  */
 export function appliedValue(
   chain: ChainExtensions,
   route: ReviewExtensions['failurePolicy'],
-  approved: ReadonlySet<string>,
-  current: unknown,
+  sources: AppliedSources,
 ): string | undefined {
-  const names = new Set(approved);
+  const names = new Set(sources.approved);
+  const onThisRoute = (step: Step) => route === undefined || effectiveFailurePolicy(step) === route;
+  /** A referenced `OptIn` extension with a mutate step `where` says. */
+  const mutator = (name: string, where: (step: Step) => boolean) =>
+    sources.referenced.has(name) &&
+    !!chain.get(name)?.steps.some((s) => s.attach === 'OptIn' && s.phase === 'mutate' && where(s));
+  for (const name of parseExtensionReferences(sources.stored).names) {
+    if (mutator(name, onThisRoute)) names.add(name);
+  }
   if (route !== undefined) {
-    for (const name of parseExtensionReferences(current).names) {
-      const other = chain
-        .get(name)
-        ?.steps.some((s) => s.attach === 'OptIn' && s.phase === 'mutate' && effectiveFailurePolicy(s) !== route);
-      if (other) names.add(name);
+    for (const name of parseExtensionReferences(sources.current).names) {
+      if (mutator(name, (step) => !onThisRoute(step))) names.add(name);
     }
   }
   if (names.size === 0) return undefined;
@@ -104,12 +123,11 @@ export function stampExtensionsApplied(
   const { request, extensions } = ctx;
   if (!extensions?.chain.optInMutates || !isPatchable(request) || request.subResource) return undefined;
   const object = request.object!;
-  const approved = ctx.observer.approvedOptIn();
-  const value = appliedValue(
-    extensions.chain,
-    extensions.failurePolicy,
-    approved,
-    currentValue(working?.root ?? object),
-  );
+  const value = appliedValue(extensions.chain, extensions.failurePolicy, {
+    approved: ctx.observer.approvedOptIn(),
+    referenced: extensions.referenced,
+    stored: request.operation === 'UPDATE' && request.oldObject ? currentValue(request.oldObject) : undefined,
+    current: currentValue(working?.root ?? object),
+  });
   return writeApplied(object, working, written, value);
 }

@@ -44,6 +44,11 @@ export interface ReviewExtensions {
 /** Where the references come from. */
 export interface ReferenceSources {
   readonly object: ExtensionReferences;
+  /**
+   * What the request does not write of them: on an UPDATE, the old object's references (undefined: none); on a
+   * DELETE or CONNECT, all of them.
+   */
+  readonly unchanged?: ExtensionReferences | undefined;
   /** The namespace whose references `namespace` holds: none for a cluster-scoped object or a Namespace. */
   readonly namespaceName: string | undefined;
   readonly namespace: ExtensionReferences;
@@ -239,7 +244,12 @@ export function settleReferences(input: SettleInput): SettledReferences {
 
   if (warn) {
     warnings.push(...unusable(sources.object, undefined, chain));
+    // That a reference does not apply, or changes nothing, is told when it is written: not on every later
+    // UPDATE of the object (a Pod's label changed, for an injector of CREATEs) nor on its DELETE.
+    const written = (name: string) =>
+      request.operation === 'CREATE' || (request.operation === 'UPDATE' && !sources.unchanged?.names.includes(name));
     for (const extension of objectSide) {
+      if (!written(extension.name)) continue;
       const why = whyNot(extension);
       if (why !== undefined) {
         warnings.push(`the object references "${extension.name}", which does not apply to this request: ${why}`);

@@ -117,6 +117,10 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     notes: ReviewNotes,
   ): Promise<{ labels: Labels | undefined; extensions: ReviewExtensions; refusal: Denial | undefined }> => {
     const object = objectReferences(value);
+    const unchanged =
+      value !== undefined && request.operation === 'UPDATE' && request.oldObject
+        ? objectReferences(request.oldObject.metadata?.annotations?.[EXTENSIONS_ANNOTATION])
+        : undefined;
     const source = deps.namespaceLabels;
     const namespaceName = chain.extensions.usesReferences ? namespaceOfReferences(request) : undefined;
     const fromNamespace = namespaceName && source.extensions ? source.extensions(namespaceName) : NO_REFERENCES;
@@ -136,7 +140,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     const settled = settleReferences({
       request,
       chain: chain.extensions,
-      sources: { object, namespaceName, namespace },
+      sources: { object, unchanged, namespaceName, namespace },
       namespaceLabels: labels,
       warn,
     });

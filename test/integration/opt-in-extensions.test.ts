@@ -269,10 +269,12 @@ chain:
       });
     });
 
-    it('removes a value left from an earlier write when none runs now; never patches a DELETE or a status update', async function () {
+    it('removes a value the object no longer references; never patches a DELETE or a status update', async function () {
       const h = await start(CHAIN);
+      // Stored with team-labels applied; the object no longer references it (and team-b never did).
       const update = pod('team-b', undefined, podUpdate());
       objectOf(update).metadata!.annotations = { [APPLIED]: 'team-labels', note: 'kept' };
+      requestOf(update).oldObject!.metadata!.annotations = { [APPLIED]: 'team-labels', note: 'kept' };
 
       const updated = await h.review('/mutate', update);
       const deleted = await h.review('/mutate', pod('team-a', 'team-labels', podDelete()));
@@ -288,14 +290,37 @@ chain:
         note: 'kept',
       });
       assert.deepEqual(decoded(statusUpdated.response), { uid: requestOf(podUpdate()).uid, allowed: true });
-      assert.deepEqual(decoded(deleted.response), {
-        uid: requestOf(podDelete()).uid,
+      assert.deepEqual(decoded(deleted.response), { uid: requestOf(podDelete()).uid, allowed: true });
+    });
+    it('keeps what an earlier write applied while the object references it, and never what a client wrote', async function () {
+      const h = await start(`
+chain:
+  - plugin: add-label
+    name: on-create
+    attach: OptIn
+    match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }] }
+    settings: { tag: on-create, labels: { created: 'yes' } }
+`);
+      // An UPDATE on-create has nothing to do in: the Pod still carries what it applied at CREATE.
+      const update = pod('team-b', 'on-create', podUpdate());
+      const applied = { [REFERENCES]: 'on-create', [APPLIED]: 'on-create' };
+      objectOf(update).metadata!.annotations = { ...applied };
+      requestOf(update).oldObject!.metadata!.annotations = { ...applied };
+      // A CREATE whose client wrote the value itself, for an extension it does not reference.
+      const forged = pod('team-b');
+      objectOf(forged).metadata!.annotations = { [APPLIED]: 'on-create' };
+
+      const updated = await h.review('/mutate', update);
+      const created = await h.review('/mutate', forged);
+
+      assert.deepEqual(decoded(updated.response), { uid: requestOf(podUpdate()).uid, allowed: true });
+      assert.deepEqual(decoded(created.response), {
+        uid: UID,
         allowed: true,
-        warnings: [
-          'admissiongateway.io/extensions: the object references "team-labels", which does not apply to this ' +
-            'request: it edits the object, and a DELETE has none to edit',
-        ],
+        patchType: 'JSONPatch',
+        patch: [{ op: 'remove', path: '/metadata/annotations/admissiongateway.io~1extensions-applied' }],
       });
+      assert.deepEqual(test.calls.sequence(), []);
     });
   });
 

@@ -14,7 +14,7 @@ const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], api
 const mutator = definePlugin({ name: 'mutator', match: everything, setup: () => ({ mutate: () => undefined }) });
 const validator = definePlugin({ name: 'validator', match: everything, setup: () => ({ validate: () => allow() }) });
 
-// first and third are OptIn mutators behind /mutate/fail, second one behind /mutate/ignore.
+// first and third are OptIn mutators behind /mutate/fail, second one behind /mutate/ignore; checks validates.
 const config = parseConfigText(
   `
 chain:
@@ -41,17 +41,36 @@ const pod = (annotations?: Record<string, string>): KubeObject => ({
 
 describe('admissiongateway.io/extensions-applied (extensions-applied.ts)', () => {
   describe('appliedValue()', () => {
+    const all = new Set(['first', 'second', 'third', 'always', 'checks']);
+    const value = (
+      route: 'Fail' | 'Ignore' | undefined,
+      approved: string[],
+      { referenced = all, stored, current }: { referenced?: Set<string>; stored?: string; current?: string } = {},
+    ) => appliedValue(extensions, route, { approved: new Set(approved), referenced, stored, current });
+
     it('lists the extensions that applied in chain order, and nothing for none', () => {
-      assert.equal(appliedValue(extensions, undefined, new Set(['third', 'first']), undefined), 'first,third');
-      assert.equal(appliedValue(extensions, undefined, new Set(), 'first,third'), undefined);
+      assert.equal(value(undefined, ['third', 'first']), 'first,third');
+      assert.equal(
+        value(undefined, [], { current: 'first,third' }),
+        undefined,
+        "the object's own value counts for nothing",
+      );
     });
 
-    it('on a split route, keeps what the other half listed and answers for its own extensions only', () => {
-      // The Ignore half ran second; first and third (Fail half) stay, a stale "second" is dropped.
-      assert.equal(appliedValue(extensions, 'Ignore', new Set(), 'third,second,first'), 'first,third');
-      assert.equal(appliedValue(extensions, 'Ignore', new Set(['second']), 'first'), 'first,second');
-      // Names that are no OptIn mutator of the other half are not kept: unknown, Always, validating.
-      assert.equal(appliedValue(extensions, 'Fail', new Set(['first']), 'nope,always,checks,second'), 'first,second');
+    it('keeps what the stored object listed and the object still references, and nothing else', () => {
+      // An UPDATE that first's steps had nothing to do in: first is still what it was.
+      assert.equal(value(undefined, ['third'], { stored: 'first' }), 'first,third');
+      assert.equal(value(undefined, [], { stored: 'first,third', referenced: new Set(['third']) }), 'third');
+      // Names that are no OptIn mutator: unknown, Always, validating.
+      assert.equal(value(undefined, [], { stored: 'nope,always,checks' }), undefined);
+    });
+
+    it('on a split route, keeps what the other half listed in the object in hand, and answers for its own', () => {
+      // The Ignore half runs after the Fail half: first and third (Fail half) stay, a "second" there is dropped.
+      assert.equal(value('Ignore', [], { current: 'third,second,first' }), 'first,third');
+      assert.equal(value('Ignore', ['second'], { current: 'first' }), 'first,second');
+      assert.equal(value('Fail', ['first'], { current: 'nope,always,checks,second' }), 'first,second');
+      assert.equal(value('Fail', [], { current: 'second', referenced: new Set() }), undefined);
     });
   });
 

@@ -69,7 +69,7 @@ function settle(
   request: AdmissionRequest,
   objectValue: string | undefined,
   namespaceValue?: string,
-  { warn = true, labels = {} }: { warn?: boolean; labels?: Record<string, string> } = {},
+  { warn = true, labels = {}, unchanged }: { warn?: boolean; labels?: Record<string, string>; unchanged?: string } = {},
 ): SettledReferences {
   const withReferences = referencing(request, objectValue);
   return settleReferences({
@@ -77,6 +77,7 @@ function settle(
     chain: chain.extensions,
     sources: {
       object: parseExtensionReferences(objectReferenceValue(withReferences)),
+      unchanged: unchanged === undefined ? undefined : parseExtensionReferences(unchanged),
       namespaceName: namespaceOfReferences(withReferences),
       namespace: namespaceValue === undefined ? NO_REFERENCES : parseExtensionReferences(namespaceValue),
     },
@@ -230,9 +231,20 @@ chain:
           'changes nothing',
       ]);
       assert.deepEqual(settle(podCreateRequest(), 'team-only', undefined, { labels: { team: 'yes' } }).warnings, []);
-      assert.deepEqual(settle(requestOf(podDelete()), 'labels').warnings, [
-        'the object references "labels", which does not apply to this request: it edits the object, and a DELETE ' +
-          'has none to edit',
+      assert.deepEqual(settle(requestOf(podUpdate()), 'audit,labels', undefined, { unchanged: 'labels' }).warnings, [
+        'the object references "audit", which does not apply to this request: its rules do not select UPDATE of v1 pods',
+      ]);
+    });
+
+    it('tells that when the reference is written, not on every later UPDATE nor on a DELETE', () => {
+      assert.deepEqual(
+        settle(requestOf(podUpdate()), 'audit,defaults', undefined, { unchanged: 'audit,defaults' }).warnings,
+        [],
+      );
+      assert.deepEqual(settle(requestOf(podDelete()), 'labels,defaults').warnings, []);
+      // A name that can never work is told whenever it is read.
+      assert.deepEqual(settle(requestOf(podDelete()), 'nope').warnings, [
+        'the object references "nope", which is no entry of the gateway\'s chain: nothing runs for it',
       ]);
     });
 
