@@ -217,54 +217,88 @@ export function settleReferences(input: SettleInput): SettledReferences {
   }
   for (const extension of fromNamespace) referenced.add(extension.name);
 
-  // Two entries of one group named by one source: refused on a write, set aside otherwise — never guessed.
-  let refusal: Denial | undefined;
-  const conflicts: Array<{ readonly source: string | undefined; readonly members: ChainExtension[] }> = [];
-  for (const members of conflictsOf(objectSide).values()) conflicts.push({ source: undefined, members });
-  for (const members of conflictsOf(fromNamespace).values()) {
-    conflicts.push({ source: sources.namespaceName, members });
+  const conflicts = [
+    ...[...conflictsOf(objectSide).values()].map((members) => ({ source: undefined, members })),
+    ...[...conflictsOf(fromNamespace).values()].map((members) => ({ source: sources.namespaceName, members })),
+  ];
+  const refusal = settleConflicts(conflicts, { request, whyNot, warn, setAside, warnings });
+
+  if (warn) {
+    warnings.push(...unusable(sources.object, undefined, chain));
+    warnings.push(...objectWarnings(objectSide, request, sources.unchanged, whyNot));
+    // A namespace's references count for every object in it: that one of them does not apply to some kind of
+    // object is no news, but a name that can never work is.
+    warnings.push(...unusable(sources.namespace, sources.namespaceName, chain));
   }
+  return { referenced, setAside, refusal, warnings };
+}
+
+/** What settling conflicts works on: the review, and where it puts what it finds. */
+interface ConflictContext {
+  readonly request: AdmissionRequest;
+  readonly whyNot: (extension: ChainExtension) => string | undefined;
+  readonly warn: boolean;
+  readonly setAside: Map<string, string>;
+  readonly warnings: string[];
+}
+
+/**
+ * Two entries (or more) of one group named by one source: the refusal of a write; otherwise (a DELETE, a
+ * CONNECT, an object being deleted) none of them runs, with a warning — which one was meant is never guessed.
+ * A conflict between entries none of which applies to the request changes nothing: nothing of theirs runs.
+ */
+function settleConflicts(
+  conflicts: ReadonlyArray<{ readonly source: string | undefined; readonly members: readonly ChainExtension[] }>,
+  ctx: ConflictContext,
+): Denial | undefined {
+  const { request } = ctx;
+  let refusal: Denial | undefined;
   for (const { source, members } of conflicts) {
-    // A conflict between entries none of which applies to this request changes nothing: nothing of theirs runs.
-    if (members.every((m) => whyNot(m) !== undefined)) continue;
+    if (members.every((m) => ctx.whyNot(m) !== undefined)) continue;
     const group = members[0]!.conflictGroup!;
     if (isWrite(request)) {
       refusal ??= { allowed: false, code: 400, message: conflictMessage(source, members, group) };
       continue;
     }
     const reason = `conflict group "${group}": ${sourceName(source)} references ${quoted(members)}`;
-    for (const member of members) setAside.set(member.name, reason);
-    if (warn) {
-      warnings.push(
+    for (const member of members) ctx.setAside.set(member.name, reason);
+    if (ctx.warn) {
+      ctx.warnings.push(
         `${sourceName(source)} references ${quoted(members)}, both of conflict group "${group}": ` +
           `none of them runs for ${isDeleting(request) ? 'an object being deleted' : `a ${request.operation}`}`,
       );
     }
   }
+  return refusal;
+}
 
-  if (warn) {
-    warnings.push(...unusable(sources.object, undefined, chain));
-    // That a reference does not apply, or changes nothing, is told when it is written: not on every later
-    // UPDATE of the object (a Pod's label changed, for an injector of CREATEs) nor on its DELETE.
-    const written = (name: string) =>
-      request.operation === 'CREATE' || (request.operation === 'UPDATE' && !sources.unchanged?.names.includes(name));
-    for (const extension of objectSide) {
-      if (!written(extension.name)) continue;
-      const why = whyNot(extension);
-      if (why !== undefined) {
-        warnings.push(`the object references "${extension.name}", which does not apply to this request: ${why}`);
-      } else if (extension.attach === 'Always') {
-        warnings.push(
-          `the object references "${extension.name}", which runs for every request it matches (attach: Always): ` +
-            'the reference changes nothing',
-        );
-      }
+/**
+ * The object's references that do not apply to the request, or change nothing (an `Always` entry's). Told when
+ * the request writes them (a CREATE, or a name new in an UPDATE): not on every later UPDATE of the object (a
+ * Pod's label changed, for an injector of CREATEs) nor on its DELETE.
+ */
+function objectWarnings(
+  objectSide: readonly ChainExtension[],
+  request: AdmissionRequest,
+  unchanged: ExtensionReferences | undefined,
+  whyNot: (extension: ChainExtension) => string | undefined,
+): string[] {
+  const written = (name: string) =>
+    request.operation === 'CREATE' || (request.operation === 'UPDATE' && !unchanged?.names.includes(name));
+  const out: string[] = [];
+  for (const extension of objectSide) {
+    if (!written(extension.name)) continue;
+    const why = whyNot(extension);
+    if (why !== undefined) {
+      out.push(`the object references "${extension.name}", which does not apply to this request: ${why}`);
+    } else if (extension.attach === 'Always') {
+      out.push(
+        `the object references "${extension.name}", which runs for every request it matches (attach: Always): ` +
+          'the reference changes nothing',
+      );
     }
-    // A namespace's references count for every object in it: that one of them does not apply to some kind of
-    // object is no news, but a name that can never work is.
-    warnings.push(...unusable(sources.namespace, sources.namespaceName, chain));
   }
-  return { referenced, setAside, refusal, warnings };
+  return out;
 }
 
 /** The entries of the chain `references` names, in the order named. */
@@ -284,10 +318,10 @@ function unusable(references: ExtensionReferences, namespace: string | undefined
   if (references.invalid.length > 0) {
     const shown = references.invalid.slice(0, QUOTED_INVALID).map((item) => JSON.stringify(item));
     const more = references.invalid.length - shown.length;
+    const annotation = namespace === undefined ? "the object's annotation" : `the annotation of ${source}`;
+    const items = `${shown.join(', ')}${more > 0 ? ` (and ${more} more)` : ''}`;
     out.push(
-      `${namespace === undefined ? "the object's annotation" : `the annotation of ${source}`} holds what cannot be ` +
-        `read as entry names, ` +
-        `ignored: ${shown.join(', ')}${more > 0 ? ` (and ${more} more)` : ''}; it is read as at most ` +
+      `${annotation} holds what cannot be read as entry names, ignored: ${items}; it is read as at most ` +
         `${MAX_EXTENSION_REFERENCES} comma-separated names of lower-case letters, digits and "-"`,
     );
   }
