@@ -36,7 +36,15 @@ import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gate
 import { apiserverGet, getChain, getReadiness, mutateOrder, postReview, type ChainView } from './http.js';
 import { manifestDocuments, toModel, toWire } from './manifests.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
-import { CRD_NAME, GROUP, apiextensions, customObjects, deleteCrd, deleteProvider } from './admission-providers.js';
+import {
+  CRD_NAME,
+  GROUP,
+  apiextensions,
+  customObjects,
+  deleteCrd,
+  deleteProvider,
+  patchingProviderSpec,
+} from './admission-providers.js';
 import { pausePod } from './objects.js';
 
 // A gateway in cluster mode (as `serve` runs with a kubeconfig) whose chain is two `record-order` steps
@@ -65,12 +73,7 @@ const authorization = () => kubeConfig().makeApiClient(AuthorizationV1Api);
 /** The spec of a provider named `name` at `order`: the fake's /<name>/patch, for Pods labelled e2e-provider=<name>. */
 function providerSpec(fake: FakeProvider, name: string, order: number): Record<string, unknown> {
   return {
-    url: fake.url(`/${name}/patch`),
-    caBundle: fake.caBundle,
-    phases: ['mutate'],
-    order,
-    timeoutSeconds: 5,
-    failurePolicy: 'Fail',
+    ...patchingProviderSpec(fake, name, order),
     match: {
       rules: [POD_RULE],
       namespaceSelector: { matchLabels: { [SUITE_LABEL]: SUITE } },

@@ -9,6 +9,7 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION } from '../../server/kube/admission-provider.js';
+import type { FakeProvider } from '../helpers/fake-provider.js';
 import { eventually, kubeConfig, readStatus } from './cluster.js';
 import { manifestDocuments, toModel } from './manifests.js';
 
@@ -18,6 +19,21 @@ export const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural:
 
 export const apiextensions = (): ApiextensionsV1Api => kubeConfig().makeApiClient(ApiextensionsV1Api);
 export const customObjects = (): CustomObjectsApi => kubeConfig().makeApiClient(CustomObjectsApi);
+
+/**
+ * The spec of a mutating provider at the fake's /<name>/patch (the label provider=patched) at `order`: 5 s,
+ * failurePolicy Fail. The caller adds its `match` and anything else.
+ */
+export function patchingProviderSpec(fake: FakeProvider, name: string, order: number): Record<string, unknown> {
+  return {
+    url: fake.url(`/${name}/patch`),
+    caBundle: fake.caBundle,
+    phases: ['mutate'],
+    order,
+    timeoutSeconds: 5,
+    failurePolicy: 'Fail',
+  };
+}
 
 const ignoreNotFound = (err: unknown): void => {
   if (!(err instanceof ApiException && err.code === 404)) throw err;

@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { PROVIDER_GROUP, PROVIDER_VERSION } from '../../server/kube/admission-provider.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
-import { GROUP, customObjects, deleteCrd, deleteProvider, ensureCrd } from './admission-providers.js';
+import {
+  GROUP,
+  customObjects,
+  deleteCrd,
+  deleteProvider,
+  ensureCrd,
+  patchingProviderSpec,
+} from './admission-providers.js';
 import {
   SUITE_LABEL,
   apiError,
@@ -33,12 +40,7 @@ function optInProvider(fake: FakeProvider, name: string, order: number): Record<
     kind: 'AdmissionProvider',
     metadata: { name },
     spec: {
-      url: fake.url(`/${name}/patch`),
-      caBundle: fake.caBundle,
-      phases: ['mutate'],
-      order,
-      timeoutSeconds: 5,
-      failurePolicy: 'Fail',
+      ...patchingProviderSpec(fake, name, order),
       attach: 'OptIn',
       conflictGroup: 'sidecars',
       match: { rules: [POD_RULE] },
