@@ -119,10 +119,7 @@ describe('opt-in AdmissionProviders through a real kube-apiserver', function () 
     const chain = await getChain(gw!.gateway.opsUrl);
     const shown = chain.mutate
       .filter((s) => s.source === 'provider')
-      .map((s) => {
-        const { name, attach, conflictGroup } = s as typeof s & { attach?: string; conflictGroup?: string };
-        return [name, attach, conflictGroup];
-      });
+      .map(({ name, attach, conflictGroup }) => [name, attach, conflictGroup]);
     assert.deepEqual(shown, [
       ['sidecar', 'OptIn', 'sidecars'],
       ['other-sidecar', 'OptIn', 'sidecars'],
