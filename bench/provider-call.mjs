@@ -70,6 +70,8 @@ if (argv.step) {
     sideEffects: 'None',
     reinvocationPolicy: 'Never',
     order: 0,
+    extension: 'bench',
+    attach: 'Always',
   });
   const inv = {
     request,

@@ -11,6 +11,7 @@ import { resolveStepOptions, type FailurePolicy } from '../config/step-options.j
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
+import { attachmentOf, indexExtensions, type ChainExtensions } from './chain-extensions.js';
 import { compileMatch } from './match.js';
 import { createPluginSteps } from './plugin-step.js';
 import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
@@ -44,6 +45,8 @@ export interface Chain {
   readonly problems: readonly PlanProblem[];
   /** The authorize chain (POST /authorize), in order. */
   readonly authorize: readonly AuthorizeStep[];
+  /** The entries as `admissiongateway.io/extensions` names them (README "Opt-in providers"). */
+  readonly extensions: ChainExtensions;
   /** `/chain`: the resolved order, matches, policies, levels and live state. */
   describe(): { mutate: object[]; validate: object[]; authorize: object[]; problems?: string[] };
   /** `mutate=[a,b] validate=[c]`, for the log line at start and on every change. */
@@ -96,6 +99,7 @@ export function createChain(steps: readonly Step[], authorizeSteps: readonly Aut
     planOf: (failurePolicy) => plans[failurePolicy ?? 'all'],
     problems: all.problems,
     authorize,
+    extensions: indexExtensions(ordered, authorize),
     describe: () => ({
       mutate: phases.mutate.all.steps.map((s) => ({ ...s.describe(), level: levelOf.get(s) })),
       validate: phases.validate.all.steps.map((s) => s.describe()),
@@ -167,6 +171,7 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
     ...options,
     timeoutMs: timeoutSeconds * 1000,
     order: entry.order,
+    ...attachmentOf(entry),
     ...declarationFields(entry),
     handlers,
   });

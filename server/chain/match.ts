@@ -9,8 +9,18 @@ import { compileSelector, isEmptySelector, type Labels } from './label-selector.
 /** Returns why the step does not apply, or undefined when it does. */
 export type Matcher = (request: AdmissionRequest, namespaceLabels: Labels | undefined) => string | undefined;
 
+/** Why a match does not apply: what `Matcher` returns (review-references.ts puts them in words). */
+export const RULES_DO_NOT_MATCH = 'rules do not match';
+export const NAMESPACE_SELECTOR_DOES_NOT_MATCH = 'namespaceSelector does not match';
+export const OBJECT_SELECTOR_DOES_NOT_MATCH = 'objectSelector does not match';
+
 export interface CompiledMatch {
   readonly matches: Matcher;
+  /**
+   * Whether the rules alone select the request: what a webhook configuration rendered from them lets through
+   * to the gateway (its selectors aside).
+   */
+  readonly rulesMatch: (request: AdmissionRequest) => boolean;
   /** True when the namespaceSelector needs the labels of the request's namespace. */
   readonly needsNamespaceLabels: boolean;
 }
@@ -33,7 +43,7 @@ function resourcesOf(patterns: readonly string[]): (resource: string, subResourc
 }
 
 /** Namespace objects are cluster-scoped; for them the apiserver sets request.namespace to their own name. */
-function isNamespaceResource(request: AdmissionRequest): boolean {
+export function isNamespaceResource(request: AdmissionRequest): boolean {
   return request.resource.group === '' && request.resource.resource === 'namespaces';
 }
 
@@ -100,17 +110,18 @@ export function compileMatch(match: Match): CompiledMatch {
   const objectMatches = (object: KubeObject | null | undefined): boolean =>
     !!object && objSelector(labelsOf(object) ?? {});
 
+  const rulesMatch = (request: AdmissionRequest): boolean => rules.some((rule) => rule(request));
   const matches: Matcher = (request, namespaceLabels) => {
-    if (!rules.some((rule) => rule(request))) return 'rules do not match';
+    if (!rulesMatch(request)) return RULES_DO_NOT_MATCH;
     // A cluster-scoped object other than a Namespace is never exempted by a namespaceSelector.
     if (hasNsSelector && (request.namespace || isNamespaceResource(request))) {
       const labels = namespaceLabelsFromObject(request) ?? namespaceLabels;
-      if (!nsSelector(labels ?? {})) return 'namespaceSelector does not match';
+      if (!nsSelector(labels ?? {})) return NAMESPACE_SELECTOR_DOES_NOT_MATCH;
     }
     if (hasObjSelector && !objectMatches(request.object) && !objectMatches(request.oldObject)) {
-      return 'objectSelector does not match';
+      return OBJECT_SELECTOR_DOES_NOT_MATCH;
     }
     return undefined;
   };
-  return { matches, needsNamespaceLabels: hasNsSelector };
+  return { matches, rulesMatch, needsNamespaceLabels: hasNsSelector };
 }

@@ -20,10 +20,8 @@ import type { StepPlan } from './step-graph.js';
 import type { Step } from './step.js';
 import { firstWriteOutside, mergePatch, creationsOnTheWay, readsIn, writesOnMerge } from './write-set.js';
 import { HeldNotes } from './held-notes.js';
-import { skipReason } from './skip.js';
-
-/** Operations whose object cannot be patched (the apiserver refuses such patches). */
-const UNPATCHABLE = new Set(['DELETE', 'CONNECT']);
+import { stampExtensionsApplied } from './extensions-applied.js';
+import { isPatchable, skipReason } from './skip.js';
 
 /** A declared step's call, finished: the copy it worked on and how it ended. */
 interface Finished {
@@ -43,7 +41,7 @@ interface Finished {
  */
 export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promise<Decision> {
   const { request } = ctx;
-  const patchable = !!request.object && !UNPATCHABLE.has(request.operation);
+  const patchable = isPatchable(request);
   let working: WorkingCopy<KubeObject> | undefined;
   /** Which step wrote which JSON pointers: conflicts, and what the final diff compares. */
   const written = new WrittenPaths();
@@ -271,7 +269,10 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   }
   leveled(undefined);
 
-  if (!working || changes === 0) return APPROVED;
+  // What was applied is visible on the object: the gateway's own write, after every step.
+  const stamped = stampExtensionsApplied(ctx, working, written);
+  if (stamped) working = stamped;
+  if (!working || (changes === 0 && !stamped)) return APPROVED;
   await yieldIfLarge(ctx);
   // Only what some step wrote can differ: diff those subtrees, not the whole object.
   const patch = diffWritten(request.object!, working.root, written);

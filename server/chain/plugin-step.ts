@@ -10,6 +10,7 @@ import type {
   ValidateContext,
   Verdict,
 } from '../plugin-api/types.js';
+import { describeAttachment } from './chain-extensions.js';
 import type { Step, StepInvocation, StepPlacement } from './step.js';
 
 /** The chain entry's resolved settings for one plugin (config defaults and the plugin's own applied). */
@@ -76,6 +77,9 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
     sideEffects: options.sideEffects,
     reinvocationPolicy: phase === 'mutate' ? options.reinvocationPolicy : ('Never' as const),
     order: options.order,
+    extension: options.extension,
+    attach: options.attach,
+    conflictGroup: options.conflictGroup,
     describe: () => ({
       name: options.name,
       source: 'plugin',
@@ -90,6 +94,7 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
       reinvocationPolicy: phase === 'mutate' ? options.reinvocationPolicy : 'Never',
       match: options.matchSpec,
       ...(phase === 'mutate' && options.declared ? options.declared : {}),
+      ...describeAttachment(options),
     }),
   });
 

@@ -9,6 +9,7 @@ import { StepFailedError } from '../base/errors.js';
 import type { Labels } from './label-selector.js';
 import type { ReviewNotes } from './notes.js';
 import { denialConsequence, failureConsequence, type Consequence } from './policy.js';
+import type { ReviewExtensions } from './review-references.js';
 import type { ReviewObserver } from './review-observer.js';
 import type { Step } from './step.js';
 
@@ -18,6 +19,11 @@ export interface ReviewContext {
   /** performance.now() value by which the chain must have answered. */
   readonly deadline: number;
   readonly namespaceLabels: Labels | undefined;
+  /**
+   * The opt-in extensions the review references, settled (review-references.ts); undefined when the chain
+   * has no `OptIn` step nor conflict group and the object references nothing.
+   */
+  readonly extensions: ReviewExtensions | undefined;
   readonly notes: ReviewNotes;
   readonly observer: ReviewObserver;
   readonly now: () => number;

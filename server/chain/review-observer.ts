@@ -33,6 +33,8 @@ export interface PatchConflict {
   readonly earlierPath: string;
 }
 
+const NONE: ReadonlySet<string> = new Set();
+
 const OUTCOME_OF_FAILURE: Readonly<Record<string, StepOutcome>> = { timeout: 'timeout', breaker_open: 'circuit_open' };
 
 /** The step outcome a failure counts as: timeout, circuit_open, or error. */
@@ -53,6 +55,9 @@ export class ReviewObserver implements StepLogs {
   readonly reports: StepReport[] = [];
   private bound: BindableLogger | undefined;
   private stepLogs: Map<string, Logger> | undefined;
+  /** The `OptIn` extensions whose steps were called, and those of them a step approved for (made on first use). */
+  private optInCalled: Set<string> | undefined;
+  private optInApproved: Set<string> | undefined;
 
   constructor(
     private readonly metrics: Metrics,
@@ -165,7 +170,23 @@ export class ReviewObserver implements StepLogs {
     );
   }
 
+  /** The `OptIn` extensions a step was called for in this phase (README "Opt-in providers"). */
+  calledOptIn(): ReadonlySet<string> {
+    return this.optInCalled ?? NONE;
+  }
+
+  /** The `OptIn` extensions a step approved for in this phase: ran without failing, and not denied. */
+  approvedOptIn(): ReadonlySet<string> {
+    return this.optInApproved ?? NONE;
+  }
+
   private record(step: Step, report: StepReport): void {
+    if (step.attach === 'OptIn') {
+      (this.optInCalled ??= new Set()).add(step.extension);
+      if (report.outcome === 'allowed' || report.outcome === 'patched') {
+        (this.optInApproved ??= new Set()).add(step.extension);
+      }
+    }
     this.reports.push(report);
     this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: report.outcome });
     this.metrics.stepDuration.observe({ step: step.name, phase: this.phase }, report.ms / 1000);

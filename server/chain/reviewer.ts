@@ -3,19 +3,27 @@
  * run the phase, and build the answer; its observer records the metrics and the log line.
  */
 import { performance } from 'node:perf_hooks';
-import type { Decision } from '../admission/decision.js';
+import type { Decision, Denial } from '../admission/decision.js';
 import { answerTo } from '../admission/responses.js';
-import type { AdmissionRequest, AdmissionResponse } from '../admission/types.js';
+import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/types.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from './chain.js';
-import type { ExtensionReferences } from './extension-references.js';
+import { EXTENSIONS_ANNOTATION, NO_REFERENCES, type ExtensionReferences } from './extension-references.js';
 import type { Labels } from './label-selector.js';
 import { namespaceToLookUp } from './match.js';
 import { runMutatePhase } from './mutate.js';
 import { ReviewNotes } from './notes.js';
 import type { ReviewContext } from './review-context.js';
 import { ReviewObserver, type StepReport } from './review-observer.js';
+import {
+  namespaceOfReferences,
+  objectReferenceValue,
+  objectReferences,
+  settleReferences,
+  type ReviewExtensions,
+} from './review-references.js';
+import type { Step } from './step.js';
 import { runValidatePhase } from './validate.js';
 
 /** Where namespaceSelector labels come from: an informer cache in cluster mode, a stand-in otherwise. */
@@ -76,9 +84,87 @@ export function budgetMs(timeoutMs: number, marginMs: number): number {
   return Math.max(timeoutMs - marginMs, timeoutMs / 2);
 }
 
+/** Whether references name anything, readable or not. */
+const nameAnything = (references: ExtensionReferences): boolean =>
+  references.names.length > 0 || references.invalid.length > 0;
+
+/**
+ * Whether this route gives the warnings about a review's references. The apiserver shows the mutating and the
+ * validating webhooks' warnings together, so they are given once: by the mutate phase, or by the validate
+ * phase when no mutate step's rules select the request (a mutating webhook rendered from them is not called
+ * for it); and of a phase split by failure policy, by its `Fail` half, or by its `Ignore` half when no `Fail`
+ * step's rules select the request.
+ */
+export function givesReferenceWarnings(chain: Chain, request: AdmissionRequest, selection: StepSelection): boolean {
+  const selects = (steps: readonly Step[]) => steps.some((step) => step.match.rulesMatch(request));
+  if (selection.phase === 'validate' && selects(chain.stepsOf('mutate'))) return false;
+  return selection.failurePolicy !== 'Ignore' || !selects(chain.stepsOf(selection.phase, 'Fail'));
+}
+
 export function createReviewer(deps: ReviewerDeps): Reviewer {
   const now = deps.now ?? (() => performance.now());
   const { metrics } = deps;
+
+  /**
+   * The references of a review, settled (review-references.ts), and the namespace's labels: its references
+   * and labels come from one lookup, both asked for before either is awaited.
+   */
+  const settle = async (
+    request: AdmissionRequest,
+    chain: Chain,
+    selection: StepSelection,
+    value: unknown,
+    notes: ReviewNotes,
+  ): Promise<{ labels: Labels | undefined; extensions: ReviewExtensions; refusal: Denial | undefined }> => {
+    const object = objectReferences(value);
+    const unchanged =
+      value !== undefined && request.operation === 'UPDATE' && request.oldObject
+        ? objectReferences(request.oldObject.metadata?.annotations?.[EXTENSIONS_ANNOTATION])
+        : undefined;
+    const source = deps.namespaceLabels;
+    const namespaceName = chain.extensions.usesReferences ? namespaceOfReferences(request) : undefined;
+    const fromNamespace = namespaceName && source.extensions ? source.extensions(namespaceName) : NO_REFERENCES;
+    const needLabels = (references: ExtensionReferences) =>
+      references.names.some((name) => chain.extensions.get(name)?.needsNamespaceLabels);
+    // On a cache miss the namespace's references are not known yet: its labels are asked for at once if any
+    // extension could need them, so that one GET serves both.
+    const needsLabels =
+      chain.needsNamespaceLabels(selection.phase, selection.failurePolicy) ||
+      needLabels(object) ||
+      (fromNamespace instanceof Promise ? chain.extensions.needsNamespaceLabels : needLabels(fromNamespace));
+    const labelsOf = needsLabels ? namespaceToLookUp(request) : undefined;
+    const foundLabels = labelsOf ? source.labels(labelsOf) : undefined;
+    const namespace = fromNamespace instanceof Promise ? await fromNamespace : fromNamespace;
+    const labels = foundLabels instanceof Promise ? await foundLabels : foundLabels;
+    const warn = (nameAnything(object) || nameAnything(namespace)) && givesReferenceWarnings(chain, request, selection);
+    const settled = settleReferences({
+      request,
+      chain: chain.extensions,
+      sources: { object, unchanged, namespaceName, namespace },
+      namespaceLabels: labels,
+      warn,
+    });
+    for (const warning of settled.warnings) notes.warn(EXTENSIONS_ANNOTATION, warning);
+    const extensions: ReviewExtensions = {
+      chain: chain.extensions,
+      failurePolicy: selection.failurePolicy,
+      referenced: settled.referenced,
+      setAside: settled.setAside,
+    };
+    return { labels, extensions, refusal: settled.refusal };
+  };
+
+  /**
+   * Counts each `OptIn` extension a step was called for once per review: one with mutate steps in the mutate
+   * phase, one with validate steps only in the validate phase, so that one object counts once.
+   */
+  const served = (chain: Chain, observer: ReviewObserver, phase: Phase) => {
+    for (const name of observer.calledOptIn()) {
+      if (chain.extensions.get(name)?.mutates !== (phase === 'mutate')) continue;
+      metrics.extensionReviews.inc({ extension: name, phase });
+      deps.onExtensionServed?.(name);
+    }
+  };
 
   return {
     async review(request, selection, { timeoutMs, large = false } = {}) {
@@ -88,23 +174,37 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs);
 
       const observer = new ReviewObserver(metrics, deps.log, request, phase);
-      const namespace = chain.needsNamespaceLabels(phase, failurePolicy) ? namespaceToLookUp(request) : undefined;
-      // A cached namespace's labels come back as they are, without a microtask hop.
-      const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
+      const notes = new ReviewNotes();
+      let namespaceLabels: Labels | undefined;
+      let extensions: ReviewExtensions | undefined;
+      let refusal: Denial | undefined;
+      // A chain without OptIn steps or conflict groups costs a review one annotation read, and no lookup.
+      const value = objectReferenceValue(request);
+      if (value !== undefined || chain.extensions.usesReferences) {
+        ({ labels: namespaceLabels, extensions, refusal } = await settle(request, chain, selection, value, notes));
+      } else {
+        const namespace = chain.needsNamespaceLabels(phase, failurePolicy) ? namespaceToLookUp(request) : undefined;
+        // A cached namespace's labels come back as they are, without a microtask hop.
+        const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
+        namespaceLabels = found instanceof Promise ? await found : found;
+      }
       const ctx: ReviewContext = {
         request,
         phase,
         deadline: started + budget,
-        namespaceLabels: found instanceof Promise ? await found : found,
-        notes: new ReviewNotes(),
+        namespaceLabels,
+        extensions,
+        notes,
         observer,
         now,
         large,
       };
       const decision =
-        phase === 'mutate'
+        refusal ??
+        (phase === 'mutate'
           ? await runMutatePhase(chain.planOf(failurePolicy), ctx)
-          : await runValidatePhase(chain.stepsOf(phase, failurePolicy), ctx);
+          : await runValidatePhase(chain.stepsOf(phase, failurePolicy), ctx));
+      if (extensions) served(chain, observer, phase);
       const response = answerTo(request.uid, decision);
       const warnings = ctx.notes.warnings();
       if (warnings) response.warnings = warnings;

@@ -7,6 +7,7 @@ import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/ty
 import type { Logger } from '../base/log.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
 import type { StepDeclarations } from '../config/step-declarations.js';
+import type { Attach } from '../config/types.js';
 import type { CompiledMatch } from './match.js';
 import type { Declarations } from './step-graph.js';
 
@@ -42,6 +43,15 @@ export interface Step {
   readonly reinvocationPolicy: ReinvocationPolicy;
   /** Position in the resolved chain (config entries: 10 × position). */
   readonly order: number;
+  /**
+   * The chain entry the step belongs to, as `admissiongateway.io/extensions` names it: the entry's name (a
+   * plugin entry's `name`, a provider's), also for a discovered handler `<handler>.<provider>`.
+   */
+  readonly extension: string;
+  /** The entry's `attach`: an `OptIn` step runs only for reviews that reference its extension. */
+  readonly attach: Attach;
+  /** The entry's conflict group: one object may reference one entry of a group only. */
+  readonly conflictGroup?: string | undefined;
   /** Whether the step needs a request object to run at all (in-process mutators edit the object). */
   readonly needsObject: boolean;
   /**
@@ -67,6 +77,9 @@ export type StepPlacement = Pick<
   | 'reinvocationPolicy'
   | 'order'
   | 'declarations'
+  | 'extension'
+  | 'attach'
+  | 'conflictGroup'
 > & {
   /** The match as written, for /chain. */
   readonly matchSpec: Match;

@@ -69,6 +69,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['step'] as const,
       registers,
     }),
+    extensionReviews: new Counter({
+      name: `${METRIC_PREFIX}extension_reviews_total`,
+      help: 'Reviews an opt-in extension (attach: OptIn) ran for because the object or its namespace referenced it, by extension and the phase it is counted in.',
+      labelNames: ['extension', 'phase'] as const,
+      registers,
+    }),
     failOpen: new Counter({
       name: `${METRIC_PREFIX}fail_open_total`,
       help: 'Step failures that were ignored (failurePolicy Ignore, or a step in warn/audit mode).',

@@ -6,6 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Match, Phase } from '../admission/types.js';
+import { attachmentOf } from '../chain/chain-extensions.js';
 import { compileMatch } from '../chain/match.js';
 import type { StepSource } from '../chain/step-source.js';
 import { declarationFields } from '../chain/step-graph.js';
@@ -116,6 +117,8 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     sideEffects: options.sideEffects,
     reinvocationPolicy: options.reinvocationPolicy,
     order: entry.order,
+    // Discovered handlers belong to the provider's extension: its attach and conflict group are theirs.
+    ...attachmentOf(entry),
     url,
     client,
     breaker,

@@ -1,6 +1,7 @@
 /** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
 import type { AdmissionApiVersion, Phase } from '../admission/types.js';
 import type { Decision } from '../admission/decision.js';
+import { describeAttachment } from '../chain/chain-extensions.js';
 import type { Step, StepPlacement } from '../chain/step.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
@@ -30,6 +31,9 @@ export function createProviderStep(o: ProviderStepOptions): Step {
     sideEffects: o.sideEffects,
     reinvocationPolicy: mutating ? o.reinvocationPolicy : 'Never',
     order: o.order,
+    extension: o.extension,
+    attach: o.attach,
+    conflictGroup: o.conflictGroup,
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
     ...(mutating && o.declarations ? { declarations: o.declarations } : {}),
@@ -65,6 +69,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
       reinvocationPolicy: mutating ? o.reinvocationPolicy : 'Never',
       match: o.matchSpec,
       ...(mutating && o.declared ? o.declared : {}),
+      ...describeAttachment(o),
       breaker: { state: o.breaker.state(), ...o.breaker.stats() },
     }),
   };

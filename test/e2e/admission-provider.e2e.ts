@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import {
   ApiException,
-  ApiextensionsV1Api,
   AuthorizationV1Api,
   RbacAuthorizationV1Api,
   type V1ClusterRole,
@@ -33,16 +32,24 @@ import {
 } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiserverGet, getChain, getReadiness, mutateOrder, postReview, type ChainView } from './http.js';
-import { createProvider, deleteProvider, mergePatchProvider, readProvider } from './admission-providers.js';
 import { manifestDocuments, toModel, toWire } from './manifests.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
+import {
+  CRD_NAME,
+  apiextensions,
+  createProvider,
+  deleteCrd,
+  deleteProvider,
+  mergePatchProvider,
+  patchingProviderSpec,
+  readProvider,
+} from './admission-providers.js';
 import { pausePod } from './objects.js';
 
 // A gateway in cluster mode (as `serve` runs with a kubeconfig) whose chain is two `record-order` steps
 // at orders 10 and 20 (each records the label keys it saw); AdmissionProviders pointing at a fake provider
 // that adds the label `provider: patched` are created, moved, broken and deleted while it runs.
 const SUITE = 'admission-provider';
-const CRD_NAME = `${PROVIDER_PLURAL}.${PROVIDER_GROUP}`;
 const POD_LABEL = 'e2e-provider';
 const pod = (name: string, provider: string) => pausePod(name, { [POD_LABEL]: provider });
 const CHAIN = `
@@ -59,19 +66,13 @@ const PROBES: [string, number][] = [
 ];
 const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
 
-const apiextensions = () => kubeConfig().makeApiClient(ApiextensionsV1Api);
 const rbac = () => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
 const authorization = () => kubeConfig().makeApiClient(AuthorizationV1Api);
 
 /** The spec of a provider named `name` at `order`: the fake's /<name>/patch, for Pods labelled e2e-provider=<name>. */
 function providerSpec(fake: FakeProvider, name: string, order: number): Record<string, unknown> {
   return {
-    url: fake.url(`/${name}/patch`),
-    caBundle: fake.caBundle,
-    phases: ['mutate'],
-    order,
-    timeoutSeconds: 5,
-    failurePolicy: 'Fail',
+    ...patchingProviderSpec(fake, name, order),
     match: {
       rules: [POD_RULE],
       namespaceSelector: { matchLabels: { [SUITE_LABEL]: SUITE } },
@@ -168,11 +169,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
   before(async function () {
     // The readiness test needs the gateway to start while the CRD does not exist (the cluster is fresh
     // on every run; a CRD left by a kept cluster is removed first).
-    await apiextensions()
-      .deleteCustomResourceDefinition({ name: CRD_NAME })
-      .catch((err: unknown) => {
-        if (!(err instanceof ApiException && err.code === 404)) throw err;
-      });
+    await deleteCrd();
     await eventually('the AdmissionProvider CRD to be gone', async () =>
       (await readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }))) === 404
         ? true
@@ -193,11 +190,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
     await fake?.close();
     // Deleting the CRD deletes the AdmissionProviders left with it.
-    await apiextensions()
-      .deleteCustomResourceDefinition({ name: CRD_NAME })
-      .catch((err: unknown) => {
-        if (!(err instanceof ApiException && err.code === 404)) throw err;
-      });
+    await deleteCrd();
   });
 
   const opsUrl = () => gw!.gateway.opsUrl;

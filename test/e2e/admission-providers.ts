@@ -1,19 +1,47 @@
 /**
- * AdmissionProvider resources on the e2e apiserver, as an operator writes them (client-node's CustomObjectsApi
- * as the suite's admin): create, read, patch and delete by name.
+ * AdmissionProvider resources and their CRD in the e2e cluster, as an operator writes them (client-node's
+ * CustomObjectsApi as the suite's admin): the clients and names, create, read, patch, and deletes that do not
+ * mind what is already gone.
  */
-import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 import {
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
   PROVIDER_VERSION,
   type AdmissionProvider,
 } from '../../server/kube/admission-provider.js';
-import { kubeConfig, readStatus } from './cluster.js';
+import type { FakeProvider } from '../helpers/fake-provider.js';
+import { eventually, kubeConfig, readStatus } from './cluster.js';
+import { manifestDocuments, toModel } from './manifests.js';
 
-const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
+export const CRD_NAME = `${PROVIDER_PLURAL}.${PROVIDER_GROUP}`;
+/** What CustomObjectsApi calls take to name the resource. */
+export const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
 
-const customObjects = () => kubeConfig().makeApiClient(CustomObjectsApi);
+export const apiextensions = (): ApiextensionsV1Api => kubeConfig().makeApiClient(ApiextensionsV1Api);
+export const customObjects = (): CustomObjectsApi => kubeConfig().makeApiClient(CustomObjectsApi);
+
+/**
+ * The spec of a mutating provider at the fake's /<name>/patch (the label provider=patched) at `order`: 5 s,
+ * failurePolicy Fail. The caller adds its `match` and anything else.
+ */
+export function patchingProviderSpec(fake: FakeProvider, name: string, order: number): Record<string, unknown> {
+  return {
+    url: fake.url(`/${name}/patch`),
+    caBundle: fake.caBundle,
+    phases: ['mutate'],
+    order,
+    timeoutSeconds: 5,
+    failurePolicy: 'Fail',
+  };
+}
 
 export async function createProvider(name: string, spec: Record<string, unknown>): Promise<void> {
   const body = {
@@ -50,11 +78,42 @@ export async function jsonPatchProvider(name: string, operations: object[]): Pro
   );
 }
 
+const ignoreNotFound = (err: unknown): void => {
+  if (!(err instanceof ApiException && err.code === 404)) throw err;
+};
+
 /** Deletes the provider; one that is already gone is fine. */
 export async function deleteProvider(name: string): Promise<void> {
   await customObjects()
     .deleteClusterCustomObject({ ...GROUP, name })
-    .catch((err: unknown) => {
-      if (!(err instanceof ApiException && err.code === 404)) throw err;
+    .catch(ignoreNotFound);
+}
+
+/** Deletes the CRD, and with it every AdmissionProvider. */
+export async function deleteCrd(): Promise<void> {
+  await apiextensions().deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreNotFound);
+}
+
+/**
+ * The CRD as the manifests install it, served: created unless an earlier file left it (one an earlier file is
+ * deleting is waited out first), then until AdmissionProviders can be listed. Whether it was created here.
+ */
+export async function ensureCrd(): Promise<boolean> {
+  const crdStatus = () => readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
+  await eventually('an AdmissionProvider CRD being deleted to be gone', async () => {
+    if ((await crdStatus()) === 404) return true;
+    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
+    return crd.metadata?.deletionTimestamp ? undefined : true;
+  });
+  const created = (await crdStatus()) === 404;
+  if (created) {
+    const [crd] = (await manifestDocuments('crd-admissionprovider.yaml')) as [Record<string, unknown>];
+    await apiextensions().createCustomResourceDefinition({
+      body: toModel<V1CustomResourceDefinition>(crd, 'V1CustomResourceDefinition'),
     });
+  }
+  await eventually('AdmissionProviders to be served', async () =>
+    (await readStatus(() => customObjects().listClusterCustomObject(GROUP))) === 200 ? true : undefined,
+  );
+  return created;
 }

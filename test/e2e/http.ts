@@ -24,6 +24,9 @@ export interface ChainStepView {
   readonly level?: number;
   readonly supplies?: readonly string[];
   readonly dependsOn?: readonly string[];
+  /** `OptIn` for an opt-in entry's steps (absent for `Always`), and its conflict group when it has one. */
+  readonly attach?: string;
+  readonly conflictGroup?: string;
 }
 
 /** GET /chain: the resolved order and every step. */

@@ -37,6 +37,10 @@ export interface HarnessOptions {
   readonly generateCertificates?: boolean;
   /** Discovery backoff of remote providers (short in tests). */
   readonly discovery?: GatewayOptions['discovery'];
+  /** Where namespace labels and references come from, as cluster mode's cache gives them (default: none). */
+  readonly namespaceLabels?: GatewayOptions['namespaceLabels'];
+  /** Hears of each opt-in extension served, as cluster mode does. */
+  readonly onExtensionServed?: GatewayOptions['onExtensionServed'];
 }
 
 let sharedBundle: CertificateBundle | undefined;
@@ -188,6 +192,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       plugins: [...availablePlugins, ...(options.plugins ?? [])],
       log,
       ...(options.discovery ? { discovery: options.discovery } : {}),
+      ...(options.namespaceLabels ? { namespaceLabels: options.namespaceLabels } : {}),
+      ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
     });
     const ca = await readFile(join(dir, 'ca.crt'));
     const client = new Agent({ connect: { ca } });

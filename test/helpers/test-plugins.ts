@@ -483,8 +483,25 @@ export function createTestPlugins(): TestPlugins {
     },
   });
 
+  /** Validates only: records the call and allows (a validating extension that never touches the object). */
+  const validatesOnly = definePlugin({
+    name: 'validates-only',
+    match: MATCH_EVERYTHING,
+    settings: tagged('validates-only'),
+    setup: ({ tag }) => {
+      const recordValidate = recorder('validate', tag);
+      return {
+        validate(ctx) {
+          recordValidate(ctx);
+          return allow();
+        },
+      };
+    },
+  });
+
   const plugins: AnyPlugin[] = [
     recordsCalls,
+    validatesOnly,
     addLabel,
     denyWithReason,
     throws,

@@ -127,6 +127,68 @@ chain:
     ]);
   });
 
+  it("shows an opt-in entry's attach and conflict group in each of its steps, and nothing for the defaults", () => {
+    const chain = chainFrom(`
+chain:
+  - { plugin: both, name: scanner, attach: OptIn, conflictGroup: scanners }
+  - { plugin: validator, name: plain, attach: Always }
+`);
+    const shown = (list: object[]) =>
+      list.map((s) => {
+        const { name, attach, conflictGroup } = s as { name: string; attach?: string; conflictGroup?: string };
+        return { name, attach, conflictGroup };
+      });
+    assert.deepEqual(shown(chain.describe().mutate), [{ name: 'scanner', attach: 'OptIn', conflictGroup: 'scanners' }]);
+    assert.deepEqual(shown(chain.describe().validate), [
+      { name: 'scanner', attach: 'OptIn', conflictGroup: 'scanners' },
+      { name: 'plain', attach: undefined, conflictGroup: undefined },
+    ]);
+    assert.deepEqual(
+      chain.steps.map((s) => [s.name, s.phase, s.extension, s.attach, s.conflictGroup]),
+      [
+        ['scanner', 'mutate', 'scanner', 'OptIn', 'scanners'],
+        ['scanner', 'validate', 'scanner', 'OptIn', 'scanners'],
+        ['plain', 'validate', 'plain', 'Always', undefined],
+      ],
+    );
+  });
+
+  it('indexes its extensions: steps of both phases in order, where they stand, what a review must read', () => {
+    const chain = chainFrom(`
+chain:
+  - { plugin: validator, name: first }
+  - { plugin: both, name: scanner, attach: OptIn }
+  - plugin: validator
+    name: scoped
+    conflictGroup: g
+    match:
+      rules: [{ operations: ["*"], apiGroups: ["*"], apiVersions: ["*"], resources: ["*"] }]
+      namespaceSelector: { matchLabels: { env: prod } }
+`);
+    const { extensions } = chain;
+    const scanner = extensions.get('scanner')!;
+    assert.deepEqual(
+      [scanner.attach, scanner.conflictGroup, scanner.position, scanner.mutates, scanner.needsNamespaceLabels],
+      ['OptIn', undefined, 1, true, false],
+    );
+    assert.deepEqual(
+      scanner.steps.map((s) => s.phase),
+      ['mutate', 'validate'],
+    );
+    assert.deepEqual(
+      [extensions.get('scoped')!.conflictGroup, extensions.get('scoped')!.needsNamespaceLabels],
+      ['g', true],
+    );
+    assert.equal(extensions.get('nope'), undefined);
+    assert.deepEqual(extensions.names, ['first', 'scanner', 'scoped']);
+    assert.deepEqual(
+      [extensions.usesReferences, extensions.optInMutates, extensions.needsNamespaceLabels],
+      [true, true, true],
+    );
+    const plain = chainFrom('chain: [{ plugin: both }]').extensions;
+    assert.deepEqual([plain.usesReferences, plain.optInMutates], [false, false]);
+  });
+
   it('knows which routes need namespace labels', () => {
     const chain = chainFrom(`
 chain:

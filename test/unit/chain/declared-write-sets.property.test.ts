@@ -585,6 +585,8 @@ function gatewayStep(
     sideEffects: 'None',
     reinvocationPolicy: spec.reinvocation,
     order: spec.order ?? (index + 1) * 10,
+    extension: spec.name,
+    attach: 'Always',
     handlers: plugin.setup(undefined),
     ...declared,
   })[0]!;

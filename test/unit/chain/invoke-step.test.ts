@@ -19,6 +19,8 @@ function step(invoke: (inv: StepInvocation) => Decision | Promise<Decision>): St
     sideEffects: 'None',
     reinvocationPolicy: 'Never',
     order: 10,
+    extension: 'under-test',
+    attach: 'Always',
     needsObject: false,
     invoke,
     describe: () => ({}),

@@ -650,6 +650,8 @@ function gatewayStep(
     sideEffects: 'None',
     reinvocationPolicy: spec.reinvocation,
     order: (index + 1) * 10,
+    extension: name,
+    attach: 'Always',
     handlers: plugin.setup(undefined),
   });
   return {

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
+import { createReviewer, givesReferenceWarnings, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
 import { selectionOf } from '../../../server/http/routes.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { createLogger } from '../../../server/base/log.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
-import { definePlugin } from '../../../server/plugin-api/index.js';
+import { allow, definePlugin } from '../../../server/plugin-api/index.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
@@ -65,6 +65,47 @@ describe('createReviewer()', () => {
 
       assert.equal(response.allowed, true);
       assert.deepEqual(events, ['first', 'second', 'answered', 'other work after first', 'other work after second']);
+    });
+  });
+
+  describe('givesReferenceWarnings(): the warnings about references are given once per request', () => {
+    const podRule = "{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }";
+    const deploymentRule = '{ operations: [CREATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments] }';
+    const mutator = definePlugin({ name: 'mutator', match: everything, setup: () => ({ mutate: () => undefined }) });
+    const validator = definePlugin({
+      name: 'validator',
+      match: everything,
+      setup: () => ({ validate: () => allow() }),
+    });
+    const chainOf = (yaml: string) => {
+      const config = parseConfigText(yaml, 'gateway.yaml', '/');
+      return createChain(buildPluginSteps(config.chain, createPluginRegistry([mutator, validator]), config.file));
+    };
+    const routes = ['mutate', 'mutate/fail', 'mutate/ignore', 'validate', 'validate/fail', 'validate/ignore'] as const;
+    const givers = (yaml: string) => {
+      const chain = chainOf(yaml);
+      return routes.filter((route) => givesReferenceWarnings(chain, requestOf(podCreate()), selectionOf(route)));
+    };
+
+    it('by the mutate phase when a mutate step selects the request, by its Fail half when split', () => {
+      const chain = `chain: [{ plugin: mutator, match: { rules: [${podRule}] } }, { plugin: validator }]`;
+      assert.deepEqual(givers(chain), ['mutate', 'mutate/fail']);
+    });
+
+    it("by the Ignore half when no Fail step's rules select the request", () => {
+      const chain = `
+chain:
+  - { plugin: mutator, name: fail-deployments, match: { rules: [${deploymentRule}] } }
+  - { plugin: mutator, name: ignore-pods, failurePolicy: Ignore, match: { rules: [${podRule}] } }
+`;
+      assert.deepEqual(givers(chain), ['mutate', 'mutate/fail', 'mutate/ignore']);
+    });
+
+    it("by the validate phase when no mutate step's rules select the request (its webhook is not called)", () => {
+      // The mutate routes of a chain without mutate steps are never registered.
+      assert.deepEqual(givers('chain: [{ plugin: validator }]'), routes.slice(0, 5));
+      const deploymentsOnly = `chain: [{ plugin: mutator, match: { rules: [${deploymentRule}] } }, { plugin: validator, mode: warn }]`;
+      assert.deepEqual(givers(deploymentsOnly), routes);
     });
   });
 });
