@@ -12,6 +12,7 @@ import {
   mergePatchProvider,
   patchingProviderSpec,
   providerGone,
+  readProvider,
 } from './admission-providers.js';
 import {
   SUITE_LABEL,
@@ -84,7 +85,7 @@ describe('opt-in AdmissionProviders through a real kube-apiserver', function () 
       chain: '[]',
       mutating: [{ name: 'mutate', route: 'mutate', rules: [POD_RULE] }],
       validating: [{ name: 'validate', route: 'validate', rules: [POD_RULE] }],
-      clusterMode: { backoff: { initialMs: 200, maxMs: 1000 }, statusIntervalMs: 200 },
+      clusterMode: { backoff: { initialMs: 200, maxMs: 1000 }, statusIntervalMs: 200, servedFlushMs: 200 },
     });
     for (const [name, order] of [
       ['sidecar', 100],
@@ -177,6 +178,12 @@ describe('opt-in AdmissionProviders through a real kube-apiserver', function () 
       metricValue(metrics, 'admission_gateway_extension_reviews_total', { extension: 'sidecar', phase: 'validate' }),
       undefined,
     );
+    // The same three objects in the provider's status, with the one namespace that references it.
+    await eventually('sidecar’s status to count its namespace and the three objects it served', async () => {
+      const references = (await readProvider('sidecar')).status?.references;
+      const served = (references?.objects ?? 0) + (references?.previousWindowObjects ?? 0);
+      return references?.namespaces === 1 && served === 3 ? true : undefined;
+    });
   });
 
   it('warns the user, once, about a reference to no entry of the chain', async function () {
