@@ -15,6 +15,10 @@ import { ConfigError, errorMessage } from '../base/errors.js';
 export const PROVIDER_GROUP = 'admissiongateway.io';
 export const PROVIDER_VERSION = 'v1alpha1';
 export const PROVIDER_PLURAL = 'admissionproviders';
+/** The resource as client-node's CustomObjectsApi calls name it. */
+export const PROVIDER_RESOURCE = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL } as const;
+/** `apiVersion` of an AdmissionProvider object. */
+export const PROVIDER_API_VERSION = `${PROVIDER_GROUP}/${PROVIDER_VERSION}`;
 /** Where a provider without spec.order sits: after config entries of chains up to 99 steps. */
 export const DEFAULT_PROVIDER_ORDER = 1000;
 

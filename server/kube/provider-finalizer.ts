@@ -10,9 +10,8 @@
  */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import {
-  PROVIDER_GROUP,
-  PROVIDER_PLURAL,
-  PROVIDER_VERSION,
+  PROVIDER_RESOURCE,
+  PROVIDER_API_VERSION,
   deletionRequested,
   type AdmissionProvider,
   type ProviderResolution,
@@ -119,20 +118,12 @@ export function finalizerApplier(kc: KubeConfig): FinalizerApply {
   const api = kc.makeApiClient(CustomObjectsApi);
   return async (name, uid, keep) => {
     const body = {
-      apiVersion: `${PROVIDER_GROUP}/${PROVIDER_VERSION}`,
+      apiVersion: PROVIDER_API_VERSION,
       kind: 'AdmissionProvider',
       metadata: { name, ...(uid ? { uid } : {}), ...(keep ? { finalizers: [REFERENCED_FINALIZER] } : {}) },
     };
     await api.patchClusterCustomObject(
-      {
-        group: PROVIDER_GROUP,
-        version: PROVIDER_VERSION,
-        plural: PROVIDER_PLURAL,
-        name,
-        body,
-        fieldManager: GATEWAY_FIELD_MANAGER,
-        force: false,
-      },
+      { ...PROVIDER_RESOURCE, name, body, fieldManager: GATEWAY_FIELD_MANAGER, force: false },
       setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply),
     );
   };

@@ -22,6 +22,7 @@ import type { ProviderEntry } from '../config/types.js';
 import { errorMessage } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import {
+  PROVIDER_RESOURCE,
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
   PROVIDER_VERSION,
@@ -89,11 +90,9 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
     o.kc,
     path,
     () =>
-      api.listClusterCustomObject({
-        group: PROVIDER_GROUP,
-        version: PROVIDER_VERSION,
-        plural: PROVIDER_PLURAL,
-      }) as Promise<KubernetesListObject<AdmissionProvider & { metadata: { name: string } }>>,
+      api.listClusterCustomObject(PROVIDER_RESOURCE) as Promise<
+        KubernetesListObject<AdmissionProvider & { metadata: { name: string } }>
+      >,
   );
   const runner = runInformer('admissionproviders', informer, o.log, o.informer);
   const counter = createServedCounter({
@@ -241,7 +240,7 @@ export function createProviderWatcher(o: ProviderWatcherOptions): ProviderWatche
       // served (references.objects, …) are not sent, so they stay as the counter wrote them.
       const body = { status: { lastError: null, breaker: null, ...status } };
       await api.patchClusterCustomObjectStatus(
-        { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL, name, body },
+        { ...PROVIDER_RESOURCE, name, body },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
     } catch (err) {

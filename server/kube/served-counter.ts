@@ -10,7 +10,7 @@
  */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../base/log.js';
-import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION, type AdmissionProvider } from './admission-provider.js';
+import { PROVIDER_RESOURCE, type AdmissionProvider } from './admission-provider.js';
 import { kubeErrorMessage, statusCode } from './kube-errors.js';
 import { SERVED_WINDOW_MS, addServed, windowStartOf, type ServedCounts } from './served-window.js';
 
@@ -264,13 +264,12 @@ export interface ProviderCache {
  */
 export function kubeServedStore(kc: KubeConfig, cache: ProviderCache): ServedStore {
   const api = kc.makeApiClient(CustomObjectsApi);
-  const group = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
   return {
     cached: (name) => cache.get(name),
     names: () => cache.list().flatMap((p) => (p.metadata.name ? [p.metadata.name] : [])),
     async read(name) {
       try {
-        return (await api.getClusterCustomObject({ ...group, name })) as AdmissionProvider;
+        return (await api.getClusterCustomObject({ ...PROVIDER_RESOURCE, name })) as AdmissionProvider;
       } catch (err) {
         if (statusCode(err) === 404) return undefined;
         throw err;
@@ -279,7 +278,7 @@ export function kubeServedStore(kc: KubeConfig, cache: ProviderCache): ServedSto
     async write(name, resourceVersion, counts) {
       const body = { metadata: { resourceVersion }, status: { references: counts } };
       await api.patchClusterCustomObjectStatus(
-        { ...group, name, body },
+        { ...PROVIDER_RESOURCE, name, body },
         setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
       );
     },

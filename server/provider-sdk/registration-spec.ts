@@ -7,12 +7,7 @@
  * operator's: the SDK applies it at most once, as defaults when it creates the registration.
  */
 import type { Phase } from '../admission/types.js';
-import {
-  PROVIDER_GROUP,
-  PROVIDER_VERSION,
-  resolveProvider,
-  type AdmissionProvider,
-} from '../kube/admission-provider.js';
+import { PROVIDER_API_VERSION, resolveProvider, type AdmissionProvider } from '../kube/admission-provider.js';
 
 /** The Service the provider runs behind, in the cluster the gateway runs in; its handlers are at the root. */
 export interface ServiceReference {
@@ -114,7 +109,7 @@ export function ownedRegistration(
 ): AppliedProvider {
   if (phases.length === 0) throw new RegistrationOptionsError('register: the provider serves no handler');
   const object: AppliedProvider = {
-    apiVersion: `${PROVIDER_GROUP}/${PROVIDER_VERSION}`,
+    apiVersion: PROVIDER_API_VERSION,
     kind: 'AdmissionProvider',
     metadata: { name, ...(owner ? { ownerReferences: [owner] } : {}) },
     spec: {

@@ -27,7 +27,7 @@ import {
 import type { Phase } from '../admission/types.js';
 import { clip, stripControl } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
-import { PROVIDER_GROUP, PROVIDER_PLURAL, PROVIDER_VERSION } from '../kube/admission-provider.js';
+import { PROVIDER_RESOURCE, PROVIDER_GROUP } from '../kube/admission-provider.js';
 import { kubeErrorMessage, statusCode } from '../kube/kube-errors.js';
 import {
   DEFAULT_FIELDS,
@@ -113,8 +113,6 @@ export interface Registration {
   /** Stops retrying (the registration stays: a restarting provider must not leave the chain). */
   stop(): void;
 }
-
-const PROVIDERS = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
 
 class AttemptFailed extends Error {
   constructor(readonly failure: Omit<RegistrationFailure, 'retryInMs'>) {
@@ -231,7 +229,7 @@ export function registerProvider(
   const apply = async (object: AppliedProvider, manager: string, force: boolean) => {
     const answer = await call(`apply AdmissionProvider "${name}" (field manager ${manager})`, (signal) =>
       objects.patchClusterCustomObjectWithHttpInfo(
-        { ...PROVIDERS, name, body: object, fieldManager: manager, force },
+        { ...PROVIDER_RESOURCE, name, body: object, fieldManager: manager, force },
         callOptions(signal, PatchStrategy.ServerSideApply),
       ),
     );
@@ -252,7 +250,7 @@ export function registerProvider(
   const readLive = async () => {
     try {
       return (await call(`read AdmissionProvider "${name}"`, (signal) =>
-        objects.getClusterCustomObject({ ...PROVIDERS, name }, callOptions(signal)),
+        objects.getClusterCustomObject({ ...PROVIDER_RESOURCE, name }, callOptions(signal)),
       )) as AppliedProvider & { metadata: StoredMetadata };
     } catch (err) {
       if (err instanceof AttemptFailed && err.failure.status === 404) return undefined;

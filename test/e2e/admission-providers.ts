@@ -12,9 +12,10 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import {
+  PROVIDER_RESOURCE,
+  PROVIDER_API_VERSION,
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
-  PROVIDER_VERSION,
   type AdmissionProvider,
 } from '../../server/kube/admission-provider.js';
 import type { FakeProvider } from '../helpers/fake-provider.js';
@@ -23,7 +24,7 @@ import { manifestDocuments, toModel } from './manifests.js';
 
 export const CRD_NAME = `${PROVIDER_PLURAL}.${PROVIDER_GROUP}`;
 /** What CustomObjectsApi calls take to name the resource. */
-export const GROUP = { group: PROVIDER_GROUP, version: PROVIDER_VERSION, plural: PROVIDER_PLURAL };
+export const GROUP = PROVIDER_RESOURCE;
 
 export const apiextensions = (): ApiextensionsV1Api => kubeConfig().makeApiClient(ApiextensionsV1Api);
 export const customObjects = (): CustomObjectsApi => kubeConfig().makeApiClient(CustomObjectsApi);
@@ -45,7 +46,7 @@ export function patchingProviderSpec(fake: FakeProvider, name: string, order: nu
 
 export async function createProvider(name: string, spec: Record<string, unknown>): Promise<void> {
   const body = {
-    apiVersion: `${PROVIDER_GROUP}/${PROVIDER_VERSION}`,
+    apiVersion: PROVIDER_API_VERSION,
     kind: 'AdmissionProvider',
     metadata: { name },
     spec,

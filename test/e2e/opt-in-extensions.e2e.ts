@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { PROVIDER_GROUP, PROVIDER_VERSION } from '../../server/kube/admission-provider.js';
+import { PROVIDER_API_VERSION } from '../../server/kube/admission-provider.js';
 import { FORCE_DELETE_ANNOTATION } from '../../server/kube/provider-finalizer.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import {
@@ -40,7 +40,7 @@ const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'],
 /** An opt-in provider of conflict group `sidecars`, patching Pods at the fake's /<name>/patch. */
 function optInProvider(fake: FakeProvider, name: string, order: number): Record<string, unknown> {
   return {
-    apiVersion: `${PROVIDER_GROUP}/${PROVIDER_VERSION}`,
+    apiVersion: PROVIDER_API_VERSION,
     kind: 'AdmissionProvider',
     metadata: { name },
     spec: {

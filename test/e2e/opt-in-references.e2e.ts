@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
+  PROVIDER_API_VERSION,
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
   PROVIDER_VERSION,
@@ -110,7 +111,7 @@ describe('opt-in AdmissionProviders: references, objects served and deletion saf
   before(async function () {
     this.timeout(120_000);
     const [crd] = await manifestDocuments('crd-admissionprovider.yaml');
-    crdCreated = !(await servedResource(`${PROVIDER_GROUP}/${PROVIDER_VERSION}`, 'AdmissionProvider'));
+    crdCreated = !(await servedResource(PROVIDER_API_VERSION, 'AdmissionProvider'));
     await applyCrd(crd!, 'e2e-opt-in-references');
     for (const replica of ['a', 'b']) {
       replicas.push(await startE2EGateway({ suite: `${SUITE}-${replica}`, chain: '[]', clusterMode: CLUSTER_MODE }));

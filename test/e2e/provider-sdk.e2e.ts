@@ -8,6 +8,7 @@ import { AuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { generateCertificates } from '../../certs/generate.js';
 import { parseCommandLine } from '../../server/commands/usage.js';
 import {
+  PROVIDER_API_VERSION,
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
   PROVIDER_VERSION,
@@ -229,7 +230,7 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
     dir = await mkdtemp(path.join(os.tmpdir(), 'admission-gateway-e2e-provider-sdk-'));
     // The CRD and the gateway's namespace (where the example lives), as `kubectl apply -k manifests/` makes them.
     const [crd] = await readDocuments('crd-admissionprovider.yaml');
-    crdCreated = !(await servedResource(`${PROVIDER_GROUP}/${PROVIDER_VERSION}`, 'AdmissionProvider'));
+    crdCreated = !(await servedResource(PROVIDER_API_VERSION, 'AdmissionProvider'));
     await applyCrd(crd!.object, FIELD_MANAGER);
     const [namespace] = await readDocuments('namespace.yaml');
     await applyForReal(namespace!.object);
@@ -436,7 +437,7 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
       `${PROVIDERS_PATH}/${example.name}?fieldManager=${OPERATOR_MANAGER}-apply`,
       {
         body: JSON.stringify({
-          apiVersion: `${PROVIDER_GROUP}/${PROVIDER_VERSION}`,
+          apiVersion: PROVIDER_API_VERSION,
           kind: 'AdmissionProvider',
           metadata: { name: example.name },
           spec: { url: 'https://127.0.0.1:1' },
