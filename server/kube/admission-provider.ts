@@ -80,6 +80,23 @@ export interface AdmissionProvider {
 }
 
 /**
+ * The keys of the fields `manager` owns through server-side apply below `path` of its managedFields
+ * (`['f:spec']`: `f:url`, `f:caBundle`, …; `['f:metadata', 'f:finalizers']`: `v:"<item>"`), across its `Apply`
+ * entries. Read from a resource as stored, which no one but the apiserver writes managedFields of.
+ */
+export function fieldsAppliedBy(resource: unknown, manager: string, path: readonly string[]): string[] {
+  const entries = (resource as { metadata?: { managedFields?: unknown } } | undefined)?.metadata?.managedFields;
+  if (!Array.isArray(entries)) return [];
+  return (entries as ManagedFieldsEntry[])
+    .filter((entry) => entry.manager === manager && entry.operation === 'Apply')
+    .flatMap((entry) => {
+      let fields: unknown = entry.fieldsV1;
+      for (const key of path) fields = (fields as Record<string, unknown> | undefined)?.[key];
+      return typeof fields === 'object' && fields !== null ? Object.keys(fields) : [];
+    });
+}
+
+/**
  * Whether deletion of the resource was asked for (`metadata.deletionTimestamp`: a string in a custom
  * object, which client-node's metadata type declares a Date; only its presence matters here).
  */

@@ -13,6 +13,7 @@ import {
   PROVIDER_RESOURCE,
   PROVIDER_API_VERSION,
   deletionRequested,
+  fieldsAppliedBy,
   type AdmissionProvider,
   type ProviderResolution,
 } from './admission-provider.js';
@@ -99,12 +100,7 @@ const FINALIZER_KEY = `v:${JSON.stringify(REFERENCED_FINALIZER)}`;
 
 /** Whether the gateway's field manager applied the finalizer (managedFields says who owns what). */
 export function ownsFinalizer(resource: AdmissionProvider): boolean {
-  return (resource.metadata.managedFields ?? []).some((entry) => {
-    if (entry.manager !== GATEWAY_FIELD_MANAGER || entry.operation !== 'Apply') return false;
-    const metadata = (entry.fieldsV1 as Record<string, unknown> | undefined)?.['f:metadata'];
-    const finalizers = (metadata as Record<string, unknown> | undefined)?.['f:finalizers'];
-    return typeof finalizers === 'object' && finalizers !== null && FINALIZER_KEY in finalizers;
-  });
+  return fieldsAppliedBy(resource, GATEWAY_FIELD_MANAGER, ['f:metadata', 'f:finalizers']).includes(FINALIZER_KEY);
 }
 
 export type FinalizerApply = (name: string, uid: string | undefined, keep: boolean) => Promise<void>;

@@ -7,7 +7,12 @@
  * operator's: the SDK applies it at most once, as defaults when it creates the registration.
  */
 import type { Phase } from '../admission/types.js';
-import { PROVIDER_API_VERSION, resolveProvider, type AdmissionProvider } from '../kube/admission-provider.js';
+import {
+  PROVIDER_API_VERSION,
+  fieldsAppliedBy,
+  resolveProvider,
+  type AdmissionProvider,
+} from '../kube/admission-provider.js';
 
 /** The Service the provider runs behind, in the cluster the gateway runs in; its handlers are at the root. */
 export interface ServiceReference {
@@ -148,23 +153,9 @@ export function specFields(object: AdmissionProvider, fields: readonly string[])
   return Object.fromEntries(fields.filter((f) => spec[f] !== undefined).map((f) => [f, spec[f]]));
 }
 
-interface ManagedFieldsEntry {
-  readonly manager?: unknown;
-  readonly operation?: unknown;
-  readonly fieldsV1?: unknown;
-}
-
 /** The top-level spec fields `manager` owns through server-side apply (its `f:spec` entries in managedFields). */
 export function specFieldsAppliedBy(object: unknown, manager: string): string[] {
-  const entries = (object as { metadata?: { managedFields?: unknown } } | undefined)?.metadata?.managedFields;
-  if (!Array.isArray(entries)) return [];
-  return (entries as ManagedFieldsEntry[])
-    .filter((e) => e.manager === manager && e.operation === 'Apply')
-    .flatMap((e) => {
-      const spec = (e.fieldsV1 as Record<string, unknown> | undefined)?.['f:spec'];
-      if (typeof spec !== 'object' || spec === null) return [];
-      return Object.keys(spec)
-        .filter((k) => k.startsWith('f:'))
-        .map((k) => k.slice(2));
-    });
+  return fieldsAppliedBy(object, manager, ['f:spec'])
+    .filter((key) => key.startsWith('f:'))
+    .map((key) => key.slice(2));
 }
