@@ -4,7 +4,8 @@
  * identical status — and the writer skips it (no hot loop on our own watch events).
  */
 import type { ProviderStatus } from '../providers/provider-runtime.js';
-import { deprecationNotice, isDeprecated, reviewApiVersion, type ReviewVersion } from '../protocol/versions.js';
+import { deprecatedSteps } from '../providers/deprecation-report.js';
+import { deprecationNotice, reviewApiVersion } from '../protocol/versions.js';
 import type {
   AdmissionProvider,
   AdmissionProviderStatus,
@@ -180,10 +181,7 @@ function deprecatedCondition(runtime: ProviderStatus): ConditionInput {
       message: 'the versions its handlers speak are known once discovery succeeds',
     };
   }
-  const deprecated = new Map<ReviewVersion, string[]>();
-  for (const { step, phase, version } of runtime.versions) {
-    if (isDeprecated(version)) deprecated.set(version, [...(deprecated.get(version) ?? []), `${step} (${phase})`]);
-  }
+  const deprecated = deprecatedSteps(runtime.versions);
   if (deprecated.size === 0) {
     const current = [...new Set(runtime.versions.map((v) => reviewApiVersion(v.version)))].join(', ');
     return { type: 'Deprecated', status: 'False', reason: 'CurrentVersions', message: `calls are made in ${current}` };

@@ -16,6 +16,15 @@ export interface StepVersion {
   readonly version: ReviewVersion;
 }
 
+/** The steps called in each deprecated version, as `<step> (<phase>)`; empty when every call is current. */
+export function deprecatedSteps(versions: readonly StepVersion[]): Map<ReviewVersion, string[]> {
+  const steps = new Map<ReviewVersion, string[]>();
+  for (const { step, phase, version } of versions) {
+    if (isDeprecated(version)) steps.set(version, [...(steps.get(version) ?? []), `${step} (${phase})`]);
+  }
+  return steps;
+}
+
 export interface DeprecationReport {
   /** The provider's steps are now called in these versions. */
   report(versions: readonly StepVersion[]): void;
@@ -36,10 +45,7 @@ export function createDeprecationReport(
   };
   return {
     report(versions) {
-      const steps = new Map<ReviewVersion, string[]>();
-      for (const { step, phase, version } of versions) {
-        if (isDeprecated(version)) steps.set(version, [...(steps.get(version) ?? []), `${step}(${phase})`]);
-      }
+      const steps = deprecatedSteps(versions);
       for (const version of shown) if (!steps.has(version)) forget(version);
       for (const [version, names] of steps) {
         gauge.set({ provider, version: reviewApiVersion(version) }, names.length);

@@ -680,7 +680,7 @@ chain:
             'warn',
             'scanner',
             'admission.k8s.io/v1beta1',
-            ['v1beta1-only.scanner(validate)'],
+            ['v1beta1-only.scanner (validate)'],
             'admission.k8s.io/v1beta1 is deprecated since admission-gateway 0.1.0 and spoken until at least 0.4.0: ' +
               'serve admission.k8s.io/v1 and list v1 first in admissionReviewVersions',
           ],
