@@ -28,7 +28,7 @@ import {
   RULES_DO_NOT_MATCH,
   isNamespaceResource,
 } from './match.js';
-import { DRY_RUN_WITH_SIDE_EFFECTS, applicabilityReason, mutatesNothing } from './skip.js';
+import { DRY_RUN_WITH_SIDE_EFFECTS, mutatesNothing } from './skip.js';
 
 /** What the review's phase knows of its references (ReviewContext.extensions). */
 export interface ReviewExtensions {
@@ -121,9 +121,10 @@ export function whyNotApplies(
 ): string | undefined {
   const reasons: string[] = [];
   for (const step of extension.steps) {
-    const reason = applicabilityReason(step, request, namespaceLabels);
+    const reason = step.match.matches(request, namespaceLabels);
     let words: string | undefined;
     if (reason) words = inWords(reason, request);
+    else if (request.dryRun && step.sideEffects === 'Some') words = inWords(DRY_RUN_WITH_SIDE_EFFECTS, request);
     else if (mutatesNothing(step, request)) words = `it edits the object, and a ${request.operation} has none to edit`;
     else return undefined;
     if (!reasons.includes(words)) reasons.push(words);

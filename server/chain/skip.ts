@@ -1,6 +1,5 @@
 /** Why a step does not run for a review: shared by both dispatchers. */
 import type { AdmissionRequest } from '../admission/types.js';
-import type { Labels } from './label-selector.js';
 import type { ReviewContext } from './review-context.js';
 import type { Step } from './step.js';
 
@@ -30,29 +29,17 @@ function optInSkipReason(step: Step, ctx: ReviewContext): string | undefined {
   return extensions.setAside.get(step.extension);
 }
 
-/**
- * Why `step` does not apply to `request` by what the step itself says (its match, its side effects on a dry
- * run), or undefined: what a review skips it for, and what a reference to its extension is told
- * (review-references.ts).
- */
-export function applicabilityReason(
-  step: Step,
-  request: AdmissionRequest,
-  namespaceLabels: Labels | undefined,
-): string | undefined {
-  const reason = step.match.matches(request, namespaceLabels);
-  if (reason) return reason;
-  if (request.dryRun && step.sideEffects === 'Some') return DRY_RUN_WITH_SIDE_EFFECTS;
-  return undefined;
-}
-
 /** Why `step` does not apply to this review, or undefined when it runs. */
 export function skipReason(step: Step, ctx: ReviewContext): string | undefined {
-  // The OptIn check in a function of its own: inline, its few lines cost every step of every review more
-  // instructions (callgrind, bench/in-process.mjs).
+  // The OptIn check in a function of its own, and the match and dry-run checks inline, not behind a shared helper:
+  // either other shape costs every step of every review more instructions (callgrind, bench/in-process.mjs).
+  // review-references.ts whyNotApplies makes the same two checks for its words.
   if (step.attach === 'OptIn') {
     const optIn = optInSkipReason(step, ctx);
     if (optIn !== undefined) return optIn;
   }
-  return applicabilityReason(step, ctx.request, ctx.namespaceLabels);
+  const reason = step.match.matches(ctx.request, ctx.namespaceLabels);
+  if (reason) return reason;
+  if (ctx.request.dryRun && step.sideEffects === 'Some') return DRY_RUN_WITH_SIDE_EFFECTS;
+  return undefined;
 }
