@@ -33,8 +33,6 @@ export type ReferenceChange = ReadonlySet<string> | 'all';
 export interface NamespaceReferences {
   /** True once the namespace list has been read: until then every count would read 0. */
   synced(): boolean;
-  /** How many namespaces reference `extension`. */
-  count(extension: string): number;
   /** The count and the first `limit` referencing namespaces, sorted. */
   namespaces(extension: string, limit: number): ReferencingNamespaces;
   /** Calls `listener` after each change (synchronously, in the informer's event); returns the unsubscribe. */
@@ -53,11 +51,13 @@ interface NamespaceFacts {
   readonly extensions: ExtensionReferences;
 }
 
+/** What a namespace references in its annotation, bounded by the parser. */
+function referencesOf(namespace: V1Namespace): ExtensionReferences {
+  return parseExtensionReferences(namespace.metadata?.annotations?.[EXTENSIONS_ANNOTATION]);
+}
+
 function factsOf(name: string, namespace: V1Namespace): NamespaceFacts {
-  return {
-    labels: withNameLabel(name, namespace.metadata?.labels),
-    extensions: parseExtensionReferences(namespace.metadata?.annotations?.[EXTENSIONS_ANNOTATION]),
-  };
+  return { labels: withNameLabel(name, namespace.metadata?.labels), extensions: referencesOf(namespace) };
 }
 
 /** How long a review waits for a namespace the cache does not have yet (then: no labels, as for an error). */
@@ -111,8 +111,6 @@ export function createNamespaceLabelCache(
       }
     }
   };
-  const referencesOf = (namespace: V1Namespace) =>
-    parseExtensionReferences(namespace.metadata?.annotations?.[EXTENSIONS_ANNOTATION]);
   const record = (namespace: V1Namespace) => {
     const name = namespace.metadata?.name;
     if (name) notify(index.set(name, referencesOf(namespace)));
@@ -157,7 +155,6 @@ export function createNamespaceLabelCache(
     },
     references: {
       synced: () => announced,
-      count: (extension) => index.count(extension),
       namespaces: (extension, limit) => index.namespaces(extension, limit),
       subscribe(listener) {
         listeners.add(listener);

@@ -8,7 +8,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AdmissionApiVersion, AdmissionRequest, KubeObject } from '../admission/types.js';
 import { downConvertRequest } from '../protocol/conversion.js';
-import { chooseReviewVersion, reviewApiVersion, type ReviewVersion } from '../protocol/versions.js';
 import { ProviderCallError, errorMessage } from '../base/errors.js';
 import type { AuthorizationAttributes } from '../authorization/attributes.js';
 import type { AuthorizeVerdict } from '../authorization/authorize-step.js';
@@ -270,7 +269,3 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
     close: () => transport.close(),
   };
 }
-
-/** The apiVersion to call a provider speaking `versions` (preferred first) in. */
-export const apiVersionFor = (versions: readonly ReviewVersion[]): AdmissionApiVersion =>
-  reviewApiVersion(chooseReviewVersion(versions));

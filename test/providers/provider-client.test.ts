@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { ADMISSION_V1, ADMISSION_V1BETA1, type AdmissionApiVersion } from '../../server/admission/types.js';
 import type { KubeObject } from '../../server/plugin-api/types.js';
+import { chooseReviewVersion, reviewApiVersion } from '../../server/protocol/versions.js';
 import {
   MAX_RESPONSE_BYTES,
   SETTINGS_HEADER,
-  apiVersionFor,
   createProviderClient,
   type ProviderClient,
   type ProviderTarget,
@@ -158,7 +158,7 @@ describe('provider client (real HTTPS fake provider)', function () {
 
     it('v1beta1-only with admissionReviewVersions [v1beta1]: sends and accepts v1beta1', async function () {
       const url = fake.url('/v1beta1-only');
-      const apiVersion: AdmissionApiVersion = apiVersionFor(['v1beta1']);
+      const apiVersion: AdmissionApiVersion = reviewApiVersion(chooseReviewVersion(['v1beta1']));
       assert.equal(apiVersion, ADMISSION_V1BETA1);
 
       const answer = await call(clientFor(url, { apiVersion }));
@@ -170,7 +170,9 @@ describe('provider client (real HTTPS fake provider)', function () {
     it('v1beta1-only with the default [v1, v1beta1]: v1 is preferred, so the provider refuses it (http_status)', async function () {
       const url = fake.url('/v1beta1-only');
 
-      const err = await callFailure(call(clientFor(url, { apiVersion: apiVersionFor(['v1', 'v1beta1']) })));
+      const err = await callFailure(
+        call(clientFor(url, { apiVersion: reviewApiVersion(chooseReviewVersion(['v1', 'v1beta1'])) })),
+      );
 
       assert.equal(err.reason, 'http_status');
       assert.equal(err.message, `${url} answered HTTP 400`);
