@@ -58,6 +58,19 @@ describe('the provider SDK: plugins served as a remote provider', () => {
     return h;
   };
 
+  /** A gateway with `server` as its provider `labels` (discovered), and one with the plugin entries compiled in. */
+  const bothWays = async (server: ProviderServer, entries: string) => ({
+    remote: await start(`
+chain:
+  - provider: labels
+    url: ${server.url}
+    caBundle: ${caBundle(bundle.caCert)}
+    discovery: true
+`),
+    local: await start(`chain:\n${entries}`),
+  });
+  const mutate = async (h: Harness) => (await h.post('/mutate', podCreate())).body as AnswerReview;
+
   it('lists a handler per phase, with the plugin’s match, at GET /discovery', () => {
     assert.deepEqual(
       provider.handlers.map((h) => [h.name, h.phase, h.path]),
@@ -70,24 +83,17 @@ describe('the provider SDK: plugins served as a remote provider', () => {
   });
 
   it('answers with the patch the compiled-in plugin gives, byte for byte, and refuses with the plugin’s message under the gateway’s step name', async () => {
-    const remote = await start(`
-chain:
-  - provider: labels
-    url: ${provider.url}
-    caBundle: ${caBundle(bundle.caCert)}
-    discovery: true
-`);
-    const local = await start(`
-chain:
-  - plugin: default-labels
+    const { remote, local } = await bothWays(
+      provider,
+      `  - plugin: default-labels
     settings: ${JSON.stringify(LABELS)}
   - plugin: require-labels
     settings: ${JSON.stringify(REQUIRED)}
-`);
+`,
+    );
     const chain = (await remote.ops('/chain')).body as { order: string };
     assert.equal(chain.order, 'mutate=[default-labels.labels] validate=[require-labels.labels]');
 
-    const mutate = async (h: Harness) => (await h.post('/mutate', podCreate())).body as AnswerReview;
     const [viaProvider, inProcess] = [await mutate(remote), await mutate(local)];
     assert.equal(viaProvider.response.allowed, true);
     assert.ok(inProcess.response.patch);
@@ -124,23 +130,16 @@ chain:
       ],
     });
 
-    const remote = await start(`
-chain:
-  - provider: labels
-    url: ${legacy.url}
-    caBundle: ${caBundle(bundle.caCert)}
-    discovery: true
-`);
-    const local = await start(`
-chain:
-  - plugin: default-labels
+    const { remote, local } = await bothWays(
+      legacy,
+      `  - plugin: default-labels
     settings: ${JSON.stringify(LABELS)}
-`);
+`,
+    );
     await eventually('the handler is discovered', async () =>
       ((await remote.ops('/chain')).body as { order: string }).order.startsWith('mutate=[default-labels.labels]'),
     );
 
-    const mutate = async (h: Harness) => (await h.post('/mutate', podCreate())).body as AnswerReview;
     const [viaProvider, inProcess] = [await mutate(remote), await mutate(local)];
     assert.ok(inProcess.response.patch);
     assert.equal(viaProvider.response.patch, inProcess.response.patch);
