@@ -10,7 +10,13 @@ import { MAX_DNS_LABEL_CHARS, isDnsLabel } from '../config/names.js';
 import { FAILURE_POLICIES, readTimeoutSeconds, type FailurePolicy } from '../config/step-options.js';
 import type { Match } from '../admission/types.js';
 import { readReviewVersions } from '../config/review-versions.js';
-import { DISCOVERY_KIND, HOOK_API_VERSIONS, type HookApiVersion, type ReviewVersion } from '../protocol/versions.js';
+import {
+  DISCOVERY_KIND,
+  HOOK_API_V1ALPHA1,
+  HOOK_API_VERSIONS,
+  type HookApiVersion,
+  type ReviewVersion,
+} from '../protocol/versions.js';
 
 export interface DiscoveredHandler extends StepDeclarations {
   readonly name: string;
@@ -41,7 +47,7 @@ const HANDLER_FIELDS = [
 /** A hook API version at `path`: absent is v1alpha1 (documents from before versions existed). */
 function readHookApiVersion(r: Reader, value: unknown, path: string): HookApiVersion {
   const version = r.string(value, path);
-  if (version === undefined) return HOOK_API_VERSIONS[HOOK_API_VERSIONS.length - 1]!;
+  if (version === undefined) return HOOK_API_V1ALPHA1;
   if (!(HOOK_API_VERSIONS as readonly string[]).includes(version)) {
     r.fail(path, `unsupported hook API version (this gateway speaks ${HOOK_API_VERSIONS.join(', ')})`, version);
   }
