@@ -38,7 +38,7 @@ import {
   CRD_NAME,
   apiextensions,
   createProvider,
-  deleteCrd,
+  deleteProviderCrd,
   deleteProvider,
   mergePatchProvider,
   patchingProviderSpec,
@@ -169,7 +169,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
   before(async function () {
     // The readiness test needs the gateway to start while the CRD does not exist (the cluster is fresh
     // on every run; a CRD left by a kept cluster is removed first).
-    await deleteCrd();
+    await deleteProviderCrd();
     await eventually('the AdmissionProvider CRD to be gone', async () =>
       (await readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }))) === 404
         ? true
@@ -190,7 +190,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
     await fake?.close();
     // Deleting the CRD deletes the AdmissionProviders left with it.
-    await deleteCrd();
+    await deleteProviderCrd();
   });
 
   const opsUrl = () => gw!.gateway.opsUrl;

@@ -91,7 +91,7 @@ export async function deleteProvider(name: string): Promise<void> {
 }
 
 /** Deletes the CRD, and with it every AdmissionProvider. */
-export async function deleteCrd(): Promise<void> {
+export async function deleteProviderCrd(): Promise<void> {
   await apiextensions().deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreNotFound);
 }
 

@@ -6,7 +6,7 @@ import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.j
 import {
   GROUP,
   customObjects,
-  deleteCrd,
+  deleteProviderCrd,
   deleteProvider,
   ensureCrd,
   mergePatchProvider,
@@ -120,7 +120,7 @@ describe('opt-in AdmissionProviders through a real kube-apiserver', function () 
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
     await fake?.close();
     // The cluster as this file found it: a CRD created here goes (with whatever AdmissionProviders are left).
-    if (crdCreated) await deleteCrd();
+    if (crdCreated) await deleteProviderCrd();
   });
 
   const calls = (name: string) => fake.reviews().filter((c) => c.path === `/${name}/patch`).length;

@@ -12,7 +12,6 @@
 import assert from 'node:assert/strict';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
-  PROVIDER_API_VERSION,
   PROVIDER_GROUP,
   PROVIDER_PLURAL,
   PROVIDER_VERSION,
@@ -32,6 +31,8 @@ import { formatWindowStart } from '../../server/kube/served-window.js';
 import {
   createProvider,
   deleteProvider,
+  deleteProviderCrd,
+  ensureCrd,
   jsonPatchProvider,
   mergePatchProvider,
   providerGone,
@@ -40,8 +41,6 @@ import {
 import { apiError, core, createNamespace, eventually, kubeConfig, statusOf } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiserverGet, getChain } from './http.js';
-import { manifestDocuments } from './manifests.js';
-import { applyCrd, deleteCrd, servedResource } from './server-side-apply.js';
 
 const SUITE = 'opt-in-references';
 /** Another party's finalizer on a provider: the gateway's applies must leave it alone. */
@@ -110,9 +109,7 @@ describe('opt-in AdmissionProviders: references, objects served and deletion saf
 
   before(async function () {
     this.timeout(120_000);
-    const [crd] = await manifestDocuments('crd-admissionprovider.yaml');
-    crdCreated = !(await servedResource(PROVIDER_API_VERSION, 'AdmissionProvider'));
-    await applyCrd(crd!, 'e2e-opt-in-references');
+    crdCreated = await ensureCrd();
     for (const replica of ['a', 'b']) {
       replicas.push(await startE2EGateway({ suite: `${SUITE}-${replica}`, chain: '[]', clusterMode: CLUSTER_MODE }));
     }
@@ -130,7 +127,7 @@ describe('opt-in AdmissionProviders: references, objects served and deletion saf
       );
       await deleteProvider(name);
     }
-    if (crdCreated) await deleteCrd(`${PROVIDER_PLURAL}.${PROVIDER_GROUP}`);
+    if (crdCreated) await deleteProviderCrd();
   });
 
   async function newProvider(name: string): Promise<void> {

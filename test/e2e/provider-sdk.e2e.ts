@@ -24,7 +24,8 @@ import { core, eventually, kubeConfig, kubeConfigAs, randomSuffix, warningTexts,
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { getChain, postReview } from './http.js';
 import { pausePod } from './objects.js';
-import { apiserverRequest, applyCrd, deleteCrd, servedResource, serverSideApply } from './server-side-apply.js';
+import { deleteProviderCrd, ensureCrd } from './admission-providers.js';
+import { apiserverRequest, servedResource, serverSideApply } from './server-side-apply.js';
 
 // One plugin module, two ways to run it. The example provider of manifests/examples/provider/ — its command
 // line, its RBAC — runs as its own process (`admission-gateway provider`, started here) with a token of the
@@ -229,9 +230,7 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
     example = await exampleProvider();
     dir = await mkdtemp(path.join(os.tmpdir(), 'admission-gateway-e2e-provider-sdk-'));
     // The CRD and the gateway's namespace (where the example lives), as `kubectl apply -k manifests/` makes them.
-    const [crd] = await readDocuments('crd-admissionprovider.yaml');
-    crdCreated = !(await servedResource(PROVIDER_API_VERSION, 'AdmissionProvider'));
-    await applyCrd(crd!.object, FIELD_MANAGER);
+    crdCreated = await ensureCrd();
     const [namespace] = await readDocuments('namespace.yaml');
     await applyForReal(namespace!.object);
     for (const object of example.rbac) await applyForReal(object);
@@ -293,7 +292,7 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
       const scope = meta.namespace ? `/namespaces/${meta.namespace}` : '';
       await apiserverRequest('DELETE', `${resource!.groupVersionPath}${scope}/${resource!.plural}/${meta.name}`);
     }
-    if (crdCreated) await deleteCrd(`${PROVIDER_PLURAL}.${PROVIDER_GROUP}`);
+    if (crdCreated) await deleteProviderCrd();
     if (!failed && !process.env.E2E_KEEP) await rm(dir, { recursive: true, force: true });
   });
 
