@@ -14,6 +14,7 @@ import {
   createReviewer,
   standaloneNamespaceLabels,
   type NamespaceLabelSource,
+  type ReviewedRequest,
   type Reviewer,
 } from './chain/reviewer.js';
 import type { GatewayConfig } from './config/types.js';
@@ -22,6 +23,7 @@ import type { ProviderRuntime, ProviderRuntimeDeps } from './providers/provider-
 import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
+import { TraceBuffer } from './explain/trace-buffer.js';
 import { createWebhookApp } from './http/webhook-app.js';
 import { createAuthorizer } from './chain/authorizer.js';
 import { compileExclusions, exclusionsFor } from './authorization/exclusions.js';
@@ -110,6 +112,15 @@ function urlHost(host: string): string {
   return h.includes(':') ? `[${h}]` : h;
 }
 
+/** One listener for several, or none when there are none. */
+function fanOut<T>(sinks: ReadonlyArray<(value: T) => void>): ((value: T) => void) | undefined {
+  if (sinks.length === 0) return undefined;
+  if (sinks.length === 1) return sinks[0];
+  return (value) => {
+    for (const sink of sinks) sink(value);
+  };
+}
+
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, log } = options;
   const { server: serverConfig } = config;
@@ -139,6 +150,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ...(options.onProviderChange ? { onProviderChange: options.onProviderChange } : {}),
   });
 
+  // Who hears of each review with its decision trace; with none, reviews make no trace.
+  const traces = new TraceBuffer(config.explain.bufferSize, config.explain.includeObjects);
+  const reviewSinks: Array<(reviewed: ReviewedRequest) => void> = [];
+  if (traces.size > 0) reviewSinks.push((reviewed) => traces.add(reviewed));
+  const onReviewed = fanOut(reviewSinks);
+
   const reviewer = createReviewer({
     chain: () => chains.current(),
     metrics,
@@ -147,6 +164,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     deadlineMarginMs: serverConfig.deadlineMarginMs,
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
     ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
+    ...(onReviewed ? { onReviewed, annotateTrace: config.explain.auditAnnotation } : {}),
   });
 
   const authorizer = createAuthorizer({
@@ -243,6 +261,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     // Loaded on first read: the schema library costs start-up time no review needs.
     openapi: () => (openapi ??= import('./protocol/openapi.js').then((m) => m.openApiDocument())),
+    ...(traces.size > 0 ? { traces } : {}),
   });
   const opsServer = http.createServer(connectionOptions(serverConfig), handlerOf(opsApp));
   watchConnections(opsServer, 'ops', serverConfig.maxConnections, metrics);

@@ -108,7 +108,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
     }
     watch(step);
     seenChanges.set(step, changes);
-    ctx.observer.approved(step, ms, wrote, round);
+    ctx.observer.approved(step, ms, wrote, round, outcome.patch);
     return undefined;
   };
 
@@ -224,7 +224,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
       }
       watch(step);
       seenChanges.set(step, changes);
-      ctx.observer.approved(step, ms, wrote, round);
+      ctx.observer.approved(step, ms, wrote, round, outcome.patch);
     }
     return undefined;
   };
@@ -273,6 +273,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   const stamped = stampExtensionsApplied(ctx, working, written);
   if (stamped) working = stamped;
   if (!working || (changes === 0 && !stamped)) return APPROVED;
+  if (ctx.observer.details) ctx.observer.written = written;
   await yieldIfLarge(ctx);
   // Only what some step wrote can differ: diff those subtrees, not the whole object.
   const patch = diffWritten(request.object!, working.root, written);

@@ -71,6 +71,7 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
     source: 'plugin' as const,
     phase,
     match: options.match,
+    matchSpec: options.matchSpec,
     failurePolicy: options.failurePolicy,
     timeoutMs: options.timeoutMs,
     mode: options.mode,

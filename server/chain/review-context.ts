@@ -67,7 +67,7 @@ export function settleRefusal(
     ctx.observer.failed(step, ms, refusal, round, consequence.kind !== 'block');
   } else {
     consequence = denialConsequence(step, refusal);
-    ctx.observer.denied(step, ms, round);
+    ctx.observer.denied(step, ms, round, refusal, consequence.kind === 'block');
   }
   switch (consequence.kind) {
     case 'block':

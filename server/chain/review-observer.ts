@@ -3,12 +3,15 @@
  * `review` line, and a warning for a step that failed). The dispatchers only say what happened; this decides
  * how it is counted and told. One per review, its child loggers made on first use.
  */
+import type { Denial } from '../admission/decision.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
 import { MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
 import type { BindableLogger, Logger } from '../base/log.js';
 import type { Metrics, StepOutcome } from '../metrics/metrics.js';
+import type { StepDetail } from './decision-trace.js';
 import type { StepLogs } from './invoke-step.js';
+import type { WrittenPaths } from '../patch/written-paths.js';
 import { shown } from './policy.js';
 import type { Step } from './step.js';
 
@@ -51,8 +54,20 @@ function thrownStack(failure: StepFailedError): { stack: string } | undefined {
     : undefined;
 }
 
+/** What a traced review's observer needs to say how much of the deadline each step had left. */
+export interface TraceClock {
+  readonly deadline: number;
+  readonly now: () => number;
+}
+
 export class ReviewObserver implements StepLogs {
   readonly reports: StepReport[] = [];
+  /** Per report, what the decision trace adds (decision-trace.ts); only for a traced review. */
+  readonly details: StepDetail[] | undefined;
+  /** Who wrote what in the mutate phase, once it is over (traced reviews). */
+  written: WrittenPaths | undefined;
+  /** Each step's patch conflicts, for the trace. */
+  conflicts: Map<string, { count: number; first: PatchConflict }> | undefined;
   private bound: BindableLogger | undefined;
   private stepLogs: Map<string, Logger> | undefined;
   /** The `OptIn` extensions whose steps were called, and those of them a step approved for (made on first use). */
@@ -64,7 +79,10 @@ export class ReviewObserver implements StepLogs {
     private readonly log: BindableLogger,
     private readonly request: AdmissionRequest,
     private readonly phase: Phase,
-  ) {}
+    private readonly clock?: TraceClock,
+  ) {
+    this.details = clock ? [] : undefined;
+  }
 
   /** The logger bound to the request's uid. */
   requestLog(): BindableLogger {
@@ -81,17 +99,22 @@ export class ReviewObserver implements StepLogs {
 
   skipped(step: Step, reason: string): void {
     this.reports.push({ step: step.name, outcome: 'skipped', ms: 0, reason });
+    this.details?.push({ step });
     this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: 'skipped' });
   }
 
-  approved(step: Step, ms: number, changed: boolean, round: number): void {
+  /** `patch`: what a provider returned, for the trace (an in-process step's writes are found in `written`). */
+  approved(step: Step, ms: number, changed: boolean, round: number, patch?: readonly JsonPatchOperation[]): void {
     const outcome = changed ? 'patched' : 'allowed';
     // Every review reports each step: one object of one shape, not a spread of a conditional one.
     this.record(step, round ? { step: step.name, outcome, ms, round } : { step: step.name, outcome, ms });
+    if (this.details) this.detail(step, ms, undefined, step.source === 'provider' ? patch : undefined, false);
   }
 
-  denied(step: Step, ms: number, round: number): void {
+  /** `blocked`: the denial refuses the review (mode enforce). */
+  denied(step: Step, ms: number, round: number, denial: Denial, blocked: boolean): void {
     this.record(step, { step: step.name, outcome: 'denied', ms, ...(round ? { round } : {}) });
+    if (this.details) this.detail(step, ms, denial.message, undefined, blocked);
   }
 
   /** A failure, which refused the review or was ignored (`failedOpen`). */
@@ -104,6 +127,7 @@ export class ReviewObserver implements StepLogs {
       ...(failedOpen ? { failedOpen: true } : {}),
       ...(round ? { round } : {}),
     });
+    if (this.details) this.detail(step, ms, failure.message, undefined, !failedOpen);
     if (failedOpen) this.metrics.failOpen.inc({ step: step.name });
     // An open breaker fails every review fast: its opening was logged once (warn), and each review's line
     // records circuit_open + failedOpen; a warn line per review on top would be thousands a second of noise.
@@ -131,6 +155,7 @@ export class ReviewObserver implements StepLogs {
   /** A step rewrote or removed what earlier steps wrote: `count` paths, the first of them `first`. */
   patchConflicts(step: Step, count: number, first: PatchConflict): void {
     this.metrics.patchConflicts.inc({ step: step.name }, count);
+    if (this.details) (this.conflicts ??= new Map()).set(step.name, { count, first });
     this.requestLog().debug({ step: step.name, ...first, conflicts: count }, 'patch conflict');
   }
 
@@ -178,6 +203,23 @@ export class ReviewObserver implements StepLogs {
   /** The `OptIn` extensions a step approved for in this phase: ran without failing, and not denied. */
   approvedOptIn(): ReadonlySet<string> {
     return this.optInApproved ?? NONE;
+  }
+
+  private detail(
+    step: Step,
+    ms: number,
+    message: string | undefined,
+    patch: readonly JsonPatchOperation[] | undefined,
+    decided: boolean,
+  ): void {
+    const clock = this.clock!;
+    this.details!.push({
+      step,
+      ...(message !== undefined ? { message } : {}),
+      ...(patch?.length ? { patch } : {}),
+      ...(decided ? { decided } : {}),
+      deadlineLeftMs: Math.round((clock.deadline - clock.now() + ms) * 1000) / 1000,
+    });
   }
 
   private record(step: Step, report: StepReport): void {

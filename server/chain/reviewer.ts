@@ -2,6 +2,7 @@
  * One review, start to end: pick the selected steps from the current chain snapshot, set the deadline,
  * run the phase, and build the answer; its observer records the metrics and the log line.
  */
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Decision, Denial } from '../admission/decision.js';
 import { answerTo } from '../admission/responses.js';
@@ -9,6 +10,7 @@ import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/ty
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from './chain.js';
+import { buildDecisionTrace, traceIdOfUid, type DecisionTrace } from './decision-trace.js';
 import { EXTENSIONS_ANNOTATION, NO_REFERENCES, type ExtensionReferences } from './extension-references.js';
 import type { Labels } from './label-selector.js';
 import { namespaceToLookUp } from './match.js';
@@ -56,16 +58,35 @@ export interface ReviewerDeps {
   readonly now?: () => number;
   /** An opt-in extension ran for a review because the object or its namespace referenced it. */
   readonly onExtensionServed?: (extension: string) => void;
+  /** Hears of every review with its decision trace (the explain buffer, the recorder); none: no trace is made. */
+  readonly onReviewed?: (reviewed: ReviewedRequest) => void;
+  /** Adds the `decision-trace` audit annotation (uid and trace id) to every traced answer. */
+  readonly annotateTrace?: boolean;
 }
+
+/** A review once answered, with its trace: what `onReviewed` hears. */
+export interface ReviewedRequest {
+  readonly request: AdmissionRequest;
+  readonly response: AdmissionResponse;
+  readonly decision: Decision;
+  readonly trace: DecisionTrace;
+}
+
+/** The audit annotation that links the apiserver's audit log to the decision trace (README "Explaining a decision"). */
+export const TRACE_ANNOTATION = 'decision-trace';
 
 export interface ReviewResult {
   readonly decision: Decision;
   /** The decision as answered: with the warnings and audit annotations, and the patch in base64. */
   readonly response: AdmissionResponse;
   readonly reports: readonly StepReport[];
+  /** The decision trace, when the reviewer makes them (`onReviewed`). */
+  readonly trace?: DecisionTrace;
 }
 
 export interface ReviewOptions {
+  /** The review's W3C trace id (an incoming traceparent's, or the tracer's); else one is made from the uid. */
+  readonly traceId?: string;
   /** The apiserver's `?timeout`; the chain answers `deadlineMarginMs` before it. */
   readonly timeoutMs?: number;
   /**
@@ -83,6 +104,11 @@ export interface Reviewer {
 export function budgetMs(timeoutMs: number, marginMs: number): number {
   return Math.max(timeoutMs - marginMs, timeoutMs / 2);
 }
+
+/** The `decision-trace` annotation's value: what `GET /explain/<uid>` and a tracing backend find it by. */
+export const traceAnnotation = (uid: string, traceId: string): string => `uid=${uid} traceId=${traceId}`;
+
+const randomTraceId = (): string => randomBytes(16).toString('hex');
 
 /** Whether references name anything, readable or not. */
 const nameAnything = (references: ExtensionReferences): boolean =>
@@ -167,13 +193,21 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   };
 
   return {
-    async review(request, selection, { timeoutMs, large = false } = {}) {
+    async review(request, selection, { timeoutMs, large = false, traceId } = {}) {
       const chain = deps.chain();
       const { phase, failurePolicy } = selection;
       const started = now();
       const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs);
+      const traced = deps.onReviewed !== undefined;
+      const startedAt = traced ? Date.now() : 0;
 
-      const observer = new ReviewObserver(metrics, deps.log, request, phase);
+      const observer = new ReviewObserver(
+        metrics,
+        deps.log,
+        request,
+        phase,
+        traced ? { deadline: started + budget, now } : undefined,
+      );
       const notes = new ReviewNotes();
       let namespaceLabels: Labels | undefined;
       let extensions: ReviewExtensions | undefined;
@@ -211,8 +245,36 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       const annotations = ctx.notes.annotations();
       if (annotations) response.auditAnnotations = annotations;
       observer.notesDropped(ctx.notes.dropped());
-      observer.reviewed(selection.name, response, decision.patch, (now() - started) / 1000);
-      return { decision, response, reports: observer.reports };
+      const seconds = (now() - started) / 1000;
+      if (!traced) {
+        observer.reviewed(selection.name, response, decision.patch, seconds);
+        return { decision, response, reports: observer.reports };
+      }
+      const id = traceId ?? traceIdOfUid(request.uid) ?? randomTraceId();
+      if (deps.annotateTrace) {
+        response.auditAnnotations = {
+          ...response.auditAnnotations,
+          [TRACE_ANNOTATION]: traceAnnotation(request.uid, id),
+        };
+      }
+      observer.reviewed(selection.name, response, decision.patch, seconds);
+      const trace = buildDecisionTrace({
+        request,
+        response,
+        decision,
+        route: selection.name,
+        phase,
+        traceId: id,
+        startedAt,
+        ms: Math.round(seconds * 1e6) / 1000,
+        reports: observer.reports,
+        details: observer.details!,
+        namespaceLabels,
+        written: observer.written,
+        conflicts: observer.conflicts,
+      });
+      deps.onReviewed!({ request, response, decision, trace });
+      return { decision, response, reports: observer.reports, trace };
     },
   };
 }

@@ -63,6 +63,10 @@ export interface Step {
   invoke(invocation: StepInvocation): Decision | Promise<Decision>;
   /** Describes the step for `/chain`. */
   describe(): StepStatus;
+  /** The match as written: the decision trace says which rule or selector excluded a request. */
+  readonly matchSpec?: Match;
+  /** A provider's circuit breaker state, for the decision trace. */
+  breakerState?(): string;
 }
 
 /** How a chain entry is placed and guarded: what plugin and provider steps share. */

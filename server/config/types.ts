@@ -169,5 +169,16 @@ export interface GatewayConfig {
   readonly server: ServerConfig;
   readonly kube: KubeConfigSection;
   readonly log: LogConfig;
+  readonly explain: ExplainConfig;
   readonly chain: readonly ChainEntry[];
+}
+
+/** The decision traces of recent reviews (README "Explaining a decision"). */
+export interface ExplainConfig {
+  /** Recent reviews whose traces `GET /explain/<uid>` serves; 0 keeps none (and makes no traces). */
+  readonly bufferSize: number;
+  /** Keep the values of patch operations in the traces (object content); off: operations and paths only. */
+  readonly includeObjects: boolean;
+  /** Answer every traced review with the `decision-trace` audit annotation (uid and trace id). */
+  readonly auditAnnotation: boolean;
 }

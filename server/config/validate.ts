@@ -21,6 +21,7 @@ import type {
   EntryOptions,
   GatewayConfig,
   KubeConfigSection,
+  ExplainConfig,
   LogConfig,
   ManagedCertificateConfig,
   ProviderEntry,
@@ -238,6 +239,18 @@ function readLog(r: Reader, value: unknown): LogConfig {
   return { level: r.oneOf(m.level, 'log.level', ['debug', 'info', 'warn', 'error', 'silent'] as const) ?? 'info' };
 }
 
+/** Traces kept at most: each is a few kilobytes without object content. */
+const MAX_EXPLAIN_BUFFER = 100_000;
+
+function readExplain(r: Reader, value: unknown): ExplainConfig {
+  const m = r.map(value, 'explain', ['bufferSize', 'includeObjects', 'auditAnnotation']);
+  return {
+    bufferSize: r.integer(m.bufferSize, 'explain.bufferSize', 0, MAX_EXPLAIN_BUFFER) ?? 1000,
+    includeObjects: r.boolean(m.includeObjects, 'explain.includeObjects') ?? false,
+    auditAnnotation: r.boolean(m.auditAnnotation, 'explain.auditAnnotation') ?? true,
+  };
+}
+
 function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryOptions {
   const stepName = r.string(m.name, childPath(p, 'name')) ?? name;
   // Step names become metric labels, annotation keys and URL-safe identifiers.
@@ -407,7 +420,7 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
 export function validateConfig(doc: unknown, file: string, baseDir: string): GatewayConfig {
   const r = new Reader(file);
-  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'chain']);
+  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'explain', 'chain']);
   if (m.apiVersion !== undefined && m.apiVersion !== CONFIG_API_VERSION) {
     r.fail('apiVersion', `expected ${CONFIG_API_VERSION}`, m.apiVersion);
   }
@@ -429,6 +442,7 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     server,
     kube: readKube(r, m.kube, server.service.namespace, baseDir),
     log: readLog(r, m.log),
+    explain: readExplain(r, m.explain),
     chain,
   };
 }

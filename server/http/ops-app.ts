@@ -1,7 +1,17 @@
-/** The operations app (plain HTTP): /metrics, /healthz, /readyz, /chain, /openapi/v3. Never on the request path. */
+/**
+ * The operations app (plain HTTP): /metrics, /healthz, /readyz, /chain, /openapi/v3, /explain. Never on the request
+ * path.
+ */
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
 import type { Registry } from 'prom-client';
+import { renderTrace } from '../explain/render-trace.js';
+import type { TraceBuffer } from '../explain/trace-buffer.js';
+
+/** Recent reviews `GET /explain` lists at most. */
+const MAX_LISTED = 1000;
+/** A W3C trace id: 32 lowercase hex digits. */
+const TRACE_ID = /^[0-9a-f]{32}$/;
 
 /** One readiness condition, e.g. config loaded, certificate loaded, provider source synced. */
 export interface ReadinessCheck {
@@ -17,6 +27,8 @@ export interface OpsAppDeps {
   readonly chain: () => object;
   /** The OpenAPI document of the provider protocol; asked for only when someone reads it. */
   readonly openapi: () => Promise<object>;
+  /** The decision traces of recent reviews; absent when none are kept (explain.bufferSize 0). */
+  readonly traces?: Pick<TraceBuffer, 'get' | 'withTraceId' | 'recent' | 'size'>;
 }
 
 export function createOpsApp(deps: OpsAppDeps): Koa {
@@ -62,13 +74,40 @@ export function createOpsApp(deps: OpsAppDeps): Koa {
     ctx.body = await deps.openapi();
   });
 
+  router.get('/explain', (ctx) => {
+    const limit = Math.min(Math.max(Number.parseInt(String(ctx.query.limit ?? '100'), 10) || 100, 1), MAX_LISTED);
+    ctx.body = { size: deps.traces?.size ?? 0, reviews: deps.traces?.recent(limit, ctx.query.denied === 'true') ?? [] };
+  });
+
+  // A review's uid (the decision-trace audit annotation names it), or a trace id for every review of that trace.
+  router.get('/explain/:id', (ctx) => {
+    const id = ctx.params.id!;
+    const found = TRACE_ID.test(id) && !deps.traces?.get(id) ? deps.traces?.withTraceId(id) : undefined;
+    const traces = found ?? [deps.traces?.get(id)].filter((t) => t !== undefined);
+    if (traces.length === 0) {
+      ctx.status = 404;
+      ctx.body = {
+        error: deps.traces
+          ? `no trace of "${id}": not a recent review's uid or trace id (the last ${deps.traces.size} are kept)`
+          : 'no traces are kept: explain.bufferSize is 0',
+      };
+      return;
+    }
+    if (ctx.query.format === 'text') {
+      ctx.type = 'text/plain';
+      ctx.body = `${traces.map(renderTrace).join('\n\n')}\n`;
+      return;
+    }
+    ctx.body = found ? { traceId: id, reviews: traces } : traces[0];
+  });
+
   app.use(router.routes());
   app.use(router.allowedMethods());
   app.use((ctx: RouterContext) => {
     // A known path asked with another method stays unanswered here: allowedMethods makes it a 405 with Allow.
     if (ctx.matched?.length) return;
     ctx.status = 404;
-    ctx.body = { error: `not found; try /metrics, /healthz, /readyz, /chain, /openapi/v3` };
+    ctx.body = { error: `not found; try /metrics, /healthz, /readyz, /chain, /openapi/v3, /explain` };
   });
   return app;
 }

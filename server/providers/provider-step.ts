@@ -25,6 +25,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
     source: 'provider',
     phase: o.phase,
     match: o.match,
+    matchSpec: o.matchSpec,
     failurePolicy: o.failurePolicy,
     timeoutMs: o.timeoutMs,
     mode: o.mode,
@@ -54,6 +55,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
       for (const [key, value] of Object.entries(answer.auditAnnotations)) inv.annotate(key, value);
       return answer.decision;
     },
+    breakerState: () => o.breaker.state(),
     describe: () => ({
       name: o.name,
       source: 'provider',

@@ -110,6 +110,10 @@ export function withTestServer(yaml: string): string {
     opsPort: 0,
     tls: { ...tls, certFile: 'tls.crt', keyFile: 'tls.key' },
   };
+  // The decision-trace audit annotation is on by default; the tests of other features assert whole answers
+  // without it, and test/integration/explain.test.ts asserts it.
+  const explain = isRecord(doc.explain) ? doc.explain : {};
+  doc.explain = { auditAnnotation: false, ...explain };
   return stringify(doc);
 }
 

@@ -1,0 +1,77 @@
+/**
+ * A decision trace in words, for a person at a terminal: `admission-gateway review --explain` and
+ * `GET /explain/<uid>?format=text`. One block per review, one line per step (and indented lines for what it
+ * said and wrote), so that the step that decided is found at a glance.
+ */
+import type { KeptTrace, TracedOperation } from './trace-buffer.js';
+
+const OUTCOME_WORD: Readonly<Record<string, string>> = {
+  allowed: 'allowed',
+  patched: 'patched',
+  denied: 'DENIED',
+  skipped: 'skipped',
+  error: 'FAILED',
+  timeout: 'TIMED OUT',
+  circuit_open: 'CIRCUIT OPEN',
+  no_opinion: 'no opinion',
+};
+
+function operation(op: TracedOperation): string {
+  const from = op.from !== undefined ? ` from ${op.from}` : '';
+  const value = 'value' in op && op.value !== undefined ? ` ${JSON.stringify(op.value)}` : '';
+  return `${op.op} ${op.path}${from}${value}`;
+}
+
+/** The review's trace as lines of text (no trailing newline). */
+export function renderTrace(trace: KeptTrace): string {
+  const r = trace.request;
+  const where = [r.namespace, r.name].filter(Boolean).join('/');
+  const lines: string[] = [
+    `${trace.route}: ${r.operation} ${r.kind}${where ? ` ${where}` : ''}${r.dryRun ? ' (dry run)' : ''}${
+      r.user ? ` by ${r.user}` : ''
+    }`,
+    `  uid ${trace.uid}  trace ${trace.traceId}  at ${trace.startedAt}  ${trace.ms} ms`,
+    `  ${trace.allowed ? 'ALLOWED' : `DENIED (${trace.code ?? 403})`}${
+      trace.decidedBy?.length ? ` by ${trace.decidedBy.join(', ')}` : ''
+    }${trace.message ? `: ${trace.message}` : ''}`,
+  ];
+  if (trace.steps.length === 0) lines.push('  no steps in this phase');
+  trace.steps.forEach((step, i) => {
+    const flags = [
+      step.mode !== 'enforce' ? `mode ${step.mode}` : '',
+      step.round ? 'reinvoked' : '',
+      step.level !== undefined ? `level ${step.level}` : '',
+      step.failedOpen ? 'let through' : '',
+      step.decided ? 'DECIDED' : '',
+    ].filter(Boolean);
+    const time = step.outcome === 'skipped' ? '' : ` ${step.ms} ms`;
+    const left = step.deadlineLeftMs !== undefined ? `, ${Math.round(step.deadlineLeftMs)} ms of deadline left` : '';
+    lines.push(
+      `  ${i + 1}. ${step.step} [${step.source}${step.breaker ? `, breaker ${step.breaker}` : ''}] ${
+        OUTCOME_WORD[step.outcome] ?? step.outcome
+      }${time}${left}${flags.length ? ` (${flags.join(', ')})` : ''}`,
+    );
+    if (step.reason) lines.push(`       why: ${step.reason}`);
+    if (step.message) lines.push(`       message: ${step.message}`);
+    for (const warning of step.warnings ?? []) lines.push(`       warning: ${warning}`);
+    for (const op of step.patch ?? []) lines.push(`       patch: ${operation(op)}`);
+    if (step.patchOpsOmitted) lines.push(`       patch: … ${step.patchOpsOmitted} more operations`);
+    if (step.conflicts) {
+      const { count, first } = step.conflicts;
+      lines.push(
+        `       conflict: ${first.path} overwrote ${first.earlierPath} written by ${first.earlier}${
+          count > 1 ? ` (and ${count - 1} more)` : ''
+        }`,
+      );
+    }
+  });
+  if (trace.patch?.length) {
+    lines.push(`  patch (${trace.patch.length + (trace.patchOpsOmitted ?? 0)} operations):`);
+    for (const op of trace.patch) lines.push(`    ${operation(op)}`);
+    if (trace.patchOpsOmitted) lines.push(`    … ${trace.patchOpsOmitted} more`);
+  }
+  if (trace.redacted && (trace.patch?.length || trace.steps.some((s) => s.patch?.length))) {
+    lines.push('  (patch values redacted: explain.includeObjects is off)');
+  }
+  return lines.join('\n');
+}
