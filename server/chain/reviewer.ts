@@ -273,7 +273,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         written: observer.written,
         conflicts: observer.conflicts,
       });
-      deps.onReviewed!({ request, response, decision, trace });
+      deps.onReviewed({ request, response, decision, trace });
       return { decision, response, reports: observer.reports, trace };
     },
   };
