@@ -68,7 +68,11 @@ const yaml =
     : chainName.startsWith('noop')
       ? noop(Number(chainName.slice(4)))
       : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
-const { reviewer, chains, log } = await reviewSetup(ROOT, yaml);
+// IN_PROCESS_TRACES=0: without decision traces (explain.bufferSize 0), to measure what keeping them costs.
+const { reviewer, chains, log } = await reviewSetup(
+  ROOT,
+  process.env.IN_PROCESS_TRACES === '0' ? `${yaml}\nexplain: { bufferSize: 0 }\n` : yaml,
+);
 
 const mutate = selectionOf('mutate');
 const review = async () => {

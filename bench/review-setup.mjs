@@ -25,7 +25,14 @@ export async function reviewSetup(root, yaml) {
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const log = createLogger('info', new LineBatch(pino.destination({ dest: '/dev/null', sync: false })));
   const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
+  // Decision traces as serve keeps them (explain.bufferSize; checkouts from before them have none).
+  const explain = config.explain;
+  const traces =
+    explain && explain.bufferSize > 0
+      ? new (await load('dist/server/explain/trace-buffer.js')).TraceBuffer(explain.bufferSize, explain.includeObjects)
+      : undefined;
   const reviewer = createReviewer({
+    ...(traces ? { onReviewed: (reviewed) => traces.add(reviewed), annotateTrace: explain.auditAnnotation } : {}),
     chain: () => chains.current(),
     metrics,
     log,

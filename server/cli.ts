@@ -193,7 +193,10 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         (await import('./commands/openapi.js')).printOpenApi(io.stdout);
         return EXIT_OK;
       default: {
-        const review = reviewCommand(args, values.route, values['exit-code'] === true);
+        const review = reviewCommand(args, values.route, values['exit-code'] === true, {
+          explain: values.explain === true,
+          output: values.output,
+        });
         return await runReview(review, await configFrom(values, io), io);
       }
     }

@@ -1,16 +1,17 @@
 /**
  * The decision trace of one review: each step in order with what it did and why (README "Explaining a
- * decision"). Built once the review has answered, from what the observer recorded while it ran; the live path
- * only keeps references (a provider's returned patch, the final patch, the written-paths tree), and everything
- * costly — which rule excluded a step, whose write each operation of the patch is — is worked out here.
+ * decision"). A review ends with a `TraceInput`, references to what the observer recorded while it ran (the
+ * reports, a provider's returned patch, the final patch, the written-paths tree); the trace itself, and
+ * everything costly in it — which rule excluded a step, whose write each operation of the patch is — is built
+ * from them only when someone reads it.
  */
 import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
 import type { FailurePolicy, Mode } from '../config/step-options.js';
 import type { StepOutcome } from '../metrics/metrics.js';
-import type { WrittenPaths } from '../patch/written-paths.js';
+import { writersAt, type WrittenNode } from '../patch/written-paths.js';
 import type { Labels } from './label-selector.js';
-import { explainMismatch } from './match-explanation.js';
+import { describeRule, explainMismatch } from './match-explanation.js';
 import type { PatchConflict, StepReport } from './review-observer.js';
 import type { Step } from './step.js';
 
@@ -25,6 +26,8 @@ export interface StepTrace {
   readonly ms: number;
   readonly round?: number;
   readonly level?: number;
+  /** The match rule that selected the request, for a step that ran. */
+  readonly rule?: string;
   /** Why it was skipped (with the rule or selector that excluded it), or the failure's reason. */
   readonly reason?: string;
   /** The denial's message, or the failure's. */
@@ -38,6 +41,8 @@ export interface StepTrace {
    * review's patch carries its writes.
    */
   readonly patch?: readonly JsonPatchOperation[];
+  /** Operations of its patch a kept trace left out (explain/trace-buffer.ts). */
+  readonly patchOpsOmitted?: number;
   /** The review's warnings this step gave (or the gateway gave about it). */
   readonly warnings?: readonly string[];
   /** Paths it overwrote of earlier steps' writes: how many, and the first. */
@@ -76,6 +81,8 @@ export interface DecisionTrace {
   /** The steps whose refusal the answer carries. */
   readonly decidedBy?: readonly string[];
   readonly patch?: readonly JsonPatchOperation[];
+  /** Operations of the review's patch a kept trace left out. */
+  readonly patchOpsOmitted?: number;
   readonly warnings?: readonly string[];
   readonly auditAnnotations?: Readonly<Record<string, string>>;
   readonly steps: readonly StepTrace[];
@@ -84,11 +91,13 @@ export interface DecisionTrace {
 /** What the observer keeps per report beyond the log line's fields, when the review is traced. */
 export interface StepDetail {
   readonly step: Step;
-  readonly message?: string;
-  readonly patch?: readonly JsonPatchOperation[];
-  readonly deadlineLeftMs?: number;
+  readonly message: string | undefined;
+  readonly patch: readonly JsonPatchOperation[] | undefined;
+  /** Operations of `patch` left out when the input was made smaller to be kept. */
+  readonly patchOpsOmitted?: number;
+  readonly deadlineLeftMs: number | undefined;
   /** Its refusal is in the answer (a denial in mode enforce, a failure not let through). */
-  readonly decided?: boolean;
+  readonly decided: boolean;
 }
 
 export interface TraceInput {
@@ -103,8 +112,12 @@ export interface TraceInput {
   readonly reports: readonly StepReport[];
   readonly details: readonly StepDetail[];
   readonly namespaceLabels: Labels | undefined;
-  /** Who wrote what, for the mutate phase's patch. */
-  readonly written: WrittenPaths | undefined;
+  /** The written node each operation of the decision's patch was made at, for the mutate phase. */
+  readonly owners: readonly WrittenNode[] | undefined;
+  /** Instead of `owners` in a kept input: the writers of each operation of the decision's patch. */
+  readonly writers?: ReadonlyArray<readonly string[]> | undefined;
+  /** Operations of the decision's patch left out of a kept input. */
+  readonly patchOpsOmitted?: number | undefined;
   readonly conflicts: ReadonlyMap<string, { readonly count: number; readonly first: PatchConflict }> | undefined;
 }
 
@@ -116,18 +129,44 @@ const resourceOf = (request: AdmissionRequest): string =>
     request.subResource ? `/${request.subResource}` : ''
   }`;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
 /** Makes a W3C trace id of a request uid that is a UUID (32 hex digits once its dashes are gone). */
 export function traceIdOfUid(uid: string): string | undefined {
-  const hex = uid.replace(/-/g, '').toLowerCase();
-  return /^[0-9a-f]{32}$/.test(hex) && !/^0+$/.test(hex) ? hex : undefined;
+  // The apiserver's uids are lower-case UUIDs; anything else gets a trace id of its own.
+  if (uid.length !== 36 || uid === NIL_UUID || !UUID.test(uid)) return undefined;
+  return uid.slice(0, 8) + uid.slice(9, 13) + uid.slice(14, 18) + uid.slice(19, 23) + uid.slice(24);
+}
+
+/** A review once answered, for `ReviewerDeps.onReviewed`: its trace is built on first read. */
+export class ReviewedRequest {
+  private built: DecisionTrace | undefined;
+
+  constructor(
+    readonly request: AdmissionRequest,
+    readonly response: AdmissionResponse,
+    readonly decision: Decision,
+    /** What the trace is built from: references into the review, to be made smaller before it is kept. */
+    readonly traceInput: TraceInput,
+  ) {}
+
+  get trace(): DecisionTrace {
+    return (this.built ??= buildDecisionTrace(this.traceInput));
+  }
 }
 
 export function buildDecisionTrace(input: TraceInput): DecisionTrace {
   const { request, response, decision } = input;
   const warnings = response.warnings;
-  const patchOf = attributedPatch(decision, input.written);
+  const patchOf = attributedPatch(decision, input);
   const decidedBy: string[] = [];
-  const steps = input.reports.map((report, i): StepTrace => {
+  // In chain order, reinvocations last: the validate phase reports its skipped steps before those it ran.
+  const indexes = input.reports.map((_, i) => i);
+  const order = (i: number) => input.details[i]?.step.order ?? 0;
+  indexes.sort((a, b) => (input.reports[a]!.round ?? 0) - (input.reports[b]!.round ?? 0) || order(a) - order(b));
+  const steps = indexes.map((i): StepTrace => {
+    const report = input.reports[i]!;
     const detail = input.details[i];
     const step = detail?.step;
     const decided = detail?.decided === true;
@@ -138,6 +177,10 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
       report.outcome === 'skipped' && report.reason && step?.matchSpec
         ? explainMismatch(report.reason, step.matchSpec, request, input.namespaceLabels)
         : report.reason;
+    const rule =
+      report.outcome !== 'skipped' && step?.matchSpec
+        ? describeRule(step.matchSpec, step.match.ruleIndex(request))
+        : undefined;
     return {
       step: report.step,
       phase: step?.phase ?? input.phase,
@@ -148,11 +191,13 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
       ms: report.ms,
       ...(report.round ? { round: report.round } : {}),
       ...(report.level !== undefined ? { level: report.level } : {}),
+      ...(rule ? { rule } : {}),
       ...(reason ? { reason } : {}),
       ...(detail?.message ? { message: detail.message } : {}),
       ...(report.failedOpen ? { failedOpen: true } : {}),
       ...(decided ? { decided: true } : {}),
       ...(patch?.length ? { patch } : {}),
+      ...(detail?.patchOpsOmitted ? { patchOpsOmitted: detail.patchOpsOmitted } : {}),
       ...(own?.length ? { warnings: own } : {}),
       ...(input.conflicts?.has(report.step) ? { conflicts: input.conflicts.get(report.step)! } : {}),
       ...(step?.breakerState && report.outcome !== 'skipped' ? { breaker: step.breakerState() } : {}),
@@ -180,6 +225,7 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
     ...(response.status?.message ? { message: response.status.message } : {}),
     ...(decidedBy.length ? { decidedBy } : {}),
     ...(decision.patch?.length ? { patch: decision.patch } : {}),
+    ...(input.patchOpsOmitted ? { patchOpsOmitted: input.patchOpsOmitted } : {}),
     ...(warnings?.length ? { warnings } : {}),
     ...(response.auditAnnotations ? { auditAnnotations: response.auditAnnotations } : {}),
     steps,
@@ -187,11 +233,13 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
 }
 
 /** The review's patch, each operation given to the step whose write it carries. */
-function attributedPatch(decision: Decision, written: WrittenPaths | undefined): Map<string, JsonPatchOperation[]> {
+function attributedPatch(decision: Decision, input: TraceInput): Map<string, JsonPatchOperation[]> {
   const byStep = new Map<string, JsonPatchOperation[]>();
-  if (!decision.patch || !written) return byStep;
-  for (const op of decision.patch) {
-    for (const writer of written.writersOf(op.path)) {
+  const { owners, writers } = input;
+  if (!decision.patch || (!owners && !writers)) return byStep;
+  for (const [i, op] of decision.patch.entries()) {
+    const owner = owners?.[i];
+    for (const writer of writers ? (writers[i] ?? []) : owner ? writersAt(owner) : []) {
       let ops = byStep.get(writer);
       if (!ops) byStep.set(writer, (ops = []));
       ops.push(op);

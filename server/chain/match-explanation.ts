@@ -25,6 +25,16 @@ const list = (values: readonly string[]): string =>
     .map((v) => (v === '' ? '""' : v))
     .join(', ')}${values.length > MAX_NAMED ? ', …' : ''}]`;
 
+/** A rule in a few words: `rule 2 (CREATE, UPDATE on apps/v1 deployments)`. */
+export function describeRule(match: Match, index: number): string | undefined {
+  const rule = match.rules[index];
+  if (!rule) return undefined;
+  const groups = rule.apiGroups.map((g) => (g === '' ? 'core' : g)).join(',');
+  return `rule ${index + 1} (${rule.operations.join(', ')} on ${groups}/${rule.apiVersions.join(',')} ${rule.resources.join(
+    ', ',
+  )}${rule.scope && rule.scope !== '*' ? `, ${rule.scope}` : ''})`;
+}
+
 /** The first field of `rule` the request fails, tested alone with the matcher's semantics. */
 function failingField(rule: RuleWithOperations, request: AdmissionRequest): string | undefined {
   const alone = (field: Partial<RuleWithOperations>) =>

@@ -23,6 +23,8 @@ export interface CompiledMatch {
   readonly rulesMatch: (request: AdmissionRequest) => boolean;
   /** True when the namespaceSelector needs the labels of the request's namespace. */
   readonly needsNamespaceLabels: boolean;
+  /** The index of the first rule that selects the request, or -1 (the decision trace names it). */
+  readonly ruleIndex: (request: AdmissionRequest) => number;
 }
 
 /** A set test where `*` matches anything; built once per rule. */
@@ -123,5 +125,6 @@ export function compileMatch(match: Match): CompiledMatch {
     }
     return undefined;
   };
-  return { matches, rulesMatch, needsNamespaceLabels: hasNsSelector };
+  const ruleIndex = (request: AdmissionRequest): number => rules.findIndex((rule) => rule(request));
+  return { matches, rulesMatch, needsNamespaceLabels: hasNsSelector, ruleIndex };
 }

@@ -273,10 +273,11 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   const stamped = stampExtensionsApplied(ctx, working, written);
   if (stamped) working = stamped;
   if (!working || (changes === 0 && !stamped)) return APPROVED;
-  if (ctx.observer.details) ctx.observer.written = written;
   await yieldIfLarge(ctx);
   // Only what some step wrote can differ: diff those subtrees, not the whole object.
-  const patch = diffWritten(request.object!, working.root, written);
+  // A traced review notes which step each operation's write was (decision-trace.ts).
+  const owners = ctx.observer.details ? (ctx.observer.owners = []) : undefined;
+  const patch = diffWritten(request.object!, working.root, written, owners);
   return patch.length > 0 ? { allowed: true, patch } : APPROVED;
 }
 

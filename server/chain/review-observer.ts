@@ -11,7 +11,7 @@ import type { BindableLogger, Logger } from '../base/log.js';
 import type { Metrics, StepOutcome } from '../metrics/metrics.js';
 import type { StepDetail } from './decision-trace.js';
 import type { StepLogs } from './invoke-step.js';
-import type { WrittenPaths } from '../patch/written-paths.js';
+import type { WrittenNode } from '../patch/written-paths.js';
 import { shown } from './policy.js';
 import type { Step } from './step.js';
 
@@ -64,8 +64,8 @@ export class ReviewObserver implements StepLogs {
   readonly reports: StepReport[] = [];
   /** Per report, what the decision trace adds (decision-trace.ts); only for a traced review. */
   readonly details: StepDetail[] | undefined;
-  /** Who wrote what in the mutate phase, once it is over (traced reviews). */
-  written: WrittenPaths | undefined;
+  /** The written node each operation of the mutate phase's patch was made at (traced reviews). */
+  owners: WrittenNode[] | undefined;
   /** Each step's patch conflicts, for the trace. */
   conflicts: Map<string, { count: number; first: PatchConflict }> | undefined;
   private bound: BindableLogger | undefined;
@@ -99,7 +99,7 @@ export class ReviewObserver implements StepLogs {
 
   skipped(step: Step, reason: string): void {
     this.reports.push({ step: step.name, outcome: 'skipped', ms: 0, reason });
-    this.details?.push({ step });
+    this.details?.push({ step, message: undefined, patch: undefined, deadlineLeftMs: undefined, decided: false });
     this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: 'skipped' });
   }
 
@@ -213,12 +213,13 @@ export class ReviewObserver implements StepLogs {
     decided: boolean,
   ): void {
     const clock = this.clock!;
+    // One shape for every detail: this runs for every step of every traced review.
     this.details!.push({
       step,
-      ...(message !== undefined ? { message } : {}),
-      ...(patch?.length ? { patch } : {}),
-      ...(decided ? { decided } : {}),
+      message,
+      patch: patch?.length ? patch : undefined,
       deadlineLeftMs: Math.round((clock.deadline - clock.now() + ms) * 1000) / 1000,
+      decided,
     });
   }
 

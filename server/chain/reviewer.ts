@@ -10,7 +10,7 @@ import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/ty
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from './chain.js';
-import { buildDecisionTrace, traceIdOfUid, type DecisionTrace } from './decision-trace.js';
+import { ReviewedRequest, traceIdOfUid } from './decision-trace.js';
 import { EXTENSIONS_ANNOTATION, NO_REFERENCES, type ExtensionReferences } from './extension-references.js';
 import type { Labels } from './label-selector.js';
 import { namespaceToLookUp } from './match.js';
@@ -64,13 +64,7 @@ export interface ReviewerDeps {
   readonly annotateTrace?: boolean;
 }
 
-/** A review once answered, with its trace: what `onReviewed` hears. */
-export interface ReviewedRequest {
-  readonly request: AdmissionRequest;
-  readonly response: AdmissionResponse;
-  readonly decision: Decision;
-  readonly trace: DecisionTrace;
-}
+export { ReviewedRequest };
 
 /** The audit annotation that links the apiserver's audit log to the decision trace (README "Explaining a decision"). */
 export const TRACE_ANNOTATION = 'decision-trace';
@@ -80,8 +74,8 @@ export interface ReviewResult {
   /** The decision as answered: with the warnings and audit annotations, and the patch in base64. */
   readonly response: AdmissionResponse;
   readonly reports: readonly StepReport[];
-  /** The decision trace, when the reviewer makes them (`onReviewed`). */
-  readonly trace?: DecisionTrace;
+  /** The review with its decision trace (built when first read), when the reviewer makes them (`onReviewed`). */
+  readonly reviewed?: ReviewedRequest;
 }
 
 export interface ReviewOptions {
@@ -258,7 +252,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         };
       }
       observer.reviewed(selection.name, response, decision.patch, seconds);
-      const trace = buildDecisionTrace({
+      const reviewed = new ReviewedRequest(request, response, decision, {
         request,
         response,
         decision,
@@ -270,11 +264,11 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         reports: observer.reports,
         details: observer.details!,
         namespaceLabels,
-        written: observer.written,
+        owners: observer.owners,
         conflicts: observer.conflicts,
       });
-      deps.onReviewed({ request, response, decision, trace });
-      return { decision, response, reports: observer.reports, trace };
+      deps.onReviewed(reviewed);
+      return { decision, response, reports: observer.reports, reviewed };
     },
   };
 }

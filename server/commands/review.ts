@@ -13,7 +13,14 @@ import { errorMessage } from '../base/errors.js';
 import { createLogger, type BindableLogger, type LogLevel } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewResult } from '../chain/reviewer.js';
+import {
+  createReviewer,
+  standaloneNamespaceLabels,
+  type ReviewResult,
+  type ReviewedRequest,
+} from '../chain/reviewer.js';
+import { renderTrace } from '../explain/render-trace.js';
+import type { KeptTrace } from '../explain/trace-buffer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
 import { createChainForConfig } from '../providers/configured-chain.js';
@@ -29,6 +36,8 @@ export interface ReviewCommand {
   readonly route: 'all' | Route;
   /** Exit EXIT_DENIED when the request is refused. */
   readonly exitCode: boolean;
+  /** Print the decision traces instead of the answers, as text or JSON. */
+  readonly explain?: 'text' | 'json';
 }
 
 export interface ReviewIO {
@@ -40,7 +49,12 @@ export interface ReviewIO {
 }
 
 /** Checks review's arguments before anything is read. */
-export function reviewCommand(args: readonly string[], route: string | undefined, exitCode: boolean): ReviewCommand {
+export function reviewCommand(
+  args: readonly string[],
+  route: string | undefined,
+  exitCode: boolean,
+  { explain = false, output }: { explain?: boolean; output?: string | undefined } = {},
+): ReviewCommand {
   const [source, extra] = args;
   if (!source) throw new UsageError('review: expected a file name or "-" for standard input');
   if (extra !== undefined) throw new UsageError(`review: unexpected argument "${extra}" (one file at a time)`);
@@ -48,7 +62,16 @@ export function reviewCommand(args: readonly string[], route: string | undefined
   if (name !== 'all' && !(ROUTES as readonly string[]).includes(name)) {
     throw new UsageError(`--route: expected all or one of ${ROUTES.join(', ')}, got "${name}"`);
   }
-  return { source, route: name as ReviewCommand['route'], exitCode };
+  if (output !== undefined && !explain) throw new UsageError('review: --output goes with --explain');
+  if (output !== undefined && output !== 'text' && output !== 'json') {
+    throw new UsageError(`--output: expected text or json, got "${output}"`);
+  }
+  return {
+    source,
+    route: name as ReviewCommand['route'],
+    exitCode,
+    ...(explain ? { explain: output === 'json' ? 'json' : 'text' } : {}),
+  };
 }
 
 /** Warnings and errors only, unless the config asks for debug (or for less). */
@@ -86,12 +109,17 @@ export async function runReview(command: ReviewCommand, config: GatewayConfig, i
   try {
     // Providers with discovery get one attempt, so the offline run sees their handlers.
     await Promise.all(chains.runtimes().map((r) => r.discover()));
+    const traces: KeptTrace[] = [];
     const { output, allowed } = await reviewOnChain(chains.current(), input.request, input.apiVersion, command.route, {
       log,
       metrics,
       config,
+      // The reviewer's own object: its patch values are shown in full.
+      ...(command.explain ? { onReviewed: (r: ReviewedRequest) => traces.push({ ...r.trace, redacted: false }) } : {}),
     });
-    io.stdout(`${JSON.stringify(output, null, 2)}\n`);
+    if (command.explain === 'text') io.stdout(`${traces.map(renderTrace).join('\n\n')}\n`);
+    else if (command.explain === 'json') io.stdout(`${JSON.stringify({ allowed, reviews: traces }, null, 2)}\n`);
+    else io.stdout(`${JSON.stringify(output, null, 2)}\n`);
     return command.exitCode && !allowed ? EXIT_DENIED : 0;
   } finally {
     await chains.close();
@@ -103,7 +131,12 @@ async function reviewOnChain(
   request: AdmissionRequest,
   apiVersion: AdmissionApiVersion,
   route: ReviewCommand['route'],
-  deps: { log: BindableLogger; metrics: Metrics; config: GatewayConfig },
+  deps: {
+    log: BindableLogger;
+    metrics: Metrics;
+    config: GatewayConfig;
+    onReviewed?: (reviewed: ReviewedRequest) => void;
+  },
 ): Promise<{ output: unknown; allowed: boolean }> {
   const reviewer = createReviewer({
     chain: () => chain,
@@ -112,6 +145,7 @@ async function reviewOnChain(
     namespaceLabels: standaloneNamespaceLabels,
     deadlineMarginMs: deps.config.server.deadlineMarginMs,
     defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
+    ...(deps.onReviewed ? { onReviewed: deps.onReviewed } : {}),
   });
   if (route !== 'all') {
     const result = await reviewer.review(request, selectionOf(route));

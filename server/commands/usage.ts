@@ -34,6 +34,7 @@ export const OPTIONS = {
   'log-level': { type: 'string' },
   route: { type: 'string' },
   'exit-code': { type: 'boolean' },
+  explain: { type: 'boolean' },
   ca: { type: 'string' },
   service: { type: 'string' },
   url: { type: 'string' },
@@ -85,7 +86,7 @@ export const REGISTRATION_OPTIONS = [
 const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'log-level'],
   certs: ['ca'],
-  review: ['route', 'exit-code'],
+  review: ['route', 'exit-code', 'explain', 'output'],
   provider: [
     'port',
     'log-level',
@@ -196,6 +197,7 @@ provider (AdmissionReview v1 and v1beta1, the authorize phase's SubjectAccessRev
 X-Admission-Gateway-Settings header), the answers it accepts, and the discovery document. The ops server
 serves the same document at /openapi/v3. Needs no configuration.`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
+                                       [--explain [--output text|json]]
 
 Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the
 configured chain without a cluster and prints, as JSON, each phase's AdmissionReview response and its
@@ -207,6 +209,10 @@ validate phase on the mutated object.
 ${CONFIG_OPTION}
   --route ROUTE       all (default), ${ROUTES.join(', ')}
   --exit-code         exit ${EXIT_DENIED} when the request is refused (a phase denies or fails closed), to gate CI
+  --explain           print each phase's decision trace instead: every step in order, matched or skipped and
+                      why (the rule or selector), its verdict, message, warnings, patch operations, conflicts,
+                      time and the deadline it had left
+  --output, -o FORMAT text (default with --explain) or json (the traces as GET /explain/<uid> serves them)
 
 Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
 or input, ${EXIT_DENIED} refused (with --exit-code).`,

@@ -3,7 +3,8 @@
  * `GET /explain/<uid>?format=text`. One block per review, one line per step (and indented lines for what it
  * said and wrote), so that the step that decided is found at a glance.
  */
-import type { KeptTrace, TracedOperation } from './trace-buffer.js';
+import type { JsonPatchOperation } from '../admission/types.js';
+import type { KeptTrace } from './trace-buffer.js';
 
 const OUTCOME_WORD: Readonly<Record<string, string>> = {
   allowed: 'allowed',
@@ -16,8 +17,8 @@ const OUTCOME_WORD: Readonly<Record<string, string>> = {
   no_opinion: 'no opinion',
 };
 
-function operation(op: TracedOperation): string {
-  const from = op.from !== undefined ? ` from ${op.from}` : '';
+function operation(op: JsonPatchOperation): string {
+  const from = 'from' in op ? ` from ${op.from}` : '';
   const value = 'value' in op && op.value !== undefined ? ` ${JSON.stringify(op.value)}` : '';
   return `${op.op} ${op.path}${from}${value}`;
 }
@@ -37,20 +38,25 @@ export function renderTrace(trace: KeptTrace): string {
   ];
   if (trace.steps.length === 0) lines.push('  no steps in this phase');
   trace.steps.forEach((step, i) => {
+    const wouldDeny = step.outcome === 'denied' && !step.decided && step.mode !== 'enforce';
     const flags = [
-      step.mode !== 'enforce' ? `mode ${step.mode}` : '',
+      step.mode !== 'enforce' && !wouldDeny ? `mode ${step.mode}` : '',
       step.round ? 'reinvoked' : '',
       step.level !== undefined ? `level ${step.level}` : '',
       step.failedOpen ? 'let through' : '',
       step.decided ? 'DECIDED' : '',
     ].filter(Boolean);
+    const word = wouldDeny
+      ? `would deny (mode ${step.mode}: not enforced)`
+      : (OUTCOME_WORD[step.outcome] ?? step.outcome);
     const time = step.outcome === 'skipped' ? '' : ` ${step.ms} ms`;
     const left = step.deadlineLeftMs !== undefined ? `, ${Math.round(step.deadlineLeftMs)} ms of deadline left` : '';
     lines.push(
       `  ${i + 1}. ${step.step} [${step.source}${step.breaker ? `, breaker ${step.breaker}` : ''}] ${
-        OUTCOME_WORD[step.outcome] ?? step.outcome
+        word
       }${time}${left}${flags.length ? ` (${flags.join(', ')})` : ''}`,
     );
+    if (step.rule) lines.push(`       matched: ${step.rule}`);
     if (step.reason) lines.push(`       why: ${step.reason}`);
     if (step.message) lines.push(`       message: ${step.message}`);
     for (const warning of step.warnings ?? []) lines.push(`       warning: ${warning}`);
@@ -66,7 +72,8 @@ export function renderTrace(trace: KeptTrace): string {
     }
   });
   if (trace.patch?.length) {
-    lines.push(`  patch (${trace.patch.length + (trace.patchOpsOmitted ?? 0)} operations):`);
+    const count = trace.patch.length + (trace.patchOpsOmitted ?? 0);
+    lines.push(`  patch (${count} operation${count === 1 ? '' : 's'}):`);
     for (const op of trace.patch) lines.push(`    ${operation(op)}`);
     if (trace.patchOpsOmitted) lines.push(`    … ${trace.patchOpsOmitted} more`);
   }

@@ -1,32 +1,27 @@
 /**
- * The decision traces of the most recent reviews, for `GET /explain/<uid>`: a ring of a fixed number of
- * traces, each cut down as it is added so that what a review leaves behind is small and bounded whatever the
- * object — the patch operations' values (object content) only when configured, and at most a few dozen
- * operations per step.
+ * The decision traces of the most recent reviews, for `GET /explain/<uid>`: a ring of a fixed number of reviews.
+ * What a review leaves here is made small and bounded as it is added, whatever the object: the request without
+ * its object, at most a few dozen patch operations per step and for the review, their values (object content)
+ * only when configured, and who wrote each of them instead of the written-paths tree. The trace itself is built
+ * only when someone asks for it.
  */
-import type { JsonPatchOperation } from '../admission/types.js';
-import type { DecisionTrace, StepTrace } from '../chain/decision-trace.js';
-import type { ReviewedRequest } from '../chain/reviewer.js';
+import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, KubeObject } from '../admission/types.js';
+import { clip } from '../base/limits.js';
+import type { DecisionTrace, ReviewedRequest, StepDetail, TraceInput } from '../chain/decision-trace.js';
+import { buildDecisionTrace } from '../chain/decision-trace.js';
+import { writersAt } from '../patch/written-paths.js';
+import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } from '../chain/match.js';
 
-/** Patch operations a trace keeps per step and for the review; the rest are counted. */
+/** Patch operations kept per step and for the review; the rest are counted. */
 export const MAX_TRACED_OPS = 50;
+/** Labels of an object kept to explain a selector's skip; an object with more keeps none. */
+const MAX_KEPT_LABELS = 64;
 
-/** What a patch looks like in a kept trace: its operations without their values unless objects are kept. */
-export interface TracedOperation {
-  readonly op: JsonPatchOperation['op'];
-  readonly path: string;
-  readonly from?: string;
-  readonly value?: unknown;
-}
-
-export interface KeptTrace extends Omit<DecisionTrace, 'patch' | 'steps'> {
-  readonly patch?: readonly TracedOperation[];
-  /** Operations of the review's patch not kept. */
-  readonly patchOpsOmitted?: number;
-  readonly steps: ReadonlyArray<Omit<StepTrace, 'patch'> & { patch?: TracedOperation[]; patchOpsOmitted?: number }>;
+/** A trace as `GET /explain` serves it. */
+export type KeptTrace = DecisionTrace & {
   /** The values of patch operations were left out (explain.includeObjects is off). */
   readonly redacted: boolean;
-}
+};
 
 /** A recent review, as `GET /explain` lists it. */
 export interface TraceSummary {
@@ -42,35 +37,102 @@ export interface TraceSummary {
   readonly ms: number;
 }
 
-function keptOps(
-  ops: readonly JsonPatchOperation[] | undefined,
-  includeObjects: boolean,
-): { patch?: TracedOperation[]; patchOpsOmitted?: number } {
-  if (!ops?.length) return {};
-  const kept = ops
-    .slice(0, MAX_TRACED_OPS)
-    .map((op): TracedOperation => (includeObjects ? structuredClone(op) : withoutValue(op)));
-  return ops.length > MAX_TRACED_OPS ? { patch: kept, patchOpsOmitted: ops.length - MAX_TRACED_OPS } : { patch: kept };
-}
-
-function withoutValue(op: JsonPatchOperation): TracedOperation {
+/** An operation as kept: its value only with objects kept (JSON leaves out a value that is undefined). */
+function keptOp(op: JsonPatchOperation, includeObjects: boolean): JsonPatchOperation {
+  if (includeObjects) return structuredClone(op);
+  if (op.op === 'remove') return { op: op.op, path: op.path };
   if (op.op === 'move' || op.op === 'copy') return { op: op.op, from: op.from, path: op.path };
-  return { op: op.op, path: op.path };
+  return { op: op.op, path: op.path, value: undefined };
 }
 
-/** A trace as kept: bounded, and without object content unless `includeObjects`. */
-export function keptTrace(trace: DecisionTrace, includeObjects: boolean): KeptTrace {
-  const { patch, steps, ...rest } = trace;
+function keptOps(ops: readonly JsonPatchOperation[], includeObjects: boolean): JsonPatchOperation[] {
+  return ops.slice(0, MAX_TRACED_OPS).map((op) => keptOp(op, includeObjects));
+}
+
+/** The labels of an object, when a selector's skip is to be explained and there are not too many. */
+function keptLabels(object: KubeObject | null | undefined): KubeObject | undefined {
+  const labels = object?.metadata?.labels;
+  if (!labels || typeof labels !== 'object') return undefined;
+  const entries = Object.entries(labels);
+  if (entries.length > MAX_KEPT_LABELS) return undefined;
+  return { metadata: { labels: Object.fromEntries(entries.map(([k, v]) => [clip(k), clip(String(v))])) } };
+}
+
+/** The request without its object: what a trace names, and the labels a selector's skip is explained with. */
+function keptRequest(request: AdmissionRequest, withLabels: boolean): AdmissionRequest {
+  const kept: AdmissionRequest = {
+    uid: request.uid,
+    kind: request.kind,
+    resource: request.resource,
+    operation: request.operation,
+    userInfo: request.userInfo.username === undefined ? {} : { username: clip(request.userInfo.username) },
+  };
+  if (request.subResource) kept.subResource = request.subResource;
+  if (request.name) kept.name = request.name;
+  if (request.namespace) kept.namespace = request.namespace;
+  if (request.dryRun) kept.dryRun = true;
+  if (!withLabels) return kept;
+  const object = keptLabels(request.object);
+  const oldObject = keptLabels(request.oldObject);
+  if (object) kept.object = object;
+  if (oldObject) kept.oldObject = oldObject;
+  return kept;
+}
+
+const SELECTOR_SKIPS = new Set([NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH]);
+
+/** A review's trace input made small enough to keep (see the header). */
+export function keptInput(input: TraceInput, includeObjects: boolean): TraceInput {
+  // One object literal of one shape, no spreads: this runs once for every review.
+  const patch = input.decision.patch;
+  const ops = patch?.length ? keptOps(patch, includeObjects) : undefined;
+  let details = input.details;
+  for (let i = 0; i < details.length; i++) {
+    const detail = details[i]!;
+    if (!detail.patch) continue;
+    if (details === input.details) details = details.slice();
+    (details as StepDetail[])[i] = {
+      step: detail.step,
+      message: detail.message,
+      patch: keptOps(detail.patch, includeObjects),
+      patchOpsOmitted: Math.max(detail.patch.length - MAX_TRACED_OPS, 0),
+      deadlineLeftMs: detail.deadlineLeftMs,
+      decided: detail.decided,
+    };
+  }
+  const { owners, response, reports } = input;
+  let withLabels = false;
+  for (const report of reports) if (report.reason !== undefined && SELECTOR_SKIPS.has(report.reason)) withLabels = true;
   return {
-    ...rest,
-    ...keptOps(patch, includeObjects),
-    steps: steps.map(({ patch: stepPatch, ...step }) => ({ ...step, ...keptOps(stepPatch, includeObjects) })),
-    redacted: !includeObjects,
+    request: keptRequest(input.request, withLabels),
+    response: keptResponse(response),
+    decision: ops ? { allowed: true, patch: ops } : input.decision,
+    route: input.route,
+    phase: input.phase,
+    traceId: input.traceId,
+    startedAt: input.startedAt,
+    ms: input.ms,
+    reports,
+    details,
+    namespaceLabels: input.namespaceLabels,
+    owners: undefined,
+    conflicts: input.conflicts,
+    writers: ops && owners ? ops.map((_, i) => (owners[i] ? writersAt(owners[i]) : [])) : undefined,
+    patchOpsOmitted: patch && patch.length > MAX_TRACED_OPS ? patch.length - MAX_TRACED_OPS : undefined,
   };
 }
 
+/** The response without its base64 patch, which can be as large as the object. */
+function keptResponse(response: AdmissionResponse): AdmissionResponse {
+  const kept: AdmissionResponse = { uid: response.uid, allowed: response.allowed };
+  if (response.status) kept.status = response.status;
+  if (response.warnings) kept.warnings = response.warnings;
+  if (response.auditAnnotations) kept.auditAnnotations = response.auditAnnotations;
+  return kept;
+}
+
 export class TraceBuffer {
-  private readonly ring: Array<KeptTrace | undefined>;
+  private readonly ring: Array<TraceInput | undefined>;
   private readonly byUid = new Map<string, number>();
   private next = 0;
 
@@ -78,7 +140,7 @@ export class TraceBuffer {
     readonly size: number,
     private readonly includeObjects: boolean,
   ) {
-    this.ring = new Array<KeptTrace | undefined>(size);
+    this.ring = new Array<TraceInput | undefined>(size);
   }
 
   /** Keeps a review's trace, in place of the oldest. */
@@ -87,44 +149,53 @@ export class TraceBuffer {
     const slot = this.next;
     this.next = (slot + 1) % this.size;
     const old = this.ring[slot];
-    if (old && this.byUid.get(old.uid) === slot) this.byUid.delete(old.uid);
-    const kept = keptTrace(reviewed.trace, this.includeObjects);
-    this.ring[slot] = kept;
-    this.byUid.set(kept.uid, slot);
+    if (old && this.byUid.get(old.request.uid) === slot) this.byUid.delete(old.request.uid);
+    this.ring[slot] = keptInput(reviewed.traceInput, this.includeObjects);
+    this.byUid.set(reviewed.request.uid, slot);
   }
 
   /** The trace of the review with this uid, if it is still kept. */
   get(uid: string): KeptTrace | undefined {
     const slot = this.byUid.get(uid);
-    return slot === undefined ? undefined : this.ring[slot];
+    const input = slot === undefined ? undefined : this.ring[slot];
+    return input ? this.trace(input) : undefined;
   }
 
   /** The kept traces with this trace id (a review's mutate and validate calls may share one), oldest first. */
   withTraceId(traceId: string): KeptTrace[] {
-    return this.newestFirst(Number.MAX_SAFE_INTEGER, (t) => t.traceId === traceId).reverse();
+    return this.newestFirst(Number.MAX_SAFE_INTEGER, (t) => t.traceId === traceId)
+      .reverse()
+      .map((input) => this.trace(input));
   }
 
   /** The most recent reviews, newest first; `denied` keeps only refused ones. */
   recent(limit: number, denied = false): TraceSummary[] {
-    return this.newestFirst(limit, (t) => !denied || !t.allowed).map((t) => ({
-      uid: t.uid,
-      traceId: t.traceId,
-      route: t.route,
-      startedAt: t.startedAt,
-      operation: t.request.operation,
-      kind: t.request.kind,
-      ...(t.request.namespace ? { namespace: t.request.namespace } : {}),
-      ...(t.request.name ? { name: t.request.name } : {}),
-      allowed: t.allowed,
-      ms: t.ms,
-    }));
+    return this.newestFirst(limit, (t) => !denied || !t.response.allowed).map((t) => {
+      const { request } = t;
+      return {
+        uid: request.uid,
+        traceId: t.traceId,
+        route: t.route,
+        startedAt: new Date(t.startedAt).toISOString(),
+        operation: request.operation,
+        kind: `${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`,
+        ...(request.namespace ? { namespace: request.namespace } : {}),
+        ...(request.name ? { name: request.name } : {}),
+        allowed: t.response.allowed,
+        ms: t.ms,
+      };
+    });
   }
 
-  private newestFirst(limit: number, keep: (t: KeptTrace) => boolean): KeptTrace[] {
-    const out: KeptTrace[] = [];
+  private trace(input: TraceInput): KeptTrace {
+    return { ...buildDecisionTrace(input), redacted: !this.includeObjects };
+  }
+
+  private newestFirst(limit: number, keep: (t: TraceInput) => boolean): TraceInput[] {
+    const out: TraceInput[] = [];
     for (let i = 1; i <= this.size && out.length < limit; i++) {
-      const trace = this.ring[(this.next - i + this.size) % this.size];
-      if (trace && keep(trace)) out.push(trace);
+      const input = this.ring[(this.next - i + this.size) % this.size];
+      if (input && keep(input)) out.push(input);
     }
     return out;
   }

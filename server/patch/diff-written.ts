@@ -42,14 +42,27 @@ function diffAt(pointer: string, before: unknown, after: unknown, ops: JsonPatch
  * every element a step shifted or replaced was itself written, so each written element is diffed on its
  * own — a container edited in place costs that container's fields, not a comparison of the whole list.
  */
-function diffNode(node: WrittenNode, pointer: string, before: unknown, after: unknown, ops: JsonPatchOperation[]) {
-  if (node.writer !== undefined || !node.firstChild) return diffAt(pointer, before, after, ops);
-  if ((Array.isArray(before) || Array.isArray(after)) && !sameLengthArrays(before, after)) {
-    return diffAt(pointer, before, after, ops);
+function diffNode(
+  node: WrittenNode,
+  pointer: string,
+  before: unknown,
+  after: unknown,
+  ops: JsonPatchOperation[],
+  owners: WrittenNode[] | undefined,
+) {
+  if (
+    node.writer !== undefined ||
+    !node.firstChild ||
+    ((Array.isArray(before) || Array.isArray(after)) && !sameLengthArrays(before, after))
+  ) {
+    const from = ops.length;
+    diffAt(pointer, before, after, ops);
+    if (owners) for (let i = from; i < ops.length; i++) owners.push(node);
+    return;
   }
   for (let child: WrittenNode | undefined = node.firstChild; child; child = child.nextSibling) {
     const { key } = child;
-    diffNode(child, `${pointer}/${escapeSegment(key)}`, member(before, key), member(after, key), ops);
+    diffNode(child, `${pointer}/${escapeSegment(key)}`, member(before, key), member(after, key), ops, owners);
   }
 }
 
@@ -58,12 +71,14 @@ const sameLengthArrays = (a: unknown, b: unknown): boolean =>
 
 /**
  * The patch from `original` to `current` when only the subtrees at the `written` pointers can differ.
- * Values in the patch are shared with `current`, which the caller no longer modifies.
+ * Values in the patch are shared with `current`, which the caller no longer modifies. `owners`, when given,
+ * receives for each operation the written node it was made at (whose writers it carries: writersAt).
  */
 export function diffWritten(
   original: object,
   current: object,
   written: WrittenPaths | Iterable<string>,
+  owners?: WrittenNode[],
 ): JsonPatchOperation[] {
   let tree: WrittenNode;
   if (written instanceof WrittenPaths) tree = written.tree;
@@ -72,9 +87,13 @@ export function diffWritten(
     for (const pointer of written) paths.record(pointer, '');
     tree = paths.tree;
   }
-  if (tree.writer !== undefined) return diffPatch(original, current);
+  if (tree.writer !== undefined) {
+    const whole = diffPatch(original, current);
+    if (owners) for (let i = 0; i < whole.length; i++) owners.push(tree);
+    return whole;
+  }
   if (!tree.firstChild) return [];
   const ops: JsonPatchOperation[] = [];
-  diffNode(tree, '', original, current, ops);
+  diffNode(tree, '', original, current, ops, owners);
   return ops;
 }

@@ -59,18 +59,27 @@ export class WrittenNode {
     return node;
   }
 
-  /** The child at `key`, if something was written there or below. */
-  find(key: string): WrittenNode | undefined {
-    const first = this.firstChild;
-    if (first === undefined) return undefined;
-    return this.index === undefined ? (first.key === key ? first : undefined) : this.index.get(key);
-  }
-
   /** Becomes a write by `writer`, replacing everything recorded below. */
   mark(writer: string): void {
     this.firstChild = this.lastChild = this.index = undefined;
     this.writer = writer;
   }
+}
+
+/**
+ * The steps whose writes a patch operation made at `node` carries (diff-written.ts says which node made it): its
+ * writer, or every writer below it (an array diffed whole). For the decision trace, never the review path.
+ */
+export function writersAt(node: WrittenNode): string[] {
+  if (node.writer !== undefined) return [node.writer];
+  const below = new Set<string>();
+  const stack: WrittenNode[] = [node];
+  while (stack.length > 0) {
+    const current = stack.pop()!;
+    if (current.writer !== undefined) below.add(current.writer);
+    for (let child = current.firstChild; child; child = child.nextSibling) stack.push(child);
+  }
+  return [...below];
 }
 
 /**
@@ -103,32 +112,6 @@ export class WrittenPaths {
       at = end + 1;
     }
     this.write(node, writer, onOverwrite);
-  }
-
-  /**
-   * The steps whose writes an operation at `pointer` carries: the nearest writer at or above it, else every
-   * writer below it (a map several steps filled, added as one). For the decision trace, never the review path.
-   */
-  writersOf(pointer: string): string[] {
-    let node: WrittenNode | undefined = this.tree;
-    let at = 1;
-    let above: string | undefined = node.writer;
-    while (node && at <= pointer.length) {
-      let end = pointer.indexOf('/', at);
-      if (end < 0) end = pointer.length;
-      node = node.find(unescapeSegment(pointer.slice(at, end)));
-      if (node?.writer !== undefined) above = node.writer;
-      at = end + 1;
-    }
-    if (above !== undefined || !node) return above === undefined ? [] : [above];
-    const below = new Set<string>();
-    const stack: WrittenNode[] = [node];
-    while (stack.length > 0) {
-      const current = stack.pop()!;
-      if (current.writer !== undefined) below.add(current.writer);
-      for (let child = current.firstChild; child; child = child.nextSibling) stack.push(child);
-    }
-    return [...below];
   }
 
   /**

@@ -41,6 +41,8 @@ export const AUTHZ_PORT = Number(process.env.KUBE_E2E_AUTHZ_PORT || APISERVER_PO
 export const RUN_DIR = process.env.KUBE_E2E_RUN_DIR || path.join(CLUSTER_DIR, 'run');
 /** The PKI start-cluster.sh makes once and every suite using CLUSTER_DIR shares. */
 export const PKI_DIR = path.join(CLUSTER_DIR, 'pki');
+/** The apiserver's audit log (JSON lines; writes at Metadata level: start-cluster.sh). */
+export const AUDIT_LOG = path.join(RUN_DIR, 'audit.log');
 /** The URL the apiserver's authorization webhook POSTs SubjectAccessReviews to (its kubeconfig's server). */
 export const AUTHZ_URL = `https://127.0.0.1:${AUTHZ_PORT}/authorize`;
 /**

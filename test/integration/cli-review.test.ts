@@ -275,6 +275,90 @@ describe('admission-gateway review', function () {
     assert.equal((JSON.parse(run.stdout) as { allowed: boolean }).allowed, false, 'stdout is the result alone');
   });
 
+  describe('--explain', function () {
+    it("prints each phase's decision trace in words: the deciding step, its rule and message, and the patch", async function () {
+      const run = await runCliCaptured([
+        'review',
+        await file('pod.json', JSON.stringify(podCreate())),
+        '--config',
+        config,
+        '--explain',
+      ]);
+
+      assert.equal(run.code, 0);
+      const text = run.stdout.replace(/\d+(\.\d+)? ms/g, 'N ms').replace(/at \S+Z/g, 'at TIME');
+      assert.equal(
+        text,
+        `mutate: CREATE v1/Pod team-a/web by alice@example.com
+  uid ${UID}  trace ${UID.replace(/-/g, '')}  at TIME  N ms
+  ALLOWED
+  1. default-labels [plugin] patched N ms, N ms of deadline left
+       matched: rule 1 (CREATE, UPDATE on */* *)
+       patch: add /metadata/labels/owner "platform"
+  patch (1 operation):
+    add /metadata/labels/owner "platform"
+
+validate: CREATE v1/Pod team-a/web by alice@example.com
+  uid ${UID}  trace ${UID.replace(/-/g, '')}  at TIME  N ms
+  DENIED (403) by require-labels: require-labels: missing required label: cost-center
+  1. require-labels [plugin] DENIED N ms, N ms of deadline left (DECIDED)
+       matched: rule 1 (CREATE, UPDATE on core,apps,batch/* pods, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, services)
+       message: missing required label: cost-center
+`,
+      );
+    });
+
+    it("prints the traces as JSON with -o json, patch values included (the object is the caller's own)", async function () {
+      const run = await runCliCaptured([
+        'review',
+        await file('pod.json', JSON.stringify(podCreate())),
+        '--config',
+        config,
+        '--explain',
+        '-o',
+        'json',
+      ]);
+
+      assert.equal(run.code, 0);
+      const output = JSON.parse(run.stdout) as {
+        allowed: boolean;
+        reviews: Array<{ route: string; decidedBy?: string[]; steps: Array<{ step: string; patch?: unknown }> }>;
+      };
+      assert.deepEqual(
+        {
+          allowed: output.allowed,
+          reviews: output.reviews.map((r) => ({
+            route: r.route,
+            decidedBy: r.decidedBy,
+            steps: r.steps.map((s) => [s.step, s.patch]),
+          })),
+        },
+        {
+          allowed: false,
+          reviews: [
+            { route: 'mutate', decidedBy: undefined, steps: [['default-labels', OWNER_PATCH]] },
+            { route: 'validate', decidedBy: ['require-labels'], steps: [['require-labels', undefined]] },
+          ],
+        },
+      );
+    });
+
+    it('refuses --output without --explain, and a format it does not know', async function () {
+      const without = await runCliCaptured(['review', '-', '-o', 'json', '--config', config]);
+      const unknown = await runCliCaptured(['review', '-', '--explain', '-o', 'yaml', '--config', config]);
+
+      assert.deepEqual(
+        [without.code, without.stderr, unknown.code, unknown.stderr],
+        [
+          2,
+          'admission-gateway: review: --output goes with --explain\n',
+          2,
+          'admission-gateway: --output: expected text or json, got "yaml"\n',
+        ],
+      );
+    });
+  });
+
   describe('refuses a bad command line with exit code 2', function () {
     const cases: Array<[string, string[], string]> = [
       ['no input', ['review'], 'admission-gateway: review: expected a file name or "-" for standard input\n'],

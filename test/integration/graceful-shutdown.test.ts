@@ -24,7 +24,10 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAIN = join(ROOT, 'server', 'main.ts');
 const PATCH = [{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }];
 
-/** What the gateway must answer for the review with `uid`: allowed, with the default-labels patch. */
+/**
+ * What the gateway must answer for the review with `uid`: allowed, with the default-labels patch and the
+ * decision-trace audit annotation (on by default; its trace id is the uid's hex digits).
+ */
 function expectedAnswer(uid: string): unknown {
   return {
     apiVersion: 'admission.k8s.io/v1',
@@ -34,6 +37,7 @@ function expectedAnswer(uid: string): unknown {
       allowed: true,
       patchType: 'JSONPatch',
       patch: Buffer.from(JSON.stringify(PATCH)).toString('base64'),
+      auditAnnotations: { 'decision-trace': `uid=${uid} traceId=${uid.replace(/-/g, '')}` },
     },
   };
 }

@@ -281,7 +281,7 @@ chain:
     assert.deepEqual({ status: posted.status, allow: posted.headers.allow }, { status: 405, allow: 'HEAD, GET' });
     assert.deepEqual(
       { status: unknown.status, body: unknown.body },
-      { status: 404, body: { error: 'not found; try /metrics, /healthz, /readyz, /chain, /openapi/v3' } },
+      { status: 404, body: { error: 'not found; try /metrics, /healthz, /readyz, /chain, /openapi/v3, /explain' } },
     );
   });
 });

@@ -1,0 +1,256 @@
+/**
+ * Decision traces through the real gateway (README "Explaining a decision"): real HTTPS reviews, a real remote
+ * provider, the trace read back from the ops server by the uid the answer's audit annotation names.
+ */
+import assert from 'node:assert/strict';
+import { podCreate } from '../fixtures/reviews/index.js';
+import { PROVIDER_PATCH, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { startHarness, type Harness } from '../helpers/gateway-harness.js';
+
+const UID = '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21';
+const TRACE_ID = '0df28fbd5f5f4c1c9f5d3b1d3a4c8e21';
+
+/** A trace with its clock readings replaced: what varies from run to run, checked for shape only. */
+function timeless(trace: unknown): unknown {
+  return JSON.parse(JSON.stringify(trace), (key, value: unknown) => {
+    if (key === 'ms' || key === 'deadlineLeftMs') {
+      assert.equal(typeof value, 'number');
+      return '<ms>';
+    }
+    if (key === 'startedAt') {
+      assert.match(String(value), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      return '<time>';
+    }
+    return value;
+  }) as unknown;
+}
+
+/** The fixture's Pod CREATE, without the `team` label and with a `latest` image, in namespace `team-a`. */
+function unlabelledPod(uid = UID) {
+  const review = podCreate();
+  review.request!.uid = uid;
+  const object = review.request!.object!;
+  object.metadata!.labels = { app: 'web' };
+  (object.spec as { containers: Array<{ image: string }> }).containers[0]!.image = 'nginx:latest';
+  return review;
+}
+
+describe('decision traces (GET /explain/<uid>)', function () {
+  this.timeout(20_000);
+  let fake: FakeProvider;
+  let h: Harness;
+
+  before(async () => {
+    fake = await startFakeProvider();
+    h = await startHarness({
+      yaml: `
+explain: { auditAnnotation: true }
+chain:
+  - plugin: default-labels
+    name: prod-labels
+    settings: { labels: { tier: prod } }
+    match:
+      rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: ['*'], resources: [pods] }]
+      namespaceSelector: { matchLabels: { env: prod } }
+  - provider: labeller
+    url: ${fake.url('/patch')}
+    caBundle: ${fake.caBundle}
+    phases: [mutate]
+  - plugin: require-labels
+    settings: { labels: [team] }
+  - plugin: image-policy
+    mode: warn
+    settings: { forbidLatest: true }
+  - plugin: require-labels
+    name: deletes-only
+    settings: { labels: [owner] }
+    match:
+      rules: [{ operations: [DELETE], apiGroups: [''], apiVersions: ['*'], resources: [pods] }]
+`,
+    });
+  });
+  after(async () => {
+    await h?.close();
+    await fake?.close();
+  });
+
+  it('links the answer to its trace by the decision-trace audit annotation, and says which step decided and why', async () => {
+    const mutated = await h.review('/mutate', unlabelledPod());
+    const validated = await h.review('/validate', unlabelledPod());
+    const annotation = `uid=${UID} traceId=${TRACE_ID}`;
+    assert.deepEqual(mutated.response.auditAnnotations, { 'decision-trace': annotation });
+    assert.equal(validated.response.allowed, false);
+    assert.deepEqual(validated.response.auditAnnotations, { 'decision-trace': annotation });
+
+    // The uid is both reviews' (the test sends the same one): the later, the validate call, is kept under it.
+    const uid = /uid=(\S+)/.exec(validated.response.auditAnnotations['decision-trace'])![1]!;
+    const answer = await h.ops(`/explain/${uid}`);
+    assert.equal(answer.status, 200);
+    assert.deepEqual(timeless(answer.body), {
+      uid: UID,
+      traceId: TRACE_ID,
+      route: 'validate',
+      phase: 'validate',
+      startedAt: '<time>',
+      ms: '<ms>',
+      request: {
+        operation: 'CREATE',
+        kind: 'v1/Pod',
+        resource: 'v1/pods',
+        namespace: 'team-a',
+        name: 'web',
+        dryRun: false,
+        user: 'alice@example.com',
+      },
+      allowed: false,
+      code: 403,
+      message: 'require-labels: missing required label: team',
+      decidedBy: ['require-labels'],
+      warnings: [
+        'image-policy: spec.containers[0] image "nginx:latest": tag latest is not allowed (mode warn: not enforced)',
+      ],
+      auditAnnotations: { 'decision-trace': annotation },
+      steps: [
+        {
+          step: 'require-labels',
+          phase: 'validate',
+          source: 'plugin',
+          mode: 'enforce',
+          failurePolicy: 'Fail',
+          outcome: 'denied',
+          ms: '<ms>',
+          rule: 'rule 1 (CREATE, UPDATE on core,apps,batch/* pods, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, services)',
+          message: 'missing required label: team',
+          decided: true,
+          deadlineLeftMs: '<ms>',
+        },
+        {
+          step: 'image-policy',
+          phase: 'validate',
+          source: 'plugin',
+          mode: 'warn',
+          failurePolicy: 'Fail',
+          outcome: 'denied',
+          ms: '<ms>',
+          rule: 'rule 1 (CREATE, UPDATE on core,apps,batch/* pods, deployments, replicasets, statefulsets, daemonsets, jobs, cronjobs, replicationcontrollers, podtemplates, pods/ephemeralcontainers)',
+          message: 'spec.containers[0] image "nginx:latest": tag latest is not allowed',
+          warnings: [
+            'image-policy: spec.containers[0] image "nginx:latest": tag latest is not allowed (mode warn: not enforced)',
+          ],
+          deadlineLeftMs: '<ms>',
+        },
+        {
+          step: 'deletes-only',
+          phase: 'validate',
+          source: 'plugin',
+          mode: 'enforce',
+          failurePolicy: 'Fail',
+          outcome: 'skipped',
+          ms: '<ms>',
+          reason: 'rules do not match: rule 1 wants operations [DELETE], not CREATE',
+        },
+      ],
+      redacted: true,
+    });
+  });
+
+  it("shows each mutating step's patch operations, a skip's selector, and the provider's breaker", async () => {
+    const uid = 'b7b1c0de-0000-4000-8000-000000000001';
+    await h.review('/mutate', unlabelledPod(uid));
+    const trace = timeless((await h.ops(`/explain/${uid}`)).body) as { steps: unknown[]; patch: unknown };
+    assert.deepEqual(trace.steps, [
+      {
+        step: 'prod-labels',
+        phase: 'mutate',
+        source: 'plugin',
+        mode: 'enforce',
+        failurePolicy: 'Fail',
+        outcome: 'skipped',
+        ms: '<ms>',
+        reason:
+          "namespaceSelector does not match: the namespace's labels {kubernetes.io/metadata.name=team-a} fail env=prod",
+      },
+      {
+        step: 'labeller',
+        phase: 'mutate',
+        source: 'provider',
+        mode: 'enforce',
+        failurePolicy: 'Fail',
+        outcome: 'patched',
+        ms: '<ms>',
+        rule: 'rule 1 (* on */* *)',
+        breaker: 'closed',
+        deadlineLeftMs: '<ms>',
+        // Values are object content: left out unless explain.includeObjects.
+        patch: PROVIDER_PATCH.map(({ op, path }) => ({ op, path })),
+      },
+    ]);
+    assert.deepEqual(
+      trace.patch,
+      PROVIDER_PATCH.map(({ op, path }) => ({ op, path })),
+    );
+  });
+
+  it('answers the trace in words with ?format=text', async () => {
+    await h.review('/validate', unlabelledPod());
+    const answer = await h.ops(`/explain/${UID}?format=text`);
+    assert.equal(answer.headers['content-type'], 'text/plain; charset=utf-8');
+    const lines = answer.text.split('\n').map((line) => line.replace(/\d+(\.\d+)? ms/g, 'N ms'));
+    assert.deepEqual(lines.slice(2, 5), [
+      '  DENIED (403) by require-labels: require-labels: missing required label: team',
+      '  1. require-labels [plugin] DENIED N ms, N ms of deadline left (DECIDED)',
+      '       matched: rule 1 (CREATE, UPDATE on core,apps,batch/* pods, deployments, statefulsets, daemonsets, replicasets, jobs, cronjobs, services)',
+    ]);
+    assert.ok(lines.includes('  3. deletes-only [plugin] skipped'), answer.text);
+    assert.ok(lines.includes('       why: rules do not match: rule 1 wants operations [DELETE], not CREATE'));
+  });
+
+  it('finds every review of a trace id, and lists recent refusals newest first', async () => {
+    const answer = await h.ops(`/explain/${'ab'.repeat(16)}`);
+    assert.equal(answer.status, 404);
+    const byTrace = (await h.ops(`/explain/${TRACE_ID}`)).body as { traceId: string; reviews: Array<{ uid: string }> };
+    // The trace id is also the uid's digits: asking by it finds the reviews of that uid, the mutate call's too.
+    assert.equal(byTrace.traceId, TRACE_ID);
+    assert.ok(byTrace.reviews.length >= 2);
+    const recent = (await h.ops('/explain?denied=true&limit=1')).body as { reviews: Array<Record<string, unknown>> };
+    assert.deepEqual(
+      recent.reviews.map(({ uid, route, allowed, kind, namespace, name }) => ({
+        uid,
+        route,
+        allowed,
+        kind,
+        namespace,
+        name,
+      })),
+      [{ uid: UID, route: 'validate', allowed: false, kind: 'v1/Pod', namespace: 'team-a', name: 'web' }],
+    );
+  });
+
+  it('keeps only the last explain.bufferSize reviews, and says so for an older one', async () => {
+    const small = await startHarness({ yaml: 'explain: { bufferSize: 2 }\nchain: []\n' });
+    try {
+      const uids = ['1', '2', '3'].map((n) => `00000000-0000-4000-8000-00000000000${n}`);
+      for (const uid of uids) await small.review('/validate', unlabelledPod(uid));
+      const statuses = await Promise.all(uids.map(async (uid) => (await small.ops(`/explain/${uid}`)).status));
+      assert.deepEqual(statuses, [404, 200, 200]);
+      assert.deepEqual((await small.ops(`/explain/${uids[0]}`)).body, {
+        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 2 are kept)`,
+      });
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('makes no traces and no annotation with explain.bufferSize 0', async () => {
+    const none = await startHarness({ yaml: 'explain: { bufferSize: 0, auditAnnotation: true }\nchain: []\n' });
+    try {
+      const answer = await none.review('/validate', unlabelledPod());
+      assert.deepEqual(answer.response, { uid: UID, allowed: true });
+      assert.deepEqual((await none.ops(`/explain/${UID}`)).body, {
+        error: 'no traces are kept: explain.bufferSize is 0',
+      });
+    } finally {
+      await none.close();
+    }
+  });
+});
