@@ -57,6 +57,7 @@ export function startPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudit
           limits: config.audit,
           deadlineMarginMs: config.server.deadlineMarginMs,
           defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
+          gatewayNamespace: config.server.service.namespace,
           signal: stopping.signal,
         },
         { dryRun: false },
@@ -70,6 +71,7 @@ export function startPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudit
       log.info(
         {
           objects: result.run.objects.length,
+          excluded: result.run.excluded,
           resources: result.run.targets.length,
           written: write?.written.length ?? 0,
           deleted: write?.deleted ?? [],

@@ -4,8 +4,11 @@
  *
  * Each report is bounded (etcd keeps objects up to 1.5 MiB): at most `maxResults` results, the refusals first
  * (fail, error, warn, skip, then pass); its `summary` always counts them all, and the annotation
- * `admissiongateway.io/results-omitted` says how many the list left out.
+ * `admissiongateway.io/results-omitted` says how many the list left out. A result's message is cut to
+ * MAX_RESULT_MESSAGE characters, and the summary annotation to MAX_SUMMARY_CHARS: a result then stays under
+ * about 1 KiB, and the largest report (audit.maxResultsPerReport at most 1500) within etcd's limit.
  */
+import { clip } from '../base/limits.js';
 import type { PolicyResult } from './outcomes.js';
 import {
   noCounts,
@@ -28,6 +31,9 @@ export const MANAGED_BY = 'admission-gateway';
 export const RESULT_SOURCE = 'admission-gateway';
 export const SUMMARY_ANNOTATION = 'admissiongateway.io/audit-summary';
 export const OMITTED_ANNOTATION = 'admissiongateway.io/results-omitted';
+
+export const MAX_RESULT_MESSAGE = 256;
+export const MAX_SUMMARY_CHARS = 16_384;
 
 export interface ReportResult {
   readonly policy: string;
@@ -78,7 +84,7 @@ function resultsOf(
         policy: r.step,
         rule: 'validate',
         result: r.result,
-        ...(r.message !== undefined ? { message: r.message } : {}),
+        ...(r.message !== undefined ? { message: clip(r.message, MAX_RESULT_MESSAGE) } : {}),
         source: RESULT_SOURCE,
         scored: true,
         resources: [object.ref],
@@ -122,7 +128,7 @@ function reportOf(
       ...(namespace !== undefined ? { namespace } : {}),
       labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
       annotations: {
-        [SUMMARY_ANNOTATION]: text,
+        [SUMMARY_ANNOTATION]: clip(text, MAX_SUMMARY_CHARS),
         ...(omitted > 0 ? { [OMITTED_ANNOTATION]: `${omitted} of ${all.length} results not listed` } : {}),
       },
     },

@@ -5,7 +5,9 @@
  * a bound that stopped the audit is said in `cutShort`. Objects are not kept: only what each step said of them.
  *
  * The requests are dry runs (nothing is written; a step declaring side effects is not run, and says `skip`)
- * made by the user `admission-gateway:audit`.
+ * made by the user `admission-gateway:audit`. Objects in the namespaces the rendered webhook configurations never
+ * send to the gateway (kube-system, kube-node-lease, the gateway's own, those labelled admissiongateway.io/exclude)
+ * are not audited, only counted: no step would ever see them.
  */
 import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import type { AdmissionRequest, KubeObject, Match, UserInfo } from '../admission/types.js';
@@ -17,6 +19,7 @@ import { createReviewer, type NamespaceLabelSource, type Reviewer } from '../cha
 import type { Step } from '../chain/step.js';
 import type { AuditConfig } from '../config/types.js';
 import { selectionOf } from '../http/routes.js';
+import { ALWAYS_EXCLUDED, EXCLUDE_LABEL } from '../manifests/render.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { apiErrorMessage, type AuditCluster } from './cluster.js';
 import { stepMessages, stepResults } from './outcomes.js';
@@ -58,6 +61,8 @@ export interface AuditDeps {
   readonly limits: AuditConfig;
   readonly deadlineMarginMs: number;
   readonly defaultTimeoutMs: number;
+  /** The gateway's namespace (server.service.namespace): excluded, as the rendered webhooks exclude it. */
+  readonly gatewayNamespace: string;
   /** Only this step. */
   readonly step?: string | undefined;
   /** Stops the run early (shutdown). */
@@ -70,6 +75,8 @@ export interface AuditRun {
   readonly steps: readonly AuditedStep[];
   readonly targets: readonly AuditTarget[];
   readonly objects: readonly AuditedObject[];
+  /** Objects not audited because the webhooks exclude their namespace. */
+  readonly excluded: number;
   /** Why the run did not audit everything its steps select (a bound, the deadline). Empty when complete. */
   readonly cutShort: readonly string[];
   /** What could not be read (a resource the gateway may not list, a step without written rules). */
@@ -113,6 +120,29 @@ function refOf(object: KubeObject, target: AuditTarget): AuditedObject['ref'] {
     ...(target.namespaced && typeof meta.namespace === 'string' ? { namespace: meta.namespace } : {}),
     ...(typeof meta.uid === 'string' ? { uid: meta.uid } : {}),
   };
+}
+
+/** The namespace whose exclusion applies to an object: its own, or a Namespace's itself. */
+function namespaceOf(object: KubeObject, target: AuditTarget): string | undefined {
+  const meta = object.metadata ?? {};
+  if (target.namespaced) return typeof meta.namespace === 'string' ? meta.namespace : undefined;
+  return target.group === '' && target.resource === 'namespaces' && typeof meta.name === 'string'
+    ? meta.name
+    : undefined;
+}
+
+/** Whether the rendered webhook configurations' namespaceSelector keeps `object` from the gateway. */
+async function isExcluded(
+  object: KubeObject,
+  target: AuditTarget,
+  excludedNames: ReadonlySet<string>,
+  labels: NamespaceLabelSource,
+): Promise<boolean> {
+  const namespace = namespaceOf(object, target);
+  if (namespace === undefined) return false;
+  if (excludedNames.has(namespace)) return true;
+  const found = target.namespaced ? await labels.labels(namespace) : object.metadata?.labels;
+  return found != null && Object.hasOwn(found, EXCLUDE_LABEL);
 }
 
 /** Runs `work` over `items`, at most `concurrency` at once, yielding to other work between items. */
@@ -193,9 +223,20 @@ export async function runAudit(deps: AuditDeps): Promise<AuditRun> {
     // Traced reviews: the trace has each step's own message (a warn step's denial is otherwise a warning).
     onReviewed: () => undefined,
   });
+  const order = new Map(selected.map((step, i) => [step.name, i]));
+  const excludedNames = new Set<string>([...ALWAYS_EXCLUDED, deps.gatewayNamespace]);
+  let excluded = 0;
   const review = async (object: KubeObject, target: AuditTarget) => {
+    if (await isExcluded(object, target, excludedNames, deps.namespaceLabels)) {
+      excluded++;
+      return;
+    }
     const result = await reviewer.review(auditRequest(object, target), selectionOf('validate'));
-    objects.push({ ref: refOf(object, target), results: stepResults(result.reports, stepMessages(result.trace)) });
+    // In chain order: the review reports skipped steps before those it ran.
+    const results = stepResults(result.reports, stepMessages(result.trace)).sort(
+      (a, b) => (order.get(a.step) ?? 0) - (order.get(b.step) ?? 0),
+    );
+    objects.push({ ref: refOf(object, target), results });
   };
 
   let halted = cutShort.length > 0;
@@ -234,5 +275,5 @@ export async function runAudit(deps: AuditDeps): Promise<AuditRun> {
       }
     }
   }
-  return { startedAt, steps, targets, objects, cutShort, problems };
+  return { startedAt, steps, targets, objects, excluded, cutShort, problems };
 }

@@ -60,7 +60,7 @@ function verdict(s: StepSummary): string {
   if (s.mode === 'enforce') {
     return s.fail === 0
       ? `enforced; every existing object passes${errors}`
-      : `enforced; ${objects(s.fail)} that exist would be refused if written again${errors}`;
+      : `enforced; ${s.fail} existing object${s.fail === 1 ? '' : 's'} would be refused if written again${errors}`;
   }
   return s.fail === 0
     ? `switching it to enforce would refuse none of them${errors}`

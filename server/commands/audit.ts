@@ -64,6 +64,11 @@ export function auditText(outcome: AuditOutcome, dryRun: boolean): string {
   const lines = [
     `audited ${run.objects.length} objects of ${run.targets.length} resources ` +
       `(${run.targets.map((t) => `${t.resource}${t.group ? `.${t.group}` : ''}`).join(', ') || 'none'})`,
+    ...(run.excluded > 0
+      ? [
+          `not audited: ${run.excluded} objects in namespaces the webhooks exclude (kube-system, kube-node-lease, the gateway's, labelled admissiongateway.io/exclude)`,
+        ]
+      : []),
     ...outcome.lines,
     ...run.problems.map((p) => `problem: ${p}`),
   ];
@@ -79,6 +84,7 @@ export function auditText(outcome: AuditOutcome, dryRun: boolean): string {
 function printable(outcome: AuditOutcome) {
   return {
     objects: outcome.run.objects.length,
+    excluded: outcome.run.excluded,
     resources: outcome.run.targets,
     steps: outcome.summaries,
     summary: outcome.lines,
@@ -130,6 +136,7 @@ export async function runAuditCommand(command: AuditCommand, config: GatewayConf
         limits: config.audit,
         deadlineMarginMs: config.server.deadlineMarginMs,
         defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
+        gatewayNamespace: config.server.service.namespace,
         step: command.step,
       },
       { dryRun: command.dryRun },

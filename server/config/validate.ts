@@ -257,8 +257,8 @@ function readAudit(r: Reader, value: unknown): AuditConfig {
       r.integer(m.maxObjectsPerResource, `${p}.maxObjectsPerResource`, 1, 1_000_000) ?? Math.min(5000, maxObjects),
     maxObjects,
     concurrency: r.integer(m.concurrency, `${p}.concurrency`, 1, 64) ?? 4,
-    // A result is about half a kilobyte: 5000 stay well within etcd's 1.5 MiB per object.
-    maxResultsPerReport: r.integer(m.maxResultsPerReport, `${p}.maxResultsPerReport`, 1, 5000) ?? 1000,
+    // A result is under about 1 KiB (server/audit/reports.ts): 1500 stay within etcd's 1.5 MiB per object.
+    maxResultsPerReport: r.integer(m.maxResultsPerReport, `${p}.maxResultsPerReport`, 1, 1500) ?? 1000,
   };
 }
 
