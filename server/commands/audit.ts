@@ -57,12 +57,14 @@ export function auditCommand(args: readonly string[], values: Values): AuditComm
   };
 }
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /** The text the operator reads. */
 export function auditText(outcome: AuditOutcome, dryRun: boolean): string {
   const { run, write } = outcome;
   const reports = reportsOf(outcome.reports).map((r) => r.metadata.namespace ?? 'cluster');
   const lines = [
-    `audited ${run.objects.length} objects of ${run.targets.length} resources ` +
+    `audited ${plural(run.objects.length, 'object')} of ${plural(run.targets.length, 'resource')} ` +
       `(${run.targets.map((t) => `${t.resource}${t.group ? `.${t.group}` : ''}`).join(', ') || 'none'})`,
     ...(run.excluded > 0
       ? [
