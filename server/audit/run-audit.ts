@@ -210,11 +210,9 @@ export async function runAudit(deps: AuditDeps): Promise<AuditRun> {
     if (!signal.aborted) throw err;
     cutShort.push(`${stopped()} during discovery`);
   }
+  const auditChain = createChain(selected);
   const reviewer: Reviewer = createReviewer({
-    chain: (
-      (chain) => () =>
-        chain
-    )(createChain(selected)),
+    chain: () => auditChain,
     metrics: deps.metrics,
     log: deps.log,
     namespaceLabels: deps.namespaceLabels,
@@ -226,43 +224,62 @@ export async function runAudit(deps: AuditDeps): Promise<AuditRun> {
   const order = new Map(selected.map((step, i) => [step.name, i]));
   const excludedNames = new Set<string>([...ALWAYS_EXCLUDED, deps.gatewayNamespace]);
   let excluded = 0;
-  const review = async (object: KubeObject, target: AuditTarget) => {
+  /** What the steps said of one object; undefined for one the webhooks exclude. */
+  const review = async (object: KubeObject, target: AuditTarget): Promise<AuditedObject | undefined> => {
     if (await isExcluded(object, target, excludedNames, deps.namespaceLabels)) {
       excluded++;
-      return;
+      return undefined;
     }
     const result = await reviewer.review(auditRequest(object, target), selectionOf('validate'));
     // In chain order: the review reports skipped steps before those it ran.
     const results = stepResults(result.reports, stepMessages(result.trace)).sort(
       (a, b) => (order.get(a.step) ?? 0) - (order.get(b.step) ?? 0),
     );
-    objects.push({ ref: refOf(object, target), results });
+    return { ref: refOf(object, target), results };
   };
+  /** The objects of one page, reviewed a few at a time, kept in the order they were listed. */
+  const reviewPage = async (items: readonly KubeObject[], target: AuditTarget) => {
+    const audited: (AuditedObject | undefined)[] = new Array<AuditedObject | undefined>(items.length);
+    await eachBounded(
+      items.map((item, i) => ({ item, i })),
+      limits.concurrency,
+      async ({ item, i }) => {
+        audited[i] = await review(item, target);
+      },
+    );
+    for (const object of audited) if (object) objects.push(object);
+  };
+  /** Objects listed in this run, excluded ones too: what audit.maxObjects bounds. */
+  let listedInAll = 0;
 
   let halted = cutShort.length > 0;
   for (const target of targets) {
     if (halted) break;
     const what = `${target.resource}${target.group ? `.${target.group}` : ''}`;
+    if (listedInAll >= limits.maxObjects) {
+      cutShort.push(`audit.maxObjects (${limits.maxObjects}) reached before ${what}`);
+      break;
+    }
     let listed = 0;
     let token: string | undefined;
     try {
       do {
-        const left = Math.min(limits.maxObjectsPerResource - listed, limits.maxObjects - objects.length);
-        if (objects.length >= limits.maxObjects) {
-          cutShort.push(`audit.maxObjects (${limits.maxObjects}) reached at ${what}`);
-          halted = true;
-          break;
-        }
+        const left = Math.min(limits.maxObjectsPerResource - listed, limits.maxObjects - listedInAll);
         const page = await cluster.listPage(target, Math.min(PAGE_SIZE, left), token, signal);
         // The apiserver may answer more than the limit asked (a resource without paging support).
         const items = page.items.slice(0, left);
+        const more = page.continue !== undefined || page.items.length > items.length;
         listed += items.length;
-        await eachBounded(items, limits.concurrency, (item) => review(item, target));
+        listedInAll += items.length;
+        await reviewPage(items, target);
         token = page.continue;
         if (signal.aborted) {
           cutShort.push(`${stopped()} while auditing ${what}`);
           halted = true;
-        } else if (token && listed >= limits.maxObjectsPerResource) {
+        } else if (more && listedInAll >= limits.maxObjects) {
+          cutShort.push(`audit.maxObjects (${limits.maxObjects}) reached at ${what}`);
+          halted = true;
+        } else if (more && listed >= limits.maxObjectsPerResource) {
           cutShort.push(`${what}: only the first ${listed} audited (audit.maxObjectsPerResource)`);
           token = undefined;
         }
