@@ -1,5 +1,5 @@
 /**
- * The `admission-gateway` command line: serve, certs, review, manifests, version. Exit codes: 0 ok,
+ * The `admission-gateway` command line: serve, certs, review, manifests, provider, openapi, audit, version. Exit codes: 0 ok,
  * 1 runtime failure, 2 bad usage or invalid config (with a message naming the file and field), 3 a refused
  * review with --exit-code.
  */
@@ -15,6 +15,7 @@ import { ConfigError, PluginRegistrationError, errorMessage } from './base/error
 import { startGateway } from './gateway.js';
 import { createLogger } from './base/log.js';
 import { packageVersion } from './base/version.js';
+import { auditCommand, runAuditCommand } from './commands/audit.js';
 import { runProvider } from './commands/provider.js';
 import { reviewCommand, runReview } from './commands/review.js';
 import { HELP, UsageError, parseCommandLine, type Values } from './commands/usage.js';
@@ -187,6 +188,8 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
           ...io,
           plugins: io.plugins ?? availablePlugins,
         });
+      case 'audit':
+        return await runAuditCommand(auditCommand(args, values), await configFrom(values, io), io);
       case 'openapi':
         if (args.length > 0) throw new UsageError(`openapi: unexpected argument "${args[0]}"`);
         // Imported here: only this command needs the schema library, and loading it costs every start.

@@ -19,7 +19,7 @@ export class UsageError extends Error {
   }
 }
 
-export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'provider', 'openapi', 'version'] as const;
+export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'provider', 'openapi', 'audit', 'version'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** `review --exit-code`: the request was refused. 1 and 2 already mean failure and bad usage. */
@@ -62,6 +62,8 @@ export const OPTIONS = {
   order: { type: 'string' },
   'failure-policy': { type: 'string' },
   'timeout-seconds': { type: 'string' },
+  step: { type: 'string' },
+  'dry-run': { type: 'boolean' },
 } satisfies ParseArgsConfig['options'];
 
 type OptionName = keyof typeof OPTIONS;
@@ -99,6 +101,7 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
     ...REGISTRATION_OPTIONS,
   ],
   openapi: [],
+  audit: ['step', 'dry-run', 'output', 'exit-code', 'kubeconfig'],
   manifests: [
     'ca',
     'service',
@@ -133,10 +136,11 @@ commands:
   manifests render the webhook configurations for the configured chain
   provider  serve plugins as a remote provider (a handler per phase, discovery), registered if asked
   openapi   print the OpenAPI 3.1 document of the remote provider protocol
+  audit     run the validating steps over the cluster's existing objects, write PolicyReports
   version   print the version (also --version, -v)
 
 Run "admission-gateway <command> --help" for a command's options.
-Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config, 3 refused (review --exit-code).`,
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config, 3 refused (review, audit --exit-code).`,
   serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--log-level LEVEL]
 
 ${CONFIG_OPTION}
@@ -196,6 +200,30 @@ Prints, as JSON, the OpenAPI 3.1 document of the remote provider protocol: what 
 provider (AdmissionReview v1 and v1beta1, the authorize phase's SubjectAccessReview, ?timeout= and the
 X-Admission-Gateway-Settings header), the answers it accepts, and the discovery document. The ops server
 serves the same document at /openapi/v3. Needs no configuration.`,
+  audit: `usage: admission-gateway audit [--config FILE] [--step NAME] [--dry-run] [--output text|json] [--exit-code]
+                              [--kubeconfig FILE]
+
+Runs the configured chain's validating steps over the objects that already exist in the cluster and writes
+the results as PolicyReports (wgpolicyk8s.io/v1alpha2, one named admission-gateway per namespace) and a
+ClusterPolicyReport for cluster-scoped objects: what enforcing each step would refuse. Each object is
+reviewed as the CREATE of it would be now (a dry run, by admission-gateway:audit); a step in warn or audit
+mode that denies is a fail, a step that fails is an error, an allowed object a pass; a step whose rules or
+selectors leave the object out has no result for it. The resources listed are those the steps' rules select
+(CREATE rules; subresources never), found through the apiserver's discovery. Bounded by audit.maxObjects,
+audit.maxObjectsPerResource and audit.timeoutSeconds; a bound that stopped the audit is said in the summary.
+Reports of namespaces without results any more are deleted (only after a complete audit). Needs the
+PolicyReport CRDs (manifests/policy-reports/) and RBAC to list the audited resources.
+
+${CONFIG_OPTION}
+  --step NAME         only this validating step
+  --dry-run           print, write nothing
+  --output, -o FORMAT text (default: the summary) or json (the summary and the reports)
+  --exit-code         exit ${EXIT_DENIED} when an object fails or errors in a step
+  --kubeconfig FILE   credentials (default: kube.kubeconfig, KUBECONFIG, ~/.kube/config, then the in-cluster
+                      service account)
+
+Exit codes: 0 audited, 1 incomplete (a resource not listed, a bound reached, a report not written) or a
+runtime failure, 2 bad usage or config, ${EXIT_DENIED} some object fails (with --exit-code).`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
                                        [--explain [--output text|json]]
 

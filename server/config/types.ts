@@ -90,6 +90,22 @@ export interface ManagedCertificateConfig {
   readonly resyncSeconds: number;
 }
 
+/** `audit`: `admission-gateway audit` and its periodic run in cluster mode (README "Auditing existing objects"). */
+export interface AuditConfig {
+  /** Cluster mode runs the audit this often, the first run one interval after start. 0 (default) = off. */
+  readonly intervalSeconds: number;
+  /** One audit run gives up after this long and says so in its summary. Default 300. */
+  readonly timeoutSeconds: number;
+  /** Objects listed of one resource, at most. Default 5000. */
+  readonly maxObjectsPerResource: number;
+  /** Objects audited in one run, at most. Default 20000. */
+  readonly maxObjects: number;
+  /** Objects reviewed at once. Default 4. */
+  readonly concurrency: number;
+  /** Results one PolicyReport carries, at most (its summary still counts all). Default 1000. */
+  readonly maxResultsPerReport: number;
+}
+
 export interface LogConfig {
   readonly level: LogLevel;
 }
@@ -171,6 +187,7 @@ export interface GatewayConfig {
   readonly log: LogConfig;
   readonly explain: ExplainConfig;
   readonly chain: readonly ChainEntry[];
+  readonly audit: AuditConfig;
 }
 
 /** The decision traces of recent reviews (README "Explaining a decision"). */

@@ -16,6 +16,7 @@ import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath } from './reader.js';
 import { readStepOptions } from './step-options.js';
 import type {
+  AuditConfig,
   ChainEntry,
   CircuitBreakerConfig,
   EntryOptions,
@@ -234,6 +235,33 @@ function readManagedCertificate(r: Reader, value: unknown, serviceNamespace: str
   };
 }
 
+const WEEK_SECONDS = 7 * 86_400;
+
+function readAudit(r: Reader, value: unknown): AuditConfig {
+  const p = 'audit';
+  const m = r.map(value, p, [
+    'intervalSeconds',
+    'timeoutSeconds',
+    'maxObjectsPerResource',
+    'maxObjects',
+    'concurrency',
+    'maxResultsPerReport',
+  ]);
+  const intervalSeconds = r.integer(m.intervalSeconds, `${p}.intervalSeconds`, 0, WEEK_SECONDS) ?? 0;
+  const timeoutSeconds = r.integer(m.timeoutSeconds, `${p}.timeoutSeconds`, 1, 86_400) ?? 300;
+  const maxObjects = r.integer(m.maxObjects, `${p}.maxObjects`, 1, 1_000_000) ?? 20_000;
+  return {
+    intervalSeconds,
+    timeoutSeconds,
+    maxObjectsPerResource:
+      r.integer(m.maxObjectsPerResource, `${p}.maxObjectsPerResource`, 1, 1_000_000) ?? Math.min(5000, maxObjects),
+    maxObjects,
+    concurrency: r.integer(m.concurrency, `${p}.concurrency`, 1, 64) ?? 4,
+    // A result is under about 1 KiB (server/audit/reports.ts): 1500 stay within etcd's 1.5 MiB per object.
+    maxResultsPerReport: r.integer(m.maxResultsPerReport, `${p}.maxResultsPerReport`, 1, 1500) ?? 1000,
+  };
+}
+
 function readLog(r: Reader, value: unknown): LogConfig {
   const m = r.map(value, 'log', ['level']);
   return { level: r.oneOf(m.level, 'log.level', ['debug', 'info', 'warn', 'error', 'silent'] as const) ?? 'info' };
@@ -420,7 +448,7 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
 export function validateConfig(doc: unknown, file: string, baseDir: string): GatewayConfig {
   const r = new Reader(file);
-  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'explain', 'chain']);
+  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'explain', 'chain', 'audit']);
   if (m.apiVersion !== undefined && m.apiVersion !== CONFIG_API_VERSION) {
     r.fail('apiVersion', `expected ${CONFIG_API_VERSION}`, m.apiVersion);
   }
@@ -444,5 +472,6 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     log: readLog(r, m.log),
     explain: readExplain(r, m.explain),
     chain,
+    audit: readAudit(r, m.audit),
   };
 }

@@ -2,9 +2,11 @@
  * Cluster mode: namespace labels (and the extensions namespaces reference) from an informer cache,
  * AdmissionProviders watched into the chain, their status written back — references and the objects the
  * replicas served included — and their finalizers kept, readiness held until the first provider list has
- * synced, and (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret.
+ * synced, (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret, and (with
+ * audit.intervalSeconds) the periodic audit writing PolicyReports.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
+import { startPeriodicAudit, type PeriodicAudit } from '../audit/periodic.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
 import type { ReadinessCheck } from '../http/ops-app.js';
@@ -71,6 +73,7 @@ export function createClusterMode(
     onConnectionChange: connection('namespaces'),
   });
   let watcher: ProviderWatcher | undefined;
+  let periodicAudit: PeriodicAudit | undefined;
   const watching = config.kube.watchProviders;
 
   // prepare() may create the Secret before the gateway (and its metrics) exist: counted at attach().
@@ -119,6 +122,16 @@ export function createClusterMode(
       for (const step of stepsBeforeAttach.splice(0)) metrics.certificateRotationSteps.inc({ step });
       managed?.start();
       void namespaces.runner.start();
+      if (config.audit.intervalSeconds > 0) {
+        periodicAudit = startPeriodicAudit({
+          kc,
+          config,
+          chain: () => gateway.chains.current(),
+          namespaceLabels: namespaces,
+          metrics: gateway.metrics,
+          log,
+        });
+      }
       if (!watching) return;
       watcher = createProviderWatcher({
         kc,
@@ -138,7 +151,7 @@ export function createClusterMode(
       void watcher.start();
     },
     async stop() {
-      await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop()]);
+      await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop(), periodicAudit?.stop()]);
     },
   };
 }

@@ -155,6 +155,23 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['step'] as const,
       registers,
     }),
+    auditResults: new Gauge({
+      name: `${METRIC_PREFIX}audit_results`,
+      help: 'Periodic audit: objects of the last run by step and result (pass, fail, error): fail is what enforcing the step would refuse.',
+      labelNames: ['step', 'result'] as const,
+      registers,
+    }),
+    auditLastRun: new Gauge({
+      name: `${METRIC_PREFIX}audit_last_run_timestamp_seconds`,
+      help: 'Periodic audit: when the last run ended, by outcome (complete, cut_short, failed).',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    auditDuration: new Gauge({
+      name: `${METRIC_PREFIX}audit_duration_seconds`,
+      help: 'Periodic audit: how long the last run took.',
+      registers,
+    }),
   };
 }
 

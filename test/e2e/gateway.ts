@@ -84,6 +84,8 @@ export interface E2EGatewayOptions {
    * authorization webhook; the admission webhooks are registered with AUTHZ_TLS.caFile as their caBundle.
    */
   readonly authorizationWebhook?: boolean;
+  /** The config's `audit:` section (e.g. intervalSeconds for the periodic audit of cluster mode). */
+  readonly audit?: Readonly<Record<string, unknown>>;
 }
 
 /** One call the apiserver made through the tap. */
@@ -200,6 +202,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       : { enabled: false },
     log: { level: 'debug' },
     chain: [...(chain as unknown[]), ...PROBE_ENTRIES],
+    ...(options.audit ? { audit: options.audit } : {}),
   });
   const configFile = path.join(dir, 'gateway.yaml');
   await writeFile(configFile, configText);
