@@ -1,7 +1,7 @@
 /**
- * The `admission-gateway` command line: serve, certs, review, manifests, version. Exit codes: 0 ok,
+ * The `admission-gateway` command line: serve, certs, review, replay, manifests, version. Exit codes: 0 ok,
  * 1 runtime failure, 2 bad usage or invalid config (with a message naming the file and field), 3 a refused
- * review with --exit-code.
+ * review or a newly denied replay with --exit-code, 4 a replay answered differently with --exit-code.
  */
 import path from 'node:path';
 import { availablePlugins } from '../plugins/index.js';
@@ -16,6 +16,7 @@ import { startGateway } from './gateway.js';
 import { createLogger } from './base/log.js';
 import { packageVersion } from './base/version.js';
 import { runProvider } from './commands/provider.js';
+import { replayCommand, runReplay } from './commands/replay.js';
 import { reviewCommand, runReview } from './commands/review.js';
 import { HELP, UsageError, parseCommandLine, type Values } from './commands/usage.js';
 import { loadKubeConfig } from './kube/kube-config.js';
@@ -187,6 +188,14 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
           ...io,
           plugins: io.plugins ?? availablePlugins,
         });
+      case 'replay': {
+        const replay = replayCommand(args, {
+          offline: values.offline,
+          output: values.output,
+          exitCode: values['exit-code'],
+        });
+        return await runReplay(replay, await configFrom(values, io), io);
+      }
       case 'openapi':
         if (args.length > 0) throw new UsageError(`openapi: unexpected argument "${args[0]}"`);
         // Imported here: only this command needs the schema library, and loading it costs every start.

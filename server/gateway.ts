@@ -24,6 +24,7 @@ import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
+import { Recorder } from './recording/recorder.js';
 import { createWebhookApp } from './http/webhook-app.js';
 import { createAuthorizer } from './chain/authorizer.js';
 import { compileExclusions, exclusionsFor } from './authorization/exclusions.js';
@@ -154,6 +155,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const traces = new TraceBuffer(config.explain.bufferSize, config.explain.includeObjects);
   const reviewSinks: Array<(reviewed: ReviewedRequest) => void> = [];
   if (traces.size > 0) reviewSinks.push((reviewed) => traces.add(reviewed));
+  const recorder = Recorder.enabled(config.record) ? new Recorder(config.record, { metrics, log }) : undefined;
+  if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 
   const reviewer = createReviewer({
@@ -317,6 +320,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           opsServer.close(() => resolve());
           opsServer.closeAllConnections();
         });
+        await recorder?.close();
       })();
       return closed;
     },

@@ -13,13 +13,14 @@ import { errorMessage } from '../base/errors.js';
 import { createLogger, type BindableLogger, type LogLevel } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewResult } from '../chain/reviewer.js';
+import type { ReviewResult } from '../chain/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
 import { createChainForConfig } from '../providers/configured-chain.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { applyPatchInPlace } from '../patch/apply.js';
 import type { AdmissionRequest } from '../admission/types.js';
+import { offlineReviewer } from './offline-reviewer.js';
 import { reviewInput } from './review-input.js';
 import { EXIT_DENIED, UsageError } from './usage.js';
 
@@ -105,14 +106,7 @@ async function reviewOnChain(
   route: ReviewCommand['route'],
   deps: { log: BindableLogger; metrics: Metrics; config: GatewayConfig },
 ): Promise<{ output: unknown; allowed: boolean }> {
-  const reviewer = createReviewer({
-    chain: () => chain,
-    metrics: deps.metrics,
-    log: deps.log,
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: deps.config.server.deadlineMarginMs,
-    defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
-  });
+  const reviewer = offlineReviewer(chain, deps);
   if (route !== 'all') {
     const result = await reviewer.review(request, selectionOf(route));
     return { output: printable(result, apiVersion), allowed: result.response.allowed };

