@@ -144,4 +144,65 @@ with the patch changed:
     );
     assert.equal(run.code, 3);
   });
+
+  it('--offline answers each provider step as the recording says it answered, with the provider gone', async () => {
+    provider = await startFakeProvider();
+    const { caBundle } = provider;
+    const [patchUrl, denyUrl] = [provider.url('/patch'), provider.url('/deny')];
+    const entries = (checkerMode: string) => `
+  - provider: labeller
+    url: ${patchUrl}
+    caBundle: ${caBundle}
+    phases: [mutate]
+  - provider: checker
+    url: ${denyUrl}
+    caBundle: ${caBundle}
+    phases: [validate]
+    mode: ${checkerMode}`;
+    gateway = await startHarness({
+      yaml: `
+record: { path: recording.ndjson, sampleRate: 1 }
+chain:${entries('warn')}
+`,
+    });
+    const review = podReview(1, 'web', { app: 'web' });
+    await gateway.review('/mutate', review);
+    await gateway.review('/validate', review);
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    const calls = provider.reviews().length;
+    const url = provider.url('/allow');
+    await provider.close();
+    provider = undefined;
+    await writeFile(
+      join(dir, 'candidate.yaml'),
+      `
+chain:${entries('enforce')}
+  - provider: newcomer
+    url: ${url}
+    phases: [validate]
+`,
+    );
+
+    const run = await runCliCaptured(
+      ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--offline', '--exit-code'],
+      { cwd: dir },
+    );
+    assert.equal(run.stderr, '');
+    assert.equal(calls, 2);
+    assert.equal(
+      run.stdout,
+      `replayed 2 reviews of recording.ndjson on candidate.yaml (offline: providers answered from the recording)
+1 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 1 unchanged
+
+newly denied:
+  line 2: CREATE Pod team-a/web (validate)
+    checker: denied by fake
+
+not recorded (offline: these provider steps allowed):
+  newcomer: line 2
+`,
+    );
+    assert.equal(run.code, 3);
+  });
 });
