@@ -4,6 +4,7 @@
  * integration tests and the e2e suite alike, so what is tested is what runs.
  */
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -25,6 +26,7 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
 import { Recorder } from './recording/recorder.js';
+import { ShadowRunner } from './chain/shadow.js';
 import { createWebhookApp } from './http/webhook-app.js';
 import { createAuthorizer } from './chain/authorizer.js';
 import { compileExclusions, exclusionsFor } from './authorization/exclusions.js';
@@ -168,6 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
     ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
     ...(onReviewed ? { onReviewed, annotateTrace: config.explain.auditAnnotation } : {}),
+    shadow: new ShadowRunner({ metrics, log, now: () => performance.now() }),
   });
 
   const authorizer = createAuthorizer({

@@ -12,6 +12,7 @@ import type { WrittenPaths } from '../patch/written-paths.js';
 import type { Labels } from './label-selector.js';
 import { explainMismatch } from './match-explanation.js';
 import type { PatchConflict, StepReport } from './review-observer.js';
+import type { ShadowStepTrace } from './shadow.js';
 import type { Step } from './step.js';
 
 /** One step of the trace, in the order the review reached it. */
@@ -79,6 +80,8 @@ export interface DecisionTrace {
   readonly warnings?: readonly string[];
   readonly auditAnnotations?: Readonly<Record<string, string>>;
   readonly steps: readonly StepTrace[];
+  /** The shadow steps' calls (README "Shadow steps"): filled in as each finishes, after the answer. */
+  readonly shadow?: readonly ShadowStepTrace[];
 }
 
 /** What the observer keeps per report beyond the log line's fields, when the review is traced. */

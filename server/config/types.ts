@@ -111,6 +111,11 @@ export interface EntryOptions extends StepOptions, StepDeclarations {
   readonly attach?: Attach;
   /** At most one entry of a conflict group may be referenced by one object. */
   readonly conflictGroup?: string;
+  /**
+   * The entry's steps run beside the live chain after the answer, and never change it; their disagreements are
+   * counted (README "Shadow steps").
+   */
+  readonly shadow?: boolean;
 }
 
 export type Attach = 'Always' | 'OptIn';

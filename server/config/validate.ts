@@ -49,6 +49,7 @@ const ENTRY_FIELDS = [
   'sideEffects',
   'reinvocationPolicy',
   'settings',
+  'shadow',
   ...DECLARATION_FIELDS,
   ...ATTACH_FIELDS,
 ];
@@ -299,6 +300,11 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     );
   }
   const match = readMatch(r, m.match, childPath(p, 'match'));
+  const shadow = r.boolean(m.shadow, childPath(p, 'shadow'));
+  // A shadow step runs after the answer, when the review's references are no longer at hand.
+  if (shadow && (m.attach === 'OptIn' || m.conflictGroup !== undefined)) {
+    r.fail(childPath(p, 'shadow'), 'cannot be set with attach: OptIn or conflictGroup');
+  }
   return {
     name: stepName,
     order,
@@ -308,6 +314,7 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     ...readStepDeclarations(r, m, p),
     ...readAttachment(r, m, p),
     ...(m.settings !== undefined ? { settings: m.settings } : {}),
+    ...(shadow ? { shadow } : {}),
   };
 }
 
@@ -437,6 +444,9 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   const provider = r.requiredString(m.provider, `${p}.provider`);
   if (m.settings !== undefined) r.stringMap(m.settings, `${p}.settings`);
   const fields = readProviderFields(r, m, p);
+  if (m.shadow === true && fields.phases.includes('authorize')) {
+    r.fail(`${p}.shadow`, 'cannot be set on a provider with the authorize phase (the authorize chain has no shadow)');
+  }
   const { clientCert } = fields;
   return {
     kind: 'provider',

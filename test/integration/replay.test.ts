@@ -12,6 +12,7 @@ import { runCliCaptured } from '../helpers/cli.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { startHarness, type Harness } from '../helpers/gateway-harness.js';
 import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+import { eventually } from '../helpers/wait.js';
 
 /** A Pod create named `name` in team-a with `labels`, its uid made from `n`. */
 function podReview(n: number, name: string, labels: Record<string, string>): AdmissionReview {
@@ -204,5 +205,124 @@ not recorded (offline: these provider steps allowed):
 `,
     );
     assert.equal(run.code, 3);
+  });
+});
+
+describe('shadow steps', function () {
+  this.timeout(30_000);
+  let gateway: Harness | undefined;
+  afterEach(async () => {
+    await gateway?.close();
+    gateway = undefined;
+  });
+
+  it('run beside the live chain on real reviews, counted in metrics and the trace, the answers unchanged', async () => {
+    gateway = await startHarness({
+      yaml: `
+chain:
+  - plugin: default-labels
+    settings: { labels: { owner: platform } }
+  - plugin: default-labels
+    name: tier-labels
+    shadow: true
+    settings: { labels: { tier: web } }
+  - plugin: require-labels
+    settings: { labels: [team] }
+  - plugin: require-labels
+    name: strict-labels
+    shadow: true
+    settings: { labels: [team, cost-center] }
+`,
+    });
+    const g = gateway;
+    const uid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const teamOnly = podReview(1, 'team-only', { team: 'payments' });
+    const answers = [
+      await g.review('/validate', teamOnly),
+      await g.review('/validate', podReview(2, 'bare', {})),
+      await g.review('/validate', podReview(3, 'complete', { team: 'payments', 'cost-center': 'cc-1' })),
+      await g.review('/mutate', podReview(4, 'team-only', { team: 'payments' })),
+    ];
+    const ownerPatch = Buffer.from(
+      JSON.stringify([{ op: 'add', path: '/metadata/labels/owner', value: 'platform' }]),
+    ).toString('base64');
+    assert.deepEqual(
+      answers.map((a) => a.response),
+      [
+        { uid: uid(1), allowed: true },
+        {
+          uid: uid(2),
+          allowed: false,
+          status: { code: 403, reason: 'Forbidden', message: 'require-labels: missing required label: team' },
+        },
+        { uid: uid(3), allowed: true },
+        { uid: uid(4), allowed: true, patchType: 'JSONPatch', patch: ownerPatch },
+      ],
+    );
+
+    const calls = (step: string, outcome: string) =>
+      g.metric('admission_gateway_shadow_calls_total', { step, outcome });
+    await eventually('the shadow steps have run', async () => (await calls('tier-labels', 'patched')) === 1);
+    await eventually('the validate shadow steps have run', async () => (await calls('strict-labels', 'allowed')) === 1);
+    const disagreements = (step: string, kind: string) =>
+      g.metric('admission_gateway_shadow_disagreements_total', { step, kind });
+    assert.deepEqual(
+      {
+        strictDenied: await calls('strict-labels', 'denied'),
+        strictAllowed: await calls('strict-labels', 'allowed'),
+        wouldDeny: await disagreements('strict-labels', 'would_deny'),
+        wouldAllow: await disagreements('strict-labels', 'would_allow'),
+        patchDiffers: await disagreements('tier-labels', 'patch_differs'),
+        liveRequests: await g.metric('admission_gateway_step_calls_total', {
+          step: 'strict-labels',
+          phase: 'validate',
+          outcome: 'denied',
+        }),
+      },
+      { strictDenied: 2, strictAllowed: 1, wouldDeny: 1, wouldAllow: 0, patchDiffers: 1, liveRequests: 0 },
+    );
+
+    // The trace's shadow list, without the durations (wall-clock).
+    const shadowOf = async (n: number) =>
+      ((await g.ops(`/explain/${uid(n)}`)).body as { shadow: Array<{ ms: number }> }).shadow.map(({ ms, ...rest }) => {
+        assert.equal(typeof ms, 'number');
+        return rest;
+      });
+    assert.deepEqual(await shadowOf(1), [
+      {
+        step: 'strict-labels',
+        outcome: 'denied',
+        disagreement: 'would_deny',
+        message: 'strict-labels: missing required label: cost-center',
+      },
+    ]);
+    assert.deepEqual(await shadowOf(2), [
+      {
+        step: 'strict-labels',
+        outcome: 'denied',
+        message: 'strict-labels: missing required labels: team, cost-center',
+      },
+    ]);
+    assert.deepEqual(await shadowOf(3), [{ step: 'strict-labels', outcome: 'allowed' }]);
+    assert.deepEqual(await shadowOf(4), [
+      {
+        step: 'tier-labels',
+        outcome: 'patched',
+        disagreement: 'patch_differs',
+        patch: [{ op: 'add', path: '/metadata/labels/tier' }],
+      },
+    ]);
+    const chain = (await g.ops('/chain')).body as {
+      order: string;
+      validate: Array<{ name: string; shadow?: boolean }>;
+    };
+    assert.equal(chain.order, 'mutate=[default-labels] validate=[require-labels] shadow=[tier-labels,strict-labels]');
+    assert.deepEqual(
+      chain.validate.map((s) => [s.name, s.shadow ?? false]),
+      [
+        ['require-labels', false],
+        ['strict-labels', true],
+      ],
+    );
   });
 });
