@@ -39,6 +39,8 @@ export class Recorder {
   private file: Promise<FileHandle> | undefined;
   private writing: Promise<void> | undefined;
   private failed = false;
+  /** A line did not fit: the recording has stopped. */
+  private full = false;
 
   constructor(
     private readonly config: RecordConfig,
@@ -70,7 +72,8 @@ export class Recorder {
     if (bytes > MAX_LINE_BYTES) return this.count('too_large');
     if (this.failed) return this.count('error');
     if (this.queuedBytes + bytes > this.maxQueuedBytes) return this.count('queue_full');
-    if (this.size !== undefined && this.size + this.queuedBytes + bytes > this.config.maxFileBytes) {
+    if (this.full || (this.size !== undefined && this.size + this.queuedBytes + bytes > this.config.maxFileBytes)) {
+      this.full = true;
       return this.count('file_full');
     }
     this.queue.push(line);
@@ -92,7 +95,7 @@ export class Recorder {
     try {
       const file = await (this.file ??= this.openFile());
       while (this.queue.length > 0) {
-        // A file found fuller than thought (it existed) drops the queued lines that no longer fit.
+        // Lines queued before the file's size was known: those past the bound are dropped, and the rest after.
         const lines = this.queue;
         this.queue = [];
         this.queuedBytes = 0;
@@ -100,7 +103,10 @@ export class Recorder {
         let bytes = 0;
         for (const line of lines) {
           const buffer = Buffer.from(line);
-          if (this.size! + bytes + buffer.length > this.config.maxFileBytes) continue;
+          if (this.full || this.size! + bytes + buffer.length > this.config.maxFileBytes) {
+            this.full = true;
+            continue;
+          }
           kept.push(buffer);
           bytes += buffer.length;
         }

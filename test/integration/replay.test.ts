@@ -205,6 +205,46 @@ not recorded (offline: these provider steps allowed):
 `,
     );
     assert.equal(run.code, 3);
+
+    const json = await runCliCaptured(
+      ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--offline', '-o', 'json'],
+      { cwd: dir },
+    );
+    assert.equal(json.code, 0, 'without --exit-code');
+    assert.deepEqual(JSON.parse(json.stdout), {
+      recording: 'recording.ndjson',
+      config: 'candidate.yaml',
+      offline: true,
+      reviews: 2,
+      summary: { newly_denied: 1, newly_allowed: 0, patch_changed: 0, warnings_changed: 0, unchanged: 1 },
+      differences: [
+        {
+          line: 2,
+          route: 'validate',
+          uid: '00000000-0000-4000-8000-000000000001',
+          request: 'CREATE Pod team-a/web',
+          changes: [{ kind: 'newly_denied', code: 403, message: 'checker: denied by fake' }],
+        },
+      ],
+      notRecorded: [{ step: 'newcomer', lines: [2] }],
+    });
+  });
+
+  it('refuses a recording that is not one, naming the line, with exit code 2 and nothing replayed', async () => {
+    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
+    await gateway.review('/validate', podReview(1, 'web', {}));
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    const file = join(dir, 'recording.ndjson');
+    await writeFile(file, `${await readFile(file, 'utf8')}{"format":1,"route":"validate"}\n`);
+    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'gateway.yaml', '-o', 'json'], {
+      cwd: dir,
+    });
+    assert.deepEqual(run, {
+      code: 2,
+      stdout: '',
+      stderr: `admission-gateway: replay: ${file}: line 2: request: request is missing: expected an AdmissionReview with a request object\n`,
+    });
   });
 });
 
