@@ -50,9 +50,9 @@ async function reviewedPods(count: number): Promise<ReviewedRequest[]> {
 describe('Recorder', () => {
   let dir: string;
   let metrics: Metrics;
-  const results = async () => {
+  const results = async (): Promise<Record<string, number>> => {
     const { values } = await metrics.recordedReviews.get();
-    return Object.fromEntries(values.map((v) => [v.labels.result, v.value]));
+    return Object.fromEntries(values.map((v) => [String(v.labels.result), v.value]));
   };
   const config = (over: Partial<RecordConfig>): RecordConfig => ({
     path: join(dir, 'recording.ndjson'),

@@ -18,13 +18,13 @@ function secretRequest(): AdmissionRequest {
       metadata: { name: 'creds', labels: { app: 'web' } },
       data: { password: 'aHVudGVyMg==', user: 'YWxpY2U=' },
       stringData: { token: 't0k3n' },
-    } as AdmissionRequest['object'],
+    },
     oldObject: {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: { name: 'creds' },
       data: { password: 'b2xk' },
-    } as AdmissionRequest['object'],
+    },
   };
 }
 
