@@ -8,6 +8,7 @@
 import { APPROVED, type Decision } from '../admission/decision.js';
 import { StepFailedError, type FailureReason } from '../base/errors.js';
 import { createChain, type Chain } from '../chain/chain.js';
+import { denialConsequence, failureConsequence } from '../chain/policy.js';
 import type { Step } from '../chain/step.js';
 import type { RecordedReview } from './recorded-review.js';
 
@@ -43,6 +44,24 @@ export class OfflineAnswers {
   }
 }
 
+/** What the gateway itself would have warned about a step's denial in warn mode, or about its failing open. */
+function gatewayWarnings(
+  step: Step,
+  outcome: string,
+  failure: FailureReason | undefined,
+  message: string,
+): Set<string> {
+  const said = new Set<string>();
+  const consequence = failure
+    ? failureConsequence({ ...step, failurePolicy: 'Ignore' }, { reason: failure, message })
+    : outcome === 'denied'
+      ? denialConsequence({ ...step, mode: 'warn' }, { message, code: 403 })
+      : undefined;
+  if (consequence?.kind === 'warn' || consequence?.kind === 'fail-open')
+    said.add(`${step.name}: ${consequence.warning}`);
+  return said;
+}
+
 /** A provider step answering from the recording. */
 export function offlineStep(step: Step, answers: OfflineAnswers): Step {
   return {
@@ -50,12 +69,17 @@ export function offlineStep(step: Step, answers: OfflineAnswers): Step {
     invoke(invocation): Decision {
       const recorded = answers.answerOf(step.name);
       if (!recorded) return APPROVED;
+      const failure = recorded.reason ?? FAILURES[recorded.outcome];
+      const message = recorded.message ?? `${recorded.outcome} (recorded)`;
+      // The step's warnings as the answer carried them; those the gateway gave about its denial or failure (warn
+      // mode, failing open) are left out: the candidate's own mode and failurePolicy say them again, or not.
+      const gateways = gatewayWarnings(step, recorded.outcome, failure, message);
       const prefix = `${step.name}: `;
       for (const warning of recorded.warnings ?? []) {
+        if (gateways.has(warning)) continue;
         invocation.warn(warning.startsWith(prefix) ? warning.slice(prefix.length) : warning);
       }
-      const failure = FAILURES[recorded.outcome];
-      if (failure) throw new StepFailedError(failure, recorded.message ?? `${recorded.outcome} (recorded)`);
+      if (failure) throw new StepFailedError(failure, message);
       if (recorded.outcome === 'denied') {
         return { allowed: false, message: recorded.message ?? 'denied (recorded)', code: 403 };
       }

@@ -7,6 +7,7 @@
  */
 import { decodeReview } from '../admission/codec.js';
 import { ADMISSION_V1, type AdmissionRequest, type JsonPatchOperation, type Phase } from '../admission/types.js';
+import type { FailureReason } from '../base/errors.js';
 import type { ReviewedRequest } from '../chain/reviewer.js';
 import type { StepOutcome } from '../metrics/metrics.js';
 import type { Redaction } from './redact.js';
@@ -36,6 +37,8 @@ export interface RecordedStep {
   readonly outcome: StepOutcome;
   /** The denial's message, or the failure's. */
   readonly message?: string;
+  /** A failure's reason (`connection`, `http_status`, …; server/base/errors.ts). */
+  readonly reason?: FailureReason;
   /** A provider's patch as it returned it; an in-process step's operations in the review's patch. */
   readonly patch?: readonly JsonPatchOperation[];
   /** Its warnings, each prefixed with the step's name as the answer carries them. */
@@ -74,11 +77,13 @@ export function recordedReviewOf(reviewed: ReviewedRequest, redaction: Redaction
     },
     steps: trace.steps.map((s) => {
       const stepPatch = redaction.patch(request, s.patch);
+      const failed = s.outcome === 'error' || s.outcome === 'timeout' || s.outcome === 'circuit_open';
       return {
         step: s.step,
         source: s.source,
         outcome: s.outcome,
         ...(s.message ? { message: s.message } : {}),
+        ...(failed && s.reason ? { reason: s.reason as FailureReason } : {}),
         ...(stepPatch?.length ? { patch: stepPatch } : {}),
         ...(s.warnings?.length ? { warnings: s.warnings } : {}),
       };
@@ -103,6 +108,17 @@ const OUTCOMES: ReadonlySet<string> = new Set<StepOutcome>([
   'timeout',
   'circuit_open',
   'no_opinion',
+]);
+const FAILURE_REASONS: ReadonlySet<string> = new Set<FailureReason>([
+  'error',
+  'timeout',
+  'invalid_patch',
+  'write_outside_supplies',
+  'connection',
+  'tls',
+  'http_status',
+  'invalid_response',
+  'breaker_open',
 ]);
 const OPS: ReadonlySet<string> = new Set(['add', 'remove', 'replace', 'move', 'copy', 'test']);
 
@@ -174,6 +190,9 @@ export function parseRecordedReview(line: string, routes: readonly string[]): Re
     if (s.source !== 'plugin' && s.source !== 'provider') fail(`${where}.source must be plugin or provider`);
     if (typeof s.outcome !== 'string' || !OUTCOMES.has(s.outcome)) fail(`${where}.outcome is not a step outcome`);
     const stepMessage = optionalString(s, 'message', where);
+    if (s.reason !== undefined && (typeof s.reason !== 'string' || !FAILURE_REASONS.has(s.reason))) {
+      fail(`${where}.reason is not a failure reason`);
+    }
     const stepPatch = patchOf(s.patch, `${where}.patch`);
     const stepWarnings = stringList(s.warnings, `${where}.warnings`);
     return {
@@ -181,6 +200,7 @@ export function parseRecordedReview(line: string, routes: readonly string[]): Re
       source: s.source,
       outcome: s.outcome as StepOutcome,
       ...(stepMessage !== undefined ? { message: stepMessage } : {}),
+      ...(s.reason !== undefined ? { reason: s.reason as FailureReason } : {}),
       ...(stepPatch ? { patch: stepPatch } : {}),
       ...(stepWarnings ? { warnings: stepWarnings } : {}),
     };

@@ -206,6 +206,35 @@ not recorded (offline: these provider steps allowed):
     );
     assert.equal(run.code, 3);
 
+    // The live config itself, offline: every review answered as it was, the provider's warn-mode warning included.
+    const same = await runCliCaptured(
+      ['replay', 'recording.ndjson', '--config', 'gateway.yaml', '--offline', '--exit-code'],
+      { cwd: dir },
+    );
+    assert.deepEqual(same, {
+      code: 0,
+      stdout: `replayed 2 reviews of recording.ndjson on gateway.yaml (offline: providers answered from the recording)
+0 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 2 unchanged
+`,
+      stderr: '',
+    });
+
+    // Audit mode: the warning the gateway gave about the denial in warn mode is gone, not repeated by the stand-in.
+    await writeFile(join(dir, 'audit.yaml'), `chain:${entries('audit')}\n`);
+    const audit = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'audit.yaml', '--offline'], {
+      cwd: dir,
+    });
+    assert.equal(
+      audit.stdout,
+      `replayed 2 reviews of recording.ndjson on audit.yaml (offline: providers answered from the recording)
+0 newly denied, 0 newly allowed, 0 with the patch changed, 1 with the warnings changed, 1 unchanged
+
+with the warnings changed:
+  line 2: CREATE Pod team-a/web (validate)
+    - checker: denied by fake (mode warn: not enforced)
+`,
+    );
+
     const json = await runCliCaptured(
       ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--offline', '-o', 'json'],
       { cwd: dir },
