@@ -5,7 +5,8 @@
  * provider is gone; a shadow step runs beside the live chain, counted in metrics, the answer unchanged.
  */
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdmissionReview, KubeObject } from '../../server/admission/types.js';
 import { runCliCaptured } from '../helpers/cli.js';
@@ -393,5 +394,54 @@ chain:
         ['strict-labels', true],
       ],
     );
+  });
+
+  it('are left out of the rendered webhook configurations: the apiserver sends what the live steps ask for', async () => {
+    const live = `
+chain:
+  - plugin: require-labels
+    settings: { labels: [team] }
+`;
+    const withShadow = `${live}
+  - plugin: require-labels
+    name: configmap-labels
+    shadow: true
+    settings: { labels: [team] }
+    match:
+      rules: [{ operations: [CREATE, DELETE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }]
+  - plugin: default-labels
+    shadow: true
+    settings: { labels: { tier: web } }
+`;
+    const render = async (text: string) => {
+      const dir = await mkdtemp(join(tmpdir(), 'shadow-manifests-'));
+      try {
+        await writeFile(join(dir, 'gateway.yaml'), text);
+        const run = await runCliCaptured(
+          [
+            'manifests',
+            '--config',
+            'gateway.yaml',
+            '--url',
+            'https://gateway.example:8443',
+            '--no-ca-bundle',
+            '-o',
+            'json',
+          ],
+          { cwd: dir },
+        );
+        assert.equal(run.code, 0, run.stderr);
+        return JSON.parse(run.stdout) as { items: Array<{ kind: string; webhooks: Array<{ rules: unknown }> }> };
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    };
+    const expected = await render(live);
+    assert.deepEqual(
+      expected.items.map((i) => i.kind),
+      ['ValidatingWebhookConfiguration'],
+      'no mutating webhook: the only mutate step is a shadow one',
+    );
+    assert.deepEqual(await render(withShadow), expected);
   });
 });
