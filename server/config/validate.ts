@@ -15,6 +15,7 @@ import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath } from './reader.js';
 import { readStepOptions } from './step-options.js';
+import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import type {
   ChainEntry,
   CircuitBreakerConfig,
@@ -49,7 +50,7 @@ const ENTRY_FIELDS = [
   'sideEffects',
   'reinvocationPolicy',
   'settings',
-  'shadow',
+  ...SHADOW_FIELDS,
   ...DECLARATION_FIELDS,
   ...ATTACH_FIELDS,
 ];
@@ -300,11 +301,6 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     );
   }
   const match = readMatch(r, m.match, childPath(p, 'match'));
-  const shadow = r.boolean(m.shadow, childPath(p, 'shadow'));
-  // A shadow step runs after the answer, when the review's references are no longer at hand.
-  if (shadow && (m.attach === 'OptIn' || m.conflictGroup !== undefined)) {
-    r.fail(childPath(p, 'shadow'), 'cannot be set with attach: OptIn or conflictGroup');
-  }
   return {
     name: stepName,
     order,
@@ -314,7 +310,6 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     ...readStepDeclarations(r, m, p),
     ...readAttachment(r, m, p),
     ...(m.settings !== undefined ? { settings: m.settings } : {}),
-    ...(shadow ? { shadow } : {}),
   };
 }
 
@@ -438,21 +433,19 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   if (raw.plugin !== undefined) {
     const m = r.map(raw, p, ['plugin', ...ENTRY_FIELDS]);
     const plugin = r.requiredString(m.plugin, `${p}.plugin`);
-    return { kind: 'plugin', plugin, ...readEntryOptions(r, m, p, plugin, order) };
+    return { kind: 'plugin', plugin, ...readEntryOptions(r, m, p, plugin, order), ...readShadow(r, m, p) };
   }
   const m = r.map(raw, p, PROVIDER_FIELDS);
   const provider = r.requiredString(m.provider, `${p}.provider`);
   if (m.settings !== undefined) r.stringMap(m.settings, `${p}.settings`);
   const fields = readProviderFields(r, m, p);
-  if (m.shadow === true && fields.phases.includes('authorize')) {
-    r.fail(`${p}.shadow`, 'cannot be set on a provider with the authorize phase (the authorize chain has no shadow)');
-  }
   const { clientCert } = fields;
   return {
     kind: 'provider',
     provider,
     ...readEntryOptions(r, m, p, provider, order),
     ...fields,
+    ...readShadow(r, m, p, fields.phases),
     ...(clientCert
       ? {
           clientCert: {

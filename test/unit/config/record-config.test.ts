@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { resolveProvider } from '../../../server/kube/admission-provider.js';
 import { configError, parseConfig } from '../../helpers/config.js';
 
 describe('config record: and shadow:', () => {
@@ -57,5 +58,18 @@ record:
     shadow: true`),
       /chain\[0\]\.shadow: cannot be set on a provider with the authorize phase/,
     );
+  });
+
+  it('reads spec.shadow of an AdmissionProvider with the same rules', () => {
+    const provider = (spec: Record<string, unknown>) =>
+      resolveProvider(
+        { apiVersion: 'admissiongateway.io/v1alpha1', kind: 'AdmissionProvider', metadata: { name: 'p' }, spec },
+        new Set(),
+      );
+    const resolved = provider({ url: 'https://p.example', shadow: true });
+    assert.equal(resolved.entry?.shadow, true);
+    assert.deepEqual(provider({ url: 'https://p.example', shadow: true, attach: 'OptIn' }), {
+      error: { reason: 'InvalidSpec', message: 'spec.shadow: cannot be set with attach: OptIn or conflictGroup' },
+    });
   });
 });
