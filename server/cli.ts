@@ -1,7 +1,8 @@
 /**
- * The `admission-gateway` command line: serve, certs, review, manifests, provider, openapi, audit, version. Exit codes: 0 ok,
+ * The `admission-gateway` command line: serve, certs, review, replay, manifests, provider, openapi, audit, version.
+ * Exit codes: 0 ok,
  * 1 runtime failure, 2 bad usage or invalid config (with a message naming the file and field), 3 a refused
- * review with --exit-code.
+ * review or a newly denied replay with --exit-code, 4 a replay answered differently with --exit-code.
  */
 import path from 'node:path';
 import { availablePlugins } from '../plugins/index.js';
@@ -17,6 +18,7 @@ import { createLogger } from './base/log.js';
 import { packageVersion } from './base/version.js';
 import { auditCommand, runAuditCommand } from './commands/audit.js';
 import { runProvider } from './commands/provider.js';
+import { replayCommand, runReplay } from './commands/replay.js';
 import { reviewCommand, runReview } from './commands/review.js';
 import { HELP, UsageError, parseCommandLine, type Values } from './commands/usage.js';
 import { loadKubeConfig } from './kube/kube-config.js';
@@ -190,6 +192,14 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         });
       case 'audit':
         return await runAuditCommand(auditCommand(args, values), await configFrom(values, io), io);
+      case 'replay': {
+        const replay = replayCommand(args, {
+          offline: values.offline,
+          output: values.output,
+          exitCode: values['exit-code'],
+        });
+        return await runReplay(replay, await configFrom(values, io), io);
+      }
       case 'openapi':
         if (args.length > 0) throw new UsageError(`openapi: unexpected argument "${args[0]}"`);
         // Imported here: only this command needs the schema library, and loading it costs every start.

@@ -4,6 +4,7 @@
  * integration tests and the e2e suite alike, so what is tested is what runs.
  */
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
@@ -24,6 +25,8 @@ import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
+import { Recorder } from './recording/recorder.js';
+import { ShadowRunner } from './chain/shadow.js';
 import { createWebhookApp } from './http/webhook-app.js';
 import { createAuthorizer } from './chain/authorizer.js';
 import { compileExclusions, exclusionsFor } from './authorization/exclusions.js';
@@ -154,6 +157,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const traces = new TraceBuffer(config.explain.bufferSize, config.explain.includeObjects);
   const reviewSinks: Array<(reviewed: ReviewedRequest) => void> = [];
   if (traces.size > 0) reviewSinks.push((reviewed) => traces.add(reviewed));
+  const recorder = Recorder.enabled(config.record) ? new Recorder(config.record, { metrics, log }) : undefined;
+  if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 
   const reviewer = createReviewer({
@@ -165,6 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
     ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
     ...(onReviewed ? { onReviewed, annotateTrace: config.explain.auditAnnotation } : {}),
+    shadow: new ShadowRunner({ metrics, log, now: () => performance.now() }),
   });
 
   const authorizer = createAuthorizer({
@@ -317,6 +323,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           opsServer.close(() => resolve());
           opsServer.closeAllConnections();
         });
+        await recorder?.close();
       })();
       return closed;
     },

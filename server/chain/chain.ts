@@ -30,8 +30,10 @@ export interface StepSelection {
 }
 
 export interface Chain {
-  /** Every step, both phases, in chain order. */
+  /** Every live step, both phases, in chain order (shadow steps are apart: `shadowOf`). */
   readonly steps: readonly Step[];
+  /** A phase's shadow steps (`shadow: true`), in chain order: run after the answer, never changing it. */
+  shadowOf(phase: Phase): readonly Step[];
   /**
    * A phase's steps in order; with `failurePolicy`, only those whose effective failure policy it is (a step
    * that never blocks counts as Ignore: policy.ts).
@@ -78,7 +80,12 @@ function phaseSelections(ordered: readonly Step[], phase: Phase): PhaseSelection
 }
 
 export function createChain(steps: readonly Step[], authorizeSteps: readonly AuthorizeStep[] = []): Chain {
-  const ordered = [...steps].sort(byOrder);
+  const sorted = [...steps].sort(byOrder);
+  const ordered = sorted.filter((s) => !s.shadow);
+  const shadow: Readonly<Record<Phase, readonly Step[]>> = {
+    mutate: Object.freeze(sorted.filter((s) => s.shadow && s.phase === 'mutate')),
+    validate: Object.freeze(sorted.filter((s) => s.shadow && s.phase === 'validate')),
+  };
   const authorize = Object.freeze([...authorizeSteps].sort(byOrder));
   const phases: Readonly<Record<Phase, PhaseSelections>> = {
     mutate: phaseSelections(ordered, 'mutate'),
@@ -94,6 +101,7 @@ export function createChain(steps: readonly Step[], authorizeSteps: readonly Aut
   const levelOf = new Map(all.levels.flatMap((level, i) => level.map((step) => [step, i] as const)));
   return {
     steps: ordered,
+    shadowOf: (phase) => shadow[phase],
     stepsOf: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].steps,
     needsNamespaceLabels: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceLabels,
     planOf: (failurePolicy) => plans[failurePolicy ?? 'all'],
@@ -101,14 +109,20 @@ export function createChain(steps: readonly Step[], authorizeSteps: readonly Aut
     authorize,
     extensions: indexExtensions(ordered, authorize),
     describe: () => ({
-      mutate: phases.mutate.all.steps.map((s) => ({ ...s.describe(), level: levelOf.get(s) })),
-      validate: phases.validate.all.steps.map((s) => s.describe()),
+      mutate: [
+        ...phases.mutate.all.steps.map((s) => ({ ...s.describe(), level: levelOf.get(s) })),
+        ...shadow.mutate.map((s) => s.describe()),
+      ],
+      validate: [...phases.validate.all.steps, ...shadow.validate].map((s) => s.describe()),
       authorize: authorize.map((s) => s.describe()),
       ...(all.problems.length > 0 ? { problems: all.problems.map((p) => p.message) } : {}),
     }),
     summary: () =>
       `mutate=[${levelsSummary(all)}] validate=[${phases.validate.all.steps.map((s) => s.name).join(',')}]` +
-      (authorize.length > 0 ? ` authorize=[${authorize.map((s) => s.name).join(',')}]` : ''),
+      (authorize.length > 0 ? ` authorize=[${authorize.map((s) => s.name).join(',')}]` : '') +
+      (shadow.mutate.length + shadow.validate.length > 0
+        ? ` shadow=[${[...shadow.mutate, ...shadow.validate].map((s) => s.name).join(',')}]`
+        : ''),
   };
 }
 
@@ -172,24 +186,27 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
     timeoutMs: timeoutSeconds * 1000,
     order: entry.order,
     ...attachmentOf(entry),
+    ...(entry.shadow ? { shadow: true } : {}),
     ...declarationFields(entry),
     handlers,
   });
-  const authorize = authorizeHook
-    ? [
-        createPluginAuthorizeStep({
-          name: entry.name,
-          plugin: plugin.name,
-          description: plugin.description,
-          order: entry.order,
-          // A step that may not block (warn, audit) fails open here too.
-          failurePolicy: options.mode === 'enforce' ? options.failurePolicy : 'Ignore',
-          timeoutMs: timeoutSeconds * 1000,
-          matchSpec: plugin.authorizeMatch!,
-          authorize: authorizeHook,
-        }),
-      ]
-    : [];
+  // The authorize chain has no shadow: a shadow entry's authorize hook is not run.
+  const authorize =
+    authorizeHook && !entry.shadow
+      ? [
+          createPluginAuthorizeStep({
+            name: entry.name,
+            plugin: plugin.name,
+            description: plugin.description,
+            order: entry.order,
+            // A step that may not block (warn, audit) fails open here too.
+            failurePolicy: options.mode === 'enforce' ? options.failurePolicy : 'Ignore',
+            timeoutMs: timeoutSeconds * 1000,
+            matchSpec: plugin.authorizeMatch!,
+            authorize: authorizeHook,
+          }),
+        ]
+      : [];
   return { steps, authorize };
 }
 

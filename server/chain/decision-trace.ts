@@ -13,6 +13,7 @@ import { writersAt, type WrittenNode } from '../patch/written-paths.js';
 import type { Labels } from './label-selector.js';
 import { describeRule, explainMismatch } from './match-explanation.js';
 import type { PatchConflict, StepReport } from './review-observer.js';
+import type { ShadowStepTrace } from './shadow.js';
 import type { Step } from './step.js';
 
 /** One step of the trace, in the order the review reached it. */
@@ -86,6 +87,8 @@ export interface DecisionTrace {
   readonly warnings?: readonly string[];
   readonly auditAnnotations?: Readonly<Record<string, string>>;
   readonly steps: readonly StepTrace[];
+  /** The shadow steps' calls (README "Shadow steps"): filled in as each finishes, after the answer. */
+  readonly shadow?: readonly ShadowStepTrace[];
 }
 
 /** What the observer keeps per report beyond the log line's fields, when the review is traced. */
@@ -119,6 +122,8 @@ export interface TraceInput {
   /** Operations of the decision's patch left out of a kept input. */
   readonly patchOpsOmitted?: number | undefined;
   readonly conflicts: ReadonlyMap<string, { readonly count: number; readonly first: PatchConflict }> | undefined;
+  /** The shadow steps' calls, filled in after the answer (the same array, so a kept trace shows them too). */
+  readonly shadow?: readonly ShadowStepTrace[] | undefined;
 }
 
 const groupKind = (request: AdmissionRequest): string =>
@@ -229,6 +234,7 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
     ...(warnings?.length ? { warnings } : {}),
     ...(response.auditAnnotations ? { auditAnnotations: response.auditAnnotations } : {}),
     steps,
+    ...(input.shadow ? { shadow: input.shadow } : {}),
   };
 }
 

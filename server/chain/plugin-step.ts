@@ -81,6 +81,7 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
     extension: options.extension,
     attach: options.attach,
     conflictGroup: options.conflictGroup,
+    ...(options.shadow ? { shadow: true } : {}),
     describe: () => ({
       name: options.name,
       source: 'plugin',
@@ -96,6 +97,7 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
       match: options.matchSpec,
       ...(phase === 'mutate' && options.declared ? options.declared : {}),
       ...describeAttachment(options),
+      ...(options.shadow ? { shadow: true } : {}),
     }),
   });
 

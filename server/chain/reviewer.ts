@@ -25,6 +25,7 @@ import {
   settleReferences,
   type ReviewExtensions,
 } from './review-references.js';
+import type { ShadowRun, ShadowStepTrace } from './shadow.js';
 import type { Step } from './step.js';
 import { runValidatePhase } from './validate.js';
 
@@ -62,6 +63,8 @@ export interface ReviewerDeps {
   readonly onReviewed?: (reviewed: ReviewedRequest) => void;
   /** Adds the `decision-trace` audit annotation (uid and trace id) to every traced answer. */
   readonly annotateTrace?: boolean;
+  /** Runs the chain's shadow steps after each answer (shadow.ts); none: they do not run. */
+  readonly shadow?: { run(run: ShadowRun): void };
 }
 
 export { ReviewedRequest };
@@ -119,6 +122,19 @@ export function givesReferenceWarnings(chain: Chain, request: AdmissionRequest, 
   const selects = (steps: readonly Step[]) => steps.some((step) => step.match.rulesMatch(request));
   if (selection.phase === 'validate' && selects(chain.stepsOf('mutate'))) return false;
   return selection.failurePolicy !== 'Ignore' || !selects(chain.stepsOf(selection.phase, 'Fail'));
+}
+
+/**
+ * Whether this route runs the phase's shadow steps: a phase split by failure policy runs them once, with its
+ * `Fail` half, or with its `Ignore` half when no `Fail` step's rules select the request (no `Fail` webhook is
+ * then called for it).
+ */
+export function runsShadow(chain: Chain, request: AdmissionRequest, selection: StepSelection): boolean {
+  if (chain.shadowOf(selection.phase).length === 0) return false;
+  return (
+    selection.failurePolicy !== 'Ignore' ||
+    !chain.stepsOf(selection.phase, 'Fail').some((step) => step.match.rulesMatch(request))
+  );
 }
 
 export function createReviewer(deps: ReviewerDeps): Reviewer {
@@ -240,6 +256,16 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       if (annotations) response.auditAnnotations = annotations;
       observer.notesDropped(ctx.notes.dropped());
       const seconds = (now() - started) / 1000;
+      const shadow = deps.shadow && runsShadow(chain, request, selection) ? deps.shadow : undefined;
+      const shadowTraced: ShadowStepTrace[] | undefined = shadow && traced ? [] : undefined;
+      shadow?.run({
+        request,
+        phase,
+        steps: chain.shadowOf(phase),
+        decision,
+        namespaceLabels,
+        ...(shadowTraced ? { traced: shadowTraced } : {}),
+      });
       if (!traced) {
         observer.reviewed(selection.name, response, decision.patch, seconds);
         return { decision, response, reports: observer.reports };
@@ -266,6 +292,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         namespaceLabels,
         owners: observer.owners,
         conflicts: observer.conflicts,
+        shadow: shadowTraced,
       });
       deps.onReviewed(reviewed);
       return { decision, response, reports: observer.reports, reviewed };

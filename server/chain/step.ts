@@ -67,6 +67,8 @@ export interface Step {
   readonly matchSpec?: Match;
   /** A provider's circuit breaker state, for the decision trace. */
   breakerState?(): string;
+  /** Runs beside the live chain after the answer, never changing it (shadow.ts). */
+  readonly shadow?: boolean;
 }
 
 /** How a chain entry is placed and guarded: what plugin and provider steps share. */
@@ -84,6 +86,7 @@ export type StepPlacement = Pick<
   | 'extension'
   | 'attach'
   | 'conflictGroup'
+  | 'shadow'
 > & {
   /** The match as written, for /chain. */
   readonly matchSpec: Match;

@@ -13,12 +13,7 @@ import { errorMessage } from '../base/errors.js';
 import { createLogger, type BindableLogger, type LogLevel } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
-import {
-  createReviewer,
-  standaloneNamespaceLabels,
-  type ReviewResult,
-  type ReviewedRequest,
-} from '../chain/reviewer.js';
+import type { ReviewResult, ReviewedRequest } from '../chain/reviewer.js';
 import { renderTrace } from '../explain/render-trace.js';
 import type { KeptTrace } from '../explain/trace-buffer.js';
 import type { GatewayConfig } from '../config/types.js';
@@ -27,6 +22,7 @@ import { createChainForConfig } from '../providers/configured-chain.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { applyPatchInPlace } from '../patch/apply.js';
 import type { AdmissionRequest } from '../admission/types.js';
+import { offlineReviewer } from './offline-reviewer.js';
 import { reviewInput } from './review-input.js';
 import { EXIT_DENIED, UsageError } from './usage.js';
 
@@ -138,15 +134,7 @@ async function reviewOnChain(
     onReviewed?: (reviewed: ReviewedRequest) => void;
   },
 ): Promise<{ output: unknown; allowed: boolean }> {
-  const reviewer = createReviewer({
-    chain: () => chain,
-    metrics: deps.metrics,
-    log: deps.log,
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: deps.config.server.deadlineMarginMs,
-    defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
-    ...(deps.onReviewed ? { onReviewed: deps.onReviewed } : {}),
-  });
+  const reviewer = offlineReviewer(chain, deps);
   if (route !== 'all') {
     const result = await reviewer.review(request, selectionOf(route));
     return { output: printable(result, apiVersion), allowed: result.response.allowed };

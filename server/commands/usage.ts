@@ -19,11 +19,23 @@ export class UsageError extends Error {
   }
 }
 
-export const COMMANDS = ['serve', 'certs', 'review', 'manifests', 'provider', 'openapi', 'audit', 'version'] as const;
+export const COMMANDS = [
+  'serve',
+  'certs',
+  'review',
+  'replay',
+  'manifests',
+  'provider',
+  'openapi',
+  'audit',
+  'version',
+] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** `review --exit-code`: the request was refused. 1 and 2 already mean failure and bad usage. */
 export const EXIT_DENIED = 3;
+/** `replay --exit-code`: a replayed review would be answered differently, none of them newly denied. */
+export const EXIT_CHANGED = 4;
 
 export const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
@@ -64,6 +76,7 @@ export const OPTIONS = {
   'timeout-seconds': { type: 'string' },
   step: { type: 'string' },
   'dry-run': { type: 'boolean' },
+  offline: { type: 'boolean' },
 } satisfies ParseArgsConfig['options'];
 
 type OptionName = keyof typeof OPTIONS;
@@ -89,6 +102,7 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'log-level'],
   certs: ['ca'],
   review: ['route', 'exit-code', 'explain', 'output'],
+  replay: ['offline', 'output', 'exit-code'],
   provider: [
     'port',
     'log-level',
@@ -133,6 +147,7 @@ commands:
   serve     run the webhook (HTTPS) and operations (HTTP) servers (default)
   certs     generate the CA and serving certificate if missing, print the caBundle
   review    run an AdmissionReview or a Kubernetes object through the configured chain offline
+  replay    run a recording's reviews through a candidate chain and print what would be answered differently
   manifests render the webhook configurations for the configured chain
   provider  serve plugins as a remote provider (a handler per phase, discovery), registered if asked
   openapi   print the OpenAPI 3.1 document of the remote provider protocol
@@ -140,7 +155,8 @@ commands:
   version   print the version (also --version, -v)
 
 Run "admission-gateway <command> --help" for a command's options.
-Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config, 3 refused (review, audit --exit-code).`,
+Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config, 3 refused (review, audit --exit-code) or newly
+denied (replay --exit-code), 4 answered differently (replay --exit-code).`,
   serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--log-level LEVEL]
 
 ${CONFIG_OPTION}
@@ -244,6 +260,25 @@ ${CONFIG_OPTION}
 
 Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
 or input, ${EXIT_DENIED} refused (with --exit-code).`,
+  replay: `usage: admission-gateway replay <recording> [--config CANDIDATE.yaml] [--offline] [--output text|json]
+                                [--exit-code]
+
+Runs every review of a recording (the NDJSON file record: writes) through the candidate configuration's
+chain on the route that answered it, and prints what would be answered differently: reviews newly denied,
+newly allowed, whose patch changed (operations added +, removed -) or whose warnings changed. Remote
+providers are called as serve calls them; logs go to standard error.
+
+${CONFIG_OPTION}
+  --offline           do not call remote providers: each provider step answers what the recording says that
+                      step answered for the review; one the recording has no answer of allows, and is listed
+                      under "not recorded"
+  --output, -o FORMAT text (default) or json
+  --exit-code         exit ${EXIT_DENIED} when a review would be newly denied, else ${EXIT_CHANGED} when any would be answered
+                      differently, to gate CI
+
+Exit codes: 0 replayed (whatever the differences, without --exit-code), 1 runtime failure, 2 bad usage,
+config or recording (the message names the line), ${EXIT_DENIED} newly denied, ${EXIT_CHANGED} answered differently (with
+--exit-code).`,
   manifests: `usage: admission-gateway manifests [--config FILE] [--service NAMESPACE/NAME[:PORT] | --url https://HOST[:PORT]]
                                    [--ca FILE | --no-ca-bundle] [--name NAME] [--output yaml|json]
                                    [--namespace-label KEY=VALUE]... [--exclude-namespace NAME]... [--all-resources]

@@ -127,6 +127,11 @@ export interface EntryOptions extends StepOptions, StepDeclarations {
   readonly attach?: Attach;
   /** At most one entry of a conflict group may be referenced by one object. */
   readonly conflictGroup?: string;
+  /**
+   * The entry's steps run beside the live chain after the answer, and never change it; their disagreements are
+   * counted (README "Shadow steps").
+   */
+  readonly shadow?: boolean;
 }
 
 export type Attach = 'Always' | 'OptIn';
@@ -186,6 +191,7 @@ export interface GatewayConfig {
   readonly kube: KubeConfigSection;
   readonly log: LogConfig;
   readonly explain: ExplainConfig;
+  readonly record: RecordConfig;
   readonly chain: readonly ChainEntry[];
   readonly audit: AuditConfig;
 }
@@ -198,4 +204,18 @@ export interface ExplainConfig {
   readonly includeObjects: boolean;
   /** Answer every traced review with the `decision-trace` audit annotation (uid and trace id). */
   readonly auditAnnotation: boolean;
+}
+
+/** Sampled reviews written as NDJSON for `admission-gateway replay` (README "Recording and replaying reviews"). */
+export interface RecordConfig {
+  /** The NDJSON file (absolute, resolved against the config file's folder); `''`: no recording. */
+  readonly path: string;
+  /** The share of reviews recorded, 0..1; 0 (default) records none. */
+  readonly sampleRate: number;
+  /** JSON pointers (a `*` segment matches any key or index) redacted in objects, besides a Secret's data. */
+  readonly redact: readonly string[];
+  /** The recording stops growing at this size (later reviews are counted as `file_full`). */
+  readonly maxFileBytes: number;
+  /** The webhook routes recorded; default all. */
+  readonly routes: readonly string[];
 }

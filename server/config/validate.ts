@@ -15,6 +15,7 @@ import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath } from './reader.js';
 import { readStepOptions } from './step-options.js';
+import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import type {
   AuditConfig,
   ChainEntry,
@@ -24,6 +25,7 @@ import type {
   KubeConfigSection,
   ExplainConfig,
   LogConfig,
+  RecordConfig,
   ManagedCertificateConfig,
   ProviderEntry,
   ProviderPhase,
@@ -49,6 +51,7 @@ const ENTRY_FIELDS = [
   'sideEffects',
   'reinvocationPolicy',
   'settings',
+  ...SHADOW_FIELDS,
   ...DECLARATION_FIELDS,
   ...ATTACH_FIELDS,
 ];
@@ -279,6 +282,42 @@ function readExplain(r: Reader, value: unknown): ExplainConfig {
   };
 }
 
+/** Redaction pointers and recorded routes at most: far more than any policy needs. */
+const MAX_RECORD_LIST = 256;
+/** The recording's size when `record.maxFileBytes` is not set. */
+export const DEFAULT_RECORD_FILE_BYTES = 256 * 1024 * 1024;
+/** The routes `record.routes` may name (http/routes.ts; config/ does not import http/). */
+const RECORD_ROUTES = ['mutate', 'mutate/fail', 'mutate/ignore', 'validate', 'validate/fail', 'validate/ignore'];
+
+function readRecord(r: Reader, value: unknown, baseDir: string): RecordConfig {
+  const p = 'record';
+  const m = r.map(value, p, ['path', 'sampleRate', 'redact', 'maxFileBytes', 'routes']);
+  const sampleRate = r.number(m.sampleRate, `${p}.sampleRate`, 0, 1) ?? 0;
+  const file = resolveFile(baseDir, r.string(m.path, `${p}.path`) ?? '');
+  if (sampleRate > 0 && !file) r.fail(`${p}.path`, 'is required when record.sampleRate is above 0');
+  const redact = r.stringList(m.redact, `${p}.redact`) ?? [];
+  if (redact.length > MAX_RECORD_LIST)
+    r.fail(`${p}.redact`, `expected at most ${MAX_RECORD_LIST} entries`, redact.length);
+  redact.forEach((pointer, i) => {
+    if (!pointer.startsWith('/') || pointer.length > 1024) {
+      r.fail(
+        `${p}.redact[${i}]`,
+        'expected a JSON pointer such as /spec/password (a * segment matches any key)',
+        pointer,
+      );
+    }
+  });
+  const routes = r.stringList(m.routes, `${p}.routes`) ?? RECORD_ROUTES;
+  routes.forEach((route, i) => r.oneOf(route, `${p}.routes[${i}]`, RECORD_ROUTES));
+  return {
+    path: file,
+    sampleRate,
+    redact,
+    maxFileBytes: r.integer(m.maxFileBytes, `${p}.maxFileBytes`, 1024, 2 ** 40) ?? DEFAULT_RECORD_FILE_BYTES,
+    routes: [...new Set(routes)],
+  };
+}
+
 function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryOptions {
   const stepName = r.string(m.name, childPath(p, 'name')) ?? name;
   // Step names become metric labels, annotation keys and URL-safe identifiers.
@@ -422,7 +461,7 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   if (raw.plugin !== undefined) {
     const m = r.map(raw, p, ['plugin', ...ENTRY_FIELDS]);
     const plugin = r.requiredString(m.plugin, `${p}.plugin`);
-    return { kind: 'plugin', plugin, ...readEntryOptions(r, m, p, plugin, order) };
+    return { kind: 'plugin', plugin, ...readEntryOptions(r, m, p, plugin, order), ...readShadow(r, m, p) };
   }
   const m = r.map(raw, p, PROVIDER_FIELDS);
   const provider = r.requiredString(m.provider, `${p}.provider`);
@@ -434,6 +473,7 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
     provider,
     ...readEntryOptions(r, m, p, provider, order),
     ...fields,
+    ...readShadow(r, m, p, fields.phases),
     ...(clientCert
       ? {
           clientCert: {
@@ -448,7 +488,7 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
 export function validateConfig(doc: unknown, file: string, baseDir: string): GatewayConfig {
   const r = new Reader(file);
-  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'explain', 'chain', 'audit']);
+  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'explain', 'record', 'chain', 'audit']);
   if (m.apiVersion !== undefined && m.apiVersion !== CONFIG_API_VERSION) {
     r.fail('apiVersion', `expected ${CONFIG_API_VERSION}`, m.apiVersion);
   }
@@ -471,6 +511,7 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     kube: readKube(r, m.kube, server.service.namespace, baseDir),
     log: readLog(r, m.log),
     explain: readExplain(r, m.explain),
+    record: readRecord(r, m.record, baseDir),
     chain,
     audit: readAudit(r, m.audit),
   };

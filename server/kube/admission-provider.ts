@@ -4,6 +4,7 @@
  */
 import { DECLARATION_FIELDS, readStepDeclarations } from '../config/step-declarations.js';
 import { ATTACH_FIELDS, readAttachment } from '../config/attachment.js';
+import { SHADOW_FIELDS, readShadow } from '../config/shadow.js';
 import { readMatch } from '../config/match-schema.js';
 import { Reader } from '../config/reader.js';
 import type { ProviderEntry } from '../config/types.js';
@@ -129,6 +130,7 @@ const SPEC_FIELDS = [
   'authorizeMatch',
   ...DECLARATION_FIELDS,
   ...ATTACH_FIELDS,
+  ...SHADOW_FIELDS,
 ];
 
 /**
@@ -176,6 +178,7 @@ export function resolveProvider(resource: AdmissionProvider, reservedNames: Read
       ...options,
       ...readStepDeclarations(r, m, 'spec'),
       ...readAttachment(r, m, 'spec'),
+      ...readShadow(r, m, 'spec', fields.phases),
       ...(settings ? { settings } : {}),
     };
     return { entry };

@@ -149,6 +149,24 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       help: 'notAfter of the serving certificate in use.',
       registers,
     }),
+    recordedReviews: new Counter({
+      name: `${METRIC_PREFIX}recorded_reviews_total`,
+      help: 'Sampled reviews for the recording (record:), by result: written, queue_full, file_full, too_large, error (dropped, never slowing a review).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    shadowCalls: new Counter({
+      name: `${METRIC_PREFIX}shadow_calls_total`,
+      help: 'Calls of shadow steps (shadow: true) after the answer, by step and outcome; dropped: over the bound of shadow calls at once.',
+      labelNames: ['step', 'outcome'] as const,
+      registers,
+    }),
+    shadowDisagreements: new Counter({
+      name: `${METRIC_PREFIX}shadow_disagreements_total`,
+      help: 'Reviews a shadow step disagreed with the answer on, by step and kind: would_deny, would_allow, patch_differs.',
+      labelNames: ['step', 'kind'] as const,
+      registers,
+    }),
     certificateRotationSteps: new Counter({
       name: `${METRIC_PREFIX}certificate_rotation_steps_total`,
       help: 'Cluster mode: certificate Secret writes by this replica, by step (create, stage, promote, prune, reissue, regenerate).',

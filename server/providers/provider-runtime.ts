@@ -119,6 +119,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     order: entry.order,
     // Discovered handlers belong to the provider's extension: its attach and conflict group are theirs.
     ...attachmentOf(entry),
+    ...(entry.shadow ? { shadow: true } : {}),
     url,
     client,
     breaker,

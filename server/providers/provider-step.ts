@@ -35,6 +35,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
     extension: o.extension,
     attach: o.attach,
     conflictGroup: o.conflictGroup,
+    ...(o.shadow ? { shadow: true } : {}),
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
     ...(mutating && o.declarations ? { declarations: o.declarations } : {}),
@@ -72,6 +73,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
       match: o.matchSpec,
       ...(mutating && o.declared ? o.declared : {}),
       ...describeAttachment(o),
+      ...(o.shadow ? { shadow: true } : {}),
       breaker: { state: o.breaker.state(), ...o.breaker.stats() },
     }),
   };

@@ -63,6 +63,8 @@ export interface E2EGatewayOptions {
   readonly chain: string;
   /** More `server:` settings (e.g. maxRequestBytes, maxInflightBytes), over the suite's own. */
   readonly server?: Readonly<Record<string, unknown>>;
+  /** The config's `record:` section (a relative `path` is in the gateway's dir). */
+  readonly record?: Readonly<Record<string, unknown>>;
   /** Plugins besides the shipped ones and the test-only ones of ./plugins.ts. */
   readonly plugins?: readonly AnyPlugin[];
   readonly mutating?: readonly WebhookSpec[];
@@ -201,6 +203,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       ? { enabled: true, watchProviders: true, kubeconfig: process.env[KUBECONFIG_ENV] ?? '' }
       : { enabled: false },
     log: { level: 'debug' },
+    ...(options.record ? { record: options.record } : {}),
     chain: [...(chain as unknown[]), ...PROBE_ENTRIES],
     ...(options.audit ? { audit: options.audit } : {}),
   });
