@@ -272,10 +272,8 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       }
       const id = traceId ?? traceIdOfUid(request.uid) ?? randomTraceId();
       if (deps.annotateTrace) {
-        response.auditAnnotations = {
-          ...response.auditAnnotations,
-          [TRACE_ANNOTATION]: traceAnnotation(request.uid, id),
-        };
+        // The notes' own map, made for this answer: added to in place.
+        (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(request.uid, id);
       }
       observer.reviewed(selection.name, response, decision.patch, seconds);
       const reviewed = new ReviewedRequest(request, response, decision, {

@@ -117,6 +117,8 @@ export function keptInput(input: TraceInput, includeObjects: boolean): TraceInpu
     namespaceLabels: input.namespaceLabels,
     owners: undefined,
     conflicts: input.conflicts,
+    // The same array: the shadow steps fill it in after the answer.
+    shadow: input.shadow,
     writers: ops && owners ? ops.map((_, i) => (owners[i] ? writersAt(owners[i]) : [])) : undefined,
     patchOpsOmitted: patch && patch.length > MAX_TRACED_OPS ? patch.length - MAX_TRACED_OPS : undefined,
   };

@@ -50,20 +50,29 @@ function diffNode(
   ops: JsonPatchOperation[],
   owners: WrittenNode[] | undefined,
 ) {
-  if (
-    node.writer !== undefined ||
-    !node.firstChild ||
-    ((Array.isArray(before) || Array.isArray(after)) && !sameLengthArrays(before, after))
-  ) {
-    const from = ops.length;
-    diffAt(pointer, before, after, ops);
-    if (owners) for (let i = from; i < ops.length; i++) owners.push(node);
-    return;
+  if (node.writer !== undefined || !node.firstChild) return diffOwned(node, pointer, before, after, ops, owners);
+  if ((Array.isArray(before) || Array.isArray(after)) && !sameLengthArrays(before, after)) {
+    return diffOwned(node, pointer, before, after, ops, owners);
   }
   for (let child: WrittenNode | undefined = node.firstChild; child; child = child.nextSibling) {
     const { key } = child;
     diffNode(child, `${pointer}/${escapeSegment(key)}`, member(before, key), member(after, key), ops, owners);
   }
+}
+
+/** diffAt, noting `node` as the place of each operation it made when `owners` is given. */
+function diffOwned(
+  node: WrittenNode,
+  pointer: string,
+  before: unknown,
+  after: unknown,
+  ops: JsonPatchOperation[],
+  owners: WrittenNode[] | undefined,
+): void {
+  if (!owners) return diffAt(pointer, before, after, ops);
+  const from = ops.length;
+  diffAt(pointer, before, after, ops);
+  for (let i = from; i < ops.length; i++) owners.push(node);
 }
 
 const sameLengthArrays = (a: unknown, b: unknown): boolean =>
