@@ -241,6 +241,43 @@ chain:
     }
   });
 
+  it('keeps at most 50 patch operations of a review, counting the rest, and their values only with includeObjects', async () => {
+    const labels = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`l${i}`, `v${i}`]));
+    const settings = JSON.stringify({ labels });
+    const yaml = (includeObjects: boolean) =>
+      `explain: { includeObjects: ${includeObjects} }\nchain:\n  - plugin: default-labels\n    settings: ${settings}\n`;
+    for (const includeObjects of [false, true]) {
+      const many = await startHarness({ yaml: yaml(includeObjects) });
+      try {
+        await many.review('/mutate', unlabelledPod());
+        const trace = (await many.ops(`/explain/${UID}`)).body as {
+          patch: Array<{ op: string; path: string; value?: unknown }>;
+          patchOpsOmitted: number;
+          steps: Array<{ patch: unknown[]; patchOpsOmitted?: number }>;
+          redacted: boolean;
+        };
+        assert.deepEqual(
+          {
+            first: trace.patch[0],
+            kept: trace.patch.length,
+            omitted: trace.patchOpsOmitted,
+            stepKept: trace.steps[0]!.patch.length,
+            redacted: trace.redacted,
+          },
+          {
+            first: { op: 'add', path: '/metadata/labels/l0', ...(includeObjects ? { value: 'v0' } : {}) },
+            kept: 50,
+            omitted: 70,
+            stepKept: 50,
+            redacted: !includeObjects,
+          },
+        );
+      } finally {
+        await many.close();
+      }
+    }
+  });
+
   it('makes no traces and no annotation with explain.bufferSize 0', async () => {
     const none = await startHarness({ yaml: 'explain: { bufferSize: 0, auditAnnotation: true }\nchain: []\n' });
     try {
