@@ -57,9 +57,9 @@ export class Recorder {
     return config.sampleRate > 0 && config.path !== '';
   }
 
-  /** `onReviewed`'s listener: cheap for the reviews not sampled, and never waits for the disk. */
+  /** `onReviewed`'s listener: the reviews not sampled cost nothing (their trace is never built); never waits for the disk. */
   offer(reviewed: ReviewedRequest): void {
-    if (this.random() >= this.config.sampleRate || !this.routes.has(reviewed.trace.route)) return;
+    if (this.random() >= this.config.sampleRate || !this.routes.has(reviewed.traceInput.route)) return;
     let line: string;
     try {
       line = `${JSON.stringify(recordedReviewOf(reviewed, this.redaction))}\n`;
