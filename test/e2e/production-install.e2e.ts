@@ -147,7 +147,12 @@ describe('production install from the Dockerfile (no Docker engine)', function (
       // The shipped gateway.yaml's chain (every shipped plugin), served on loopback with a certificate the
       // gateway generates outside the image, as a mounted config and Secret would be in the cluster.
       const shipped = parse(await readFile(join(image.workdir, 'gateway.yaml'), 'utf8')) as { chain: unknown };
-      const chainYaml = stringify({ kube: { enabled: false }, chain: shipped.chain });
+      // The decision-trace annotation said explicitly: the reference harness turns it off unless told.
+      const chainYaml = stringify({
+        kube: { enabled: false },
+        explain: { auditAnnotation: true },
+        chain: shipped.chain,
+      });
       const config = join(dir, 'config', 'gateway.yaml');
       await mkdir(join(dir, 'config'));
       await writeFile(
