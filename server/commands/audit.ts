@@ -5,19 +5,15 @@
  * The chain is the config's: AdmissionProviders registered in the cluster are audited by the periodic audit
  * of a running gateway, which reviews with its live chain.
  */
+import { commandChain } from './offline-reviewer.js';
 import path from 'node:path';
-import { Registry } from 'prom-client';
-import { availablePlugins } from '../../plugins/index.js';
 import { audit, auditReviewLog, type AuditOutcome } from '../audit/audit.js';
 import { createAuditCluster, namespaceLabelsFromCluster } from '../audit/cluster.js';
 import { reportsOf } from '../audit/write-reports.js';
 import { AuditSetupError } from '../audit/run-audit.js';
-import { createLogger } from '../base/log.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { GatewayConfig } from '../config/types.js';
 import { findKubeconfig, loadKubeConfig } from '../kube/kube-config.js';
-import { createMetrics } from '../metrics/metrics.js';
-import { createChainForConfig } from '../providers/configured-chain.js';
 import { EXIT_DENIED, UsageError, type Values } from './usage.js';
 
 /** The audit did not reach everything, or could not write its reports. */
@@ -116,13 +112,7 @@ async function kubeConfigFor(command: AuditCommand, config: GatewayConfig, io: A
 /** Runs the audit; returns the exit code. */
 export async function runAuditCommand(command: AuditCommand, config: GatewayConfig, io: AuditIO): Promise<number> {
   const kc = await kubeConfigFor(command, config, io);
-  const log = createLogger(config.log.level === 'info' ? 'warn' : config.log.level, { write: io.stderr });
-  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-  const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
-    metrics,
-    log,
-    onChain: () => undefined,
-  });
+  const { log, metrics, chains } = await commandChain(config, io);
   const deadline = AbortSignal.timeout(config.audit.timeoutSeconds * 1000);
   let outcome: AuditOutcome;
   try {

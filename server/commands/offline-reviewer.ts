@@ -1,13 +1,36 @@
 /**
- * The reviewer the offline commands (`review`, `replay`) run a config's chain with: no cluster (namespace
+ * What the offline commands (`review`, `replay`, `audit`) run a config's chain with: its logger, metrics and
+ * chain, and (`review`, `replay`) run a config's chain with: no cluster (namespace
  * selectors see only the name label, as without one), the config's deadline settings; a decision trace for
  * `onReviewed` when given (`review --explain`).
  */
-import type { BindableLogger } from '../base/log.js';
+import { Registry } from 'prom-client';
+import { availablePlugins } from '../../plugins/index.js';
+import { createLogger, type BindableLogger, type LogLevel } from '../base/log.js';
+import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { Chain } from '../chain/chain.js';
 import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest, type Reviewer } from '../chain/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
-import type { Metrics } from '../metrics/metrics.js';
+import { createMetrics, type Metrics } from '../metrics/metrics.js';
+import { createChainForConfig, type ProviderChains } from '../providers/configured-chain.js';
+
+/** Warnings and errors only, unless the config asks for debug (or for less): the command's output is the result. */
+const commandLogLevel = (level: LogLevel): LogLevel => (level === 'info' ? 'warn' : level);
+
+/** The chain of `config` for a command: logs on standard error in serve's format, metrics of its own. */
+export async function commandChain(
+  config: GatewayConfig,
+  io: { readonly stderr: (text: string) => void; readonly plugins?: readonly AnyPlugin[] | undefined },
+): Promise<{ log: BindableLogger; metrics: Metrics; chains: ProviderChains }> {
+  const log = createLogger(commandLogLevel(config.log.level), { write: io.stderr });
+  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
+    metrics,
+    log,
+    onChain: () => undefined,
+  });
+  return { log, metrics, chains };
+}
 
 export function offlineReviewer(
   chain: Chain,

@@ -5,16 +5,11 @@
  * --exit-code it gates CI: EXIT_DENIED when a review would now be denied, EXIT_CHANGED for any other difference.
  */
 import path from 'node:path';
-import { Registry } from 'prom-client';
-import { availablePlugins } from '../../plugins/index.js';
 import type { AdmissionRequest } from '../admission/types.js';
-import { createLogger } from '../base/log.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { ReviewResult } from '../chain/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
-import { createMetrics } from '../metrics/metrics.js';
-import { createChainForConfig } from '../providers/configured-chain.js';
 import { OfflineAnswers, offlineChain } from '../recording/offline-steps.js';
 import { RecordingLineError, parseRecordedReview, type RecordedAnswer } from '../recording/recorded-review.js';
 import { compileRedaction, type Redaction } from '../recording/redact.js';
@@ -27,7 +22,7 @@ import {
   type ReplayReport,
   type ReviewDifference,
 } from '../recording/review-diff.js';
-import { offlineReviewer } from './offline-reviewer.js';
+import { commandChain, offlineReviewer } from './offline-reviewer.js';
 import { EXIT_CHANGED, EXIT_DENIED, UsageError } from './usage.js';
 
 export interface ReplayCommand {
@@ -80,14 +75,7 @@ export function replayExitCode(report: ReplayReport, exitCode: boolean): number 
 /** Runs the replay; returns the exit code. */
 export async function runReplay(command: ReplayCommand, config: GatewayConfig, io: ReplayIO): Promise<number> {
   const file = path.resolve(io.cwd, command.recording);
-  // Warnings and errors only: the report is what this command says.
-  const log = createLogger(config.log.level === 'info' ? 'warn' : config.log.level, { write: io.stderr });
-  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-  const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
-    metrics,
-    log,
-    onChain: () => undefined,
-  });
+  const { log, metrics, chains } = await commandChain(config, io);
   const answers = new OfflineAnswers();
   try {
     // Online, providers with discovery get one attempt, as `review` gives them; offline, nothing is called.

@@ -5,12 +5,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Registry } from 'prom-client';
-import { availablePlugins } from '../../plugins/index.js';
 import { encodeReview } from '../admission/codec.js';
 import type { AdmissionApiVersion } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
-import { createLogger, type BindableLogger, type LogLevel } from '../base/log.js';
+import type { BindableLogger } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { ReviewResult, ReviewedRequest } from '../chain/reviewer.js';
@@ -18,11 +16,10 @@ import { renderTrace } from '../explain/render-trace.js';
 import type { KeptTrace } from '../explain/trace-buffer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
-import { createChainForConfig } from '../providers/configured-chain.js';
-import { createMetrics, type Metrics } from '../metrics/metrics.js';
+import { type Metrics } from '../metrics/metrics.js';
 import { applyPatchInPlace } from '../patch/apply.js';
 import type { AdmissionRequest } from '../admission/types.js';
-import { offlineReviewer } from './offline-reviewer.js';
+import { commandChain, offlineReviewer } from './offline-reviewer.js';
 import { reviewInput } from './review-input.js';
 import { EXIT_DENIED, UsageError } from './usage.js';
 
@@ -70,11 +67,6 @@ export function reviewCommand(
   };
 }
 
-/** Warnings and errors only, unless the config asks for debug (or for less). */
-function reviewLogLevel(level: LogLevel): LogLevel {
-  return level === 'info' ? 'warn' : level;
-}
-
 function printable(result: ReviewResult, apiVersion: AdmissionApiVersion) {
   return {
     review: JSON.parse(encodeReview(apiVersion, result.response).toString()) as unknown,
@@ -95,13 +87,7 @@ async function readSource(command: ReviewCommand, io: ReviewIO): Promise<string>
 export async function runReview(command: ReviewCommand, config: GatewayConfig, io: ReviewIO): Promise<number> {
   const input = reviewInput(await readSource(command, io), command.source);
   if (input.wrapped) io.stderr(`admission-gateway review: reviewing the ${input.wrapped}\n`);
-  const log = createLogger(reviewLogLevel(config.log.level), { write: io.stderr });
-  const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-  const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
-    metrics,
-    log,
-    onChain: () => undefined,
-  });
+  const { log, metrics, chains } = await commandChain(config, io);
   try {
     // Providers with discovery get one attempt, so the offline run sees their handlers.
     await Promise.all(chains.runtimes().map((r) => r.discover()));
