@@ -9,6 +9,7 @@ import { StepFailedError, errorMessage } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import type { StepNotes } from './notes.js';
+import type { ReviewTrace } from './review-trace.js';
 import type { Step, StepInvocation } from './step.js';
 
 /** What an invocation comes to: the step's decision, or its failure with the reason. */
@@ -17,6 +18,8 @@ export type StepResult = Decision | StepFailedError;
 /** Where a step's logger comes from: bound to the review and the step, made when the step first logs. */
 export interface StepLogs {
   stepLog(step: string): Logger;
+  /** The review's trace, when tracing is on: each invocation gets a span (review-trace.ts). */
+  readonly trace?: ReviewTrace | undefined;
 }
 
 /** What the dispatcher provides for one invocation: plain data, no per-call closures (the hot path). */
@@ -52,6 +55,7 @@ class Invocation implements StepInvocation {
     private readonly step: string,
     private readonly input: InvocationInput,
     readonly timeoutMs: number,
+    readonly traceHeaders: readonly string[] | undefined,
   ) {
     this.request = input.request;
     this.object = input.object;
@@ -128,7 +132,7 @@ function classify(err: unknown): StepFailedError {
  */
 export function invokeStep(step: Step, input: InvocationInput, timeoutMs: number): StepResult | Promise<StepResult> {
   if (timeoutMs <= 0) return new StepFailedError('timeout', 'no time left in the request deadline');
-  const invocation = new Invocation(step.name, input, timeoutMs);
+  const invocation = new Invocation(step.name, input, timeoutMs, input.logs.trace?.stepStarted(step));
   const started = input.now();
   let result: StepResult;
   try {
