@@ -136,6 +136,9 @@ class OtelReviewTrace implements ReviewTrace {
   private readonly context: Context;
   /** Each step's span from its start to its report: a step never runs twice at once within a review. */
   private readonly open = new Map<Step, Span>();
+  /** An unsampled review records nothing: its steps get no spans, and pass on the review's context. */
+  private readonly recording: boolean;
+  private reviewHeaders: readonly string[] | undefined;
 
   constructor(
     private readonly tracer: Tracer,
@@ -144,9 +147,12 @@ class OtelReviewTrace implements ReviewTrace {
   ) {
     this.traceId = span.spanContext().traceId;
     this.context = trace.setSpan(ROOT_CONTEXT, span);
+    this.recording = span.isRecording();
   }
 
   stepStarted(step: Step): readonly string[] {
+    // Unsampled: a provider still learns the trace, and that it is not sampled.
+    if (!this.recording) return (this.reviewHeaders ??= injected(this.propagator, this.context));
     const span = this.tracer.startSpan(
       'admission.step',
       { kind: step.source === 'provider' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes: stepAttributes(step) },
@@ -157,6 +163,7 @@ class OtelReviewTrace implements ReviewTrace {
   }
 
   stepSettled(step: Step, report: StepReport, failure: StepFailedError | undefined): void {
+    if (!this.recording) return;
     let span = this.open.get(step);
     if (span) this.open.delete(step);
     // Failed before it was invoked (no time left in the deadline): a span of no length says so.
@@ -165,6 +172,7 @@ class OtelReviewTrace implements ReviewTrace {
   }
 
   stepSkipped(step: Step, reason: string): void {
+    if (!this.recording) return;
     this.span.addEvent('step skipped', {
       'admission.step.name': step.name,
       'admission.step.skip_reason': clip(reason),
@@ -172,13 +180,17 @@ class OtelReviewTrace implements ReviewTrace {
   }
 
   reviewed(response: AdmissionResponse, patchOps: number): void {
-    // A step of a concurrent level that answered after an earlier one ended the review: never settled.
-    for (const span of this.open.values()) {
-      span.setAttribute('admission.step.outcome', 'unsettled');
+    const { span } = this;
+    if (!this.recording) {
       span.end();
+      return;
+    }
+    // A step of a concurrent level that answered after an earlier one ended the review: never settled.
+    for (const open of this.open.values()) {
+      open.setAttribute('admission.step.outcome', 'unsettled');
+      open.end();
     }
     this.open.clear();
-    const { span } = this;
     span.setAttribute('admission.allowed', response.allowed);
     span.setAttribute('admission.patch_ops', patchOps);
     if (response.status?.code !== undefined) span.setAttribute('admission.code', response.status.code);
@@ -248,11 +260,9 @@ export function createOtelTracing(config: TracingConfig, deps: TracingDeps): Gat
     startReview(request, phase, route, incoming) {
       // An absent or malformed traceparent leaves the root context: the review starts a trace of its own.
       const parent = incoming ? propagator.extract(ROOT_CONTEXT, incoming, headerGetter) : ROOT_CONTEXT;
-      const span = tracer.startSpan(
-        'admission.review',
-        { kind: SpanKind.SERVER, attributes: reviewAttributes(request, phase, route) },
-        parent,
-      );
+      // The sampler decides on the trace id alone: the attributes are made only for a span that records.
+      const span = tracer.startSpan('admission.review', { kind: SpanKind.SERVER }, parent);
+      if (span.isRecording()) span.setAttributes(reviewAttributes(request, phase, route));
       return new OtelReviewTrace(tracer, propagator, span);
     },
     flush: () => provider.forceFlush(),
