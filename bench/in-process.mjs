@@ -9,8 +9,9 @@
 // --tracing[=RATIO]: with tracing on (sampleRatio RATIO, default 1), exporting over OTLP/HTTP to a receiver in
 // a process of its own (bench/otlp-sink.mjs); the spans it received are printed after the figure.
 // Uses dist/ (npm run build first). The log goes to /dev/null at level info, batched as the gateway does.
-// The loop gives the event loop a turn every 64 reviews, as requests would, so that timers and I/O (the span
-// exporter's) run; without tracing that turn costs a few instructions per review.
+// --turns: the loop gives the event loop a turn every 64 reviews, as requests would, so that timers and I/O
+// run meanwhile (the span exporter's, and the log's writes, which without turns all wait for the end of the
+// loop); --tracing implies it. Compare tracing on with `--turns`, not with the plain loop.
 /* global process, console, fetch, setImmediate */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -26,12 +27,16 @@ const DIST = path.join(ROOT, 'dist');
 const args = process.argv.slice(2);
 const chainName = args.find((a) => !a.startsWith('--')) ?? 'shipped';
 const tracingArg = args.find((a) => a === '--tracing' || a.startsWith('--tracing='));
+// A turn of the event loop every 64 reviews: implied by --tracing, whose exporter needs them to run.
+const turns = Boolean(tracingArg) || args.includes('--turns');
 const sampleRatio = tracingArg?.includes('=') ? Number(tracingArg.split('=')[1]) : 1;
 if (!/^(shipped|empty|noop\d+)$/.test(chainName) || !(sampleRatio >= 0 && sampleRatio <= 1)) {
-  console.error('usage: node bench/in-process.mjs [shipped|empty|noopN] [--callgrind] [--tracing[=RATIO]]');
+  console.error('usage: node bench/in-process.mjs [shipped|empty|noopN] [--callgrind] [--turns] [--tracing[=RATIO]]');
   process.exit(2);
 }
-const label = tracingArg ? `${chainName}, tracing on (sampleRatio ${sampleRatio})` : chainName;
+const label = tracingArg
+  ? `${chainName}, tracing on (sampleRatio ${sampleRatio})`
+  : `${chainName}${turns ? ', with event-loop turns' : ''}`;
 
 /** The OTLP receiver's process (with --tracing, unless a parent gave its endpoint): its endpoint and its count. */
 async function startSink() {
@@ -66,6 +71,7 @@ if (args.includes('--callgrind')) {
         fileURLToPath(import.meta.url),
         chainName,
         ...(tracingArg ? [tracingArg] : []),
+        ...(turns ? ['--turns'] : []),
       ],
       {
         env: {
@@ -121,7 +127,7 @@ async function loop(n) {
   const before = process.cpuUsage();
   for (let i = 0; i < n; i++) {
     await review();
-    if (process.env.IN_PROCESS_YIELD && i % 64 === 63) await new Promise((resolve) => setImmediate(resolve));
+    if (turns && i % 64 === 63) await new Promise((resolve) => setImmediate(resolve));
   }
   const used = process.cpuUsage(before);
   return (used.user + used.system) / n;

@@ -213,16 +213,29 @@ chain:
 
   it('records only traces a sampled caller started, with sampleRatio 0', async () => {
     const h = await startHarness({
-      yaml: `tracing:\n  otlpEndpoint: ${receiver.endpoint}\n  sampleRatio: 0\n  exportDelaySeconds: 0.05\nchain:\n  - plugin: default-labels\n    settings: { labels: { tier: gold } }\n`,
+      yaml: `
+tracing: { otlpEndpoint: "${receiver.endpoint}", sampleRatio: 0, exportDelaySeconds: 0.05 }
+chain:
+  - plugin: default-labels
+    settings: { labels: { tier: gold } }
+  - provider: allowing
+    url: ${fake.url('/allow')}
+    caBundle: ${fake.caBundle}
+    phases: [validate]
+`,
     });
     const sampledTrace = 'aaaabbbbccccddddeeeeffff00001111';
     const before = receiver.spans.length;
     try {
+      fake.reset();
+      await h.post('/validate', podCreate());
       await h.post('/mutate', podCreate());
       await h.post('/mutate', podCreate(), { traceparent: `00-${sampledTrace}-${CALLER_SPAN}-01` });
     } finally {
       await h.close();
     }
+    // The unsampled review tells the provider its trace, not sampled (flags 00).
+    assert.match(String(fake.reviews()[0]?.headers.traceparent), /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     // The caller's review and its step; nothing of the review that started its own trace.
     assert.deepEqual(
       receiver.spans.slice(before).map((s) => [s.traceId, s.name]),
