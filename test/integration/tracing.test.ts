@@ -194,6 +194,16 @@ chain:
       assert.deepEqual(sent?.slice(1), [review.traceId, flaky.spanId]);
     });
 
+    it('gives the decision trace the same trace id: GET /explain/<trace id> finds the review', async () => {
+      const answer = await h.ops(`/explain/${CALLER_TRACE}`);
+      assert.equal(answer.status, 200);
+      const body = answer.body as { traceId: string; reviews: { uid: string; route: string }[] };
+      assert.deepEqual(
+        body.reviews.map((r) => [r.uid, r.route]),
+        [[podCreate().request!.uid, 'mutate']],
+      );
+    });
+
     it('starts a trace of its own for a malformed traceparent', async () => {
       const before = receiver.spans.length;
       await h.post('/mutate', podCreate(), { traceparent: `00-${'0'.repeat(32)}-${CALLER_SPAN}-01` });
