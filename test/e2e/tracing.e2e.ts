@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { caBundle, generateCertificates } from '../../certs/generate.js';
-import requireLabels from '../../plugins/require-labels.js';
-import { serveProvider, type ProviderServer } from '../../server/provider-sdk/serve-provider.js';
+import { startTracedProvider, type TracedProvider } from '../helpers/traced-provider.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { core, randomSuffix } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
@@ -17,30 +14,22 @@ const POD_RULE = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'],
 const SPAN_KIND_CLIENT = 3;
 
 describe('tracing through a real kube-apiserver', function () {
-  const bundle = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
   let receiver: OtlpReceiver;
-  let provider: ProviderServer;
+  let provider: TracedProvider;
   let gw: E2EGateway | undefined;
   let namespace: string;
 
   before(async function () {
     receiver = await startOtlpReceiver();
-    provider = await serveProvider({
-      plugins: [{ plugin: requireLabels, settings: { labels: ['team'] } }],
-      tls: { cert: bundle.cert, key: bundle.key },
-      host: '127.0.0.1',
-      port: 0,
-      log: pino({ level: 'silent' }),
-      tracing: { otlpEndpoint: receiver.endpoint, exportDelaySeconds: 0.05 },
-    });
+    provider = await startTracedProvider(receiver.endpoint);
     gw = await startE2EGateway({
       suite: 'tracing',
       chain: `
 - plugin: default-labels
   settings: { labels: { team: payments } }
 - provider: labels
-  url: ${provider.url}
-  caBundle: ${caBundle(bundle.caCert)}
+  url: ${provider.server.url}
+  caBundle: ${provider.caBundle}
   discovery: true
 `,
       mutating: [{ name: 'mutate', route: 'mutate', rules: [POD_RULE] }],
@@ -52,7 +41,7 @@ describe('tracing through a real kube-apiserver', function () {
 
   after(async function () {
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
-    await provider?.close();
+    await provider?.server.close();
     await receiver?.close();
   });
 

@@ -6,14 +6,11 @@
  * exported and providers receive no `traceparent`.
  */
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { caBundle, generateCertificates } from '../../certs/generate.js';
-import requireLabels from '../../plugins/require-labels.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { startHarness, type Harness } from '../helpers/gateway-harness.js';
+import { startTracedProvider, type TracedProvider } from '../helpers/traced-provider.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
-import { serveProvider, type ProviderServer } from '../../server/provider-sdk/serve-provider.js';
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
@@ -23,26 +20,18 @@ const STATUS_ERROR = 2;
 
 describe('tracing: spans over OTLP', function () {
   this.timeout(20_000);
-  const bundle = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
   let receiver: OtlpReceiver;
   let fake: FakeProvider;
-  let provider: ProviderServer;
+  let provider: TracedProvider;
 
   before(async () => {
     receiver = await startOtlpReceiver();
     fake = await startFakeProvider();
-    provider = await serveProvider({
-      plugins: [{ plugin: requireLabels, settings: { labels: ['team'] } }],
-      tls: { cert: bundle.cert, key: bundle.key },
-      host: '127.0.0.1',
-      port: 0,
-      log: pino({ level: 'silent' }),
-      tracing: { otlpEndpoint: receiver.endpoint, exportDelaySeconds: 0.05 },
-    });
+    provider = await startTracedProvider(receiver.endpoint);
   });
 
   after(async () => {
-    await provider.close();
+    await provider.server.close();
     await fake.close();
     await receiver.close();
   });
@@ -54,8 +43,8 @@ chain:
   - plugin: default-labels
     settings: { labels: { tier: gold } }
   - provider: labels
-    url: ${provider.url}
-    caBundle: ${caBundle(bundle.caCert)}
+    url: ${provider.server.url}
+    caBundle: ${provider.caBundle}
     discovery: true
   - provider: flaky
     url: ${fake.url('/500')}
