@@ -27,11 +27,15 @@ export interface ReviewTrace {
   /** The trace's id, 32 lowercase hex digits (what other records of the review carry to be found with it). */
   readonly traceId: string;
   /**
-   * A step is invoked: its span starts. Returns the headers (flat name/value pairs: `traceparent`, and
-   * `tracestate` when there is one) that make what the step calls a child of its span.
+   * A step asks for its trace context, as it calls out (a provider): its span starts. Returns the headers
+   * (flat name/value pairs: `traceparent`, and `tracestate` when there is one) that make what the step calls a
+   * child of its span. At most once per invocation.
    */
   stepStarted(step: Step): readonly string[];
-  /** What came of the step's invocation (its report), and the failure when it failed: its span ends. */
+  /**
+   * What came of the step's invocation (its report, whose `ms` dates the start of a span not started yet),
+   * and the failure when it failed: its span ends.
+   */
   stepSettled(step: Step, report: StepReport, failure: StepFailedError | undefined): void;
   /** A step that did not apply: an event on the review's span, not a span of its own. */
   stepSkipped(step: Step, reason: string): void;

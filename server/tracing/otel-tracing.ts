@@ -8,6 +8,7 @@
  * timeout, compression) is set here from gateway.yaml; the exporter still adds the headers and TLS files
  * of OTEL_EXPORTER_OTLP_* variables to what gateway.yaml leaves unset (docs/configuration.md, "tracing").
  */
+import { performance } from 'node:perf_hooks';
 import {
   ROOT_CONTEXT,
   SpanKind,
@@ -153,21 +154,30 @@ class OtelReviewTrace implements ReviewTrace {
   stepStarted(step: Step): readonly string[] {
     // Unsampled: a provider still learns the trace, and that it is not sampled.
     if (!this.recording) return (this.reviewHeaders ??= injected(this.propagator, this.context));
-    const span = this.tracer.startSpan(
-      'admission.step',
-      { kind: step.source === 'provider' ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes: stepAttributes(step) },
-      this.context,
-    );
+    const span = this.startStep(step, undefined);
     this.open.set(step, span);
     return injected(this.propagator, trace.setSpan(this.context, span));
+  }
+
+  /** `startTime`: a performance.now() value (OpenTelemetry dates it from the time origin); undefined: now. */
+  private startStep(step: Step, startTime: number | undefined): Span {
+    return this.tracer.startSpan(
+      'admission.step',
+      {
+        kind: step.source === 'provider' ? SpanKind.CLIENT : SpanKind.INTERNAL,
+        attributes: stepAttributes(step),
+        ...(startTime !== undefined ? { startTime } : {}),
+      },
+      this.context,
+    );
   }
 
   stepSettled(step: Step, report: StepReport, failure: StepFailedError | undefined): void {
     if (!this.recording) return;
     let span = this.open.get(step);
     if (span) this.open.delete(step);
-    // Failed before it was invoked (no time left in the deadline): a span of no length says so.
-    else span = this.tracer.startSpan('admission.step', { attributes: stepAttributes(step) }, this.context);
+    // A step that never asked for its trace context (a plugin), or failed before it ran: dated from its start.
+    else span = this.startStep(step, performance.now() - report.ms);
     settle(span, report, failure);
   }
 
