@@ -11,6 +11,19 @@ import type { Step } from './step.js';
 /** The headers of the webhook request, read for the caller's W3C trace context (`traceparent`, `tracestate`). */
 export type IncomingHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
 
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/;
+const NO_TRACE = '0'.repeat(32);
+
+/**
+ * The trace id of the request's W3C `traceparent`, without a tracer: what the decision trace carries when
+ * tracing is off, so that the caller's trace still finds it. Undefined when absent or malformed.
+ */
+export function incomingTraceId(incoming: IncomingHeaders | undefined): string | undefined {
+  const header = incoming?.traceparent;
+  const id = typeof header === 'string' ? TRACEPARENT.exec(header.trim())?.[1] : undefined;
+  return id === NO_TRACE ? undefined : id;
+}
+
 /** Starts the trace of each review. */
 export interface ReviewTracer {
   /** The review's span, a child of the caller's when `incoming` carries a valid `traceparent`. */

@@ -18,7 +18,7 @@ import { runMutatePhase } from './mutate.js';
 import { ReviewNotes } from './notes.js';
 import type { ReviewContext } from './review-context.js';
 import { ReviewObserver, type StepReport } from './review-observer.js';
-import type { IncomingHeaders, ReviewTracer } from './review-trace.js';
+import { incomingTraceId, type IncomingHeaders, type ReviewTracer } from './review-trace.js';
 import {
   namespaceOfReferences,
   objectReferenceValue,
@@ -277,7 +277,8 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         return { decision, response, reports: observer.reports };
       }
       // With tracing on, the decision trace carries the OpenTelemetry trace's id: one id finds both.
-      const id = traceId ?? observer.trace?.traceId ?? traceIdOfUid(request.uid) ?? randomTraceId();
+      const id =
+        traceId ?? observer.trace?.traceId ?? incomingTraceId(incoming) ?? traceIdOfUid(request.uid) ?? randomTraceId();
       if (deps.annotateTrace) {
         // The notes' own map, made for this answer: added to in place.
         (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(request.uid, id);

@@ -14,6 +14,7 @@ import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../help
 
 const CALLER_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
+const OFF_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/;
 const SPAN_KIND = { internal: 1, server: 2, client: 3 };
 const STATUS_ERROR = 2;
@@ -253,6 +254,13 @@ chain:
       discovery: { initialBackoffMs: 20, maxBackoffMs: 200, refreshMs: 60_000 },
     });
     try {
+      // The decision trace still carries the caller's trace id.
+      await h.post('/mutate', podCreate(), { traceparent: `00-${OFF_TRACE}-${CALLER_SPAN}-01` });
+      const explained = (await h.ops(`/explain/${OFF_TRACE}`)).body as { reviews: { route: string }[] };
+      assert.deepEqual(
+        explained.reviews.map((r) => r.route),
+        ['mutate'],
+      );
       fake.reset();
       const answer = await h.review('/validate', podCreate());
       assert.equal(answer.response.allowed, true);
