@@ -6,9 +6,16 @@
 //                                                   the same warm-up, divided by 2,000. Repeats within ~3% on
 //                                                   a machine whose timings move by ±30%; takes about a minute.
 // CHAIN: shipped (gateway.yaml, the default), empty, or noopN (N default-labels steps that change nothing).
+// --tracing[=RATIO]: with tracing on (sampleRatio RATIO, default 1), exporting over OTLP/HTTP to a receiver in
+// a process of its own (bench/otlp-sink.mjs); the spans it received are printed after the figure.
 // Uses dist/ (npm run build first). The log goes to /dev/null at level info, batched as the gateway does.
-/* global process, console */
-import { execFile } from 'node:child_process';
+// --turns: the loop gives the event loop a turn every 64 reviews, as requests would, so that timers and I/O
+// run meanwhile (the span exporter's, and the log's writes, which without turns all wait for the end of the
+// loop); --tracing implies it. Compare tracing on with `--turns`, not with the plain loop.
+/* global process, console, fetch, setImmediate */
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
@@ -19,12 +26,33 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = path.join(ROOT, 'dist');
 const args = process.argv.slice(2);
 const chainName = args.find((a) => !a.startsWith('--')) ?? 'shipped';
-if (!/^(shipped|empty|noop\d+)$/.test(chainName)) {
-  console.error('usage: node bench/in-process.mjs [shipped|empty|noopN] [--callgrind]');
+const tracingArg = args.find((a) => a === '--tracing' || a.startsWith('--tracing='));
+// A turn of the event loop every 64 reviews: implied by --tracing, whose exporter needs them to run.
+const turns = Boolean(tracingArg) || args.includes('--turns');
+const sampleRatio = tracingArg?.includes('=') ? Number(tracingArg.split('=')[1]) : 1;
+if (!/^(shipped|empty|noop\d+)$/.test(chainName) || !(sampleRatio >= 0 && sampleRatio <= 1)) {
+  console.error('usage: node bench/in-process.mjs [shipped|empty|noopN] [--callgrind] [--turns] [--tracing[=RATIO]]');
   process.exit(2);
+}
+const label = tracingArg
+  ? `${chainName}, tracing on (sampleRatio ${sampleRatio})`
+  : `${chainName}${turns ? ', with event-loop turns' : ''}`;
+
+/** The OTLP receiver's process (with --tracing, unless a parent gave its endpoint): its endpoint and its count. */
+async function startSink() {
+  const sink = spawn(process.execPath, [path.join(path.dirname(fileURLToPath(import.meta.url)), 'otlp-sink.mjs')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = await once(createInterface({ input: sink.stdout }), 'line');
+  return {
+    endpoint: line,
+    count: async () => Number(await (await fetch(line)).text()),
+    stop: () => sink.kill('SIGTERM'),
+  };
 }
 
 if (args.includes('--callgrind')) {
+  const sink = tracingArg ? await startSink() : undefined;
   const run = async (reviews, core) => {
     const { stderr } = await promisify(execFile)(
       'taskset',
@@ -42,8 +70,18 @@ if (args.includes('--callgrind')) {
         '--max-semi-space-size=16',
         fileURLToPath(import.meta.url),
         chainName,
+        ...(tracingArg ? [tracingArg] : []),
+        ...(turns ? ['--turns'] : []),
       ],
-      { env: { ...process.env, IN_PROCESS_REVIEWS: String(reviews), IN_PROCESS_QUIET: '1' }, maxBuffer: 1 << 24 },
+      {
+        env: {
+          ...process.env,
+          IN_PROCESS_REVIEWS: String(reviews),
+          IN_PROCESS_QUIET: '1',
+          ...(sink ? { IN_PROCESS_OTLP: sink.endpoint } : {}),
+        },
+        maxBuffer: 1 << 24,
+      },
     );
     const collected = /Collected : (\d+)/.exec(stderr);
     if (!collected) throw new Error(`callgrind printed no total:\n${stderr}`);
@@ -51,7 +89,9 @@ if (args.includes('--callgrind')) {
   };
   const cores = cpus().length;
   const [few, many] = await Promise.all([run(1000, 0), run(3000, cores > 1 ? 1 : 0)]);
-  console.log(`${chainName}: ${Math.round((many - few) / 2000)} instructions per review`);
+  console.log(`${label}: ${Math.round((many - few) / 2000)} instructions per review`);
+  if (sink) console.log(`  spans received by the OTLP receiver (both runs, warm-ups included): ${await sink.count()}`);
+  sink?.stop();
   process.exit(0);
 }
 
@@ -68,10 +108,13 @@ const yaml =
     : chainName.startsWith('noop')
       ? noop(Number(chainName.slice(4)))
       : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
+const sink = tracingArg && !process.env.IN_PROCESS_OTLP ? await startSink() : undefined;
+const endpoint = process.env.IN_PROCESS_OTLP ?? sink?.endpoint;
+const tracing = tracingArg ? `\ntracing:\n  otlpEndpoint: ${endpoint}\n  sampleRatio: ${sampleRatio}\n` : '';
 // IN_PROCESS_TRACES=0: without decision traces (explain.bufferSize 0), to measure what keeping them costs.
-const { reviewer, chains, log } = await reviewSetup(
+const { reviewer, chains, log, tracer } = await reviewSetup(
   ROOT,
-  process.env.IN_PROCESS_TRACES === '0' ? `${yaml}\nexplain: { bufferSize: 0 }\n` : yaml,
+  (process.env.IN_PROCESS_TRACES === '0' ? `${yaml}\nexplain: { bufferSize: 0 }\n` : yaml) + tracing,
 );
 
 const mutate = selectionOf('mutate');
@@ -82,7 +125,10 @@ const review = async () => {
 };
 async function loop(n) {
   const before = process.cpuUsage();
-  for (let i = 0; i < n; i++) await review();
+  for (let i = 0; i < n; i++) {
+    await review();
+    if (turns && i % 64 === 63) await new Promise((resolve) => setImmediate(resolve));
+  }
   const used = process.cpuUsage(before);
   return (used.user + used.system) / n;
 }
@@ -90,7 +136,12 @@ async function loop(n) {
 await loop(3000); // warm-up: the optimising compiler has settled by then
 const reviews = Number(process.env.IN_PROCESS_REVIEWS ?? 30_000);
 const cpuUs = await loop(reviews);
-if (!process.env.IN_PROCESS_QUIET)
-  console.log(`${chainName}: ${cpuUs.toFixed(1)} µs of CPU per review (${reviews} reviews)`);
+// Exporting what is left is part of the cost of tracing (in the instruction counts too).
+await tracer?.shutdown();
+if (!process.env.IN_PROCESS_QUIET) {
+  console.log(`${label}: ${cpuUs.toFixed(1)} µs of CPU per review (${reviews} reviews)`);
+  if (sink) console.log(`  spans received by the OTLP receiver (warm-up included): ${await sink.count()}`);
+}
+sink?.stop();
 await chains.close();
 log.flush();

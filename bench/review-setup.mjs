@@ -25,6 +25,10 @@ export async function reviewSetup(root, yaml) {
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const log = createLogger('info', new LineBatch(pino.destination({ dest: '/dev/null', sync: false })));
   const chains = await createChainForConfig(config, availablePlugins, { metrics, log, onChain: () => {} });
+  // Only a config with `tracing` loads it: checkouts from before tracing have no such module.
+  const tracer = config.tracing
+    ? await (await load('dist/server/tracing/start-tracing.js')).startTracing(config.tracing, { log, metrics })
+    : undefined;
   // Decision traces as serve keeps them (explain.bufferSize; checkouts from before them have none).
   const explain = config.explain;
   const traces =
@@ -33,6 +37,7 @@ export async function reviewSetup(root, yaml) {
       : undefined;
   const reviewer = createReviewer({
     ...(traces ? { onReviewed: (reviewed) => traces.add(reviewed), annotateTrace: explain.auditAnnotation } : {}),
+    tracing: tracer,
     chain: () => chains.current(),
     metrics,
     log,
@@ -40,5 +45,5 @@ export async function reviewSetup(root, yaml) {
     deadlineMarginMs: config.server.deadlineMarginMs,
     defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
   });
-  return { config, metrics, log, chains, reviewer };
+  return { config, metrics, log, chains, reviewer, tracer };
 }

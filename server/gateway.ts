@@ -42,6 +42,7 @@ import {
   type TlsMaterial,
 } from './tls/serving-certificate.js';
 import type { CertificateSource } from './tls/certificate-source.js';
+import { startTracing } from './tracing/start-tracing.js';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -161,10 +162,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 
+  const tracing = await startTracing(config.tracing, { log, metrics });
   const reviewer = createReviewer({
     chain: () => chains.current(),
     metrics,
     log,
+    tracing,
     namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
     deadlineMarginMs: serverConfig.deadlineMarginMs,
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
@@ -315,10 +318,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         });
         // Provider pools close gracefully, i.e. wait for calls in flight; a call left over from a review cut
         // at the bound must not hold the process past it.
-        await Promise.race([
-          chains.close(),
-          new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, boundAt - Date.now())).unref()),
-        ]);
+        const untilBound = () =>
+          new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, boundAt - Date.now())).unref());
+        await Promise.race([chains.close(), untilBound()]);
+        // The spans of the last reviews are exported within what is left of the bound.
+        if (tracing) await Promise.race([tracing.shutdown().catch(() => undefined), untilBound()]);
         await new Promise<void>((resolve) => {
           opsServer.close(() => resolve());
           opsServer.closeAllConnections();

@@ -9,6 +9,7 @@ import { StepFailedError, errorMessage } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import type { StepNotes } from './notes.js';
+import type { ReviewTrace } from './review-trace.js';
 import type { Step, StepInvocation } from './step.js';
 
 /** What an invocation comes to: the step's decision, or its failure with the reason. */
@@ -17,6 +18,8 @@ export type StepResult = Decision | StepFailedError;
 /** Where a step's logger comes from: bound to the review and the step, made when the step first logs. */
 export interface StepLogs {
   stepLog(step: string): Logger;
+  /** The review's trace, when tracing is on: each invocation gets a span (review-trace.ts). */
+  readonly trace?: ReviewTrace | undefined;
 }
 
 /** What the dispatcher provides for one invocation: plain data, no per-call closures (the hot path). */
@@ -47,9 +50,10 @@ class Invocation implements StepInvocation {
   private oldViewMade = false;
   private boundWarn: ((message: string) => void) | undefined;
   private boundAnnotate: ((key: string, value: string) => void) | undefined;
+  private traceHeadersOf: readonly string[] | undefined;
 
   constructor(
-    private readonly step: string,
+    private readonly stepOf: Step,
     private readonly input: InvocationInput,
     readonly timeoutMs: number,
   ) {
@@ -60,7 +64,7 @@ class Invocation implements StepInvocation {
 
   get oldObject(): KubeObject | undefined {
     if (!this.oldViewMade) {
-      this.oldView = readOnlyView(this.input.oldObject, this.step);
+      this.oldView = readOnlyView(this.input.oldObject, this.stepOf.name);
       this.oldViewMade = true;
     }
     return this.oldView;
@@ -73,15 +77,25 @@ class Invocation implements StepInvocation {
   }
 
   get log(): Logger {
-    return this.input.logs.stepLog(this.step);
+    return this.input.logs.stepLog(this.stepOf.name);
   }
 
   get warn(): (message: string) => void {
-    return (this.boundWarn ??= (message) => this.input.notes.stepWarn(this.step, message));
+    return (this.boundWarn ??= (message) => this.input.notes.stepWarn(this.stepOf.name, message));
   }
 
   get annotate(): (key: string, value: string) => void {
-    return (this.boundAnnotate ??= (key, value) => this.input.notes.stepAnnotate(this.step, key, value));
+    return (this.boundAnnotate ??= (key, value) => this.input.notes.stepAnnotate(this.stepOf.name, key, value));
+  }
+
+  /**
+   * With tracing on, the step's span starts when a step asks for its trace context (a provider, as it calls
+   * out); a step that never asks (a plugin) gets its span when its outcome is recorded, dated from its start.
+   */
+  get traceHeaders(): readonly string[] | undefined {
+    const trace = this.input.logs.trace;
+    if (!trace) return undefined;
+    return (this.traceHeadersOf ??= trace.stepStarted(this.stepOf));
   }
 
   expire(): void {
@@ -128,7 +142,7 @@ function classify(err: unknown): StepFailedError {
  */
 export function invokeStep(step: Step, input: InvocationInput, timeoutMs: number): StepResult | Promise<StepResult> {
   if (timeoutMs <= 0) return new StepFailedError('timeout', 'no time left in the request deadline');
-  const invocation = new Invocation(step.name, input, timeoutMs);
+  const invocation = new Invocation(step, input, timeoutMs);
   const started = input.now();
   let result: StepResult;
   try {

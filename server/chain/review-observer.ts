@@ -13,6 +13,7 @@ import type { StepDetail } from './decision-trace.js';
 import type { StepLogs } from './invoke-step.js';
 import type { WrittenNode } from '../patch/written-paths.js';
 import { shown } from './policy.js';
+import type { ReviewTrace } from './review-trace.js';
 import type { Step } from './step.js';
 
 export interface StepReport {
@@ -80,6 +81,8 @@ export class ReviewObserver implements StepLogs {
     private readonly request: AdmissionRequest,
     private readonly phase: Phase,
     private readonly clock?: TraceClock,
+    /** The review's trace, when tracing is on: told each step's outcome, and the review's answer. */
+    readonly trace?: ReviewTrace,
   ) {
     this.details = clock ? [] : undefined;
   }
@@ -101,6 +104,7 @@ export class ReviewObserver implements StepLogs {
     this.reports.push({ step: step.name, outcome: 'skipped', ms: 0, reason });
     this.details?.push({ step, message: undefined, patch: undefined, deadlineLeftMs: undefined, decided: false });
     this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: 'skipped' });
+    this.trace?.stepSkipped(step, reason);
   }
 
   /** `patch`: what a provider returned, for the trace (an in-process step's writes are found in `written`). */
@@ -119,14 +123,18 @@ export class ReviewObserver implements StepLogs {
 
   /** A failure, which refused the review or was ignored (`failedOpen`). */
   failed(step: Step, ms: number, failure: StepFailedError, round: number, failedOpen: boolean): void {
-    this.record(step, {
-      step: step.name,
-      outcome: outcomeOfFailure(failure.reason),
-      ms,
-      reason: failure.reason,
-      ...(failedOpen ? { failedOpen: true } : {}),
-      ...(round ? { round } : {}),
-    });
+    this.record(
+      step,
+      {
+        step: step.name,
+        outcome: outcomeOfFailure(failure.reason),
+        ms,
+        reason: failure.reason,
+        ...(failedOpen ? { failedOpen: true } : {}),
+        ...(round ? { round } : {}),
+      },
+      failure,
+    );
     if (this.details) this.detail(step, ms, failure.message, undefined, !failedOpen);
     if (failedOpen) this.metrics.failOpen.inc({ step: step.name });
     // An open breaker fails every review fast: its opening was logged once (warn), and each review's line
@@ -172,6 +180,7 @@ export class ReviewObserver implements StepLogs {
     seconds: number,
   ): void {
     const { request, phase } = this;
+    this.trace?.reviewed(response, patch?.length ?? 0);
     this.metrics.requests.inc({ phase, operation: request.operation, allowed: String(response.allowed) });
     this.metrics.requestDuration.observe({ phase }, seconds);
     this.log.info(
@@ -223,7 +232,7 @@ export class ReviewObserver implements StepLogs {
     });
   }
 
-  private record(step: Step, report: StepReport): void {
+  private record(step: Step, report: StepReport, failure?: StepFailedError): void {
     if (step.attach === 'OptIn') {
       (this.optInCalled ??= new Set()).add(step.extension);
       if (report.outcome === 'allowed' || report.outcome === 'patched') {
@@ -233,5 +242,6 @@ export class ReviewObserver implements StepLogs {
     this.reports.push(report);
     this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: report.outcome });
     this.metrics.stepDuration.observe({ step: step.name, phase: this.phase }, report.ms / 1000);
+    this.trace?.stepSettled(step, report, failure);
   }
 }

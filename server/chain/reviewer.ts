@@ -18,6 +18,7 @@ import { runMutatePhase } from './mutate.js';
 import { ReviewNotes } from './notes.js';
 import type { ReviewContext } from './review-context.js';
 import { ReviewObserver, type StepReport } from './review-observer.js';
+import { incomingTraceId, type IncomingHeaders, type ReviewTracer } from './review-trace.js';
 import {
   namespaceOfReferences,
   objectReferenceValue,
@@ -65,6 +66,8 @@ export interface ReviewerDeps {
   readonly annotateTrace?: boolean;
   /** Runs the chain's shadow steps after each answer (shadow.ts); none: they do not run. */
   readonly shadow?: { run(run: ShadowRun): void };
+  /** Traces each review and its steps (README "Tracing"); absent, tracing costs a review nothing. */
+  readonly tracing?: ReviewTracer | undefined;
 }
 
 export { ReviewedRequest };
@@ -91,6 +94,8 @@ export interface ReviewOptions {
    * before its diff, so that an ordinary review arriving meanwhile waits for one step, not for all of it.
    */
   readonly large?: boolean;
+  /** The webhook request's headers: its `traceparent` and `tracestate` are continued when tracing is on. */
+  readonly incoming?: IncomingHeaders;
 }
 
 export interface Reviewer {
@@ -203,7 +208,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   };
 
   return {
-    async review(request, selection, { timeoutMs, large = false, traceId } = {}) {
+    async review(request, selection, { timeoutMs, large = false, traceId, incoming } = {}) {
       const chain = deps.chain();
       const { phase, failurePolicy } = selection;
       const started = now();
@@ -217,6 +222,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         request,
         phase,
         traced ? { deadline: started + budget, now } : undefined,
+        deps.tracing?.startReview(request, phase, selection.name, incoming),
       );
       const notes = new ReviewNotes();
       let namespaceLabels: Labels | undefined;
@@ -270,7 +276,9 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         observer.reviewed(selection.name, response, decision.patch, seconds);
         return { decision, response, reports: observer.reports };
       }
-      const id = traceId ?? traceIdOfUid(request.uid) ?? randomTraceId();
+      // With tracing on, the decision trace carries the OpenTelemetry trace's id: one id finds both.
+      const id =
+        traceId ?? observer.trace?.traceId ?? incomingTraceId(incoming) ?? traceIdOfUid(request.uid) ?? randomTraceId();
       if (deps.annotateTrace) {
         // The notes' own map, made for this answer: added to in place.
         (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(request.uid, id);

@@ -26,6 +26,11 @@ export interface StepInvocation {
   readonly log: Logger;
   readonly warn: (message: string) => void;
   readonly annotate: (key: string, value: string) => void;
+  /**
+   * When tracing is on, the W3C trace context of this invocation's span as header name/value pairs, for a
+   * step that calls out (a provider sends them, and its span becomes a child of the step's).
+   */
+  readonly traceHeaders?: readonly string[] | undefined;
 }
 
 /** Live state a step reports in `/chain` (e.g. a provider's breaker). */

@@ -110,6 +110,27 @@ export interface LogConfig {
   readonly level: LogLevel;
 }
 
+/** OpenTelemetry tracing (README "Tracing"): on only with an `otlpEndpoint`. */
+export interface TracingConfig {
+  /** Where spans are POSTed as OTLP/HTTP (JSON), the whole URL: `http://collector:4318/v1/traces`. */
+  readonly otlpEndpoint: string;
+  /** The `service.name` of the spans' resource. Default `admission-gateway`. */
+  readonly serviceName: string;
+  /** The share of new traces recorded (0 to 1); a caller's sampled flag decides for a trace it continues. Default 1. */
+  readonly sampleRatio: number;
+  /** Headers sent with each export (a collector's credentials). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly compression: 'none' | 'gzip';
+  /** One export's time, after which it is given up. Default 10 s. */
+  readonly exportTimeoutMs: number;
+  /** How long ended spans wait to be exported together. Default 5 s. */
+  readonly exportDelayMs: number;
+  /** Ended spans held for export; beyond it new ones are dropped. Default 2048. */
+  readonly maxQueueSize: number;
+  /** Spans per export. Default 512. */
+  readonly maxExportBatchSize: number;
+}
+
 /** Options every chain entry accepts (absent step options: the plugin's default, then the gateway's). */
 export interface EntryOptions extends StepOptions, StepDeclarations {
   /** Step name; defaults to the plugin or provider name. Needed to run one plugin twice. */
@@ -194,6 +215,8 @@ export interface GatewayConfig {
   readonly record: RecordConfig;
   readonly chain: readonly ChainEntry[];
   readonly audit: AuditConfig;
+  /** Absent: tracing is off (no `tracing.otlpEndpoint`). */
+  readonly tracing?: TracingConfig;
 }
 
 /** The decision traces of recent reviews (README "Explaining a decision"). */

@@ -16,6 +16,7 @@ import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath } from './reader.js';
 import { readStepOptions } from './step-options.js';
 import { SHADOW_FIELDS, readShadow } from './shadow.js';
+import { readTracing } from './tracing.js';
 import type {
   AuditConfig,
   ChainEntry,
@@ -488,7 +489,18 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
 export function validateConfig(doc: unknown, file: string, baseDir: string): GatewayConfig {
   const r = new Reader(file);
-  const m = r.map(doc, '', ['apiVersion', 'kind', 'server', 'kube', 'log', 'explain', 'record', 'chain', 'audit']);
+  const m = r.map(doc, '', [
+    'apiVersion',
+    'kind',
+    'server',
+    'kube',
+    'log',
+    'explain',
+    'record',
+    'chain',
+    'audit',
+    'tracing',
+  ]);
   if (m.apiVersion !== undefined && m.apiVersion !== CONFIG_API_VERSION) {
     r.fail('apiVersion', `expected ${CONFIG_API_VERSION}`, m.apiVersion);
   }
@@ -505,6 +517,7 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     names.set(entry.name, entry.path);
   }
   const server = readServer(r, m.server, baseDir);
+  const tracing = readTracing(r, m.tracing, 'tracing');
   return {
     file,
     server,
@@ -514,5 +527,6 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     record: readRecord(r, m.record, baseDir),
     chain,
     audit: readAudit(r, m.audit),
+    ...(tracing ? { tracing } : {}),
   };
 }

@@ -130,6 +130,7 @@ export function runReviewWith(
     const { response } = await (reviewer ?? ctx.reviewer).review(request, selection, {
       timeoutMs: timeoutParam(ctx.querystring),
       large: containers > LARGE_REVIEW_CONTAINERS,
+      incoming: ctx.req.headers,
     });
     const body = encodeReview(apiVersion, present(response));
     ctx.state.lease.force(body.length);

@@ -190,6 +190,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       help: 'Periodic audit: how long the last run took.',
       registers,
     }),
+    tracingSpans: new Counter({
+      name: `${METRIC_PREFIX}tracing_spans_total`,
+      help: 'Tracing on: spans handed to the OTLP exporter, by result (exported, failed).',
+      labelNames: ['result'] as const,
+      registers,
+    }),
   };
 }
 

@@ -20,6 +20,8 @@ import type { BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../chain/reviewer.js';
+import { Reader } from '../config/reader.js';
+import { readTracing, type TracingSettings } from '../config/tracing.js';
 import { validateConfig } from '../config/validate.js';
 import type { PluginEntry } from '../config/types.js';
 import { ByteBudget } from '../http/byte-budget.js';
@@ -33,6 +35,7 @@ import {
   type ReviewState,
 } from '../http/review-middleware.js';
 import { createMetrics } from '../metrics/metrics.js';
+import { startTracing, type GatewayTracing } from '../tracing/start-tracing.js';
 import type { DiscoveryDocument, DiscoveryHandlerDocument } from '../protocol/discovery-document.js';
 import { DISCOVERY_KIND, HOOK_API_V1ALPHA1, REVIEW_VERSIONS, type ReviewVersion } from '../protocol/versions.js';
 import {
@@ -73,6 +76,12 @@ export interface ProviderServerOptions {
    * CA, `discovery: true` and its handlers' phases, and leaves every other field to the operator.
    */
   readonly register?: RegistrationOptions;
+  /**
+   * Trace each review as the gateway does (README "Tracing"): the fields of gateway.yaml's `tracing`
+   * (`serviceName` defaults to `admission-provider`). A review continues the gateway's `traceparent`, so the
+   * provider's spans are children of the gateway's step span. Off without `otlpEndpoint`.
+   */
+  readonly tracing?: TracingSettings;
 }
 
 /** One handler in the discovery document. */
@@ -106,9 +115,10 @@ function handlersOf(
   admissionReviewVersions: readonly ReviewVersion[],
   log: BindableLogger,
   metrics: ReturnType<typeof createMetrics>,
+  tracing: GatewayTracing | undefined,
 ) {
   try {
-    return handlersOfChain(plugins, admissionReviewVersions, log, metrics);
+    return handlersOfChain(plugins, admissionReviewVersions, log, metrics, tracing);
   } catch (err) {
     // The plugins are checked as a chain; the caller gave a list.
     if (!(err instanceof ConfigError) || !err.path.startsWith('chain[')) throw err;
@@ -121,6 +131,7 @@ function handlersOfChain(
   admissionReviewVersions: readonly ReviewVersion[],
   log: BindableLogger,
   metrics: ReturnType<typeof createMetrics>,
+  tracing: GatewayTracing | undefined,
 ) {
   const config = validateConfig(
     {
@@ -147,6 +158,7 @@ function handlersOfChain(
         namespaceLabels: standaloneNamespaceLabels,
         deadlineMarginMs: 0,
         defaultTimeoutMs: step.timeoutMs,
+        tracing,
       });
       const described = step.describe() as Pick<DiscoveryHandlerDocument, 'match' | 'supplies' | 'dependsOn'>;
       const handler: ProviderHandler = {
@@ -200,7 +212,24 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
   if (versions.length === 0 || versions.some((v) => !REVIEW_VERSIONS.includes(v))) {
     throw new Error(`admissionReviewVersions: expected some of ${REVIEW_VERSIONS.join(', ')}`);
   }
-  const served = handlersOf(options.plugins, [...new Set(versions)], log, metrics);
+  const tracingConfig = readTracing(new Reader('provider options'), options.tracing, 'tracing', 'admission-provider');
+  const tracing = await startTracing(tracingConfig, { log, metrics });
+  try {
+    return await serveWith(options, log, metrics, [...new Set(versions)], tracing);
+  } catch (err) {
+    await tracing?.shutdown();
+    throw err;
+  }
+}
+
+async function serveWith(
+  options: ProviderServerOptions,
+  log: BindableLogger,
+  metrics: ReturnType<typeof createMetrics>,
+  versions: readonly ReviewVersion[],
+  tracing: GatewayTracing | undefined,
+): Promise<ProviderServer> {
+  const served = handlersOf(options.plugins, versions, log, metrics, tracing);
   const phases = [...new Set(served.map((s) => s.handler.phase))];
   // Before anything listens: a mistake in the registration fails the start, not the cluster.
   if (options.register) checkRegistrationOptions(options.register, phases);
@@ -268,11 +297,14 @@ export async function serveProvider(options: ProviderServerOptions): Promise<Pro
     port,
     handlers: served.map((s) => s.handler),
     registration,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         registration?.stop();
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      // The spans of the last reviews are exported before it is closed.
+      await tracing?.shutdown();
+    },
   };
 }

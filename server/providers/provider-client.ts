@@ -53,6 +53,8 @@ export interface ProviderCall {
   readonly path?: string;
   /** The version to call in, when it differs from the target's (a discovered handler's). */
   readonly apiVersion?: AdmissionApiVersion;
+  /** The step's W3C trace context (`traceparent`, `tracestate`) as header name/value pairs, when tracing is on. */
+  readonly traceHeaders?: readonly string[] | undefined;
 }
 
 /** One call of the authorize chain: the request as the apiserver asked about it. */
@@ -193,13 +195,15 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
     body: string | undefined,
     timeoutMs: number,
     signal: AbortSignal,
+    traceHeaders?: readonly string[],
   ): Promise<ExchangeResult> {
     let res: ExchangeResult;
+    const headers = method === 'POST' ? postHeaders : getHeaders;
     try {
       res = await transport.request({
         method,
         path,
-        headers: method === 'POST' ? postHeaders : getHeaders,
+        headers: traceHeaders ? [...headers, ...traceHeaders] : headers,
         ...(body !== undefined ? { body } : {}),
         signal,
         backstopMs: Math.max(1, Math.floor(timeoutMs)) + TIMER_BACKSTOP_MS,
@@ -223,11 +227,20 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
   }
 
   return {
-    async call({ request, object, mutating, timeoutMs, signal, path: handlerPath, apiVersion = target.apiVersion }) {
+    async call({
+      request,
+      object,
+      mutating,
+      timeoutMs,
+      signal,
+      path: handlerPath,
+      apiVersion = target.apiVersion,
+      traceHeaders,
+    }) {
       const uid = randomUUID();
       const body = JSON.stringify(downConvertRequest({ ...request, uid, object: object ?? null }, apiVersion));
       const path = `${handlerPath === undefined ? baseTarget : targetOf(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
-      const res = await send('POST', path, body, timeoutMs, signal);
+      const res = await send('POST', path, body, timeoutMs, signal, traceHeaders);
       try {
         return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion, mutating });
       } catch (err) {

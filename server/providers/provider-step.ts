@@ -50,6 +50,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
           signal: inv.signal,
           apiVersion: o.apiVersion,
           ...(o.path ? { path: o.path } : {}),
+          traceHeaders: inv.traceHeaders,
         }),
       );
       for (const warning of answer.warnings) inv.warn(warning);

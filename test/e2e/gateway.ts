@@ -88,6 +88,8 @@ export interface E2EGatewayOptions {
   readonly authorizationWebhook?: boolean;
   /** The config's `audit:` section (e.g. intervalSeconds for the periodic audit of cluster mode). */
   readonly audit?: Readonly<Record<string, unknown>>;
+  /** The config's `tracing:` section (README "Tracing"); absent, tracing is off. */
+  readonly tracing?: Readonly<Record<string, unknown>>;
 }
 
 /** One call the apiserver made through the tap. */
@@ -206,6 +208,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
     ...(options.record ? { record: options.record } : {}),
     chain: [...(chain as unknown[]), ...PROBE_ENTRIES],
     ...(options.audit ? { audit: options.audit } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   const configFile = path.join(dir, 'gateway.yaml');
   await writeFile(configFile, configText);
