@@ -33,10 +33,19 @@ export async function reviewSetup(root, yaml) {
   const explain = config.explain;
   const traces =
     explain && explain.bufferSize > 0
-      ? new (await load('dist/server/explain/trace-buffer.js')).TraceBuffer(explain.bufferSize, explain.includeObjects)
+      ? new (await load('dist/server/explain/trace-buffer.js')).TraceBuffer(
+          explain.bufferSize,
+          explain.includeObjects,
+          explain.keep,
+        )
       : undefined;
   const reviewer = createReviewer({
-    ...(traces ? { onReviewed: (reviewed) => traces.add(reviewed), annotateTrace: explain.auditAnnotation } : {}),
+    ...(traces
+      ? {
+          onReviewed: (reviewed) => traces.add(reviewed),
+          annotateTrace: explain.auditAnnotation ? explain.keep : undefined,
+        }
+      : {}),
     tracing: tracer,
     chain: () => chains.current(),
     metrics,

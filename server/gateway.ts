@@ -155,7 +155,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   // Who hears of each review with its decision trace; with none, reviews make no trace.
-  const traces = new TraceBuffer(config.explain.bufferSize, config.explain.includeObjects);
+  const traces = new TraceBuffer(config.explain.bufferSize, config.explain.includeObjects, config.explain.keep);
   const reviewSinks: Array<(reviewed: ReviewedRequest) => void> = [];
   if (traces.size > 0) reviewSinks.push((reviewed) => traces.add(reviewed));
   const recorder = Recorder.enabled(config.record) ? new Recorder(config.record, { metrics, log }) : undefined;
@@ -172,7 +172,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     deadlineMarginMs: serverConfig.deadlineMarginMs,
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
     ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
-    ...(onReviewed ? { onReviewed, annotateTrace: config.explain.auditAnnotation } : {}),
+    ...(onReviewed && config.explain.auditAnnotation && traces.size > 0
+      ? { onReviewed, annotateTrace: config.explain.keep }
+      : onReviewed
+        ? { onReviewed }
+        : {}),
     shadow: new ShadowRunner({ metrics, log, now: () => performance.now() }),
   });
 

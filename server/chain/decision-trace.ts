@@ -152,6 +152,8 @@ export class ReviewedRequest {
     readonly request: AdmissionRequest,
     readonly response: AdmissionResponse,
     readonly decision: Decision,
+    /** Refused, or answered with warnings or audit annotations (reviewer.ts isNotable). */
+    readonly notable: boolean,
     /** What the trace is built from: references into the review, to be made smaller before it is kept. */
     readonly traceInput: TraceInput,
   ) {}

@@ -62,8 +62,11 @@ export interface ReviewerDeps {
   readonly onExtensionServed?: (extension: string) => void;
   /** Hears of every review with its decision trace (the explain buffer, the recorder); none: no trace is made. */
   readonly onReviewed?: (reviewed: ReviewedRequest) => void;
-  /** Adds the `decision-trace` audit annotation (uid and trace id) to every traced answer. */
-  readonly annotateTrace?: boolean;
+  /**
+   * Adds the `decision-trace` audit annotation (uid and trace id) to every traced answer (`all`), or to those
+   * whose trace is kept by default (`notable`: see ReviewedRequest.notable).
+   */
+  readonly annotateTrace?: 'all' | 'notable' | undefined;
   /** Runs the chain's shadow steps after each answer (shadow.ts); none: they do not run. */
   readonly shadow?: { run(run: ShadowRun): void };
   /** Traces each review and its steps (README "Tracing"); absent, tracing costs a review nothing. */
@@ -106,6 +109,13 @@ export interface Reviewer {
 export function budgetMs(timeoutMs: number, marginMs: number): number {
   return Math.max(timeoutMs - marginMs, timeoutMs / 2);
 }
+
+/**
+ * Whether an answer is one an operator asks about: refused, or carrying warnings or audit annotations (a step
+ * that failed open, would have denied, overwrote another's write, or annotated). Its trace is kept by default.
+ */
+const isNotable = (response: AdmissionResponse): boolean =>
+  !response.allowed || response.warnings !== undefined || response.auditAnnotations !== undefined;
 
 /** The `decision-trace` annotation's value: what `GET /explain/<uid>` and a tracing backend find it by. */
 export const traceAnnotation = (uid: string, traceId: string): string => `uid=${uid} traceId=${traceId}`;
@@ -279,12 +289,13 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       // With tracing on, the decision trace carries the OpenTelemetry trace's id: one id finds both.
       const id =
         traceId ?? observer.trace?.traceId ?? incomingTraceId(incoming) ?? traceIdOfUid(request.uid) ?? randomTraceId();
-      if (deps.annotateTrace) {
+      const notable = isNotable(response);
+      if (deps.annotateTrace === 'all' || (deps.annotateTrace === 'notable' && notable)) {
         // The notes' own map, made for this answer: added to in place.
         (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(request.uid, id);
       }
       observer.reviewed(selection.name, response, decision.patch, seconds);
-      const reviewed = new ReviewedRequest(request, response, decision, {
+      const reviewed = new ReviewedRequest(request, response, decision, notable, {
         request,
         response,
         decision,

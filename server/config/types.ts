@@ -223,9 +223,11 @@ export interface GatewayConfig {
 export interface ExplainConfig {
   /** Recent reviews whose traces `GET /explain/<uid>` serves; 0 keeps none (and makes no traces). */
   readonly bufferSize: number;
+  /** Which reviews' traces are kept: `notable` (refused, warned or annotated: see README), or `all`. */
+  readonly keep: 'notable' | 'all';
   /** Keep the values of patch operations in the traces (object content); off: operations and paths only. */
   readonly includeObjects: boolean;
-  /** Answer every traced review with the `decision-trace` audit annotation (uid and trace id). */
+  /** Answer every review whose trace is kept with the `decision-trace` audit annotation (uid and trace id). */
   readonly auditAnnotation: boolean;
 }
 

@@ -275,9 +275,10 @@ function readLog(r: Reader, value: unknown): LogConfig {
 const MAX_EXPLAIN_BUFFER = 100_000;
 
 function readExplain(r: Reader, value: unknown): ExplainConfig {
-  const m = r.map(value, 'explain', ['bufferSize', 'includeObjects', 'auditAnnotation']);
+  const m = r.map(value, 'explain', ['bufferSize', 'keep', 'includeObjects', 'auditAnnotation']);
   return {
     bufferSize: r.integer(m.bufferSize, 'explain.bufferSize', 0, MAX_EXPLAIN_BUFFER) ?? 1000,
+    keep: r.oneOf(m.keep, 'explain.keep', ['notable', 'all'] as const) ?? 'notable',
     includeObjects: r.boolean(m.includeObjects, 'explain.includeObjects') ?? false,
     auditAnnotation: r.boolean(m.auditAnnotation, 'explain.auditAnnotation') ?? true,
   };

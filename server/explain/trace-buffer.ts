@@ -141,13 +141,15 @@ export class TraceBuffer {
   constructor(
     readonly size: number,
     private readonly includeObjects: boolean,
+    /** `notable`: only refused, warned or annotated reviews (the rest would flush them out, and cost more). */
+    private readonly keep: 'notable' | 'all' = 'all',
   ) {
     this.ring = new Array<TraceInput | undefined>(size);
   }
 
   /** Keeps a review's trace, in place of the oldest. */
   add(reviewed: ReviewedRequest): void {
-    if (this.size === 0) return;
+    if (this.size === 0 || (this.keep === 'notable' && !reviewed.notable)) return;
     const slot = this.next;
     this.next = (slot + 1) % this.size;
     const old = this.ring[slot];

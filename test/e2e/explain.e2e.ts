@@ -70,6 +70,8 @@ describe('a denial explained: from the audit log to the decision trace', functio
     gw = await startE2EGateway({
       suite: 'explain',
       chain: CHAIN,
+      // Every review kept and annotated: the allowed mutate call too (by default only notable ones are).
+      explain: { keep: 'all' },
       mutating: [{ name: 'mutate', route: 'mutate', rules: POD_RULES }],
       validating: [{ name: 'validate', route: 'validate', rules: POD_RULES }],
     });

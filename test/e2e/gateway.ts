@@ -65,6 +65,8 @@ export interface E2EGatewayOptions {
   readonly server?: Readonly<Record<string, unknown>>;
   /** The config's `record:` section (a relative `path` is in the gateway's dir). */
   readonly record?: Readonly<Record<string, unknown>>;
+  /** The config's `explain:` section. */
+  readonly explain?: Readonly<Record<string, unknown>>;
   /** Plugins besides the shipped ones and the test-only ones of ./plugins.ts. */
   readonly plugins?: readonly AnyPlugin[];
   readonly mutating?: readonly WebhookSpec[];
@@ -206,6 +208,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       : { enabled: false },
     log: { level: 'debug' },
     ...(options.record ? { record: options.record } : {}),
+    ...(options.explain ? { explain: options.explain } : {}),
     chain: [...(chain as unknown[]), ...PROBE_ENTRIES],
     ...(options.audit ? { audit: options.audit } : {}),
     ...(options.tracing ? { tracing: options.tracing } : {}),

@@ -44,7 +44,7 @@ describe('decision traces (GET /explain/<uid>)', function () {
     fake = await startFakeProvider();
     h = await startHarness({
       yaml: `
-explain: { auditAnnotation: true }
+explain: { auditAnnotation: true, keep: all }
 chain:
   - plugin: default-labels
     name: prod-labels
@@ -227,7 +227,7 @@ chain:
   });
 
   it('keeps only the last explain.bufferSize reviews, and says so for an older one', async () => {
-    const small = await startHarness({ yaml: 'explain: { bufferSize: 2 }\nchain: []\n' });
+    const small = await startHarness({ yaml: 'explain: { bufferSize: 2, keep: all }\nchain: []\n' });
     try {
       const uids = ['1', '2', '3'].map((n) => `00000000-0000-4000-8000-00000000000${n}`);
       for (const uid of uids) await small.review('/validate', unlabelledPod(uid));
@@ -245,7 +245,7 @@ chain:
     const labels = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`l${i}`, `v${i}`]));
     const settings = JSON.stringify({ labels });
     const yaml = (includeObjects: boolean) =>
-      `explain: { includeObjects: ${includeObjects} }\nchain:\n  - plugin: default-labels\n    settings: ${settings}\n`;
+      `explain: { includeObjects: ${includeObjects}, keep: all }\nchain:\n  - plugin: default-labels\n    settings: ${settings}\n`;
     for (const includeObjects of [false, true]) {
       const many = await startHarness({ yaml: yaml(includeObjects) });
       try {
@@ -275,6 +275,40 @@ chain:
       } finally {
         await many.close();
       }
+    }
+  });
+
+  it('keeps and annotates only notable reviews by default: refused, warned or annotated', async () => {
+    const notable = await startHarness({
+      yaml: `explain: { auditAnnotation: true }
+chain:
+  - plugin: default-labels
+    settings: { labels: { tier: web } }
+  - plugin: require-labels
+    settings: { labels: [team] }
+  - plugin: image-policy
+    mode: warn
+    settings: { forbidLatest: true }
+`,
+    });
+    try {
+      const labelled = podCreate();
+      const uids = ['a1', 'a2', 'a3'].map((n) => `00000000-0000-4000-8000-0000000000${n}`);
+      labelled.request!.uid = uids[0]!;
+      const plain = await notable.review('/mutate', labelled); // allowed and patched: nothing to ask about
+      const refused = await notable.review('/validate', unlabelledPod(uids[1])); // denied
+      const warned = podCreate();
+      warned.request!.uid = uids[2]!;
+      (warned.request!.object!.spec as { containers: Array<{ image: string }> }).containers[0]!.image = 'nginx:latest';
+      const warnedAnswer = await notable.review('/validate', warned); // allowed with a warning
+      assert.deepEqual(
+        [plain, refused, warnedAnswer].map((a) => a.response.auditAnnotations?.['decision-trace'] !== undefined),
+        [false, true, true],
+      );
+      const statuses = await Promise.all(uids.map(async (uid) => (await notable.ops(`/explain/${uid}`)).status));
+      assert.deepEqual(statuses, [404, 200, 200]);
+    } finally {
+      await notable.close();
     }
   });
 

@@ -289,6 +289,7 @@ describe('shadow steps', function () {
   it('run beside the live chain on real reviews, counted in metrics and the trace, the answers unchanged', async () => {
     gateway = await startHarness({
       yaml: `
+explain: { keep: all }
 chain:
   - plugin: default-labels
     settings: { labels: { owner: platform } }

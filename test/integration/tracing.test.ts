@@ -40,6 +40,7 @@ describe('tracing: spans over OTLP', function () {
   /** A chain of an in-process plugin, the SDK provider (discovered) and a fake provider that fails (Ignore). */
   const chainYaml = (tracing: string) => `
 ${tracing}
+explain: { keep: all }
 chain:
   - plugin: default-labels
     settings: { labels: { tier: gold } }
