@@ -1,11 +1,13 @@
 /**
  * The decision trace of one review: each step in order with what it did and why (README "Explaining a
  * decision"). A review ends with a `TraceInput`, references to what the observer recorded while it ran (the
- * reports, a provider's returned patch, the final patch, the written-paths tree); the trace itself, and
+ * reports, a provider's returned patch, the final patch and the written node of each of its operations); the trace itself, and
  * everything costly in it — which rule excluded a step, whose write each operation of the patch is — is built
  * from them only when someone reads it.
  */
+import { randomBytes } from 'node:crypto';
 import type { Decision } from '../admission/decision.js';
+import { kindName, resourceName } from '../admission/kind-name.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
 import type { FailurePolicy, Mode } from '../config/step-options.js';
 import type { StepOutcome } from '../metrics/metrics.js';
@@ -109,7 +111,11 @@ export interface TraceInput {
   readonly decision: Decision;
   readonly route: string;
   readonly phase: Phase;
-  readonly traceId: string;
+  /**
+   * The trace id when the review came with one (the tracer's, the caller's); else made from the uid on first
+   * need (traceIdOf), so that the reviews whose trace nobody reads never make one.
+   */
+  traceId: string | undefined;
   readonly startedAt: number;
   readonly ms: number;
   readonly reports: readonly StepReport[];
@@ -126,14 +132,6 @@ export interface TraceInput {
   readonly shadow?: readonly ShadowStepTrace[] | undefined;
 }
 
-const groupKind = (request: AdmissionRequest): string =>
-  `${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`;
-
-const resourceOf = (request: AdmissionRequest): string =>
-  `${request.resource.group ? `${request.resource.group}/` : ''}${request.resource.version}/${request.resource.resource}${
-    request.subResource ? `/${request.subResource}` : ''
-  }`;
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -143,6 +141,12 @@ export function traceIdOfUid(uid: string): string | undefined {
   if (uid.length !== 36 || uid === NIL_UUID || !UUID.test(uid)) return undefined;
   return uid.slice(0, 8) + uid.slice(9, 13) + uid.slice(14, 18) + uid.slice(19, 23) + uid.slice(24);
 }
+
+const randomTraceId = (): string => randomBytes(16).toString('hex');
+
+/** The review's trace id: the one it came with, else its uid's digits, else a random one; the same every time. */
+export const traceIdOf = (input: TraceInput): string =>
+  (input.traceId ??= traceIdOfUid(input.request.uid) ?? randomTraceId());
 
 /** A review once answered, for `ReviewerDeps.onReviewed`: its trace is built on first read. */
 export class ReviewedRequest {
@@ -213,15 +217,15 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
   });
   return {
     uid: request.uid,
-    traceId: input.traceId,
+    traceId: traceIdOf(input),
     route: input.route,
     phase: input.phase,
     startedAt: new Date(input.startedAt).toISOString(),
     ms: input.ms,
     request: {
       operation: request.operation,
-      kind: groupKind(request),
-      resource: resourceOf(request),
+      kind: kindName(request.kind),
+      resource: resourceName(request),
       ...(request.namespace ? { namespace: request.namespace } : {}),
       ...(request.name ? { name: request.name } : {}),
       dryRun: request.dryRun === true,

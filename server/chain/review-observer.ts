@@ -4,6 +4,7 @@
  * how it is counted and told. One per review, its child loggers made on first use.
  */
 import type { Denial } from '../admission/decision.js';
+import { kindName } from '../admission/kind-name.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
 import { MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
@@ -189,7 +190,7 @@ export class ReviewObserver implements StepLogs {
         route,
         operation: request.operation,
         // What the client named is its own to choose, of any length: the line stays bounded.
-        kind: clip(`${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`),
+        kind: clip(kindName(request.kind)),
         namespace: request.namespace === undefined ? undefined : clip(request.namespace),
         name: request.name === undefined ? undefined : clip(request.name),
         dryRun: request.dryRun === true,

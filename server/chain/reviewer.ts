@@ -2,7 +2,6 @@
  * One review, start to end: pick the selected steps from the current chain snapshot, set the deadline,
  * run the phase, and build the answer; its observer records the metrics and the log line.
  */
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Decision, Denial } from '../admission/decision.js';
 import { answerTo } from '../admission/responses.js';
@@ -10,7 +9,7 @@ import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/ty
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from './chain.js';
-import { ReviewedRequest, traceIdOfUid } from './decision-trace.js';
+import { ReviewedRequest, traceIdOf } from './decision-trace.js';
 import { EXTENSIONS_ANNOTATION, NO_REFERENCES, type ExtensionReferences } from './extension-references.js';
 import type { Labels } from './label-selector.js';
 import { namespaceToLookUp } from './match.js';
@@ -119,8 +118,6 @@ const isNotable = (response: AdmissionResponse): boolean =>
 
 /** The `decision-trace` annotation's value: what `GET /explain/<uid>` and a tracing backend find it by. */
 export const traceAnnotation = (uid: string, traceId: string): string => `uid=${uid} traceId=${traceId}`;
-
-const randomTraceId = (): string => randomBytes(16).toString('hex');
 
 /** Whether references name anything, readable or not. */
 const nameAnything = (references: ExtensionReferences): boolean =>
@@ -286,22 +283,15 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         observer.reviewed(selection.name, response, decision.patch, seconds);
         return { decision, response, reports: observer.reports };
       }
-      // With tracing on, the decision trace carries the OpenTelemetry trace's id: one id finds both.
-      const id =
-        traceId ?? observer.trace?.traceId ?? incomingTraceId(incoming) ?? traceIdOfUid(request.uid) ?? randomTraceId();
       const notable = isNotable(response);
-      if (deps.annotateTrace === 'all' || (deps.annotateTrace === 'notable' && notable)) {
-        // The notes' own map, made for this answer: added to in place.
-        (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(request.uid, id);
-      }
-      observer.reviewed(selection.name, response, decision.patch, seconds);
       const reviewed = new ReviewedRequest(request, response, decision, notable, {
         request,
         response,
         decision,
         route: selection.name,
         phase,
-        traceId: id,
+        // With tracing on, the decision trace carries the OpenTelemetry trace's id: one id finds both.
+        traceId: traceId ?? observer.trace?.traceId ?? incomingTraceId(incoming),
         startedAt,
         ms: Math.round(seconds * 1e6) / 1000,
         reports: observer.reports,
@@ -311,6 +301,14 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         conflicts: observer.conflicts,
         shadow: shadowTraced,
       });
+      if (deps.annotateTrace === 'all' || (deps.annotateTrace === 'notable' && notable)) {
+        // The notes' own map, made for this answer: added to in place.
+        (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(
+          request.uid,
+          traceIdOf(reviewed.traceInput),
+        );
+      }
+      observer.reviewed(selection.name, response, decision.patch, seconds);
       deps.onReviewed(reviewed);
       return { decision, response, reports: observer.reports, reviewed };
     },

@@ -5,10 +5,11 @@
  * only when configured, and who wrote each of them instead of the written-paths tree. The trace itself is built
  * only when someone asks for it.
  */
+import { kindName } from '../admission/kind-name.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, KubeObject } from '../admission/types.js';
 import { clip } from '../base/limits.js';
 import type { DecisionTrace, ReviewedRequest, StepDetail, TraceInput } from '../chain/decision-trace.js';
-import { buildDecisionTrace } from '../chain/decision-trace.js';
+import { buildDecisionTrace, traceIdOf } from '../chain/decision-trace.js';
 import { writersAt } from '../patch/written-paths.js';
 import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } from '../chain/match.js';
 
@@ -109,7 +110,7 @@ export function keptInput(input: TraceInput, includeObjects: boolean): TraceInpu
     decision: ops ? { allowed: true, patch: ops } : input.decision,
     route: input.route,
     phase: input.phase,
-    traceId: input.traceId,
+    traceId: traceIdOf(input),
     startedAt: input.startedAt,
     ms: input.ms,
     reports,
@@ -142,7 +143,7 @@ export class TraceBuffer {
     readonly size: number,
     private readonly includeObjects: boolean,
     /** `notable`: only refused, warned or annotated reviews (the rest would flush them out, and cost more). */
-    private readonly keep: 'notable' | 'all' = 'all',
+    readonly keep: 'notable' | 'all' = 'all',
   ) {
     this.ring = new Array<TraceInput | undefined>(size);
   }
@@ -167,7 +168,7 @@ export class TraceBuffer {
 
   /** The kept traces with this trace id (a review's mutate and validate calls may share one), oldest first. */
   withTraceId(traceId: string): KeptTrace[] {
-    return this.newestFirst(Number.MAX_SAFE_INTEGER, (t) => t.traceId === traceId)
+    return this.newestFirst(Number.MAX_SAFE_INTEGER, (t) => traceIdOf(t) === traceId)
       .reverse()
       .map((input) => this.trace(input));
   }
@@ -178,11 +179,11 @@ export class TraceBuffer {
       const { request } = t;
       return {
         uid: request.uid,
-        traceId: t.traceId,
+        traceId: traceIdOf(t),
         route: t.route,
         startedAt: new Date(t.startedAt).toISOString(),
         operation: request.operation,
-        kind: `${request.kind.group ? `${request.kind.group}/` : ''}${request.kind.version}/${request.kind.kind}`,
+        kind: kindName(request.kind),
         ...(request.namespace ? { namespace: request.namespace } : {}),
         ...(request.name ? { name: request.name } : {}),
         allowed: t.response.allowed,

@@ -28,7 +28,7 @@ export interface OpsAppDeps {
   /** The OpenAPI document of the provider protocol; asked for only when someone reads it. */
   readonly openapi: () => Promise<object>;
   /** The decision traces of recent reviews; absent when none are kept (explain.bufferSize 0). */
-  readonly traces?: Pick<TraceBuffer, 'get' | 'withTraceId' | 'recent' | 'size'>;
+  readonly traces?: Pick<TraceBuffer, 'get' | 'withTraceId' | 'recent' | 'size' | 'keep'>;
 }
 
 export function createOpsApp(deps: OpsAppDeps): Koa {
@@ -82,13 +82,17 @@ export function createOpsApp(deps: OpsAppDeps): Koa {
   // A review's uid (the decision-trace audit annotation names it), or a trace id for every review of that trace.
   router.get('/explain/:id', (ctx) => {
     const id = ctx.params.id!;
-    const found = TRACE_ID.test(id) && !deps.traces?.get(id) ? deps.traces?.withTraceId(id) : undefined;
-    const traces = found ?? [deps.traces?.get(id)].filter((t) => t !== undefined);
+    // A trace is built each time it is read: looked up once.
+    const byUid = deps.traces?.get(id);
+    const found = !byUid && TRACE_ID.test(id) ? deps.traces?.withTraceId(id) : undefined;
+    const traces = found ?? (byUid ? [byUid] : []);
     if (traces.length === 0) {
       ctx.status = 404;
       ctx.body = {
         error: deps.traces
-          ? `no trace of "${id}": not a recent review's uid or trace id (the last ${deps.traces.size} are kept)`
+          ? `no trace of "${id}": not a recent review's uid or trace id (the last ${deps.traces.size}${
+              deps.traces.keep === 'notable' ? ' refused, warned or annotated reviews' : ''
+            } are kept)`
           : 'no traces are kept: explain.bufferSize is 0',
       };
       return;

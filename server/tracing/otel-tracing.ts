@@ -33,6 +33,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { kindName } from '../admission/kind-name.js';
 import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
 import { clip } from '../base/limits.js';
@@ -91,8 +92,7 @@ function injected(propagator: W3CTraceContextPropagator, context: Context): read
 }
 
 function kindOf(request: AdmissionRequest): string {
-  const { group, version, kind } = request.kind;
-  return clip(`${group ? `${group}/` : ''}${version}/${kind}`);
+  return clip(kindName(request.kind));
 }
 
 function reviewAttributes(request: AdmissionRequest, phase: Phase, route: string): Attributes {
