@@ -43,16 +43,18 @@ export class PluginRegistrationError extends Error {
 }
 
 /** Why a step failed (as opposed to denying): the reason label in metrics and messages. */
-export type FailureReason =
-  | 'error'
-  | 'timeout'
-  | 'invalid_patch'
-  | 'write_outside_supplies'
-  | 'connection'
-  | 'tls'
-  | 'http_status'
-  | 'invalid_response'
-  | 'breaker_open';
+export const FAILURE_REASONS = [
+  'error',
+  'timeout',
+  'invalid_patch',
+  'write_outside_supplies',
+  'connection',
+  'tls',
+  'http_status',
+  'invalid_response',
+  'breaker_open',
+] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
 
 /** A step failed to decide: thrown, timed out, or answered something unusable. failurePolicy applies. */
 export class StepFailedError extends Error {

@@ -9,8 +9,17 @@ import { HotCounter } from './hot-metrics.js';
 export const METRIC_PREFIX = 'admission_gateway_';
 
 /** Outcome of one step call. */
-export type StepOutcome =
-  'allowed' | 'denied' | 'patched' | 'skipped' | 'error' | 'timeout' | 'circuit_open' | 'no_opinion';
+export const STEP_OUTCOMES = [
+  'allowed',
+  'denied',
+  'patched',
+  'skipped',
+  'error',
+  'timeout',
+  'circuit_open',
+  'no_opinion',
+] as const;
+export type StepOutcome = (typeof STEP_OUTCOMES)[number];
 
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

@@ -7,9 +7,9 @@
  */
 import { decodeReview } from '../admission/codec.js';
 import { ADMISSION_V1, type AdmissionRequest, type JsonPatchOperation, type Phase } from '../admission/types.js';
-import type { FailureReason } from '../base/errors.js';
+import { FAILURE_REASONS as FAILURE_REASON_LIST, type FailureReason } from '../base/errors.js';
 import type { ReviewedRequest } from '../chain/reviewer.js';
-import type { StepOutcome } from '../metrics/metrics.js';
+import { STEP_OUTCOMES, type StepOutcome } from '../metrics/metrics.js';
 import type { Redaction } from './redact.js';
 
 /**
@@ -99,27 +99,9 @@ export class RecordingLineError extends Error {
   }
 }
 
-const OUTCOMES: ReadonlySet<string> = new Set<StepOutcome>([
-  'allowed',
-  'denied',
-  'patched',
-  'skipped',
-  'error',
-  'timeout',
-  'circuit_open',
-  'no_opinion',
-]);
-const FAILURE_REASONS: ReadonlySet<string> = new Set<FailureReason>([
-  'error',
-  'timeout',
-  'invalid_patch',
-  'write_outside_supplies',
-  'connection',
-  'tls',
-  'http_status',
-  'invalid_response',
-  'breaker_open',
-]);
+/** What a reader accepts: the outcomes and failure reasons the gateway itself has. */
+const OUTCOMES: ReadonlySet<string> = new Set(STEP_OUTCOMES);
+const FAILURE_REASONS: ReadonlySet<string> = new Set(FAILURE_REASON_LIST);
 const OPS: ReadonlySet<string> = new Set(['add', 'remove', 'replace', 'move', 'copy', 'test']);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
