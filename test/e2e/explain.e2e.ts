@@ -124,7 +124,15 @@ describe('a denial explained: from the audit log to the decision trace', functio
         allowed: false,
         code: 403,
         decidedBy: ['require-labels'],
-        request: { ...trace.request, operation: 'CREATE', namespace, name },
+        request: {
+          operation: 'CREATE',
+          kind: 'v1/Pod',
+          resource: 'v1/pods',
+          namespace,
+          name,
+          dryRun: false,
+          user: 'admin',
+        },
       },
     );
     assert.deepEqual(
