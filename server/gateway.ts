@@ -172,11 +172,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     deadlineMarginMs: serverConfig.deadlineMarginMs,
     defaultTimeoutMs: serverConfig.defaultTimeoutSeconds * 1000,
     ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
-    ...(onReviewed && config.explain.auditAnnotation && traces.size > 0
-      ? { onReviewed, annotateTrace: config.explain.keep }
-      : onReviewed
-        ? { onReviewed }
-        : {}),
+    ...(onReviewed ? { onReviewed } : {}),
+    // The annotation names a kept trace: the reviews the buffer keeps get it.
+    ...(config.explain.auditAnnotation && traces.size > 0 ? { annotateTrace: config.explain.keep } : {}),
     shadow: new ShadowRunner({ metrics, log, now: () => performance.now() }),
   });
 
