@@ -23,6 +23,7 @@ import {
   apiError,
   core,
   eventually,
+  kubeAtLeast,
   kubeConfig,
   randomSuffix,
   readStatus,
@@ -265,7 +266,8 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
       ],
       [
         { phases: ['admit'] },
-        'spec.phases: Unsupported value: "admit": supported values: "mutate", "validate", "authorize"',
+        // 1.20 (the floor) names the list, newer apiservers the item.
+        `spec.phases${kubeAtLeast(21) ? '[0]' : ''}: Unsupported value: "admit": supported values: "mutate", "validate", "authorize"`,
       ],
       [
         { failurePolicy: 'Retry' },

@@ -27,6 +27,7 @@ import {
   kubeConfig,
   kubeConfigAs,
   AUTHZ_URL,
+  kubeAtLeast,
   grant,
   plain,
   type TestUser,
@@ -282,7 +283,8 @@ describe('authorization webhook before RBAC (a SubjectAccessReview server on the
     const expected: SubjectAccessReview = {
       kind: 'SubjectAccessReview',
       apiVersion: 'authorization.k8s.io/v1',
-      metadata: { creationTimestamp: null },
+      // 1.20 (the floor) sends the zero creationTimestamp as null, newer apiservers leave it out.
+      metadata: kubeAtLeast(21) ? {} : { creationTimestamp: null },
       spec: {
         resourceAttributes: { namespace: guarded, verb: 'get', version: 'v1', resource: 'secrets', name: SECRET },
         user: TEST_USERS.reader.name,

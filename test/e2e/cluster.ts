@@ -89,7 +89,11 @@ export const TEST_USERS = {
 /** Set by the global setup; test files load the kubeconfig from it. */
 export const KUBECONFIG_ENV = 'ADMISSION_GATEWAY_E2E_KUBECONFIG';
 
-const BUILD_TIMEOUT_MS = 15 * 60_000;
+/** Set by the global setup from the apiserver's /version: `1.37.2`. */
+export const KUBE_VERSION_ENV = 'ADMISSION_GATEWAY_E2E_KUBE_VERSION';
+
+/** A first build from Go modules takes about 10 minutes on 2 cores, Debian's 1.20 about 6: room for a slow machine. */
+const BUILD_TIMEOUT_MS = 30 * 60_000;
 const START_TIMEOUT_MS = 3 * 60_000;
 
 function scriptEnv(): NodeJS.ProcessEnv {
@@ -222,9 +226,63 @@ export async function stopApiserver(): Promise<void> {
   );
 }
 
-/** Starts kube-apiserver again against the running etcd (start-cluster.sh with APISERVER_ONLY=1); waits for /readyz. */
-export async function startApiserver(): Promise<void> {
-  await script('start-cluster.sh', START_TIMEOUT_MS, { APISERVER_ONLY: '1' });
+/** How a restarted apiserver is configured beyond the suite's defaults (start-cluster.sh's header). */
+export interface ApiserverSettings {
+  /** An AuthorizationConfiguration file (1.32+), instead of the webhook-then-RBAC flags. */
+  readonly authorizationConfig?: string;
+  /** `127.0.0.1:<port>` of an OTLP/gRPC receiver for the apiserver's spans, sampled at 100 % (1.34+). */
+  readonly tracingEndpoint?: string;
+}
+
+/**
+ * Starts kube-apiserver again against the running etcd (start-cluster.sh with APISERVER_ONLY=1), with the
+ * suite's defaults or `settings`; waits for /readyz.
+ */
+export async function startApiserver(settings: ApiserverSettings = {}): Promise<void> {
+  await script('start-cluster.sh', START_TIMEOUT_MS, {
+    APISERVER_ONLY: '1',
+    KUBE_E2E_AUTHORIZATION_CONFIG: settings.authorizationConfig ?? '',
+    KUBE_E2E_TRACING_ENDPOINT: settings.tracingEndpoint ?? '',
+  });
+}
+
+/** Restarts the apiserver with `settings` (the objects in etcd stay). */
+export async function restartApiserver(settings: ApiserverSettings = {}): Promise<void> {
+  await stopApiserver();
+  await startApiserver(settings);
+}
+
+/** The apiserver's version as the global setup read it from /version: [major, minor, patch]. */
+export function kubeVersion(): readonly [number, number, number] {
+  const text = process.env[KUBE_VERSION_ENV];
+  const parts = text?.split('.').map(Number);
+  if (!parts || parts.length !== 3 || parts.some((n) => !Number.isInteger(n))) {
+    throw new Error(`${KUBE_VERSION_ENV} is "${text ?? ''}": run the suite with npm run test:e2e (test/e2e/setup.ts)`);
+  }
+  return [parts[0]!, parts[1]!, parts[2]!];
+}
+
+/** Whether the apiserver is at least 1.`minor`. */
+export const kubeAtLeast = (minor: number): boolean => kubeVersion()[1] >= minor;
+
+/**
+ * Skips the running test, or from a `before` hook every test of its describe, when the apiserver is older
+ * than 1.`minor`, and says why in each skipped test's title: the reporter lists it as pending with
+ * "needs Kubernetes ≥ 1.<minor> (<feature>); this apiserver is <version>", never as passed.
+ */
+export function requireKube(ctx: Mocha.Context, minor: number, feature: string): void {
+  if (kubeAtLeast(minor)) return;
+  const reason = ` [skipped: needs Kubernetes ≥ 1.${minor} (${feature}); this apiserver is ${kubeVersion().join('.')}]`;
+  const runnable = ctx.test;
+  // In a before hook `ctx.test` is the hook (mocha's runtime `type`, which its typings leave out).
+  const isHook = (runnable as { type?: string } | undefined)?.type === 'hook';
+  const tests = isHook ? allTests(runnable?.parent) : runnable ? [runnable] : [];
+  for (const test of tests) if (!test.title.endsWith(']')) test.title += reason;
+  ctx.skip();
+}
+
+function allTests(suite: Mocha.Suite | undefined): Mocha.Runnable[] {
+  return suite ? [...suite.tests, ...suite.suites.flatMap((s) => allTests(s))] : [];
 }
 
 /** A KubeConfig of its own, loaded from the suite's kubeconfig (e.g. for a gateway in cluster mode). */
