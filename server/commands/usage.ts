@@ -56,7 +56,9 @@ export const OPTIONS = {
   'namespace-label': { type: 'string', multiple: true },
   'exclude-namespace': { type: 'string', multiple: true },
   'all-resources': { type: 'boolean' },
+  'kube-version': { type: 'string' },
   'authorization-kubeconfig': { type: 'string' },
+  'authorization-config': { type: 'string' },
   'authorization-url': { type: 'string' },
   'authorization-mode': { type: 'string' },
   'authorization-webhook-config-file': { type: 'string' },
@@ -126,7 +128,9 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
     'namespace-label',
     'exclude-namespace',
     'all-resources',
+    'kube-version',
     'authorization-kubeconfig',
+    'authorization-config',
     'authorization-url',
     'authorization-mode',
     'authorization-webhook-config-file',
@@ -282,7 +286,9 @@ config or recording (the message names the line), ${EXIT_DENIED} newly denied, $
   manifests: `usage: admission-gateway manifests [--config FILE] [--service NAMESPACE/NAME[:PORT] | --url https://HOST[:PORT]]
                                    [--ca FILE | --no-ca-bundle] [--name NAME] [--output yaml|json]
                                    [--namespace-label KEY=VALUE]... [--exclude-namespace NAME]... [--all-resources]
-                                   [--authorization-kubeconfig FILE [--authorization-url https://HOST[:PORT]]
+                                   [--kube-version VERSION]
+                                   [--authorization-kubeconfig FILE [--authorization-config FILE]
+                                    [--authorization-url https://HOST[:PORT]]
                                     [--authorization-mode MODES] [--authorization-webhook-config-file PATH]
                                     [--authorization-client-certificate PATH --authorization-client-key PATH]]
 
@@ -296,9 +302,11 @@ requests to the gateway for the configured chain (pipe into "kubectl apply -f -"
   A webhook whose route has no step is left out. rules: the union of its steps' rules (equal operations,
   groups, versions and scope merged; rules and resources another rule covers dropped). timeoutSeconds: the
   largest step timeout plus server.deadlineMarginMs, rounded up, at most 30. sideEffects: NoneOnDryRun when
-  a step declares sideEffects Some (the gateway skips it on dry-run), else None. namespaceSelector: only
-  the exclusions (kube-system, kube-node-lease, the gateway's namespace, namespaces labelled
-  admissiongateway.io/exclude); step selectors are evaluated by the gateway itself.
+  a step declares sideEffects Some (the gateway skips it on dry-run), else None. Excluded, so the gateway
+  can never lock the cluster out: kube-system, kube-node-lease, the gateway's namespace and namespaces
+  labelled admissiongateway.io/exclude — from Kubernetes 1.30 by matchConditions (Leases too, wherever
+  they are) and the label, on 1.21-1.29 by namespaceSelector, before 1.21 only by the label (label those
+  namespaces). Step selectors are evaluated by the gateway itself.
 A webhook that is failurePolicy Fail and matches every resource is rendered with a warning on stderr
 naming the steps responsible: while the gateway is unreachable it refuses every such write.
 AdmissionProviders added at run time only see what these rules send: with kube.watchProviders on, a note
@@ -317,6 +325,8 @@ says so on stderr; --all-resources renders every route with a catch-all rule ins
   --namespace-label K=V     only select namespaces with this label (repeatable)
   --exclude-namespace NAME  exclude this namespace too (repeatable)
   --all-resources           catch-all rules on every route, for AdmissionProviders added at run time
+  --kube-version VERSION    the Kubernetes version to render for, such as 1.30 or 1.37.2 (default: 1.37,
+                            the newest tested)
 
 The gateway as kube-apiserver's authorization webhook (POST /authorize: it may forbid, never allow), with
 --authorization-kubeconfig: writes the kubeconfig kube-apiserver's --authorization-webhook-config-file reads
@@ -325,6 +335,12 @@ The gateway as kube-apiserver's authorization webhook (POST /authorize: it may f
 Service's DNS name: without --authorization-url it calls --url, else the Service's name, with a warning.
   --authorization-kubeconfig FILE
                             write the kubeconfig to FILE (it needs the caBundle: not with --no-ca-bundle)
+  --authorization-config FILE
+                            Kubernetes 1.32+: also write an AuthorizationConfiguration for kube-apiserver's
+                            --authorization-config (instead of the --authorization-mode and webhook flags):
+                            the authorizers of --authorization-mode with the gateway's webhook in its place,
+                            failurePolicy NoOpinion, and matchConditions that send it only the requests an
+                            authorize step matches, never those of the identities it never judges
   --authorization-url https://HOST[:PORT]
                             the gateway as the control plane reaches it (/authorize is appended); the serving
                             certificate must name HOST (server.tls.dnsNames, server.tls.ipAddresses)

@@ -15,6 +15,9 @@ import {
   renderAuthorizationKubeconfig,
 } from './authorization-kubeconfig.js';
 import type { AuthorizationOptions } from './authorization-options.js';
+import { renderAuthorizationConfig } from './authorization-config.js';
+import type { AuthorizeMatch } from '../authorization/authorize-match.js';
+import type { Exclusions } from '../authorization/exclusions.js';
 import type { ManifestsOptions } from './options.js';
 import { toYaml } from './output.js';
 import type { WebhookTarget } from './render.js';
@@ -56,6 +59,9 @@ export function checkAuthorizationConfig(
   }
 }
 
+/** What the AuthorizationConfiguration needs of each authorize step. */
+export type AuthorizeSteps = readonly { readonly matchSpec: AuthorizeMatch; readonly timeoutMs: number }[];
+
 export interface AuthorizationOutput {
   readonly name: string;
   readonly target: WebhookTarget;
@@ -64,6 +70,13 @@ export interface AuthorizationOutput {
   /** The command line after `manifests`, for the header. */
   readonly command: string;
   readonly note: (text: string) => void;
+  /** The chain's authorize steps, for the AuthorizationConfiguration's match conditions. */
+  readonly authorize: AuthorizeSteps;
+  readonly exclusions: Exclusions;
+  /** Authorize steps may join at run time: no condition on the steps' matches. */
+  readonly allRequests: boolean;
+  /** The webhook authorizer's timeout. */
+  readonly timeoutSeconds: number;
 }
 
 function clusterDnsWarning(server: string): string {
@@ -78,7 +91,59 @@ function clusterDnsWarning(server: string): string {
   ].join('\n');
 }
 
-/** Writes the kubeconfig and prints what to do with it. */
+async function writeRendered(file: string, text: string, flag: string): Promise<void> {
+  try {
+    // 0600 as kubeconfigs are: it holds no secret unless someone adds one, but it decides who is trusted.
+    await writeFile(file, text, { mode: 0o600 });
+  } catch (err) {
+    throw new ManifestsUsageError(`--${flag}: cannot write "${file}": ${errorMessage(err)}`);
+  }
+}
+
+/** Writes the AuthorizationConfiguration; returns what to say about it. */
+async function writeAuthorizationConfig(
+  authorization: AuthorizationOptions & { readonly configFile: string },
+  output: AuthorizationOutput,
+): Promise<string[]> {
+  const config = renderAuthorizationConfig({
+    modes: authorization.modes,
+    name: output.name,
+    kubeconfigFile: authorization.controlPlaneFile,
+    timeoutSeconds: output.timeoutSeconds,
+    exclusions: output.exclusions,
+    matches: output.authorize.map((step) => step.matchSpec),
+    allRequests: output.allRequests,
+  });
+  const header = [
+    `Rendered by \`${output.command}\`: regenerate it, do not edit it by hand.`,
+    `kube-apiserver's --authorization-config (${authorization.configControlPlaneFile}), Kubernetes 1.32+: the`,
+    'authorizers in order, the gateway (deny or no opinion, never allow) only asked about the requests its',
+    'authorize steps match (docs/authorization-webhook.md in the admission-gateway repository).',
+  ];
+  const file = path.resolve(output.cwd, authorization.configFile);
+  await writeRendered(file, toYaml([config], header), 'authorization-config');
+  if (output.authorize.length === 0 && !output.allRequests) {
+    output.note(
+      'the chain has no authorize step: the AuthorizationConfiguration never calls the gateway (its match condition is false)',
+    );
+  }
+  return [
+    `wrote ${file}: kube-apiserver's AuthorizationConfiguration (the gateway's webhook reads ${authorization.controlPlaneFile}).`,
+    `Put both files in ${path.posix.dirname(authorization.configControlPlaneFile)} on every control-plane node, and replace ` +
+      'the --authorization-mode and --authorization-webhook-* flags of kube-apiserver (they exclude each other) with:',
+    `  --authorization-config=${authorization.configControlPlaneFile}`,
+    'Why:',
+    '  the authorizers keep their order with the gateway placed as --authorization-mode would place it; ' +
+      'failurePolicy NoOpinion: a gateway that cannot be reached forbids nothing and locks nobody out; the ' +
+      'matchConditions keep off the gateway the identities it never judges' +
+      (output.allRequests
+        ? ' (every other request is sent: authorize steps may be added at run time).'
+        : ' and the requests no authorize step matches.'),
+    '  kube-apiserver rereads the file about once a minute: a regenerated file takes effect without a restart.',
+  ];
+}
+
+/** Writes the kubeconfig (and the AuthorizationConfiguration when asked) and prints what to do with them. */
 export async function writeAuthorizationKubeconfig(
   authorization: AuthorizationOptions,
   output: AuthorizationOutput,
@@ -98,13 +163,18 @@ export async function writeAuthorizationKubeconfig(
     '(docs/authorization-webhook.md in the admission-gateway repository).',
   ];
   const file = path.resolve(output.cwd, authorization.kubeconfigFile);
-  try {
-    // 0600 as kubeconfigs are: it holds no secret unless someone adds one, but it decides who is trusted.
-    await writeFile(file, toYaml([kubeconfig], header), { mode: 0o600 });
-  } catch (err) {
-    throw new ManifestsUsageError(`--authorization-kubeconfig: cannot write "${file}": ${errorMessage(err)}`);
-  }
+  await writeRendered(file, toYaml([kubeconfig], header), 'authorization-kubeconfig');
   if (isClusterDnsName(origin)) output.note(clusterDnsWarning(server));
+  const { configFile } = authorization;
+  if (configFile !== undefined) {
+    output.note(
+      [
+        `wrote ${file}: the kubeconfig of kube-apiserver's authorization webhook (calls ${server}).`,
+        ...(await writeAuthorizationConfig({ ...authorization, configFile }, output)),
+      ].join('\n'),
+    );
+    return;
+  }
   output.note(
     [
       `wrote ${file}: the kubeconfig of kube-apiserver's authorization webhook (calls ${server}).`,

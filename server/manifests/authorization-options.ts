@@ -17,6 +17,7 @@ import { ManifestsUsageError } from './usage-error.js';
 /** The flags as parseArgs returns them. */
 export interface AuthorizationFlags {
   readonly 'authorization-kubeconfig'?: string | undefined;
+  readonly 'authorization-config'?: string | undefined;
   readonly 'authorization-url'?: string | undefined;
   readonly 'authorization-mode'?: string | undefined;
   readonly 'authorization-webhook-config-file'?: string | undefined;
@@ -38,12 +39,20 @@ export interface AuthorizationOptions {
   readonly controlPlaneFile: string;
   /** Paths on the control plane of the certificate and key the apiserver presents (mutual TLS). */
   readonly clientCertificate: { readonly certificate: string; readonly key: string } | undefined;
+  /** Where the AuthorizationConfiguration is written, relative to the working directory; undefined: not asked. */
+  readonly configFile: string | undefined;
+  /** Where it will be on the control plane: beside the kubeconfig, for the printed `--authorization-config`. */
+  readonly configControlPlaneFile: string;
 }
 
 /** A folder of its own: a kubeadm static Pod mounts it read-only without exposing anything else. */
 export const DEFAULT_CONTROL_PLANE_FILE = '/etc/kubernetes/admission-gateway/authorization-webhook.kubeconfig';
 
+/** The AuthorizationConfiguration's name in the kubeconfig's folder on the control plane. */
+export const CONTROL_PLANE_CONFIG_NAME = 'authorization-config.yaml';
+
 const DEPENDENT_FLAGS = [
+  'authorization-config',
   'authorization-url',
   'authorization-mode',
   'authorization-webhook-config-file',
@@ -88,7 +97,8 @@ export function parseAuthorizationOptions(flags: AuthorizationFlags): Authorizat
     const stray = DEPENDENT_FLAGS.find((flag) => flags[flag] !== undefined);
     if (stray) {
       throw new ManifestsUsageError(
-        `--${stray} needs --authorization-kubeconfig FILE: it only shapes the authorization webhook's kubeconfig`,
+        `--${stray} needs --authorization-kubeconfig FILE: it only shapes the authorization webhook's kubeconfig` +
+          `${stray === 'authorization-config' ? ' (which the AuthorizationConfiguration names)' : ''}`,
       );
     }
     return undefined;
@@ -105,10 +115,21 @@ export function parseAuthorizationOptions(flags: AuthorizationFlags): Authorizat
         'nothing patches one into a file on the control plane (pass --ca FILE for another CA)',
     );
   }
+  const configFile = flags['authorization-config'];
+  if (configFile === '' || configFile === '-' || (configFile !== undefined && configFile === file)) {
+    throw new ManifestsUsageError(
+      `--authorization-config: expected the path of a file to write besides the kubeconfig, got "${configFile}"`,
+    );
+  }
   const urlFlag = flags['authorization-url'];
   const modeFlag = flags['authorization-mode'];
   const current = modeFlag === undefined ? DEFAULT_AUTHORIZATION_MODES : parseAuthorizationModes(modeFlag);
   if (typeof current === 'string') throw new ManifestsUsageError(`--authorization-mode: ${current}`);
+  const controlPlaneFile = controlPlanePath(
+    flags['authorization-webhook-config-file'] ?? DEFAULT_CONTROL_PLANE_FILE,
+    'authorization-webhook-config-file',
+    'the kubeconfig',
+  );
   return {
     kubeconfigFile: file,
     url:
@@ -117,11 +138,9 @@ export function parseAuthorizationOptions(flags: AuthorizationFlags): Authorizat
         : parseHttpsOrigin(urlFlag, '--authorization-url', 'the route /authorize is appended'),
     modes: withWebhook(current),
     hadWebhook: current.includes('Webhook'),
-    controlPlaneFile: controlPlanePath(
-      flags['authorization-webhook-config-file'] ?? DEFAULT_CONTROL_PLANE_FILE,
-      'authorization-webhook-config-file',
-      'the kubeconfig',
-    ),
+    controlPlaneFile,
     clientCertificate: clientCertificate(flags),
+    configFile,
+    configControlPlaneFile: path.posix.join(path.posix.dirname(controlPlaneFile), CONTROL_PLANE_CONFIG_NAME),
   };
 }

@@ -14,14 +14,21 @@ import type { Logger } from '../base/log.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { createChainForConfig } from '../providers/configured-chain.js';
 import { ensureConfiguredCertificate, servingCaBundle } from '../tls/serving-certificate.js';
-import { checkAuthorizationConfig, writeAuthorizationKubeconfig } from './authorization-command.js';
+import { exclusionsFor } from '../authorization/exclusions.js';
+import {
+  checkAuthorizationConfig,
+  writeAuthorizationKubeconfig,
+  type AuthorizeSteps,
+} from './authorization-command.js';
 import { catchAllFailWarnings } from './catch-all-warning.js';
 import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
 import { toJson, toYaml } from './output.js';
+import { SINCE, atLeast, formatKubeVersion, type KubeVersion } from './kube-version.js';
 import {
   EXCLUDE_LABEL,
   excludedNamespaces,
   renderWebhookConfigurations,
+  webhookTimeoutSeconds,
   type RenderStep,
   type WebhookTarget,
 } from './render.js';
@@ -41,8 +48,14 @@ function note(deps: ManifestsDeps, text: string): void {
   deps.stderr(`admission-gateway: ${text}\n`);
 }
 
+/** The chain's admission steps, and what the authorization configuration needs of its authorize steps. */
+interface ResolvedSteps {
+  readonly admission: RenderStep[];
+  readonly authorize: AuthorizeSteps;
+}
+
 /** The chain's steps; providers with discovery get one attempt, as `review` does. */
-async function resolveSteps(deps: ManifestsDeps): Promise<RenderStep[]> {
+async function resolveSteps(deps: ManifestsDeps): Promise<ResolvedSteps> {
   const chains = await createChainForConfig(deps.config, deps.plugins, {
     metrics: createMetrics(new Registry(), { defaultMetrics: false }),
     // Discovery problems are reported below in one line each, not as JSON log lines.
@@ -61,7 +74,11 @@ async function resolveSteps(deps: ManifestsDeps): Promise<RenderStep[]> {
         );
       }
     }
-    return renderStepsOf(chains.current());
+    const chain = chains.current();
+    return {
+      admission: renderStepsOf(chain),
+      authorize: chain.authorize.map((step) => ({ matchSpec: step.matchSpec, timeoutMs: step.timeoutMs })),
+    };
   } finally {
     await chains.close();
   }
@@ -100,22 +117,46 @@ function commandLine(deps: ManifestsDeps): string {
   return ['admission-gateway', 'manifests', ...deps.args].map(shellWord).join(' ');
 }
 
+/** How the header says the namespaces are excluded, which depends on the version rendered for. */
+function exclusionLines(version: KubeVersion, excluded: readonly string[]): string[] {
+  if (atLeast(version, SINCE.webhookMatchConditions)) {
+    return [
+      'Excluded, so the gateway can never lock the cluster (or itself) out:',
+      `- by matchConditions: namespaces ${excluded.join(', ')}, and Leases anywhere;`,
+      `- by namespaceSelector: namespaces labelled ${EXCLUDE_LABEL}.`,
+    ];
+  }
+  if (atLeast(version, SINCE.namespaceNameLabel)) {
+    return [
+      `Namespaces ${excluded.join(', ')} and any labelled ${EXCLUDE_LABEL} are excluded,`,
+      'so the gateway can never lock the cluster (or itself) out.',
+    ];
+  }
+  return [
+    `Namespaces labelled ${EXCLUDE_LABEL} are excluded. Kubernetes ${formatKubeVersion(version)} has no namespace name`,
+    `label: label ${excluded.join(', ')} with ${EXCLUDE_LABEL}=true before applying this file.`,
+  ];
+}
+
 function header(options: ManifestsOptions, deps: ManifestsDeps, excluded: readonly string[], ca: string): string[] {
   return [
-    `Rendered by \`${commandLine(deps)}\`:`,
+    `Rendered by \`${commandLine(deps)}\` for Kubernetes ${formatKubeVersion(options.kubeVersion)}:`,
     'regenerate it from the configured chain, do not edit it by hand.',
     ...(ca === ''
       ? [
           'No caBundle: the gateway in cluster mode patches it in, and re-applying this file keeps it (or render with --ca).',
         ]
       : []),
-    `Namespaces ${excluded.join(', ')} and any labelled ${EXCLUDE_LABEL} are excluded,`,
-    'so the gateway can never lock the cluster (or itself) out.',
+    ...exclusionLines(options.kubeVersion, excluded),
     ...(options.allResources
       ? ['--all-resources: every request goes to the gateway, for AdmissionProviders added at run time.']
       : []),
   ];
 }
+
+/** Whether AdmissionProviders may join the chain at run time: steps this render cannot know of. */
+const runTimeProviders = (config: GatewayConfig): boolean =>
+  config.kube.enabled !== false && config.kube.watchProviders;
 
 export async function runManifests(options: ManifestsOptions, deps: ManifestsDeps): Promise<void> {
   const { config } = deps;
@@ -124,7 +165,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
   const gatewayNamespace = target.kind === 'service' ? target.namespace : service.namespace;
   const { authorization } = options;
   if (authorization) checkAuthorizationConfig(authorization, options.caBundle, config);
-  const steps = await resolveSteps(deps);
+  const { admission: steps, authorize } = await resolveSteps(deps);
   const caBundle = await readCaBundle(options, deps);
   const objects = renderWebhookConfigurations(steps, {
     name: options.name,
@@ -136,9 +177,10 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
     allResources: options.allResources,
     deadlineMarginMs: config.server.deadlineMarginMs,
     defaultTimeoutSeconds: config.server.defaultTimeoutSeconds,
+    kubeVersion: options.kubeVersion,
   });
   for (const warning of catchAllFailWarnings(steps, options.allResources)) note(deps, warning);
-  if (config.kube.enabled !== false && config.kube.watchProviders && !options.allResources) {
+  if (runTimeProviders(config) && !options.allResources) {
     note(
       deps,
       'kube.watchProviders is on: AdmissionProviders added at run time only see the requests these rules match ' +
@@ -147,6 +189,13 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
   }
   if (objects.length === 0) note(deps, `the chain of ${config.file} has no steps: no webhook configuration rendered`);
   const excluded = excludedNamespaces(gatewayNamespace, options.excludeNamespaces);
+  if (!atLeast(options.kubeVersion, SINCE.namespaceNameLabel) && objects.length > 0) {
+    note(
+      deps,
+      `Kubernetes ${formatKubeVersion(options.kubeVersion)} does not label namespaces with their name: before applying, ` +
+        `kubectl label namespace ${excluded.join(' ')} ${EXCLUDE_LABEL}=true`,
+    );
+  }
   if (authorization) {
     await writeAuthorizationKubeconfig(authorization, {
       name: options.name,
@@ -155,6 +204,14 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
       cwd: deps.cwd,
       command: commandLine(deps),
       note: (text) => note(deps, text),
+      authorize,
+      exclusions: exclusionsFor(gatewayNamespace),
+      allRequests: options.allResources || runTimeProviders(config),
+      timeoutSeconds: webhookTimeoutSeconds(authorize, {
+        allResources: options.allResources,
+        defaultTimeoutSeconds: config.server.defaultTimeoutSeconds,
+        deadlineMarginMs: config.server.deadlineMarginMs,
+      }),
     });
   }
   deps.stdout(options.output === 'json' ? toJson(objects) : toYaml(objects, header(options, deps, excluded, caBundle)));

@@ -9,6 +9,14 @@ import {
   type AuthorizationOptions,
 } from './authorization-options.js';
 import { parseHttpsOrigin } from './https-origin.js';
+import {
+  NEWEST_TESTED,
+  SINCE,
+  atLeast,
+  formatKubeVersion,
+  parseKubeVersion,
+  type KubeVersion,
+} from './kube-version.js';
 import type { WebhookTarget } from './render.js';
 import { ManifestsUsageError } from './usage-error.js';
 
@@ -25,6 +33,7 @@ export interface ManifestsFlags extends AuthorizationFlags {
   readonly 'all-resources'?: boolean | undefined;
   readonly 'namespace-label'?: readonly string[] | undefined;
   readonly 'exclude-namespace'?: readonly string[] | undefined;
+  readonly 'kube-version'?: string | undefined;
 }
 
 export interface ManifestsOptions {
@@ -39,6 +48,8 @@ export interface ManifestsOptions {
   readonly excludeNamespaces: readonly string[];
   /** `--authorization-kubeconfig` and its companions; undefined when not asked for. */
   readonly authorization: AuthorizationOptions | undefined;
+  /** The Kubernetes version rendered for (default: the newest tested). */
+  readonly kubeVersion: KubeVersion;
 }
 
 export const DEFAULT_NAME = 'admission-gateway';
@@ -114,6 +125,15 @@ export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
   let target: WebhookTarget | undefined;
   if (flags.service !== undefined) target = parseService(flags.service);
   if (flags.url !== undefined) target = parseUrl(flags.url);
+  const kubeVersion = flags['kube-version'] === undefined ? NEWEST_TESTED : parseKubeVersion(flags['kube-version']);
+  const authorization = parseAuthorizationOptions(flags);
+  if (authorization?.configFile !== undefined && !atLeast(kubeVersion, SINCE.structuredAuthorization)) {
+    throw new ManifestsUsageError(
+      `--authorization-config: kube-apiserver reads an AuthorizationConfiguration from Kubernetes ` +
+        `1.${SINCE.structuredAuthorization} on, and --kube-version is ${formatKubeVersion(kubeVersion)}; leave ` +
+        `--authorization-config out and add the flags printed for --authorization-kubeconfig instead`,
+    );
+  }
   return {
     target,
     caBundle: flags['no-ca-bundle']
@@ -126,6 +146,7 @@ export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
     allResources: flags['all-resources'] === true,
     namespaceLabels: parseNamespaceLabels(flags['namespace-label'] ?? []),
     excludeNamespaces,
-    authorization: parseAuthorizationOptions(flags),
+    authorization,
+    kubeVersion,
   };
 }

@@ -17,6 +17,8 @@ import {
   type ReinvocationPolicy,
   type SideEffects,
 } from '../config/step-options.js';
+import { celList } from './cel-literal.js';
+import { SINCE, atLeast, type KubeVersion } from './kube-version.js';
 import { unionRules } from './rules.js';
 
 /** What the renderer needs of one resolved step. */
@@ -57,6 +59,8 @@ export interface RenderOptions {
   readonly deadlineMarginMs: number;
   /** server.defaultTimeoutSeconds: the timeout of a webhook without steps (`allResources`). */
   readonly defaultTimeoutSeconds: number;
+  /** The Kubernetes version rendered for: decides how namespaces and Leases are kept out. */
+  readonly kubeVersion: KubeVersion;
 }
 
 /** Namespaces the gateway must never intercept: itself, the control plane and node heartbeats (Leases). */
@@ -84,6 +88,12 @@ export interface WebhookClientConfig {
   readonly caBundle?: string;
 }
 
+/** A webhook's CEL match condition: the apiserver calls the webhook only when every one is true. */
+export interface MatchCondition {
+  readonly name: string;
+  readonly expression: string;
+}
+
 export interface RenderedWebhook {
   readonly name: string;
   readonly admissionReviewVersions: readonly string[];
@@ -95,6 +105,8 @@ export interface RenderedWebhook {
   readonly clientConfig: WebhookClientConfig;
   readonly namespaceSelector: LabelSelector;
   readonly rules: Match['rules'];
+  /** From Kubernetes 1.30: the excluded namespaces and Leases, by name, without a label anyone must set. */
+  readonly matchConditions?: readonly MatchCondition[];
 }
 
 export interface RenderedConfiguration {
@@ -129,14 +141,46 @@ export function excludedNamespaces(gatewayNamespace: string, extra: readonly str
   return [...new Set([...ALWAYS_EXCLUDED, gatewayNamespace, ...extra])];
 }
 
+/**
+ * Where the namespaces are excluded by name: in `matchConditions` from 1.30 (so the label selector keeps only
+ * the operator's opt-out), through the name label the apiserver sets from 1.21 until then, and not at all
+ * before 1.21, where that label does not exist (the header says to label those namespaces instead).
+ */
 export function namespaceSelector(options: RenderOptions): LabelSelector {
-  const excluded = excludedNamespaces(options.gatewayNamespace, options.excludeNamespaces);
+  const byLabel =
+    atLeast(options.kubeVersion, SINCE.namespaceNameLabel) &&
+    !atLeast(options.kubeVersion, SINCE.webhookMatchConditions);
   const matchExpressions: LabelSelectorRequirement[] = [
-    { key: NAMESPACE_NAME_LABEL, operator: 'NotIn', values: excluded },
+    ...(byLabel
+      ? [
+          {
+            key: NAMESPACE_NAME_LABEL,
+            operator: 'NotIn' as const,
+            values: excludedNamespaces(options.gatewayNamespace, options.excludeNamespaces),
+          },
+        ]
+      : []),
     { key: EXCLUDE_LABEL, operator: 'DoesNotExist' },
   ];
   const labels = options.namespaceLabels ?? {};
   return Object.keys(labels).length > 0 ? { matchLabels: { ...labels }, matchExpressions } : { matchExpressions };
+}
+
+/**
+ * From 1.30: the excluded namespaces by `request.namespace` (a Namespace's own requests carry its name there,
+ * so the Namespace objects are excluded too), and Leases wherever they are — node heartbeats and leader
+ * elections, the most frequent writes of a cluster, which no step should ever delay.
+ */
+export function matchConditions(options: RenderOptions): MatchCondition[] | undefined {
+  if (!atLeast(options.kubeVersion, SINCE.webhookMatchConditions)) return undefined;
+  const excluded = excludedNamespaces(options.gatewayNamespace, options.excludeNamespaces);
+  return [
+    { name: 'exclude-namespaces', expression: `!(request.namespace in ${celList(excluded)})` },
+    {
+      name: 'exclude-leases',
+      expression: "!(request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases')",
+    },
+  ];
 }
 
 /**
@@ -145,7 +189,10 @@ export function namespaceSelector(options: RenderOptions): LabelSelector {
  * gets its full time and the answer still arrives before the apiserver gives up. With `allResources` the
  * steps added at run time are unknown: they are counted as server.defaultTimeoutSeconds.
  */
-export function webhookTimeoutSeconds(steps: readonly RenderStep[], options: RenderOptions): number {
+export function webhookTimeoutSeconds(
+  steps: readonly { readonly timeoutMs: number }[],
+  options: Pick<RenderOptions, 'allResources' | 'defaultTimeoutSeconds' | 'deadlineMarginMs'>,
+): number {
   const timeoutsMs = [
     ...steps.map((s) => s.timeoutMs),
     ...(options.allResources || steps.length === 0 ? [options.defaultTimeoutSeconds * 1000] : []),
@@ -156,6 +203,7 @@ export function webhookTimeoutSeconds(steps: readonly RenderStep[], options: Ren
 
 function renderWebhook(plan: WebhookPlan, options: RenderOptions): RenderedWebhook {
   const rules = options.allResources ? CATCH_ALL_RULES : unionRules(plan.steps.flatMap((s) => s.match.rules));
+  const conditions = matchConditions(options);
   return {
     name: plan.name,
     admissionReviewVersions: ['v1', 'v1beta1'],
@@ -171,6 +219,7 @@ function renderWebhook(plan: WebhookPlan, options: RenderOptions): RenderedWebho
     clientConfig: clientConfig(options.target, plan.path, options.caBundle),
     namespaceSelector: namespaceSelector(options),
     rules: rules.map((rule) => ({ ...rule })),
+    ...(conditions ? { matchConditions: conditions } : {}),
   };
 }
 

@@ -86,6 +86,88 @@ describe('admission-gateway manifests --authorization-kubeconfig', function () {
     assert.match(run.stderr, /^ {2}--authorization-mode=Webhook,RBAC$/m);
   });
 
+  it('writes an AuthorizationConfiguration with --authorization-config: the gateway between Node and RBAC, asked only what a step matches', async function () {
+    const file = await folder.config(`kube: { enabled: false }
+server: { service: { namespace: gw-system, name: gw } }
+chain:
+  - plugin: access-guard
+    timeoutSeconds: 2
+`);
+    const run = await runCliCaptured(
+      [
+        'manifests',
+        '--config',
+        file,
+        '--url',
+        'https://192.0.2.10:30443',
+        '--authorization-kubeconfig',
+        'authz.kubeconfig',
+        '--authorization-config',
+        'authz-config.yaml',
+      ],
+      { cwd: folder.dir },
+    );
+    assert.equal(run.code, 0, run.stderr);
+    const written = await readFile(join(folder.dir, 'authz-config.yaml'), 'utf8');
+    assert.ok(
+      written.startsWith(
+        '# Rendered by `admission-gateway manifests --config ' +
+          `${file} --url https://192.0.2.10:30443 --authorization-kubeconfig authz.kubeconfig --authorization-config ` +
+          'authz-config.yaml`: regenerate it, do not edit it by hand.\n',
+      ),
+      written,
+    );
+    const R = 'request.resourceAttributes';
+    assert.deepEqual(parse(written), {
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AuthorizationConfiguration',
+      authorizers: [
+        { type: 'Node', name: 'node' },
+        {
+          type: 'Webhook',
+          name: 'admission-gateway',
+          webhook: {
+            // access-guard's 2 s and the deadline margin, rounded up.
+            timeout: '3s',
+            subjectAccessReviewVersion: 'v1',
+            matchConditionSubjectAccessReviewVersion: 'v1',
+            failurePolicy: 'NoOpinion',
+            authorizedTTL: '5m',
+            unauthorizedTTL: '30s',
+            connectionInfo: {
+              type: 'KubeConfigFile',
+              kubeConfigFile: '/etc/kubernetes/admission-gateway/authorization-webhook.kubeconfig',
+            },
+            matchConditions: [
+              {
+                expression:
+                  "!(request.user in ['system:apiserver', 'system:kube-controller-manager', 'system:kube-scheduler', " +
+                  "'system:kube-proxy'] || request.user.startsWith('system:serviceaccount:kube-system:') || " +
+                  "request.user.startsWith('system:serviceaccount:gw-system:'))",
+              },
+              { expression: "!request.groups.exists(g, g in ['system:masters', 'system:nodes'])" },
+              {
+                expression:
+                  `(has(${R}) && ${R}.verb in ['get', 'list', 'watch'] && ${R}.group in [''] && ` +
+                  `((${R}.resource == 'secrets' && ${R}.subresource == '')))`,
+              },
+            ],
+          },
+        },
+        { type: 'RBAC', name: 'rbac' },
+      ],
+    });
+    assert.ok(
+      run.stderr.includes(
+        'Put both files in /etc/kubernetes/admission-gateway on every control-plane node, and replace the ' +
+          '--authorization-mode and --authorization-webhook-* flags of kube-apiserver (they exclude each other) with:\n' +
+          '  --authorization-config=/etc/kubernetes/admission-gateway/authorization-config.yaml\n',
+      ),
+      run.stderr,
+    );
+    assert.doesNotMatch(run.stderr, /--authorization-mode=/);
+  });
+
   it('lists its flags in the help', async function () {
     const help = await runCliCaptured(['manifests', '--help']);
     assert.match(help.stdout, /^ {2}--authorization-kubeconfig FILE$/m);

@@ -78,16 +78,19 @@ describe('admission-gateway manifests', function () {
       const run = await runCli(['manifests', '--config', file, '--url', 'https://127.0.0.1:8443', '-o', 'json']);
       const ca = await readFile(join(folder.dir, 'certs', 'ca.crt'), 'utf8');
       const caBundle = Buffer.from(ca).toString('base64');
-      const selector = {
-        matchExpressions: [
-          {
-            key: 'kubernetes.io/metadata.name',
-            operator: 'NotIn',
-            values: ['kube-system', 'kube-node-lease', 'admission-gateway'],
-          },
-          { key: 'admissiongateway.io/exclude', operator: 'DoesNotExist' },
-        ],
-      };
+      // Kubernetes 1.37 by default: the namespaces and Leases kept out by matchConditions, the opt-out label by
+      // the selector.
+      const selector = { matchExpressions: [{ key: 'admissiongateway.io/exclude', operator: 'DoesNotExist' }] };
+      const matchConditions = [
+        {
+          name: 'exclude-namespaces',
+          expression: "!(request.namespace in ['kube-system', 'kube-node-lease', 'admission-gateway'])",
+        },
+        {
+          name: 'exclude-leases',
+          expression: "!(request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases')",
+        },
+      ];
       const common = { admissionReviewVersions: ['v1', 'v1beta1'], matchPolicy: 'Equivalent' };
       const podRule = {
         operations: ['CREATE', 'UPDATE'],
@@ -119,6 +122,7 @@ describe('admission-gateway manifests', function () {
               rules: [
                 { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'], scope: '*' },
               ],
+              matchConditions,
             },
           ],
         },
@@ -150,6 +154,7 @@ describe('admission-gateway manifests', function () {
                   ],
                 },
               ],
+              matchConditions,
             },
             {
               name: 'validate-ignore.admissiongateway.io',
@@ -165,6 +170,7 @@ describe('admission-gateway manifests', function () {
                   resources: [...POD_SPEC_RESOURCES, 'pods/ephemeralcontainers'],
                 },
               ],
+              matchConditions,
             },
           ],
         },
@@ -190,6 +196,8 @@ describe('admission-gateway manifests', function () {
       'team=a',
       '--exclude-namespace',
       'monitoring',
+      '--kube-version',
+      '1.29',
     ];
     const run = await runCli(args);
 
@@ -197,7 +205,7 @@ describe('admission-gateway manifests', function () {
     assert.equal(run.stderr, '');
     assert.ok(
       run.stdout.startsWith(
-        `# Rendered by \`admission-gateway ${args.join(' ')}\`:\n` +
+        `# Rendered by \`admission-gateway ${args.join(' ')}\` for Kubernetes 1.29:\n` +
           '# regenerate it from the configured chain, do not edit it by hand.\n' +
           '# Namespaces kube-system, kube-node-lease, gw-system, monitoring and any labelled admissiongateway.io/exclude are excluded,\n' +
           '# so the gateway can never lock the cluster (or itself) out.\n' +
@@ -224,7 +232,9 @@ describe('admission-gateway manifests', function () {
         ],
       ],
     );
+    // Before 1.30 the names are excluded through the label the apiserver sets (1.21+), without matchConditions.
     for (const w of webhooks) {
+      assert.equal((w as { matchConditions?: unknown }).matchConditions, undefined);
       assert.deepEqual(w.namespaceSelector, {
         matchLabels: { team: 'a' },
         matchExpressions: [

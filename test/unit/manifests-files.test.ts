@@ -420,10 +420,16 @@ describe('manifests/ files', function () {
         assert.ok(ROUTES.includes(ref.path!), `${where}: ${ref.path} is a gateway route`);
         const split = /\/(fail|ignore)$/.exec(ref.path!)?.[1];
         if (split) assert.equal(webhook.failurePolicy, split === 'fail' ? 'Fail' : 'Ignore', where);
+        // Rendered for the newest Kubernetes: the names by matchConditions (the e2e suite shows the apiserver
+        // evaluating them), the operator's opt-out label by the selector.
         const selects = compileSelector(webhook.namespaceSelector as LabelSelector);
-        assert.equal(selects(kubeSystem), false, `${where} excludes kube-system`);
-        assert.equal(selects(own), false, `${where} excludes ${namespace}`);
+        assert.equal(selects({ ...ordinary, 'admissiongateway.io/exclude': 'true' }), false, `${where} opt-out`);
         assert.equal(selects(ordinary), true, `${where} still selects ordinary namespaces`);
+        const conditions = (webhook.matchConditions ?? []).map((c) => c.expression).join(' && ');
+        for (const excluded of [kubeSystem, own]) {
+          const name = excluded['kubernetes.io/metadata.name'];
+          assert.ok(conditions.includes(`'${name}'`), `${where} excludes ${name} by its matchConditions`);
+        }
       }
     });
 

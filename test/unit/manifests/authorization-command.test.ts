@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { parseConfigText } from '../../../server/config/load.js';
+import { DEFAULT_EXCLUSIONS } from '../../../server/authorization/exclusions.js';
 import {
   checkAuthorizationConfig,
   writeAuthorizationKubeconfig,
@@ -105,6 +106,10 @@ describe('writeAuthorizationKubeconfig()', () => {
     cwd: dir,
     command: 'admission-gateway manifests --authorization-kubeconfig authz.kubeconfig',
     note: (text: string) => notes.push(text),
+    authorize: [],
+    exclusions: DEFAULT_EXCLUSIONS,
+    allRequests: false,
+    timeoutSeconds: 11,
   });
 
   it('writes the kubeconfig (mode 0600) with a header, and prints where it goes and the flags with their reasons', async () => {

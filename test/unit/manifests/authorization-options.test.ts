@@ -17,6 +17,8 @@ describe('parseAuthorizationOptions()', () => {
       hadWebhook: false,
       controlPlaneFile: '/etc/kubernetes/admission-gateway/authorization-webhook.kubeconfig',
       clientCertificate: undefined,
+      configFile: undefined,
+      configControlPlaneFile: '/etc/kubernetes/admission-gateway/authorization-config.yaml',
     });
   });
 
@@ -29,6 +31,7 @@ describe('parseAuthorizationOptions()', () => {
         'authorization-webhook-config-file': '/etc/kubernetes/pki/gw-authz.conf',
         'authorization-client-certificate': '/etc/kubernetes/pki/gw-client.crt',
         'authorization-client-key': '/etc/kubernetes/pki/gw-client.key',
+        'authorization-config': 'out/authz-config.yaml',
       }),
       {
         kubeconfigFile: 'out/authz.yaml',
@@ -40,6 +43,9 @@ describe('parseAuthorizationOptions()', () => {
           certificate: '/etc/kubernetes/pki/gw-client.crt',
           key: '/etc/kubernetes/pki/gw-client.key',
         },
+        configFile: 'out/authz-config.yaml',
+        // Beside the kubeconfig on the control plane: one folder to mount.
+        configControlPlaneFile: '/etc/kubernetes/pki/authorization-config.yaml',
       },
     );
   });
@@ -50,6 +56,16 @@ describe('parseAuthorizationOptions()', () => {
       'a companion flag without --authorization-kubeconfig',
       { 'authorization-url': 'https://10.96.0.20' },
       "--authorization-url needs --authorization-kubeconfig FILE: it only shapes the authorization webhook's kubeconfig",
+    ],
+    [
+      'an AuthorizationConfiguration without --authorization-kubeconfig',
+      { 'authorization-config': 'authz-config.yaml' },
+      "--authorization-config needs --authorization-kubeconfig FILE: it only shapes the authorization webhook's kubeconfig (which the AuthorizationConfiguration names)",
+    ],
+    [
+      'the AuthorizationConfiguration written over the kubeconfig',
+      { 'authorization-kubeconfig': 'authz.yaml', 'authorization-config': 'authz.yaml' },
+      '--authorization-config: expected the path of a file to write besides the kubeconfig, got "authz.yaml"',
     ],
     [
       'the client key without --authorization-kubeconfig',

@@ -13,6 +13,7 @@ describe('parseManifestsOptions()', () => {
       namespaceLabels: {},
       excludeNamespaces: [],
       authorization: undefined,
+      kubeVersion: { major: 1, minor: 37 },
     });
   });
 
@@ -26,6 +27,7 @@ describe('parseManifestsOptions()', () => {
         'all-resources': true,
         'namespace-label': ['team=a', 'example.com/env=prod'],
         'exclude-namespace': ['monitoring'],
+        'kube-version': 'v1.30.4',
       }),
       {
         target: { kind: 'service', namespace: 'gw-system', name: 'gw', port: 8443 },
@@ -36,6 +38,7 @@ describe('parseManifestsOptions()', () => {
         namespaceLabels: { team: 'a', 'example.com/env': 'prod' },
         excludeNamespaces: ['monitoring'],
         authorization: undefined,
+        kubeVersion: { major: 1, minor: 30 },
       },
     );
   });
@@ -108,6 +111,21 @@ describe('parseManifestsOptions()', () => {
       'one namespace label with two values',
       { 'namespace-label': ['team=a', 'team=b'] },
       '--namespace-label: "team" is given twice with different values',
+    ],
+    [
+      'a Kubernetes version without its minor',
+      { 'kube-version': '1' },
+      '--kube-version: expected a Kubernetes version from 1.16 on, such as 1.37 or 1.37.2, got "1"',
+    ],
+    [
+      'a Kubernetes version before admissionregistration.k8s.io/v1',
+      { 'kube-version': '1.15' },
+      '--kube-version: expected a Kubernetes version from 1.16 on, such as 1.37 or 1.37.2, got "1.15"',
+    ],
+    [
+      'an AuthorizationConfiguration for a version that does not read one',
+      { 'kube-version': '1.31', 'authorization-kubeconfig': 'k', 'authorization-config': 'c' },
+      '--authorization-config: kube-apiserver reads an AuthorizationConfiguration from Kubernetes 1.32 on, and --kube-version is 1.31; leave --authorization-config out and add the flags printed for --authorization-kubeconfig instead',
     ],
     [
       'an invalid namespace to exclude',

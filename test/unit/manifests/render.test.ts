@@ -46,6 +46,9 @@ const OPTIONS: RenderOptions = {
   gatewayNamespace: 'gw-system',
   deadlineMarginMs: 250,
   defaultTimeoutSeconds: 10,
+  // The version before matchConditions: the tests below are about rules, routes and policies; the
+  // exclusions of each version are tested on their own.
+  kubeVersion: { major: 1, minor: 29 },
 };
 
 const SELECTOR = {
@@ -194,6 +197,64 @@ describe('renderWebhookConfigurations()', () => {
         },
         { key: 'admissiongateway.io/exclude', operator: 'DoesNotExist' },
       ],
+    });
+  });
+
+  describe('keeps the excluded namespaces out the way each Kubernetes version can', () => {
+    const exclusions = (minor: number) => {
+      const [mutating] = renderWebhookConfigurations([step('a', 'mutate', [PODS])], {
+        ...OPTIONS,
+        excludeNamespaces: ['monitoring'],
+        kubeVersion: { major: 1, minor },
+      });
+      const webhook = mutating!.webhooks[0]!;
+      return { namespaceSelector: webhook.namespaceSelector, matchConditions: webhook.matchConditions };
+    };
+    const OPT_OUT = { key: 'admissiongateway.io/exclude', operator: 'DoesNotExist' };
+
+    it('1.30 and later: by name in matchConditions (request.namespace), Leases anywhere, the opt-out label in the selector', () => {
+      for (const minor of [30, 37]) {
+        assert.deepEqual(exclusions(minor), {
+          namespaceSelector: { matchExpressions: [OPT_OUT] },
+          matchConditions: [
+            {
+              name: 'exclude-namespaces',
+              expression: "!(request.namespace in ['kube-system', 'kube-node-lease', 'gw-system', 'monitoring'])",
+            },
+            {
+              name: 'exclude-leases',
+              expression: "!(request.resource.group == 'coordination.k8s.io' && request.resource.resource == 'leases')",
+            },
+          ],
+        });
+      }
+    });
+
+    it('1.21 to 1.29: by the name label the apiserver sets, no matchConditions', () => {
+      for (const minor of [21, 29]) {
+        assert.deepEqual(exclusions(minor), {
+          namespaceSelector: {
+            matchExpressions: [
+              {
+                key: 'kubernetes.io/metadata.name',
+                operator: 'NotIn',
+                values: ['kube-system', 'kube-node-lease', 'gw-system', 'monitoring'],
+              },
+              OPT_OUT,
+            ],
+          },
+          matchConditions: undefined,
+        });
+      }
+    });
+
+    it('1.20 and earlier: only the opt-out label, which has no name label to rely on', () => {
+      for (const minor of [16, 20]) {
+        assert.deepEqual(exclusions(minor), {
+          namespaceSelector: { matchExpressions: [OPT_OUT] },
+          matchConditions: undefined,
+        });
+      }
     });
   });
 
