@@ -13,8 +13,11 @@ import {
   deny,
   on,
   optionalEnum,
+  isLabelKey,
+  optionalString,
   optionalStringList,
   settingsObject,
+  type SelectorRequirement,
 } from '../server/plugin-api/index.js';
 
 export const RESTRICTED_LABEL = 'admissiongateway.io/restricted';
@@ -28,18 +31,36 @@ export interface AccessGuardSettings {
    * `forbid` (the default) refuses them outside the allowed groups, `allow` leaves them to RBAC.
    */
   readonly clusterWideReads: 'forbid' | 'allow';
+  /**
+   * A label that marks Secrets as shareable (value `true`): a list or watch whose label selector requires it
+   * (`-l <label>=true`) can only return such Secrets, so it is left to RBAC, in restricted namespaces and across
+   * all of them. Kubernetes 1.34+ sends the selector; older apiservers do not, and such reads stay refused.
+   */
+  readonly shareableLabel: string | undefined;
 }
 
 function parseSettings(raw: unknown): AccessGuardSettings {
-  const settings = settingsObject(raw ?? {}, ['allowedGroups', 'clusterWideReads']);
+  const settings = settingsObject(raw ?? {}, ['allowedGroups', 'clusterWideReads', 'shareableLabel']);
   const groups = optionalStringList(settings, 'allowedGroups') ?? [];
   const empty = groups.indexOf('');
   if (empty !== -1) throw new SettingsError(`allowedGroups[${empty}]`, 'expected a group name, got ""');
+  const shareableLabel = optionalString(settings, 'shareableLabel', '');
+  if (shareableLabel !== '' && !isLabelKey(shareableLabel)) {
+    throw new SettingsError('shareableLabel', `expected a label key, got "${shareableLabel}"`);
+  }
   return {
     allowedGroups: new Set(groups),
     clusterWideReads: optionalEnum(settings, 'clusterWideReads', ['forbid', 'allow'] as const, 'forbid'),
+    shareableLabel: shareableLabel || undefined,
   };
 }
+
+/** Whether a list's or watch's label selector requires `label=true`, so it only returns shareable Secrets. */
+const onlyShareable = (selector: readonly SelectorRequirement[], label: string | undefined): boolean =>
+  label !== undefined &&
+  selector.some(
+    (r) => r.key === label && r.operator === 'In' && r.values.length > 0 && r.values.every((v) => v === 'true'),
+  );
 
 const allowed = (groups: readonly string[], settings: AccessGuardSettings): boolean =>
   settings.allowedGroups.size > 0 && groups.some((g) => settings.allowedGroups.has(g));
@@ -67,6 +88,7 @@ export default definePlugin({
   setup: (settings) => ({
     authorize(ctx) {
       if (allowed(ctx.user.groups, settings)) return allow();
+      if (onlyShareable(ctx.labelSelector, settings.shareableLabel)) return allow();
       if (ctx.namespace === '') {
         if (settings.clusterWideReads === 'allow') return allow();
         return deny(

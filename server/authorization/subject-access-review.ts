@@ -4,7 +4,13 @@
  * status: `denied: true` with a reason, or neither allowed nor denied — no opinion. The gateway never answers
  * `allowed: true`: it forbids, and every other authorizer (RBAC) keeps deciding what it did.
  */
-import type { AuthorizationAttributes, NonResourceAttributes, ResourceAttributes } from './attributes.js';
+import type {
+  AuthorizationAttributes,
+  NonResourceAttributes,
+  ResourceAttributes,
+  ResourceAttributesWire,
+  SelectorRequirement,
+} from './attributes.js';
 import type { AuthorizeVerdict } from './authorize-step.js';
 
 export const SAR_V1 = 'authorization.k8s.io/v1';
@@ -16,6 +22,11 @@ const MAX_GROUPS = 1024;
 const MAX_EXTRA_VALUES = 1024;
 /** Longest string field accepted (a path or a name); the body's own bound comes first. */
 const MAX_FIELD_CHARS = 8192;
+/** Requirements of one selector, and values of one requirement: far above any selector a client writes. */
+const MAX_REQUIREMENTS = 256;
+const MAX_REQUIREMENT_VALUES = 1024;
+const OPERATORS: readonly SelectorRequirement['operator'][] = ['In', 'NotIn', 'Exists', 'DoesNotExist'];
+const NO_REQUIREMENTS: readonly SelectorRequirement[] = Object.freeze([]);
 
 /** A review that cannot be read: answered 400 with what is wrong. */
 export class SubjectAccessReviewError extends Error {
@@ -55,6 +66,37 @@ function texts(value: unknown, at: string, max: number, version: SubjectAccessRe
     throw new SubjectAccessReviewError(`${at}: expected a list of at most ${max} strings`, version);
   }
   return value as string[];
+}
+
+/**
+ * A selector of `spec.resourceAttributes` (`labelSelector`, `fieldSelector`): its parsed `requirements`, which
+ * is what kube-apiserver's webhook authorizer sends. A `rawSelector` alone (the SubjectAccessReview API's other
+ * form, which the apiserver does not send to webhooks) is not parsed: the request is judged unnarrowed, which
+ * for an authorizer that only forbids is the stricter reading.
+ */
+function selector(r: Json, key: string, version: SubjectAccessReviewVersion): readonly SelectorRequirement[] {
+  const value = r[key];
+  const at = `spec.resourceAttributes.${key}`;
+  if (value === undefined || value === null) return NO_REQUIREMENTS;
+  if (!isMap(value)) throw new SubjectAccessReviewError(`${at}: expected an object`, version);
+  const list = value.requirements;
+  if (list === undefined || list === null) return NO_REQUIREMENTS;
+  if (!Array.isArray(list) || list.length > MAX_REQUIREMENTS) {
+    throw new SubjectAccessReviewError(`${at}.requirements: expected a list of at most ${MAX_REQUIREMENTS}`, version);
+  }
+  return list.map((item: unknown, i) => {
+    const where = `${at}.requirements[${i}]`;
+    if (!isMap(item)) throw new SubjectAccessReviewError(`${where}: expected an object`, version);
+    const operator = text(item, 'operator', where, version);
+    if (!(OPERATORS as readonly string[]).includes(operator)) {
+      throw new SubjectAccessReviewError(`${where}.operator: expected one of ${OPERATORS.join(', ')}`, version);
+    }
+    return {
+      key: text(item, 'key', where, version),
+      operator: operator as SelectorRequirement['operator'],
+      values: texts(item.values, `${where}.values`, MAX_REQUIREMENT_VALUES, version),
+    };
+  });
 }
 
 /** Decodes the body of `POST /authorize`. */
@@ -102,6 +144,8 @@ export function decodeSubjectAccessReview(body: string): DecodedSubjectAccessRev
       resource: text(r, 'resource', at, apiVersion),
       subresource: text(r, 'subresource', at, apiVersion),
       name: text(r, 'name', at, apiVersion),
+      labelSelector: selector(r, 'labelSelector', apiVersion),
+      fieldSelector: selector(r, 'fieldSelector', apiVersion),
     };
   } else if (isMap(spec.nonResourceAttributes)) {
     const n = spec.nonResourceAttributes;
@@ -142,13 +186,25 @@ export function encodeSubjectAccessReview(
 /** Longest reason taken from a provider's answer (a user reads it in a 403). */
 const MAX_REASON_CHARS = 1024;
 
+/** The wire form of resource attributes: a selector as `{ requirements }`, and only when there is one. */
+function resourceAttributesWire(r: ResourceAttributes): ResourceAttributesWire {
+  const { labelSelector, fieldSelector, ...rest } = r;
+  return {
+    ...rest,
+    ...(labelSelector.length > 0 ? { labelSelector: { requirements: labelSelector } } : {}),
+    ...(fieldSelector.length > 0 ? { fieldSelector: { requirements: fieldSelector } } : {}),
+  };
+}
+
 /** The SubjectAccessReview (v1) a remote authorize provider is sent: the request as the apiserver asked it. */
 export function encodeSubjectAccessReviewRequest(a: AuthorizationAttributes): string {
   return JSON.stringify({
     apiVersion: SAR_V1,
     kind: 'SubjectAccessReview',
     spec: {
-      ...(a.resource ? { resourceAttributes: a.resource } : { nonResourceAttributes: a.nonResource }),
+      ...(a.resource
+        ? { resourceAttributes: resourceAttributesWire(a.resource) }
+        : { nonResourceAttributes: a.nonResource }),
       user: a.user,
       groups: a.groups,
       ...(Object.keys(a.extra).length > 0 ? { extra: a.extra } : {}),

@@ -1,5 +1,5 @@
 /** Adapts a plugin's `authorize` hook to the authorize chain's step. */
-import { verbOf } from '../authorization/attributes.js';
+import { verbOf, type SelectorRequirement } from '../authorization/attributes.js';
 import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
 import { compileAuthorizeMatch, type AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { Logger } from '../base/log.js';
@@ -17,6 +17,7 @@ export interface PluginAuthorizeOptions {
 }
 
 const NO_USER_EXTRA: Readonly<Record<string, readonly string[]>> = Object.freeze({});
+const NO_REQUIREMENTS: readonly SelectorRequirement[] = Object.freeze([]);
 
 /** The context a plugin's `authorize` receives; getters, so what it never reads costs nothing. */
 class PluginAuthorizeContext implements AuthorizeContext {
@@ -45,6 +46,12 @@ class PluginAuthorizeContext implements AuthorizeContext {
   }
   get path(): string {
     return this.call.attributes.nonResource?.path ?? '';
+  }
+  get labelSelector(): readonly SelectorRequirement[] {
+    return this.call.attributes.resource?.labelSelector ?? NO_REQUIREMENTS;
+  }
+  get fieldSelector(): readonly SelectorRequirement[] {
+    return this.call.attributes.resource?.fieldSelector ?? NO_REQUIREMENTS;
   }
   get user(): AuthorizeContext['user'] {
     const a = this.call.attributes;

@@ -7,6 +7,7 @@ import type { AdmissionRequest, JsonPatchOperation, KubeObject, Match, Operation
 import type { Logger } from '../base/log.js';
 import type { StepOptions } from '../config/step-options.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
+import type { SelectorRequirement } from '../authorization/attributes.js';
 
 export type {
   AdmissionRequest,
@@ -24,6 +25,7 @@ export type {
 } from '../admission/types.js';
 export type { Logger } from '../base/log.js';
 export type { AuthorizeMatch } from '../authorization/authorize-match.js';
+export type { SelectorRequirement } from '../authorization/attributes.js';
 
 /** A returned decision. A thrown error is not a decision: it is a failure, handled by failurePolicy. */
 export type Verdict =
@@ -80,6 +82,14 @@ export interface AuthorizeContext {
   readonly name: string;
   /** The URL path of a non-resource request (`/healthz`). */
   readonly path: string;
+  /**
+   * What a list's, watch's or deletecollection's label selector narrows it to, as the apiserver parsed it
+   * (Kubernetes 1.34+; empty when it has none, and always from older apiservers): `-l app=web` is
+   * `[{ key: 'app', operator: 'In', values: ['web'] }]`. The requirements are ANDed.
+   */
+  readonly labelSelector: readonly SelectorRequirement[];
+  /** The same for its field selector (`--field-selector type=Opaque`; `In` and `NotIn` only). */
+  readonly fieldSelector: readonly SelectorRequirement[];
   readonly user: {
     readonly username: string;
     readonly uid: string;

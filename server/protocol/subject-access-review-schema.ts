@@ -9,6 +9,28 @@ import { component, mapOf } from './schema-kit.js';
 
 const SAR_V1 = 'authorization.k8s.io/v1';
 
+export const SelectorRequirementSchema = component(
+  'SelectorRequirement',
+  Type.Object({
+    key: Type.Readonly(Type.String()),
+    operator: Type.Readonly(Type.Enum(['In', 'NotIn', 'Exists', 'DoesNotExist'])),
+    values: Type.Readonly(
+      Type.Immutable(Type.Array(Type.String(), { description: 'Empty for Exists and DoesNotExist.' })),
+    ),
+  }),
+);
+
+export const SelectorAttributesSchema = component(
+  'SelectorAttributes',
+  Type.Object(
+    { requirements: Type.Readonly(Type.Immutable(Type.Array(SelectorRequirementSchema))) },
+    {
+      description:
+        "A list's or watch's selector as kube-apiserver parsed it (Kubernetes 1.34+); the requirements are ANDed.",
+    },
+  ),
+);
+
 export const ResourceAttributesSchema = component(
   'ResourceAttributes',
   Type.Object({
@@ -19,6 +41,8 @@ export const ResourceAttributesSchema = component(
     resource: Type.Readonly(Type.String()),
     subresource: Type.Readonly(Type.String()),
     name: Type.Readonly(Type.String({ description: '"" for list, watch, create and deletecollection.' })),
+    labelSelector: Type.Readonly(Type.Optional(SelectorAttributesSchema)),
+    fieldSelector: Type.Readonly(Type.Optional(SelectorAttributesSchema)),
   }),
 );
 

@@ -43,7 +43,8 @@ export type WireTypesMatchSchemas = [
   Assert<Same<typeof match.LabelSelectorRequirementSchema, wire.LabelSelectorRequirement>>,
   Assert<Same<typeof match.LabelSelectorSchema, wire.LabelSelector>>,
   Assert<Same<typeof match.MatchSchema, wire.Match>>,
-  Assert<Same<typeof sar.ResourceAttributesSchema, access.ResourceAttributes>>,
+  Assert<Same<typeof sar.SelectorRequirementSchema, access.SelectorRequirement>>,
+  Assert<Same<typeof sar.ResourceAttributesSchema, access.ResourceAttributesWire>>,
   Assert<Same<typeof sar.NonResourceAttributesSchema, access.NonResourceAttributes>>,
   // The review sent in either version is an AdmissionReview, and either version's answer carries an
   // AdmissionResponse: the interfaces the code reads them with.

@@ -17,6 +17,8 @@ const record = (step: string, ctx: AuthorizeContext) => {
     step,
     context: {
       ...{ verb, apiGroup, apiVersion, resource, subresource, namespace, name, path, namespaceLabels },
+      labelSelector: ctx.labelSelector,
+      fieldSelector: ctx.fieldSelector,
       user: { ...user, extra: { ...user.extra } },
     },
   });
@@ -62,7 +64,7 @@ function sar(
   spec: {
     user?: string;
     groups?: string[];
-    resourceAttributes?: Record<string, string | undefined>;
+    resourceAttributes?: Record<string, unknown>;
     nonResourceAttributes?: Record<string, string | undefined>;
   },
   apiVersion = V1,
@@ -152,6 +154,8 @@ chain:
           namespace: 'vault',
           name: 'db',
           path: '',
+          labelSelector: [],
+          fieldSelector: [],
           user: {
             username: 'alice',
             uid: 'a1b2',
@@ -162,6 +166,38 @@ chain:
         },
       },
     ]);
+  });
+
+  it('passes a list’s label and field selectors (Kubernetes 1.34+) to the step as the apiserver parsed them', async () => {
+    const labelSelector = [
+      { key: 'team', operator: 'In', values: ['a', 'b'] },
+      { key: 'temporary', operator: 'DoesNotExist' },
+    ];
+    const fieldSelector = [{ key: 'type', operator: 'NotIn', values: ['kubernetes.io/tls'] }];
+    const list = {
+      resourceAttributes: {
+        namespace: 'default',
+        verb: 'list',
+        version: 'v1',
+        resource: 'secrets',
+        labelSelector: { requirements: labelSelector },
+        fieldSelector: { requirements: fieldSelector },
+      },
+    };
+    assert.deepEqual((await harness.post('/authorize', sar(list))).body, NO_OPINION());
+    assert.deepEqual(
+      seen.map((s) => [s.step, s.context.labelSelector, s.context.fieldSelector]),
+      [
+        [
+          'secret-guard',
+          [
+            { ...labelSelector[0], values: ['a', 'b'] },
+            { ...labelSelector[1], values: [] },
+          ],
+          fieldSelector,
+        ],
+      ],
+    );
   });
 
   it('reads v1beta1 (groups under `group`) and answers in v1beta1', async () => {
@@ -273,6 +309,22 @@ chain:
         { apiVersion: V1BETA1, kind: 'SubjectAccessReview', spec: { user: 'x', group: 'g', resourceAttributes: {} } },
         V1BETA1,
         'spec.group: expected a list of at most 1024 strings',
+      ],
+      [
+        sar({ resourceAttributes: { verb: 'list', resource: 'secrets', labelSelector: { requirements: {} } } }),
+        V1,
+        'spec.resourceAttributes.labelSelector.requirements: expected a list of at most 256',
+      ],
+      [
+        sar({
+          resourceAttributes: {
+            verb: 'list',
+            resource: 'secrets',
+            fieldSelector: { requirements: [{ key: 'type', operator: 'Like', values: ['x'] }] },
+          },
+        }),
+        V1,
+        'spec.resourceAttributes.fieldSelector.requirements[0].operator: expected one of In, NotIn, Exists, DoesNotExist',
       ],
     ];
     for (const [body, apiVersion, evaluationError] of cases) {

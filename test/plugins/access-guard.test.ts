@@ -39,7 +39,11 @@ function session(
 describe('access-guard', () => {
   describe('settings', () => {
     it('takes none: nobody may read the Secrets of, or open sessions into, a restricted namespace', () => {
-      assert.deepEqual(settingsOf(plugin, undefined), { allowedGroups: new Set(), clusterWideReads: 'forbid' });
+      assert.deepEqual(settingsOf(plugin, undefined), {
+        allowedGroups: new Set(),
+        clusterWideReads: 'forbid',
+        shareableLabel: undefined,
+      });
     });
 
     const refusals: ReadonlyArray<[string, unknown, string]> = [
@@ -53,7 +57,12 @@ describe('access-guard', () => {
       [
         'a misspelt setting',
         { allowedGroup: ['x'] },
-        'allowedGroup: unknown setting (known: allowedGroups, clusterWideReads)',
+        'allowedGroup: unknown setting (known: allowedGroups, clusterWideReads, shareableLabel)',
+      ],
+      [
+        'a shareable label that is no label key',
+        { shareableLabel: 'a b' },
+        'shareableLabel: expected a label key, got "a b"',
       ],
     ];
     for (const [description, raw, message] of refusals) {
@@ -120,6 +129,57 @@ describe('access-guard', () => {
         await authorizeWith(plugin, everywhere, { settings: { ...SETTINGS, clusterWideReads: 'allow' } }),
         { denied: false },
       );
+    });
+
+    describe('with a shareableLabel', () => {
+      const SHAREABLE = { ...SETTINGS, shareableLabel: 'example.com/shareable' };
+      const narrowed = (verb: string, namespace: string | undefined, values: string[], operator = 'In' as const) => ({
+        verb,
+        resource: 'secrets',
+        ...(namespace ? { namespace } : {}),
+        labelSelector: [
+          { key: 'app', operator: 'In' as const, values: ['web'] },
+          { key: 'example.com/shareable', operator, values },
+        ],
+      });
+
+      it('leaves to RBAC the lists and watches narrowed to shareable Secrets, here and across namespaces', async () => {
+        for (const request of [narrowed('list', 'vault', ['true']), narrowed('watch', undefined, ['true'])]) {
+          assert.deepEqual(
+            await authorizeWith(plugin, request, { settings: SHAREABLE, namespaceLabels: RESTRICTED }),
+            { denied: false },
+            JSON.stringify(request),
+          );
+        }
+      });
+
+      it('still forbids what the selector does not narrow to shareable Secrets only', async () => {
+        const cases = [
+          narrowed('list', 'vault', ['true', 'false']),
+          narrowed('list', 'vault', ['true'], 'NotIn' as 'In'),
+          { ...narrowed('list', 'vault', []), labelSelector: [{ key: 'app', operator: 'In' as const, values: ['x'] }] },
+          read('get', 'vault'),
+        ];
+        for (const request of cases) {
+          assert.equal(
+            (await authorizeWith(plugin, request, { settings: SHAREABLE, namespaceLabels: RESTRICTED })).denied,
+            true,
+            JSON.stringify(request),
+          );
+        }
+      });
+
+      it('means nothing without the setting: a narrowed list is forbidden', async () => {
+        assert.equal(
+          (
+            await authorizeWith(plugin, narrowed('list', 'vault', ['true']), {
+              settings: SETTINGS,
+              namespaceLabels: RESTRICTED,
+            })
+          ).denied,
+          true,
+        );
+      });
     });
 
     it('never asks about system:masters', async () => {

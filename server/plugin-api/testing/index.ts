@@ -34,6 +34,7 @@ import type {
   Operation,
   Plugin,
   ReinvocationPolicy,
+  SelectorRequirement,
 } from '../types.js';
 
 /** The chain entry the plugin runs as: what a `gateway.yaml` entry would say. */
@@ -223,6 +224,9 @@ export interface AuthorizeRequest {
   readonly path?: string;
   readonly user?: string;
   readonly groups?: readonly string[];
+  /** A list's or watch's selectors, as the apiserver parsed them (1.34+). */
+  readonly labelSelector?: readonly SelectorRequirement[];
+  readonly fieldSelector?: readonly SelectorRequirement[];
 }
 
 /** What the authorize chain answered: the reason the user sees in the 403, or no opinion. */
@@ -270,6 +274,8 @@ export async function authorizeWith<S, T extends object>(
             resource: request.resource ?? '',
             subresource: request.subresource ?? '',
             name: request.name ?? '',
+            labelSelector: request.labelSelector ?? [],
+            fieldSelector: request.fieldSelector ?? [],
           }
         : undefined,
     nonResource: path === undefined ? undefined : { verb, path },

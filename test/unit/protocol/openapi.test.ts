@@ -70,6 +70,8 @@ describe('the OpenAPI document of the provider protocol', () => {
       'Operation',
       'ResourceAttributes',
       'RuleWithOperations',
+      'SelectorAttributes',
+      'SelectorRequirement',
       'Settings',
       'Status',
       'SubjectAccessReviewAnswer',
