@@ -18,6 +18,7 @@ import type {
 } from '@kubernetes/client-node';
 import { plugins as shippedPlugins } from '../../plugins/index.js';
 import { runCliCaptured } from '../helpers/cli.js';
+import { CoordinationV1Api } from '@kubernetes/client-node';
 import {
   SUITE_LABEL,
   admissionRegistration,
@@ -25,9 +26,13 @@ import {
   apps,
   core,
   eventually,
+  kubeAtLeast,
+  kubeConfig,
+  kubeVersion,
   plain,
   randomSuffix,
   readStatus,
+  requireKube,
   statusOf,
   warningTexts,
 } from './cluster.js';
@@ -51,15 +56,31 @@ const CHAIN = `
 - plugin: pod-security
   mode: warn
   failurePolicy: Ignore
+- plugin: default-labels
+  name: lease-labels
+  failurePolicy: Ignore
+  settings: { labels: { rendered: 'yes' } }
+  match: { rules: [{ operations: [CREATE], apiGroups: [coordination.k8s.io], apiVersions: [v1], resources: [leases] }] }
 `;
 
 interface RenderedList {
   items: (V1MutatingWebhookConfiguration | V1ValidatingWebhookConfiguration)[];
 }
 
+/** What `manifests` says on stderr when rendering for 1.20, which has no namespace name label to exclude by. */
+function labelNote(excluded: readonly string[]): string {
+  if (kubeAtLeast(21)) return '';
+  return (
+    `admission-gateway: Kubernetes 1.${kubeVersion()[1]} does not label namespaces with their name: before ` +
+    `applying, kubectl label namespace ${excluded.join(' ')} admissiongateway.io/exclude=true\n`
+  );
+}
+
 /** Runs `admission-gateway manifests <args> -o json` in this process; stderr must be `expectedStderr`. */
 async function render(args: readonly string[], expectedStderr = ''): Promise<RenderedList['items']> {
-  const { code, stdout, stderr } = await runCliCaptured(['manifests', ...args, '-o', 'json'], {
+  // Rendered for the apiserver under test, as an operator renders for their cluster.
+  const version = ['--kube-version', kubeVersion().join('.')];
+  const { code, stdout, stderr } = await runCliCaptured(['manifests', ...args, ...version, '-o', 'json'], {
     cwd: ROOT,
     plugins: [...shippedPlugins, ...testPlugins],
   });
@@ -78,22 +99,30 @@ describe('webhook configurations rendered by `admission-gateway manifests`', fun
   let gw: E2EGateway | undefined;
   let rendered: RenderedList['items'];
   let namespace: string;
+  /** Selected by the suite label, but excluded by name (`--exclude-namespace`). */
+  let excluded: string;
 
   before(async function () {
     // No webhook registered by the helper: the rendered configurations are the registration.
     gw = await startE2EGateway({ suite: SUITE, chain: CHAIN });
-    rendered = await render([
-      '--config',
-      path.join(gw.dir, 'gateway.yaml'),
-      '--url',
-      gw.gateway.webhookUrl,
-      '--ca',
-      path.join(gw.dir, 'ca.crt'),
-      '--name',
-      NAME, // the name the helper deregisters on close
-      '--namespace-label',
-      `${SUITE_LABEL}=${SUITE}`,
-    ]);
+    excluded = await gw.namespace();
+    rendered = await render(
+      [
+        '--config',
+        path.join(gw.dir, 'gateway.yaml'),
+        '--url',
+        gw.gateway.webhookUrl,
+        '--ca',
+        path.join(gw.dir, 'ca.crt'),
+        '--name',
+        NAME, // the name the helper deregisters on close
+        '--namespace-label',
+        `${SUITE_LABEL}=${SUITE}`,
+        '--exclude-namespace',
+        excluded,
+      ],
+      labelNote(['kube-system', 'kube-node-lease', 'admission-gateway', excluded]),
+    );
     const api = admissionRegistration();
     for (const item of rendered) {
       if (item.kind === 'MutatingWebhookConfiguration') {
@@ -218,6 +247,46 @@ describe('webhook configurations rendered by `admission-gateway manifests`', fun
     assert.deepEqual(stored.metadata?.labels, { team: 'infra' });
   });
 
+  describe('keep out by matchConditions (Kubernetes 1.30+)', function () {
+    before(function () {
+      requireKube(this, 30, 'webhook matchConditions');
+    });
+
+    it('a namespace excluded by name, though the selector selects it: its ConfigMap is stored unmutated', async function () {
+      const name = `cm-${randomSuffix()}`;
+      await core().createNamespacedConfigMap({ namespace: excluded, body: { metadata: { name } } });
+      const stored = await core().readNamespacedConfigMap({ name, namespace: excluded });
+      assert.equal(stored.metadata?.labels, undefined);
+      // The same ConfigMap in the file's other namespace is mutated: only the condition tells them apart.
+      await core().createNamespacedConfigMap({ namespace, body: { metadata: { name } } });
+      assert.deepEqual((await core().readNamespacedConfigMap({ name, namespace })).metadata?.labels, {
+        rendered: 'yes',
+      });
+    });
+
+    it('Leases, which a step matches and the rules route: stored unmutated, the gateway never asked', async function () {
+      const calls = async () =>
+        (await gw!.metrics())
+          .split('\n')
+          .filter((l) => l.startsWith('admission_gateway_step_calls_total{') && l.includes('step="lease-labels"'))
+          .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+      const before = await calls();
+      const name = `lease-${randomSuffix()}`;
+      const lease = await kubeConfig()
+        .makeApiClient(CoordinationV1Api)
+        .createNamespacedLease({
+          namespace,
+          body: { metadata: { name }, spec: { holderIdentity: 'e2e' } },
+        });
+      assert.equal(lease.metadata?.labels, undefined);
+      assert.ok(
+        rendered[0]!.webhooks![0]!.rules!.some((r) => r.apiGroups?.includes('coordination.k8s.io')),
+        'the rendered rules send Leases to the gateway; only the matchCondition keeps them out',
+      );
+      assert.equal(await calls(), before);
+    });
+  });
+
   it('render, in Service mode for manifests/config.yaml, configurations the apiserver accepts (server-side dry-run)', async function () {
     const dryName = `${SUITE}-dry-run.e2e.admissiongateway.io`;
     // The installed config watches AdmissionProviders: the command says what that means for these rules.
@@ -225,7 +294,8 @@ describe('webhook configurations rendered by `admission-gateway manifests`', fun
       ['--config', 'manifests/config.yaml', '--ca', path.join(gw!.dir, 'ca.crt'), '--name', dryName],
       'admission-gateway: kube.watchProviders is on: AdmissionProviders added at run time only see the requests ' +
         'these rules match (and only on the routes rendered here); render with --all-resources to send every ' +
-        'request to the gateway\n',
+        'request to the gateway\n' +
+        labelNote(['kube-system', 'kube-node-lease', 'admission-gateway']),
     );
     const api = admissionRegistration();
     const answers = [];

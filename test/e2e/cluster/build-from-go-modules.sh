@@ -44,16 +44,16 @@ build() {
 }
 
 # The version go.mod $1 requires of module $2 (on a require line or in a require block).
-required() { sed -n "s/^\\(require \\)\\?[[:space:]]*${2//\//\\/} \\(v[^ ]*\\)\$/\\2/p" "$1" | head -1; }
+required() { sed -n "s/^\\(require \\)\\?[[:space:]]*${2//\//\\/} \\(v[^ ]*\\)\$/\\2/p" "$1" | sed -n 1p; }
 
 case $1 in
   etcd)
     build etcd "$HERE/etcd" "$2" 1
-    "$2" --version | head -1 ;;
+    "$2" --version | sed -n 1p ;;
   kubectl)
     version=$(required "$HERE/kubectl/go.mod" k8s.io/kubectl)
     build kubectl "$HERE/kubectl" "$2" 3 "$(version_ldflags "1.${version#v0.}")"
-    "$2" version --client | head -1 ;;
+    "$2" version --client | sed -n 1p ;;
   kube-apiserver)
     KUBE_VERSION=$2 BUILD_DIR=$3
     MODULE=$HERE/kube-apiserver

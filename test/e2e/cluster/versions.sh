@@ -9,7 +9,7 @@ DEFAULT_KUBE_VERSION=1.37.2
 DEBIAN_KUBE_VERSION=1.20.2
 CLUSTER_SCRIPTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The version a main module's go.mod ($1) requires of module $2.
-go_mod_version() { sed -n "s/^\\(require \\)\\?[[:space:]]*${2//\//\\/} v\\([^ ]*\\)\$/\\2/p" "$1" | head -1; }
+go_mod_version() { sed -n "s/^\\(require \\)\\?[[:space:]]*${2//\//\\/} v\\([^ ]*\\)\$/\\2/p" "$1" | sed -n 1p; }
 
 KUBE_VERSION=${KUBE_E2E_VERSION:-$DEFAULT_KUBE_VERSION}
 KUBE_VERSION=${KUBE_VERSION#v}

@@ -1,0 +1,137 @@
+/**
+ * The shipped manifests installed as the README says, with kubectl: `kubectl apply -k` of an overlay of
+ * manifests/ made for this apiserver's version — with the autoscaling component from 1.23 (policy/v1
+ * PodDisruptionBudget, autoscaling/v2 HorizontalPodAutoscaler, webhooks with matchConditions from 1.30), with
+ * the k8s-1.20 component on 1.20 (policy/v1beta1, no matchConditions, the namespaces labelled instead). Every
+ * object of the overlay is stored as written, and the webhook configurations are exactly what
+ * `admission-gateway manifests --kube-version <this version>` renders for manifests/config.yaml. Everything
+ * but the Namespace is removed again afterwards, webhooks first (a deleted namespace stays Terminating here,
+ * and other files use it).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { plugins as shippedPlugins } from '../../plugins/index.js';
+import { REPO_ROOT, runCliCaptured } from '../helpers/cli.js';
+import { MANIFESTS_DIR, isRecord, objectId, type Wire } from '../helpers/manifest-files.js';
+import { KUBECONFIG_ENV, RUN_DIR, kubeAtLeast, kubeVersion } from './cluster.js';
+import { apiserverRequest, differences, objectPath, servedResource } from './server-side-apply.js';
+
+const run = promisify(execFile);
+const KUBECTL = path.join(RUN_DIR, 'kubectl');
+const EXCLUDE_LABEL = 'admissiongateway.io/exclude';
+
+async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: string }> {
+  try {
+    return await run(KUBECTL, ['--kubeconfig', process.env[KUBECONFIG_ENV]!, ...args], {
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  } catch (err) {
+    const e = err as Error & { stdout?: string; stderr?: string };
+    throw new Error(`kubectl ${args.join(' ')} failed: ${e.stderr ?? ''}${e.stdout ?? ''}`, { cause: err });
+  }
+}
+
+const documents = (text: string): Wire[] =>
+  parseAllDocuments(text)
+    .map((d) => d.toJS() as unknown)
+    .filter(isRecord);
+
+/** The components this version takes, as the README says (autoscaling/v2 is served from 1.23). */
+function components(): string[] {
+  if (!kubeAtLeast(21)) return ['k8s-1.20'];
+  return kubeAtLeast(23) ? ['autoscaling'] : [];
+}
+
+describe('kubectl apply -k of the shipped manifests, for this apiserver’s version', function () {
+  this.timeout(180_000);
+  let dir: string;
+  let built: Wire[];
+  let applied: { stdout: string; stderr: string };
+
+  before(async function () {
+    dir = await mkdtemp(path.join(tmpdir(), 'install-kubectl-'));
+    // kustomize takes no absolute paths: the overlay names manifests/ relative to its own folder.
+    const relative = (to: string) => path.relative(dir, to);
+    await writeFile(
+      path.join(dir, 'kustomization.yaml'),
+      `resources: [${relative(MANIFESTS_DIR)}]\ncomponents: [${components()
+        .map((c) => relative(path.join(MANIFESTS_DIR, c)))
+        .join(', ')}]\n`,
+    );
+    if (!kubeAtLeast(21)) {
+      // README: on 1.20 the namespaces the webhooks must never see are labelled before the install.
+      await kubectl('label', 'namespace', 'kube-system', 'kube-node-lease', `${EXCLUDE_LABEL}=true`, '--overwrite');
+    }
+    built = documents((await kubectl('kustomize', dir)).stdout);
+    applied = await kubectl('apply', '-k', dir);
+  });
+
+  after(async function () {
+    if (!built) return;
+    // Webhooks first, as the README's uninstall does; the Namespace stays.
+    const order = (o: Wire) => (String(o.kind).endsWith('WebhookConfiguration') ? 0 : 1);
+    for (const object of [...built].sort((a, b) => order(a) - order(b))) {
+      if (object.kind === 'Namespace') continue;
+      const resource = await servedResource(String(object.apiVersion), String(object.kind));
+      if (resource) await apiserverRequest('DELETE', objectPath(object, resource));
+    }
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('applies every object of the overlay', function () {
+    const created = applied.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.replace(/ (created|configured|unchanged)$/, ''));
+    assert.equal(created.length, built.length, applied.stdout);
+    assert.doesNotMatch(applied.stderr, /error|invalid|unknown field/i, applied.stderr);
+  });
+
+  it('holds the objects this version serves: the PodDisruptionBudget and HorizontalPodAutoscaler versions', function () {
+    const ids = built.map(objectId);
+    const pdb = kubeAtLeast(21) ? 'policy/v1' : 'policy/v1beta1';
+    assert.ok(ids.includes(`${pdb} PodDisruptionBudget admission-gateway/admission-gateway`), ids.join('\n'));
+    assert.equal(
+      ids.includes('autoscaling/v2 HorizontalPodAutoscaler admission-gateway/admission-gateway'),
+      kubeAtLeast(23),
+      ids.join('\n'),
+    );
+  });
+
+  it('has the apiserver store every object as written', async function () {
+    const problems: string[] = [];
+    for (const object of built) {
+      const resource = await servedResource(String(object.apiVersion), String(object.kind));
+      if (!resource) {
+        problems.push(`${objectId(object)}: not served`);
+        continue;
+      }
+      const read = await apiserverRequest('GET', objectPath(object, resource));
+      if (read.status !== 200) problems.push(`${objectId(object)}: GET answered ${read.status}`);
+      else problems.push(...differences(object, read.body).map((d) => `${objectId(object)}: ${d}`));
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('installs the webhook configurations `manifests --kube-version` renders for this version', async function () {
+    const version = kubeVersion().join('.');
+    const { code, stdout, stderr } = await runCliCaptured(
+      ['manifests', '--config', 'manifests/config.yaml', '--no-ca-bundle', '--kube-version', version, '-o', 'json'],
+      { cwd: REPO_ROOT, plugins: shippedPlugins },
+    );
+    assert.equal(code, 0, stderr);
+    const rendered = (JSON.parse(stdout) as { items: Wire[] }).items;
+    const installed = built.filter((o) => String(o.kind).endsWith('WebhookConfiguration'));
+    assert.deepEqual(
+      installed.map((o) => o.webhooks),
+      rendered.map((o) => o.webhooks),
+    );
+    const conditions = installed.flatMap((o) => (o.webhooks as Wire[]).map((w) => w.matchConditions !== undefined));
+    assert.deepEqual(conditions, [kubeAtLeast(30), kubeAtLeast(30)], 'matchConditions from 1.30 only');
+  });
+});
