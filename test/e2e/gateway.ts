@@ -82,6 +82,8 @@ export interface E2EGatewayOptions {
    * their status written back), attached right after the gateway started.
    */
   readonly clusterMode?: ClusterModeOptions;
+  /** More `kube:` settings in cluster mode (e.g. `watchProviders: false`), over the suite's own. */
+  readonly kube?: Readonly<Record<string, unknown>>;
   /**
    * Serve where the e2e apiserver's authorization webhook calls: port AUTHZ_PORT, with the cluster's authz
    * certificate and key as they are (AUTHZ_TLS; never generated), so the apiserver trusts it as its
@@ -204,7 +206,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       ...options.server,
     },
     kube: options.clusterMode
-      ? { enabled: true, watchProviders: true, kubeconfig: process.env[KUBECONFIG_ENV] ?? '' }
+      ? { enabled: true, watchProviders: true, kubeconfig: process.env[KUBECONFIG_ENV] ?? '', ...options.kube }
       : { enabled: false },
     log: { level: 'debug' },
     ...(options.record ? { record: options.record } : {}),
