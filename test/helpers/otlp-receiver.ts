@@ -1,11 +1,13 @@
 /**
  * A real OTLP/HTTP trace receiver on 127.0.0.1: it accepts what an OpenTelemetry exporter POSTs to
  * `/v1/traces` as JSON (the encoding of @opentelemetry/exporter-trace-otlp-http, gzip or not), answers as a
- * collector does, and keeps each span flattened: its service, ids, kind, attributes, status and events.
+ * collector does, and keeps each span flattened: its service, ids, kind, attributes, status and events. With
+ * `{ grpc: true }` it also takes OTLP/gRPC exports (kube-apiserver's) on `grpcEndpoint`, into the same list.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
+import { startOtlpGrpcServer, type JsonAnyValue, type JsonTraceExport, type OtlpGrpcServer } from './otlp-grpc.js';
 import { conditions } from './wait.js';
 
 export type AttributeValue = string | number | boolean;
@@ -28,6 +30,8 @@ export interface ReceivedSpan {
 export interface OtlpReceiver {
   /** http://127.0.0.1:<port>/v1/traces */
   readonly endpoint: string;
+  /** `127.0.0.1:<port>` of the OTLP/gRPC endpoint, with `{ grpc: true }`. */
+  readonly grpcEndpoint: string | undefined;
   readonly spans: readonly ReceivedSpan[];
   /** Export requests received (of any content). */
   readonly requests: number;
@@ -38,32 +42,9 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
-interface OtlpAnyValue {
-  stringValue?: string;
-  boolValue?: boolean;
-  intValue?: number | string;
-  doubleValue?: number;
-}
-interface OtlpKeyValue {
-  key: string;
-  value: OtlpAnyValue;
-}
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes?: OtlpKeyValue[];
-  status?: { code?: number; message?: string };
-  events?: { name: string; attributes?: OtlpKeyValue[] }[];
-}
-interface OtlpExport {
-  resourceSpans?: {
-    resource?: { attributes?: OtlpKeyValue[] };
-    scopeSpans?: { spans?: OtlpSpan[] }[];
-  }[];
-}
+type OtlpAnyValue = JsonAnyValue;
+type OtlpExport = JsonTraceExport;
+type OtlpKeyValue = { key: string; value: OtlpAnyValue };
 
 /** Largest export accepted: a test's spans are a few kilobytes. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
@@ -106,7 +87,7 @@ function flatten(body: OtlpExport): ReceivedSpan[] {
   return spans;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+export async function startOtlpReceiver(options: { readonly grpc?: boolean } = {}): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   let requests = 0;
   let lastHeaders: http.IncomingHttpHeaders | undefined;
@@ -135,8 +116,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  let grpc: OtlpGrpcServer | undefined;
+  if (options.grpc) {
+    grpc = await startOtlpGrpcServer((body) => {
+      requests++;
+      spans.push(...flatten(body));
+      waits.notify();
+    });
+  }
   return {
     endpoint: `http://127.0.0.1:${port}/v1/traces`,
+    grpcEndpoint: grpc?.endpoint,
     spans,
     get requests() {
       return requests;
@@ -145,10 +135,14 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       return lastHeaders;
     },
     until: waits.until,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      await Promise.all([
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+        grpc?.close(),
+      ]);
+    },
   };
 }
