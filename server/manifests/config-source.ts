@@ -3,13 +3,12 @@
  * cluster (manifests/config.yaml, key `gateway.yaml`), so the installed chain's webhooks can be rendered
  * from the installed file itself.
  */
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LineCounter, Scalar, isScalar, parse, parseDocument } from 'yaml';
 import { loadConfig, parseConfigText } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ConfigError, type SourcePosition } from '../base/errors.js';
-import { MAX_CONFIG_FILE_BYTES } from '../base/limits.js';
-import { readRegularFile } from '../base/regular-file.js';
 
 export const CONFIG_MAP_KEY = 'gateway.yaml';
 
@@ -59,11 +58,7 @@ export async function loadManifestsConfig(
   options: { isDefaultLocation: boolean; cwd: string },
 ): Promise<GatewayConfig> {
   const absolute = path.resolve(options.cwd, file);
-  // Unreadable, not a regular file or too large: loadConfig reads it again and says which.
-  const text = await readRegularFile(absolute, MAX_CONFIG_FILE_BYTES).then(
-    (bytes) => bytes.toString('utf8'),
-    () => undefined,
-  );
+  const text = await readFile(absolute, 'utf8').catch(() => undefined);
   const embedded = text === undefined ? undefined : configMapGatewayYaml(text, file);
   if (text === undefined || embedded === undefined) return loadConfig(file, options);
   const positions = embeddedPositions(text);
