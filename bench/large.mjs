@@ -1,6 +1,8 @@
 // The `large` scenario of `npm run bench`: reviews far from the 2 KB Pod every other scenario sends — a Pod
 // with 40,000 containers (~1.6 MB, one patch operation per container), ConfigMaps of 3 and 6.7 MiB — and what
 // they do to the gateway with the shipped chain:
+//   0. what the gateway holds without them: idle, and steady after ordinary reviews, without a cluster and in
+//      cluster mode (against kube-stand-in.mjs), each in a fresh gateway under the Deployment's memory limit;
 //   1. how long one 40k-container Pod takes on /mutate (and that its answer is the expected patch);
 //   2. how long a 3 MiB ConfigMap takes on /mutate and /validate;
 //   3. what ordinary reviews at a fixed rate wait meanwhile, while the large ones are sent back to back;
@@ -35,6 +37,18 @@ export const LARGE = {
   answerTimeoutMs: 30_000,
   /** A wave of concurrent reviews that has not finished by then is abandoned, and so are the waves after it. */
   waveTimeoutMs: 20_000,
+  /**
+   * Part 0: how long a fresh gateway rests before its idle RSS is read, and the ordinary reviews (at ordinaryRate,
+   * after a second of warm-up) before its steady RSS is read, after the same rest.
+   */
+  footprint: { restMs: 2000, loadS: 4 },
+  /**
+   * Parts 1–3 time large reviews, so they must be admitted: the 40,000-container Pod weighs more than the default
+   * budget leaves under the Deployment's limit (it is answered 413 there), so those parts set this budget.
+   */
+  partsInflightBytes: 112 * MiB,
+  /** The share of the memory limit the peak of part 4 must stay within. */
+  peakShare: 0.8,
 };
 
 const round = (v, digits = 1) => (v === null || v === undefined ? null : Math.round(v * 10 ** digits) / 10 ** digits);
@@ -177,7 +191,8 @@ async function sequential(conn, builder, uidBase, proc, { decodePatch = false, m
 
 // -------------------------------------------------------------------------------------------------- parts
 /**
- * The scenario. env: { chain, gatewayConfig(chain), startGateway(name, config, { cgroupProcs }), loadgen(cfg),
+ * The scenario. env: { chain, gatewayConfig(chain, extra), startGateway(name, config, { cgroupProcs }), loadgen(cfg),
+ * startKubeStandIn() (resolves with { kubeconfigFile, close() }),
  * loadCfg(target, path, extra), ordinaryReview(port) (rejects unless allowed), fixture (parsed),
  * mutatePath, validatePath, ca, memoryLimitBytes, maxRequestBytes, fixedConnections, clockTicks, progress }.
  */
@@ -188,7 +203,28 @@ export async function runLarge(env) {
     configMap: configMapReview(env.fixture, 'large-3mib', LARGE.configMapKeys, LARGE.valueBytes),
     memory: memoryReview(env.fixture, env.maxRequestBytes),
   };
-  const result = { label: env.label, memoryLimitBytes: env.memoryLimitBytes, settings: LARGE };
+  const result = {
+    label: env.label,
+    memoryLimitBytes: env.memoryLimitBytes,
+    memoryRequestBytes: env.memoryRequestBytes,
+    settings: LARGE,
+  };
+  result.footprint = {
+    standalone: await part(progress, '      0. without a cluster: idle, then steady', async () => {
+      const r = await footprint(env, 'standalone', env.gatewayConfig(env.chain));
+      return [r, footprintLine(r)];
+    }),
+    cluster: await part(progress, '      0. in cluster mode (a stand-in apiserver): idle, then steady', async () => {
+      const standIn = await env.startKubeStandIn();
+      try {
+        const kube = { enabled: true, kubeconfig: standIn.kubeconfigFile, watchProviders: true };
+        const r = await footprint(env, 'cluster', env.gatewayConfig(env.chain, { kube }));
+        return [r, footprintLine(r)];
+      } finally {
+        await standIn.close();
+      }
+    }),
+  };
   try {
     await withGateway(env, reviews, result);
   } catch (err) {
@@ -212,7 +248,8 @@ export async function runLarge(env) {
 async function withGateway(env, reviews, result) {
   const { progress } = env;
   const cgroup = createMemoryCgroup('large-parts', env.memoryLimitBytes);
-  const gw = await env.startGateway('large', env.gatewayConfig(env.chain), { cgroupProcs: cgroup.procsFile });
+  const config = env.gatewayConfig(env.chain, { server: { maxInflightBytes: LARGE.partsInflightBytes } });
+  const gw = await env.startGateway('large', config, { cgroupProcs: cgroup.procsFile });
   try {
     await env.ordinaryReview(gw.port);
     const target = (path) => ({ host: `127.0.0.1:${gw.port}`, path });
@@ -261,6 +298,51 @@ async function withGateway(env, reviews, result) {
     if (cgroup.kind) await cgroup.remove();
   }
 }
+
+/**
+ * Part 0: a fresh gateway with `config` in a memory cgroup with the Deployment's limit (none when none can be
+ * made here): its RSS after a rest (idle), then after ordinary reviews at a fixed rate and the same rest
+ * (steady), and the baseline and budget it measured at start (its log line).
+ */
+async function footprint(env, name, config) {
+  const cgroup = createMemoryCgroup(`footprint-${name}`, env.memoryLimitBytes);
+  const gw = await env.startGateway(`footprint-${name}`, config, { cgroupProcs: cgroup.procsFile });
+  try {
+    const rss = () => round(readProc(gw.pid, env.clockTicks).rssMiB);
+    await sleep(LARGE.footprint.restMs);
+    const idleMiB = rss();
+    const run = await env.loadgen(
+      env.loadCfg(gw, env.mutatePath, {
+        mode: 'fixed',
+        rate: LARGE.ordinaryRate,
+        connections: env.fixedConnections,
+        warmupS: 1,
+        durationS: LARGE.footprint.loadS,
+      }),
+    );
+    await sleep(LARGE.footprint.restMs);
+    const bounded = gw.startupLines().find((l) => l.msg === 'review memory and connections bounded') ?? {};
+    return {
+      method: cgroup.kind ? `${cgroup.kind}, limit ${mib(env.memoryLimitBytes)}` : 'no memory cgroup',
+      idleMiB,
+      steadyMiB: rss(),
+      peakMiB: round(readProc(gw.pid, env.clockTicks).hwmMiB),
+      baselineMiB: bounded.baseline === undefined ? null : round(bounded.baseline / MiB),
+      maxInflightMiB: bounded.maxInflightBytes === undefined ? null : round(bounded.maxInflightBytes / MiB),
+      reviews: run.requests ?? null,
+      errors: run.errors,
+      ok: run.errors === 0 && !gw.exitStatus(),
+    };
+  } finally {
+    await gw.stop();
+    if (cgroup.kind) await cgroup.remove();
+  }
+}
+
+const footprintLine = (r) =>
+  `idle ${r.idleMiB} MiB, steady ${r.steadyMiB} MiB after ordinary reviews at ${LARGE.ordinaryRate}/s ` +
+  `(peak ${r.peakMiB}; ${r.errors} errors); measured baseline ${r.baselineMiB} MiB → maxInflightBytes ` +
+  `${r.maxInflightMiB} MiB (${r.method})`;
 
 /** One part: prints its line, and records an error instead of throwing it, so that the next part runs. */
 async function part(progress, title, fn) {
@@ -420,7 +502,8 @@ async function memoryUnderLoad(env, memory) {
       () => false,
     );
     result.statuses = tally(result.waves.flatMap((w) => w.answers));
-    result.ok = !result.killed && result.answeringAfter && result.peakMiB <= env.memoryLimitBytes / MiB;
+    result.ok =
+      !result.killed && result.answeringAfter && result.peakMiB <= (LARGE.peakShare * env.memoryLimitBytes) / MiB;
     return result;
   } finally {
     if (sampler) clearInterval(sampler);
@@ -492,7 +575,18 @@ function memorySummary(r) {
 export function largeReport(r) {
   const lines = [];
   const failed = (what, part) => lines.push(`  ${what}: ${part?.error?.split('\n')[0] ?? r.error ?? 'not run'}`);
-  const { pod, configMap: cm, meanwhile: m, memory: mem } = r;
+  const { pod, configMap: cm, meanwhile: m, memory: mem, footprint: fp } = r;
+  for (const [what, f] of [
+    ['without a cluster', fp?.standalone],
+    ['in cluster mode (stand-in apiserver)', fp?.cluster],
+  ]) {
+    if (f?.idleMiB !== undefined) lines.push(`  a fresh gateway ${what}: ${footprintLine(f)}`);
+    else failed(`a fresh gateway ${what}`, f);
+  }
+  lines.push(
+    `  parts 1–3 set server.maxInflightBytes ${mib(LARGE.partsInflightBytes)} (the 40,000-container Pod weighs more ` +
+      'than the default leaves under the limit)',
+  );
   if (pod?.timesMs) {
     lines.push(
       `  ${LARGE.podContainers}-container Pod on /mutate: ${mb(pod.bodyBytes)} → answer ${mb(pod.answerBytes ?? 0)}, ${pod.patchOps} patch ops`,

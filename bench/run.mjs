@@ -28,6 +28,7 @@ import {
   subjectAccessReview,
   uidFor,
 } from './lib.mjs';
+import { startKubeStandIn } from './kube-stand-in.mjs';
 import { parseMemoryQuantity, removeCgroupsSync } from './memcg.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -359,12 +360,14 @@ async function startEchoServer(name, mode, core, certs, args = []) {
   };
 }
 
-function gatewayConfig(shipped, certs, chain) {
+/** The gateway.yaml of a bench gateway; `extra.server` and `extra.kube` are merged over its own. */
+function gatewayConfig(shipped, certs, chain, extra = {}) {
   return {
     apiVersion: 'admissiongateway.io/v1alpha1',
     kind: 'GatewayConfig',
     server: {
       ...shipped.server,
+      ...extra.server,
       host: '127.0.0.1',
       port: 0,
       opsHost: '127.0.0.1',
@@ -372,7 +375,7 @@ function gatewayConfig(shipped, certs, chain) {
       tls: { certFile: certs.certFile, keyFile: certs.keyFile, generate: false },
       shutdownTimeoutSeconds: 1,
     },
-    kube: { enabled: false, watchProviders: false },
+    kube: { enabled: false, watchProviders: false, ...extra.kube },
     log: { level: 'info' },
     chain,
   };
@@ -388,12 +391,15 @@ function deploymentNodeOptions() {
   return env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
 }
 
-/** The Deployment's memory limit (`resources.limits.memory`) in bytes: the `large` scenario runs a gateway under it. */
-function deploymentMemoryLimit() {
+/**
+ * The Deployment's memory limit or request (`resources.limits.memory`, `resources.requests.memory`) in bytes:
+ * the `large` scenario runs gateways under the limit and compares the request with what they hold.
+ */
+function deploymentMemory(kind) {
   const deployment = YAML.parse(fs.readFileSync(path.join(ROOT, 'manifests/deployment.yaml'), 'utf8'));
-  const limit = deployment?.spec?.template?.spec?.containers?.[0]?.resources?.limits?.memory;
-  const bytes = parseMemoryQuantity(limit);
-  if (!bytes) throw new Error(`manifests/deployment.yaml: no memory limit to run under (got ${JSON.stringify(limit)})`);
+  const quantity = deployment?.spec?.template?.spec?.containers?.[0]?.resources?.[kind]?.memory;
+  const bytes = parseMemoryQuantity(quantity);
+  if (!bytes) throw new Error(`manifests/deployment.yaml: no memory ${kind} (got ${JSON.stringify(quantity)})`);
   return bytes;
 }
 
@@ -453,7 +459,8 @@ async function startGateway(name, config, { cgroupProcs, keepLog = false } = {})
     if (ok) break;
     if (exited(child) || Date.now() > deadline) throw failure('never became ready (/readyz)');
   }
-  fs.copyFileSync(logFile, path.join(tmp, `${name}.startup.log`));
+  const startupLog = path.join(tmp, `${name}.startup.log`);
+  fs.copyFileSync(logFile, startupLog);
   // The per-review log lines are written (their cost is real) but not kept: truncate every 2 s.
   const truncate = keepLog
     ? undefined
@@ -474,6 +481,13 @@ async function startGateway(name, config, { cgroupProcs, keepLog = false } = {})
     /** null while it runs; { code, signal } once it exited by itself (or was killed, e.g. by the OOM killer). */
     exitStatus: () => (exited(child) ? { code: child.exitCode, signal: child.signalCode } : null),
     stderrTail: () => tail(errFile, 5),
+    /** Its JSON log lines up to readiness. */
+    startupLines: () =>
+      fs
+        .readFileSync(startupLog, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l)),
     async stop() {
       clearInterval(truncate);
       timers.delete(truncate);
@@ -869,7 +883,7 @@ function parallelTargets(declared, undeclared) {
 function largeTargets(large) {
   if (!large) return [];
   const failed = (t, note) => (note ? { ...t, pass: false, note } : t);
-  const { pod, meanwhile, memory } = large;
+  const { pod, meanwhile, memory, footprint } = large;
   const podFailure = pod?.error ?? pod?.failures?.[0] ?? large.error;
   const ordinaryErrors =
     meanwhile?.error ??
@@ -883,8 +897,43 @@ function largeTargets(large) {
       : memory && !memory.answeringAfter
         ? 'did not answer an ordinary review afterwards'
         : undefined;
+  const footprintFailure = (f) =>
+    (f?.error ?? large.error)?.split('\n')[0] ??
+    (f && !f.ok ? `${f.errors} errors in its ordinary reviews` : undefined);
   const limitMiB = large.memoryLimitBytes ? round(large.memoryLimitBytes / 1048576, 1) : null;
+  const requestMiB = large.memoryRequestBytes ? round(large.memoryRequestBytes / 1048576, 1) : null;
+  const steady = footprint?.cluster?.steadyMiB ?? null;
+  // The request is the steady state it was set from: within 10 % of it either way, run-to-run noise included.
+  const requestRange = steady === null ? null : [round(steady * 0.9, 1), round(steady * 1.1, 1)];
   return [
+    failed(
+      check(
+        'idleRss',
+        `large: idle RSS of serve without a cluster, a fresh gateway (${footprint?.standalone?.method ?? 'not measured'})`,
+        footprint?.standalone?.idleMiB ?? null,
+        100,
+        'MiB',
+      ),
+      footprintFailure(footprint?.standalone),
+    ),
+    failed(
+      {
+        ...check(
+          'memoryRequest',
+          `large: manifests/deployment.yaml requests.memory (${requestMiB} MiB) against the steady RSS measured in cluster mode`,
+          steady,
+          requestMiB,
+          'MiB',
+        ),
+        comparison: 'request within 10 % of',
+        limit: requestMiB,
+        pass:
+          steady === null || requestMiB === null
+            ? null
+            : requestMiB >= requestRange[0] && requestMiB <= requestRange[1],
+      },
+      footprintFailure(footprint?.cluster),
+    ),
     failed(
       check(
         'largePod',
@@ -908,9 +957,10 @@ function largeTargets(large) {
     failed(
       check(
         'largeMemory',
-        `large: ${LARGE.concurrent} concurrent 6.7 MiB reviews, peak memory, not killed (${memory?.method ?? 'not measured'})`,
+        `large: ${LARGE.concurrent} concurrent 6.7 MiB reviews, peak memory within ${LARGE.peakShare * 100} % of the ` +
+          `${limitMiB} MiB limit, not killed (${memory?.method ?? 'not measured'})`,
         memory?.peakMiB ?? null,
-        limitMiB,
+        limitMiB === null ? null : round(LARGE.peakShare * limitMiB, 1),
         'MiB',
       ),
       memoryFailure,
@@ -1352,8 +1402,9 @@ function scenarios(shipped, certs) {
         runLarge({
           label,
           chain: shippedChain,
-          gatewayConfig: (chain) => gatewayConfig(shipped, certs, chain),
+          gatewayConfig: (chain, extra) => gatewayConfig(shipped, certs, chain, extra),
           startGateway,
+          startKubeStandIn: () => startKubeStandIn(tmp),
           loadgen,
           loadCfg: (target, reqPath, extra) => loadCfg(target, reqPath, certs, extra),
           ordinaryReview: (port) => reviewOnce(port, ca, MUTATE_PATH, 1),
@@ -1361,7 +1412,8 @@ function scenarios(shipped, certs) {
           mutatePath: MUTATE_PATH,
           validatePath: VALIDATE_PATH,
           ca,
-          memoryLimitBytes: deploymentMemoryLimit(),
+          memoryLimitBytes: deploymentMemory('limits'),
+          memoryRequestBytes: deploymentMemory('requests'),
           maxRequestBytes: shipped.server?.maxRequestBytes ?? 7340032,
           fixedConnections: opts.fixedConnections,
           clockTicks,

@@ -33,7 +33,7 @@ import { compileExclusions, exclusionsFor } from './authorization/exclusions.js'
 import { drainServer } from './http/drain.js';
 import { ByteBudget } from './http/byte-budget.js';
 import { connectionOptions, watchConnections } from './http/connection-limits.js';
-import { defaultInflightBytes, memoryLimit } from './http/memory-limit.js';
+import { defaultInflightBytes, measureBaseline, memoryLimit } from './http/memory-limit.js';
 import {
   ensureConfiguredCertificate,
   loadTlsMaterial,
@@ -201,8 +201,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
 
   const limit = memoryLimit();
+  // Everything a review does not bring is loaded by now: chain, tracing, certificate.
+  const baseline = measureBaseline();
   const budget = new ByteBudget(
-    serverConfig.maxInflightBytes ?? defaultInflightBytes(limit, serverConfig.maxRequestBytes),
+    serverConfig.maxInflightBytes ?? defaultInflightBytes(limit, baseline, serverConfig.maxRequestBytes),
     (delta) => metrics.inflightBytes.inc(delta),
   );
   metrics.inflightBytesLimit.set(budget.limit);
@@ -210,7 +212,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       maxInflightBytes: budget.limit,
       ...(serverConfig.maxInflightBytes === undefined
-        ? { memoryLimit: limit.bytes, memoryLimitSource: limit.source }
+        ? { memoryLimit: limit.bytes, memoryLimitSource: limit.source, baseline }
         : {}),
       maxConnections: serverConfig.maxConnections,
     },

@@ -4,18 +4,11 @@
  * (`CustomObjectsApi`, which answers the objects as the apiserver sent them: the wire shape a webhook gets),
  * namespace labels (`CoreV1Api.readNamespace`, cached for the run), and the reports (server-side apply with
  * field manager admission-gateway; delete).
+ *
+ * client-node is imported on the first call, not with this module: the command line loads this module for
+ * every command, serve included, and the library is tens of MiB for a process that talks to no cluster.
  */
-import {
-  ApisApi,
-  CoreV1Api,
-  CustomObjectsApi,
-  Observable,
-  PatchStrategy,
-  setHeaderOptions,
-  type ConfigurationOptions,
-  type KubeConfig,
-  type ObservableMiddleware,
-} from '@kubernetes/client-node';
+import type { ConfigurationOptions, CoreV1Api, KubeConfig, ObservableMiddleware } from '@kubernetes/client-node';
 import type { KubeObject } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
 import type { Labels } from '../chain/label-selector.js';
@@ -77,7 +70,8 @@ export function apiErrorMessage(err: unknown): string {
  * `/apis/{group}/{version}/…` paths; the core group is served under `/api/v1`, so its empty group's `/apis//`
  * becomes `/api/`.
  */
-function callOptions(signal: AbortSignal, contentType?: string): ConfigurationOptions {
+function callOptions(kube: KubeClient, signal: AbortSignal, contentType?: string): ConfigurationOptions {
+  const { Observable, setHeaderOptions } = kube;
   const middleware: ObservableMiddleware = {
     pre: (request) => {
       request.setSignal(signal);
@@ -93,13 +87,28 @@ function callOptions(signal: AbortSignal, contentType?: string): ConfigurationOp
 
 const REPORTS = { group: REPORT_GROUP, version: REPORT_VERSION };
 
+type KubeClient = typeof import('@kubernetes/client-node');
+
+/** client-node's module, loaded on first use (and then from the module cache). */
+const kubeClient = (): Promise<KubeClient> => import('@kubernetes/client-node');
+
+/** The typed APIs the audit calls, and the module they come from. */
+function apiClients(kc: KubeConfig, kube: KubeClient) {
+  return {
+    kube,
+    apis: kc.makeApiClient(kube.ApisApi),
+    core: kc.makeApiClient(kube.CoreV1Api),
+    objects: kc.makeApiClient(kube.CustomObjectsApi),
+  };
+}
+
 export function createAuditCluster(kc: KubeConfig): AuditCluster {
-  const apis = kc.makeApiClient(ApisApi);
-  const core = kc.makeApiClient(CoreV1Api);
-  const objects = kc.makeApiClient(CustomObjectsApi);
+  let loaded: Promise<ReturnType<typeof apiClients>> | undefined;
+  const clients = () => (loaded ??= kubeClient().then((kube) => apiClients(kc, kube)));
   return {
     async groups(signal) {
-      const list = await apis.getAPIVersions(callOptions(signal));
+      const { kube, apis } = await clients();
+      const list = await apis.getAPIVersions(callOptions(kube, signal));
       const named = list.groups.map((g) => ({
         name: g.name,
         preferredVersion: g.preferredVersion?.version ?? g.versions[0]?.version ?? '',
@@ -108,13 +117,15 @@ export function createAuditCluster(kc: KubeConfig): AuditCluster {
       return [{ name: '', preferredVersion: 'v1', versions: ['v1'] }, ...named];
     },
     async resources(group, version, signal) {
+      const { kube, core, objects } = await clients();
       const list =
         group === ''
-          ? await core.getAPIResources(callOptions(signal))
-          : await objects.getAPIResources({ group, version }, callOptions(signal));
+          ? await core.getAPIResources(callOptions(kube, signal))
+          : await objects.getAPIResources({ group, version }, callOptions(kube, signal));
       return list.resources.map((r) => ({ name: r.name, kind: r.kind, namespaced: r.namespaced, verbs: r.verbs }));
     },
     async listPage(target, limit, token, signal) {
+      const { kube, objects } = await clients();
       const page = (await objects.listClusterCustomObject(
         {
           group: target.group,
@@ -123,15 +134,16 @@ export function createAuditCluster(kc: KubeConfig): AuditCluster {
           limit,
           ...(token ? { _continue: token } : {}),
         },
-        callOptions(signal),
+        callOptions(kube, signal),
       )) as { items?: KubeObject[]; metadata?: { continue?: string } };
       const next = page.metadata?.continue;
       return { items: page.items ?? [], ...(next ? { continue: next } : {}) };
     },
     async applyReport(report, signal) {
+      const { kube, objects } = await clients();
       const { name, namespace } = report.metadata;
       const common = { ...REPORTS, name, body: report, fieldManager: REPORT_NAME, force: true };
-      const options = callOptions(signal, PatchStrategy.ServerSideApply);
+      const options = callOptions(kube, signal, kube.PatchStrategy.ServerSideApply);
       if (namespace === undefined) {
         await objects.patchClusterCustomObject({ ...common, plural: 'clusterpolicyreports' }, options);
       } else {
@@ -139,12 +151,13 @@ export function createAuditCluster(kc: KubeConfig): AuditCluster {
       }
     },
     async writtenReports(signal) {
+      const { kube, objects } = await clients();
       const labelSelector = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
       const places: ReportPlace[] = [];
       for (const plural of ['policyreports', 'clusterpolicyreports']) {
         const list = (await objects.listClusterCustomObject(
           { ...REPORTS, plural, labelSelector },
-          callOptions(signal),
+          callOptions(kube, signal),
         )) as { items?: { metadata?: { name?: string; namespace?: string } }[] };
         for (const item of list.items ?? []) {
           if (item.metadata?.name === REPORT_NAME) places.push({ namespace: item.metadata.namespace });
@@ -153,16 +166,17 @@ export function createAuditCluster(kc: KubeConfig): AuditCluster {
       return places;
     },
     async deleteReport({ namespace }, signal) {
+      const { kube, objects } = await clients();
       try {
         if (namespace === undefined) {
           await objects.deleteClusterCustomObject(
             { ...REPORTS, plural: 'clusterpolicyreports', name: REPORT_NAME },
-            callOptions(signal),
+            callOptions(kube, signal),
           );
         } else {
           await objects.deleteNamespacedCustomObject(
             { ...REPORTS, plural: 'policyreports', namespace, name: REPORT_NAME },
-            callOptions(signal),
+            callOptions(kube, signal),
           );
         }
       } catch (err) {
@@ -177,16 +191,19 @@ export function createAuditCluster(kc: KubeConfig): AuditCluster {
  * so concurrent reviews of one namespace share it). A namespace that cannot be read has no labels.
  */
 export function namespaceLabelsFromCluster(kc: KubeConfig, signal: AbortSignal): NamespaceLabelSource {
-  const core = kc.makeApiClient(CoreV1Api);
+  let core: Promise<{ kube: KubeClient; api: CoreV1Api }> | undefined;
   const cache = new Map<string, Promise<Labels | undefined>>();
   return {
     labels(namespace) {
       let found = cache.get(namespace);
       if (!found) {
-        found = core.readNamespace({ name: namespace }, callOptions(signal)).then(
-          (ns) => ns.metadata?.labels ?? {},
-          () => undefined,
-        );
+        core ??= kubeClient().then((kube) => ({ kube, api: kc.makeApiClient(kube.CoreV1Api) }));
+        found = core
+          .then(({ kube, api }) => api.readNamespace({ name: namespace }, callOptions(kube, signal)))
+          .then(
+            (ns) => ns.metadata?.labels ?? {},
+            () => undefined,
+          );
         cache.set(namespace, found);
       }
       return found;

@@ -27,6 +27,12 @@ export const MAX_PATCH_SHIFTS = 16 * 1024 * 1024;
 /** Bytes (as JSON) a step's JSON patch may duplicate with `copy` operations, which could otherwise double the object each time. */
 export const MAX_PATCH_COPY_BYTES = 1024 * 1024;
 
+/** Largest certificate, key or CA file read (a CA bundle of every public root is a fraction of it). */
+export const MAX_TLS_FILE_BYTES = 1024 * 1024;
+
+/** Largest configuration file read. */
+export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]+/g;
 

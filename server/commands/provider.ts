@@ -5,9 +5,11 @@
  * (generated when missing, as serve does). With --register the provider registers itself as an
  * AdmissionProvider (provider-sdk/registration.ts), by --url or by the Service it runs behind.
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, errorMessage } from '../base/errors.js';
+import { MAX_TLS_FILE_BYTES } from '../base/limits.js';
+import { readRegularFile } from '../base/regular-file.js';
 import { locateConfigError } from '../config/field-positions.js';
 import { isDnsLabel } from '../config/names.js';
 import type { GatewayConfig } from '../config/types.js';
@@ -154,7 +156,7 @@ async function exists(file: string): Promise<boolean> {
 async function readCa(file: string): Promise<string> {
   let pem: string;
   try {
-    pem = await readFile(file, 'utf8');
+    pem = (await readRegularFile(file, MAX_TLS_FILE_BYTES)).toString('utf8');
   } catch (err) {
     throw new UsageError(`--ca-file: cannot read "${file}": ${errorMessage(err)}`);
   }

@@ -1,8 +1,9 @@
 /** Reads gateway.yaml (or the embedded default) into a validated GatewayConfig. */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError, type SourcePosition } from '../base/errors.js';
+import { MAX_CONFIG_FILE_BYTES } from '../base/limits.js';
+import { readRegularFile } from '../base/regular-file.js';
 import { DEFAULT_CONFIG_YAML } from './default-config.js';
 import { locateConfigError, yamlFieldLocator, type LocateField } from './field-positions.js';
 import type { GatewayConfig } from './types.js';
@@ -50,7 +51,7 @@ export async function loadConfig(
   const absolute = path.resolve(cwd, file);
   let text: string;
   try {
-    text = await readFile(absolute, 'utf8');
+    text = (await readRegularFile(absolute, MAX_CONFIG_FILE_BYTES)).toString('utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT' && options.isDefaultLocation) {
       return parseConfigText(DEFAULT_CONFIG_YAML, EMBEDDED_CONFIG, cwd);

@@ -13,6 +13,14 @@ export function describeValue(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/**
+ * A URL as an error message may quote it: its user info (`user:password@`), query and fragment replaced, since
+ * any of them may be a credential, and the message is logged and printed. Works on text that does not parse.
+ */
+export function urlForMessage(raw: string): string {
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@').replace(/([?#])[^]*$/, '$1…');
+}
+
 export const childPath = (path: string, key: string | number): string =>
   typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key;
 

@@ -2,7 +2,7 @@
  * The `tracing` section of gateway.yaml (also the provider SDK's `tracing` option): where spans are exported,
  * how many traces are recorded, and the bounds of the export queue. Without `otlpEndpoint` tracing is off.
  */
-import { childPath, type Reader } from './reader.js';
+import { childPath, urlForMessage, type Reader } from './reader.js';
 import type { TracingConfig } from './types.js';
 
 export const TRACING_FIELDS = [
@@ -49,27 +49,29 @@ function readEndpoint(r: Reader, value: unknown, p: string): string {
   try {
     url = new URL(raw);
   } catch {
-    return r.fail(p, 'expected an absolute http:// or https:// URL', raw);
+    return r.fail(p, 'expected an absolute http:// or https:// URL', urlForMessage(raw));
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') r.fail(p, 'expected an http:// or https:// URL', raw);
-  if (url.username || url.password) r.fail(p, 'must not carry credentials (set tracing.headers)', raw);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    r.fail(p, 'expected an http:// or https:// URL', urlForMessage(raw));
+  if (url.username || url.password) r.fail(p, 'must not carry credentials (set tracing.headers)', urlForMessage(raw));
   if (raw.length > MAX_URL_CHARS) r.fail(p, `must be at most ${MAX_URL_CHARS} characters`);
   return raw;
 }
 
 function readHeaders(r: Reader, value: unknown, p: string): Record<string, string> {
-  const headers = r.stringMap(value, p) ?? {};
-  const names = Object.keys(headers);
-  if (names.length > MAX_HEADERS) r.fail(p, `expected at most ${MAX_HEADERS} headers, got ${names.length}`);
-  for (const name of names) {
-    // Values are not echoed: they are often credentials.
+  // Values are never quoted in a message (not through r.stringMap, which quotes): they are often credentials.
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) r.fail(p, 'expected a map of strings');
+  const headers = Object.entries(value as Record<string, unknown>);
+  if (headers.length > MAX_HEADERS) r.fail(p, `expected at most ${MAX_HEADERS} headers, got ${headers.length}`);
+  for (const [name, v] of headers) {
     if (!HEADER_NAME.test(name)) r.fail(childPath(p, name), 'is not a valid HTTP header name');
-    const v = headers[name]!;
+    if (typeof v !== 'string') r.fail(childPath(p, name), 'expected a string');
     if (v.length > MAX_HEADER_VALUE_CHARS || !HEADER_VALUE.test(v)) {
       r.fail(childPath(p, name), `expected printable ASCII of at most ${MAX_HEADER_VALUE_CHARS} characters`);
     }
   }
-  return { ...headers };
+  return Object.fromEntries(headers) as Record<string, string>;
 }
 
 /** The tracing settings, or undefined when tracing is off (no `otlpEndpoint`); the other fields are checked anyway. */

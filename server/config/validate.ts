@@ -13,7 +13,7 @@ import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
 import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
-import { Reader, childPath } from './reader.js';
+import { Reader, childPath, urlForMessage } from './reader.js';
 import { readStepOptions } from './step-options.js';
 import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import { readTracing } from './tracing.js';
@@ -350,12 +350,12 @@ export function readWebhookUrl(r: Reader, value: unknown, p: string): string {
   try {
     url = new URL(raw);
   } catch {
-    return r.fail(p, 'expected an absolute https:// URL', raw);
+    return r.fail(p, 'expected an absolute https:// URL', urlForMessage(raw));
   }
-  if (url.protocol !== 'https:') r.fail(p, 'expected an https:// URL', raw);
+  if (url.protocol !== 'https:') r.fail(p, 'expected an https:// URL', urlForMessage(raw));
   if (url.search || url.hash || raw.includes('?') || raw.includes('#'))
-    r.fail(p, 'must not have a query or fragment', raw);
-  if (url.username || url.password) r.fail(p, 'must not carry credentials', raw);
+    r.fail(p, 'must not have a query or fragment', urlForMessage(raw));
+  if (url.username || url.password) r.fail(p, 'must not carry credentials', urlForMessage(raw));
   return raw;
 }
 

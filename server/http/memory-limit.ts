@@ -2,7 +2,9 @@
  * How much memory the process may use, and the default in-flight budget derived from it: the container's
  * (cgroup) limit as Node reads it, which is what gets the pod OOM-killed; without one, what V8 may give the
  * heap plus a margin for buffers outside it (a process started with --max-old-space-size lets reviews hold
- * less), and never more than the host has.
+ * less), and never more than the host has. What the gateway holds besides reviews is measured, not assumed:
+ * it depends on what the process loaded (cluster mode, tracing, the plugins) and on the heap V8 sized for
+ * the limit.
  */
 import { totalmem } from 'node:os';
 import v8 from 'node:v8';
@@ -18,10 +20,19 @@ export interface MemoryLimit {
 const OUTSIDE_HEAP_BYTES = 64 * 1024 * 1024;
 
 /**
- * What the gateway holds besides reviews in flight: code, the heap's own working set under steady load,
- * connection buffers (measured at rest and at 2,000 small reviews a second; docs/decisions.md).
+ * The share of the limit the baseline and the reviews in flight may fill together. The rest is for what the
+ * weights do not see: the heap's working set growing under steady traffic past the baseline measured at
+ * start, garbage not yet collected, connection buffers (docs/decisions.md).
  */
-export const BASELINE_BYTES = 80 * 1024 * 1024;
+export const LIMIT_SHARE = 0.8;
+
+/**
+ * What the gateway holds before its first review: its resident memory once it has loaded its modules, chain
+ * and certificate. Measured at start, when nothing else is held yet.
+ */
+export function measureBaseline(): number {
+  return process.memoryUsage.rss();
+}
 
 export function memoryLimit(): MemoryLimit {
   const host = totalmem();
@@ -32,9 +43,9 @@ export function memoryLimit(): MemoryLimit {
 }
 
 /**
- * The default server.maxInflightBytes: what the limit leaves after the baseline, and never less than one
- * body of server.maxRequestBytes weighs (or such a review could never be answered).
+ * The default server.maxInflightBytes: what LIMIT_SHARE of the limit leaves after the measured baseline, and
+ * never less than one body of server.maxRequestBytes weighs (or such a review could never be answered).
  */
-export function defaultInflightBytes(limit: MemoryLimit, maxRequestBytes: number): number {
-  return Math.max(limit.bytes - BASELINE_BYTES, maxRequestBytes * WEIGHT_PER_BODY_BYTE);
+export function defaultInflightBytes(limit: MemoryLimit, baselineBytes: number, maxRequestBytes: number): number {
+  return Math.max(Math.floor(limit.bytes * LIMIT_SHARE) - baselineBytes, maxRequestBytes * WEIGHT_PER_BODY_BYTE);
 }

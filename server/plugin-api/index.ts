@@ -22,6 +22,7 @@ export { MatchBuilder, MatchDefinitionError, POD_SPEC_RESOURCES, on, podSpecReso
 export type { MatchSpec, MatchedObject } from './match-builder.js';
 export { isObject, own, type JsonObject } from './json.js';
 export { QUALIFIED_NAME_RULE, isLabelKey, isLabelValue, isQualifiedName } from '../config/names.js';
+export { PatternError, compilePattern, type Pattern } from '../base/pattern.js';
 export {
   SettingsError,
   settingsObject,

@@ -13,17 +13,11 @@
  * 429, or refuses for want of RBAC (403), a missing CRD or owner (404), it is retried with capped exponential
  * backoff; a registration the apiserver finds invalid is not retried. It happens once per start: a
  * registration deleted later is not recreated until the provider restarts, so deleting it removes the provider.
+ *
+ * client-node is imported by the first attempt, not with this module: `admission-gateway provider` loads this
+ * module whether or not it registers, and the library is tens of MiB.
  */
-import {
-  CustomObjectsApi,
-  Observable,
-  PatchStrategy,
-  RbacAuthorizationV1Api,
-  setHeaderOptions,
-  type ConfigurationOptions,
-  type KubeConfig,
-  type ObservableMiddleware,
-} from '@kubernetes/client-node';
+import type { ConfigurationOptions, KubeConfig, ObservableMiddleware } from '@kubernetes/client-node';
 import type { Phase } from '../admission/types.js';
 import { clip, stripControl } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
@@ -142,7 +136,20 @@ function failureOf(what: string, err: unknown): AttemptFailed {
 }
 
 /** Options for one call: its deadline (or the registration's stop) as the request's signal, and a content type. */
-function callOptions(signal: AbortSignal, contentType?: string): ConfigurationOptions {
+type KubeClient = typeof import('@kubernetes/client-node');
+
+/** The typed APIs the registration calls, and the module they come from. */
+async function apiClients(kc: KubeConfig) {
+  const kube: KubeClient = await import('@kubernetes/client-node');
+  return {
+    kube,
+    objects: kc.makeApiClient(kube.CustomObjectsApi),
+    rbac: kc.makeApiClient(kube.RbacAuthorizationV1Api),
+  };
+}
+
+function callOptions(kube: KubeClient, signal: AbortSignal, contentType?: string): ConfigurationOptions {
+  const { Observable, setHeaderOptions } = kube;
   const deadline: ObservableMiddleware = {
     pre: (request) => {
       request.setSignal(signal);
@@ -210,8 +217,8 @@ export function registerProvider(
     settle(state);
   };
 
-  const objects = kc.makeApiClient(CustomObjectsApi);
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  let loaded: ReturnType<typeof apiClients> | undefined;
+  const clients = () => (loaded ??= apiClients(kc));
 
   /** One request, bounded by `timeoutMs` and the registration's stop; a failure becomes an AttemptFailed. */
   const call = async <T>(what: string, send: (signal: AbortSignal) => Promise<T>): Promise<T> => {
@@ -227,10 +234,11 @@ export function registerProvider(
   };
 
   const apply = async (object: AppliedProvider, manager: string, force: boolean) => {
+    const { kube, objects } = await clients();
     const answer = await call(`apply AdmissionProvider "${name}" (field manager ${manager})`, (signal) =>
       objects.patchClusterCustomObjectWithHttpInfo(
         { ...PROVIDER_RESOURCE, name, body: object, fieldManager: manager, force },
-        callOptions(signal, PatchStrategy.ServerSideApply),
+        callOptions(kube, signal, kube.PatchStrategy.ServerSideApply),
       ),
     );
     return {
@@ -241,16 +249,20 @@ export function registerProvider(
 
   const readOwner = async (binding: string): Promise<RegistrationOwner> => {
     const what = `read the clusterrolebinding "${binding}" (the registration's owner)`;
-    const read = await call(what, (signal) => rbac.readClusterRoleBinding({ name: binding }, callOptions(signal)));
+    const { kube, rbac } = await clients();
+    const read = await call(what, (signal) =>
+      rbac.readClusterRoleBinding({ name: binding }, callOptions(kube, signal)),
+    );
     const uid = read.metadata?.uid;
     if (!uid) throw new AttemptFailed({ reason: 'ServerError', message: `${what}: the answer has no metadata.uid` });
     return { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', name: binding, uid };
   };
 
   const readLive = async () => {
+    const { kube, objects } = await clients();
     try {
       return (await call(`read AdmissionProvider "${name}"`, (signal) =>
-        objects.getClusterCustomObject({ ...PROVIDER_RESOURCE, name }, callOptions(signal)),
+        objects.getClusterCustomObject({ ...PROVIDER_RESOURCE, name }, callOptions(kube, signal)),
       )) as AppliedProvider & { metadata: StoredMetadata };
     } catch (err) {
       if (err instanceof AttemptFailed && err.failure.status === 404) return undefined;

@@ -43,7 +43,18 @@ import {
   registerProvider,
   type Registration,
   type RegistrationOptions,
+  type RegistrationState,
 } from './registration.js';
+
+/**
+ * The registration's state as `GET /registration` shows it, to anyone who reaches the port: a failure's reason
+ * and status, not the apiserver's message (which names accounts, resources and fields); that is in the log.
+ */
+function withoutDetails(state: RegistrationState): object {
+  if (!('lastError' in state) || !state.lastError) return state;
+  const { message: _message, ...reason } = state.lastError;
+  return { ...state, lastError: reason };
+}
 
 /** One plugin the provider serves, as a gateway.yaml entry would place it. */
 export interface ProvidedPlugin {
@@ -269,10 +280,10 @@ async function serveWith(
   // Started once listening (below); the route may be asked before.
   const started: { registration?: Registration } = {};
   router.get('/registration', (ctx) => {
-    const state = started.registration?.state() ?? { state: 'disabled' };
-    ctx.status = state.state === 'registered' || state.state === 'disabled' ? 200 : 503;
+    const state = started.registration?.state();
+    ctx.status = !state || state.state === 'registered' ? 200 : 503;
     ctx.set('Content-Type', 'application/json');
-    ctx.body = JSON.stringify(state);
+    ctx.body = JSON.stringify(state ? withoutDetails(state) : { state: 'disabled' });
   });
   app.use(router.routes());
   app.use(router.allowedMethods());

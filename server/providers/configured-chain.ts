@@ -53,7 +53,14 @@ export async function createChainForConfig(
     ...(deps.onProviderChange ? { onProviderChange: deps.onProviderChange } : {}),
     log: deps.log,
   });
-  await manager.setProviders(config.chain.filter((e): e is ProviderEntry => e.kind === 'provider'));
+  try {
+    await manager.setProviders(config.chain.filter((e): e is ProviderEntry => e.kind === 'provider'));
+  } catch (err) {
+    await manager.close();
+    // A provider entry's caBundle and client certificate are checked as its runtime is made: name the file and line.
+    const inFile = err instanceof ConfigError ? new ConfigError(config.file, err.path, err.expected) : err;
+    throw locateConfigError(inFile, config.file, config.locateField);
+  }
   // Declarations that cannot be ordered are a config error at start; later (providers registered at run time)
   // the steps concerned run as barriers, and the problem is logged and shown in /chain.
   const [problem] = manager.current().problems;

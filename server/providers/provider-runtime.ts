@@ -4,7 +4,6 @@
  * change. Discovery failures never throw: the provider is reported not ready, retried with backoff, and
  * its steps fail through their failurePolicy until it is discovered.
  */
-import { readFile } from 'node:fs/promises';
 import type { Match, Phase } from '../admission/types.js';
 import { attachmentOf } from '../chain/chain-extensions.js';
 import { compileMatch } from '../chain/match.js';
@@ -13,6 +12,7 @@ import { declarationFields } from '../chain/step-graph.js';
 import type { Step } from '../chain/step.js';
 import { resolveStepOptions } from '../config/step-options.js';
 import type { ProviderEntry } from '../config/types.js';
+import { loadTlsMaterial } from '../tls/serving-certificate.js';
 import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../base/log.js';
@@ -73,12 +73,24 @@ function decodeCaBundle(entry: ProviderEntry): string | undefined {
   return pem;
 }
 
+/**
+ * The client certificate and key, read and checked as the serving pair is (bounded regular files, parseable,
+ * the key the certificate's): a mistake stops the start instead of failing every call with `connection`.
+ */
+async function loadClientCert(entry: ProviderEntry): Promise<{ cert: string; key: string } | undefined> {
+  if (!entry.clientCert) return undefined;
+  try {
+    const { cert, key } = await loadTlsMaterial(entry.clientCert.certFile, entry.clientCert.keyFile);
+    return { cert: cert.toString('utf8'), key: key.toString('utf8') };
+  } catch (err) {
+    throw new ConfigError('provider', `${entry.path}.clientCert`, errorMessage(err));
+  }
+}
+
 export async function createProviderRuntime(entry: ProviderEntry, deps: ProviderRuntimeDeps): Promise<ProviderRuntime> {
   const url = resolveUrl(entry);
   const ca = decodeCaBundle(entry);
-  const clientCert = entry.clientCert
-    ? { cert: await readFile(entry.clientCert.certFile, 'utf8'), key: await readFile(entry.clientCert.keyFile, 'utf8') }
-    : undefined;
+  const clientCert = await loadClientCert(entry);
   const settings = entry.settings as Record<string, string> | undefined;
   const entryVersion = chooseReviewVersion(entry.admissionReviewVersions);
   const client: ProviderClient = createProviderClient({

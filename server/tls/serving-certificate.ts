@@ -19,10 +19,12 @@
  */
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
-import { stat, readFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { basename, dirname, join, relative } from 'node:path';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
+import { MAX_TLS_FILE_BYTES } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
+import { readRegularFile } from '../base/regular-file.js';
 import type { TlsConfig } from '../config/types.js';
 import {
   DEFAULT_FILE_NAMES,
@@ -335,7 +337,7 @@ export async function loadClientCA(file: string): Promise<Buffer> {
 
 async function readPem(file: string, what: string): Promise<Buffer> {
   try {
-    return await readFile(file);
+    return await readRegularFile(file, MAX_TLS_FILE_BYTES);
   } catch (err) {
     throw new Error(`cannot read TLS ${what} file "${file}": ${errorMessage(err)}`, { cause: err });
   }
@@ -389,7 +391,7 @@ export async function servingCaBundle(certFile: string, caFile?: string): Promis
   const file = caFile ?? defaultCaFile(certFile);
   let pem: string;
   try {
-    pem = await readFile(file, 'utf8');
+    pem = (await readRegularFile(file, MAX_TLS_FILE_BYTES)).toString('utf8');
   } catch {
     throw new Error(`cannot read the CA certificate "${file}"; pass --ca FILE (the CA that signed ${certFile})`);
   }

@@ -5,10 +5,11 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent } from 'undici';
-import { caBundle } from '../../certs/generate.js';
+import { caBundle, generateCertificates } from '../../certs/generate.js';
 import { runCliCaptured, type CliRun, configFolderPerTest } from '../helpers/cli.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
+import { makeNamedPipe, releaseNamedPipe } from '../helpers/named-pipe.js';
 import { decodePatch } from '../helpers/patch.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -213,6 +214,48 @@ ${third}`;
         assert.equal(run.stderr, `admission-gateway: ${file}:${c.error}\n`);
       });
     }
+
+    it('serve exits 2 at once for a config file that is a named pipe or a device, neither waiting nor reading on', async function () {
+      const pipe = join(folder.dir, 'pipe.yaml');
+      makeNamedPipe(pipe);
+      try {
+        const serve = (file: string) => runCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
+        const refused = (file: string, kind: string) => ({
+          code: 2,
+          stdout: '',
+          stderr: `admission-gateway: ${file}: (file): cannot read the config file: not a regular file (${kind})\n`,
+        });
+        assert.deepEqual(
+          [await serve(pipe), await serve('/dev/zero')],
+          [refused(pipe, 'a FIFO'), refused('/dev/zero', 'a character device')],
+        );
+      } finally {
+        releaseNamedPipe(pipe);
+      }
+    });
+
+    it('review exits 2 naming the provider whose client certificate and key do not belong together', async function () {
+      const sans = { dnsNames: ['localhost'], ipAddresses: [] };
+      const [client, other] = [generateCertificates(sans), generateCertificates(sans)];
+      await writeFile(join(folder.dir, 'client.crt'), client.cert);
+      await writeFile(join(folder.dir, 'client.key'), other.key);
+      const file = await folder.config(
+        'chain:\n  - provider: scanner\n    url: https://127.0.0.1:1/admit\n' +
+          '    clientCert: { certFile: client.crt, keyFile: client.key }\n',
+      );
+      const review = join(folder.dir, 'pod.json');
+      await writeFile(review, JSON.stringify(podCreate()));
+
+      const run = await runCli(['review', review, '--config', file]);
+
+      assert.deepEqual(run, {
+        code: 2,
+        stdout: '',
+        stderr:
+          `admission-gateway: ${file}:4:5: chain[0].clientCert: TLS key file "${join(folder.dir, 'client.key')}" ` +
+          `does not match the certificate in "${join(folder.dir, 'client.crt')}"\n`,
+      });
+    });
 
     it('review and manifests exit 2 with the same message', async function () {
       const file = await folder.config(cases[0]!.yaml);

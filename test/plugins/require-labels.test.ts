@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import plugin from '../../plugins/require-labels.js';
 import { deploymentCreate, podCreate, podDelete, podUpdate, requestOf, setAt } from '../fixtures/reviews/index.js';
 import { runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
@@ -9,6 +12,33 @@ const denied = (message: string) => ({ message: `require-labels: ${message}`, co
 
 const denialOf = async (request: AdmissionRequest, settings: unknown) =>
   (await runPlugin(plugin, request, { settings })).denial;
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * The denial for a Pod whose label `team` is `value`, under `values: {team: pattern}`, from a process of its
+ * own, killed after `timeoutMs`: a pattern run by backtracking would hold this process's event loop, mocha's
+ * timeout with it.
+ */
+async function denialInOwnProcess(pattern: string, value: string, timeoutMs: number): Promise<unknown> {
+  const script = `
+    import plugin from './plugins/require-labels.ts';
+    import { runPlugin } from './server/plugin-api/testing/index.ts';
+    import { podCreate, requestOf, setAt } from './test/fixtures/reviews/index.ts';
+    const request = requestOf(podCreate());
+    setAt(request.object, 'metadata.labels.team', ${JSON.stringify(value)});
+    const settings = { labels: ['team'], values: { team: ${JSON.stringify(pattern)} } };
+    process.stdout.write(JSON.stringify((await runPlugin(plugin, request, { settings })).denial));
+  `;
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', '--input-type=module', '--eval', script],
+    { cwd: ROOT, timeout: timeoutMs },
+  ).catch((err: Error & { killed?: boolean; stderr?: string }) => {
+    throw new Error(err.killed ? `no answer within ${timeoutMs} ms` : (err.stderr ?? err.message), { cause: err });
+  });
+  return JSON.parse(stdout);
+}
 
 describe('require-labels', () => {
   describe('settings', () => {
@@ -26,7 +56,14 @@ describe('require-labels', () => {
       [
         'an invalid regular expression',
         { labels: ['tier'], values: { tier: '(front' } },
-        'values.tier: invalid regular expression "(front": Unterminated group',
+        'values.tier: invalid regular expression "(front": missing closing ): `(front` ' +
+          '(patterns are RE2 syntax, matched in linear time: no lookaround, no backreferences)',
+      ],
+      [
+        'a pattern only a backtracking engine can run (lookahead)',
+        { labels: ['tier'], values: { tier: '(?=front)\\w+' } },
+        'values.tier: invalid regular expression "(?=front)\\w+": invalid or unsupported Perl syntax: `(?=` ' +
+          '(patterns are RE2 syntax, matched in linear time: no lookaround, no backreferences)',
       ],
       ['a misspelt setting', { label: ['team'] }, 'label: unknown setting (known: labels, values)'],
     ];
@@ -41,10 +78,15 @@ describe('require-labels', () => {
 
     it('drops repeated names and compiles each pattern to match whole values', () => {
       const parsed = settingsOf(plugin, { labels: ['team', 'team', 'tier'], values: { tier: 'front|back' } });
-      assert.deepEqual(parsed, {
-        labels: ['team', 'tier'],
-        values: new Map([['tier', { pattern: 'front|back', regex: /^(?:front|back)$/ }]]),
-      });
+      const tier = parsed.values.get('tier');
+      assert.deepEqual(
+        [parsed.labels, [...parsed.values.keys()], tier?.source],
+        [['team', 'tier'], ['tier'], 'front|back'],
+      );
+      assert.deepEqual(
+        ['front', 'back', 'frontback', 'fronts'].map((value) => tier?.matches(value)),
+        [true, true, false, false],
+      );
     });
   });
 
@@ -136,6 +178,16 @@ describe('require-labels', () => {
       assert.deepEqual(
         [absent.denial, present.denial],
         [undefined, denied('label tier="cache" does not match "frontend|backend"')],
+      );
+    });
+
+    it('answers a nested repetition promptly whatever the value: the pattern runs in linear time', async function () {
+      this.timeout(60_000);
+      // 2^40 ways to split the a's between the two +, each tried by a backtracking engine before it gives up.
+      const value = `${'a'.repeat(40)}b`;
+      assert.deepEqual(
+        await denialInOwnProcess('(a+)+', value, 30_000),
+        denied(`label team="${value}" does not match "(a+)+"`),
       );
     });
 

@@ -221,7 +221,7 @@ chain:
     [
       'a provider URL with a query',
       'chain: [{ provider: p, url: "https://127.0.0.1:1/a?x=1" }]',
-      'gateway.yaml:1:24: chain[0].url: must not have a query or fragment, got "https://127.0.0.1:1/a?x=1"',
+      'gateway.yaml:1:24: chain[0].url: must not have a query or fragment, got "https://127.0.0.1:1/a?…"',
     ],
     [
       'a memory budget smaller than one request body',
@@ -363,4 +363,46 @@ chain:
       'server.tls.keyFile': path.join(dir, 'certs/tls.key'),
     });
   });
+});
+
+describe('config errors about credentials', () => {
+  // Each message still says which field and what is wrong; none repeats the secret it refuses.
+  const cases: Array<[string, string, string]> = [
+    [
+      'a provider URL with a user and password',
+      'chain: [{ provider: p, url: "https://alice:s3cret@scanner.example/admit" }]',
+      'gateway.yaml:1:24: chain[0].url: must not carry credentials, got "https://***@scanner.example/admit"',
+    ],
+    [
+      'a plain-http provider URL with a user and password',
+      'chain: [{ provider: p, url: "http://alice:s3cret@scanner.example/admit" }]',
+      'gateway.yaml:1:24: chain[0].url: expected an https:// URL, got "http://***@scanner.example/admit"',
+    ],
+    [
+      'a provider URL with a token in its query',
+      'chain: [{ provider: p, url: "https://scanner.example/admit?token=s3cret" }]',
+      'gateway.yaml:1:24: chain[0].url: must not have a query or fragment, got "https://scanner.example/admit?…"',
+    ],
+    [
+      'an OTLP endpoint with a user and password',
+      'tracing: { otlpEndpoint: "https://alice:s3cret@otel.example:4318/v1/traces" }',
+      'gateway.yaml:1:12: tracing.otlpEndpoint: must not carry credentials (set tracing.headers), ' +
+        'got "https://***@otel.example:4318/v1/traces"',
+    ],
+    [
+      'OTLP headers given as one string',
+      'tracing: { otlpEndpoint: "https://otel.example", headers: "Authorization: Bearer s3cret" }',
+      'gateway.yaml:1:50: tracing.headers: expected a map of strings',
+    ],
+    [
+      'an OTLP header whose value is not a string',
+      'tracing: { otlpEndpoint: "https://otel.example", headers: { x-api-key: 12345678 } }',
+      'gateway.yaml:1:61: tracing.headers.x-api-key: expected a string',
+    ],
+  ];
+  for (const [name, yaml, message] of cases) {
+    it(`refuses ${name} without quoting it`, () => {
+      assert.equal(configError(yaml), message);
+    });
+  }
 });

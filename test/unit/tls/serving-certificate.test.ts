@@ -13,6 +13,7 @@ import {
   type CertificateBundle,
 } from '../../../certs/generate.js';
 import type { Logger } from '../../../server/base/log.js';
+import { makeNamedPipe, releaseNamedPipe } from '../../helpers/named-pipe.js';
 import {
   concernsCertificate,
   ensureServingCertificate,
@@ -305,6 +306,31 @@ describe('server/tls/serving-certificate', () => {
       await writeFile(files.keyFile, bundle1.cert);
       await assert.rejects(loadTlsMaterial(files.certFile, files.keyFile), {
         message: new RegExp(`^TLS key file "${files.keyFile}" does not contain a valid unencrypted PEM private key`),
+      });
+    });
+
+    it('refuses a named pipe at once instead of waiting for a writer, naming the file', async () => {
+      const pipe = join(dir, 'pipe.crt');
+      makeNamedPipe(pipe);
+      try {
+        await assert.rejects(loadTlsMaterial(pipe, files.keyFile), {
+          message: `cannot read TLS certificate file "${pipe}": not a regular file (a FIFO)`,
+        });
+      } finally {
+        releaseNamedPipe(pipe);
+      }
+    });
+
+    it('refuses a device that never ends, naming the file', async () => {
+      await assert.rejects(loadTlsMaterial(files.certFile, '/dev/zero'), {
+        message: 'cannot read TLS key file "/dev/zero": not a regular file (a character device)',
+      });
+    });
+
+    it('refuses a file over 1 MiB without parsing it, naming the file', async () => {
+      await writeFile(files.certFile, bundle1.cert.padEnd(1024 * 1024 + 1, '\n'));
+      await assert.rejects(loadTlsMaterial(files.certFile, files.keyFile), {
+        message: `cannot read TLS certificate file "${files.certFile}": larger than 1048576 bytes (1048577)`,
       });
     });
 

@@ -1,0 +1,18 @@
+import assert from 'node:assert/strict';
+import { defaultInflightBytes } from '../../../server/http/memory-limit.js';
+
+const MiB = 1024 * 1024;
+
+describe('the default server.maxInflightBytes', () => {
+  it('is what 80 % of the memory limit leaves after the baseline measured at start', () => {
+    // The Deployment's 192 Mi limit and a gateway that measured 74 MiB resident before its first review.
+    assert.equal(
+      defaultInflightBytes({ bytes: 192 * MiB, source: 'cgroup' }, 74 * MiB, 7 * MiB),
+      Math.floor(0.8 * 192 * MiB) - 74 * MiB,
+    );
+  });
+
+  it('is never less than one body of server.maxRequestBytes weighs, however large the baseline', () => {
+    assert.equal(defaultInflightBytes({ bytes: 192 * MiB, source: 'cgroup' }, 150 * MiB, 7 * MiB), 35 * MiB);
+  });
+});
