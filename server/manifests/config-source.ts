@@ -3,12 +3,13 @@
  * cluster (manifests/config.yaml, key `gateway.yaml`), so the installed chain's webhooks can be rendered
  * from the installed file itself.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LineCounter, Scalar, isScalar, parse, parseDocument } from 'yaml';
 import { loadConfig, parseConfigText } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ConfigError, type SourcePosition } from '../base/errors.js';
+import { MAX_CONFIG_FILE_BYTES } from '../base/limits.js';
+import { readRegularFile } from '../base/regular-file.js';
 
 export const CONFIG_MAP_KEY = 'gateway.yaml';
 
@@ -58,7 +59,11 @@ export async function loadManifestsConfig(
   options: { isDefaultLocation: boolean; cwd: string },
 ): Promise<GatewayConfig> {
   const absolute = path.resolve(options.cwd, file);
-  const text = await readFile(absolute, 'utf8').catch(() => undefined);
+  // Bounded and regular only, as loadConfig reads it: that one then says what is wrong with the file.
+  const text = await readRegularFile(absolute, MAX_CONFIG_FILE_BYTES).then(
+    (bytes) => bytes.toString('utf8'),
+    () => undefined,
+  );
   const embedded = text === undefined ? undefined : configMapGatewayYaml(text, file);
   if (text === undefined || embedded === undefined) return loadConfig(file, options);
   const positions = embeddedPositions(text);

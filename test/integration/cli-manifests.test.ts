@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { runCliCaptured, type CliRun, configFolderPerTest } from '../helpers/cli.js';
+import { makeNamedPipe, releaseNamedPipe } from '../helpers/named-pipe.js';
 import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -459,6 +460,21 @@ chain:
         run.stderr,
         `admission-gateway: ${file}:2:5: chain[0].plugin: unknown plugin "nope" (known: access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
       );
+    });
+
+    it('given a named pipe as the config file, at once (reading it would wait for a writer)', async function () {
+      const fifo = join(folder.dir, 'gateway.yaml.fifo');
+      makeNamedPipe(fifo);
+      try {
+        const run = await runCli(['manifests', '--config', fifo, '--no-ca-bundle']);
+        assert.equal(run.code, 2, run.stderr);
+        assert.equal(
+          run.stderr,
+          `admission-gateway: ${fifo}: (file): cannot read the config file: not a regular file (a FIFO)\n`,
+        );
+      } finally {
+        releaseNamedPipe(fifo);
+      }
     });
 
     it('given a misspelt flag, naming the closest', async function () {
