@@ -139,7 +139,7 @@ async function writeAuthorizationConfig(
       (output.allRequests
         ? ' (every other request is sent: authorize steps may be added at run time).'
         : ' and the requests no authorize step matches.'),
-    '  kube-apiserver rereads the file about once a minute: a regenerated file takes effect without a restart.',
+    '  kube-apiserver watches the file: a regenerated one takes effect without a restart (the kubeconfig is read at start).',
   ];
 }
 
