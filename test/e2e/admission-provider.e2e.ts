@@ -283,7 +283,9 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
       ],
       [
         { match: { rules: [{ ...POD_RULE, resources: ['pods/a/b'] }] } },
-        `spec.match.rules.resources: Invalid value: "pods/a/b": spec.match.rules.resources in body should match '^[^/]+(/[^/]+)?$'`,
+        kubeAtLeast(21)
+          ? `spec.match.rules[0].resources[0]: Invalid value: "pods/a/b": spec.match.rules[0].resources[0] in body should match '^[^/]+(/[^/]+)?$'`
+          : `spec.match.rules.resources: Invalid value: "pods/a/b": spec.match.rules.resources in body should match '^[^/]+(/[^/]+)?$'`,
       ],
     ];
     for (const [change, expected] of cases) {

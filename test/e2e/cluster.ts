@@ -272,13 +272,18 @@ export const kubeAtLeast = (minor: number): boolean => kubeVersion()[1] >= minor
  */
 export function requireKube(ctx: Mocha.Context, minor: number, feature: string): void {
   if (kubeAtLeast(minor)) return;
-  const reason = ` [skipped: needs Kubernetes ≥ 1.${minor} (${feature}); this apiserver is ${kubeVersion().join('.')}]`;
+  skipBecause(ctx, `needs Kubernetes ≥ 1.${minor} (${feature}); this apiserver is ${kubeVersion().join('.')}`);
+}
+
+/** Skips as `requireKube` does, for another reason the version gives (`[skipped: <reason>]` in the title). */
+export function skipBecause(ctx: Mocha.Context, why: string): never {
+  const reason = ` [skipped: ${why}]`;
   const runnable = ctx.test;
   // In a before hook `ctx.test` is the hook (mocha's runtime `type`, which its typings leave out).
   const isHook = (runnable as { type?: string } | undefined)?.type === 'hook';
   const tests = isHook ? allTests(runnable?.parent) : runnable ? [runnable] : [];
   for (const test of tests) if (!test.title.endsWith(']')) test.title += reason;
-  ctx.skip();
+  return ctx.skip();
 }
 
 function allTests(suite: Mocha.Suite | undefined): Mocha.Runnable[] {

@@ -1,8 +1,9 @@
 /**
  * The shipped manifests installed as the README says, with kubectl: `kubectl apply -k` of an overlay of
  * manifests/ made for this apiserver's version — with the autoscaling component from 1.23 (policy/v1
- * PodDisruptionBudget, autoscaling/v2 HorizontalPodAutoscaler, webhooks with matchConditions from 1.30), with
- * the k8s-1.20 component on 1.20 (policy/v1beta1, no matchConditions, the namespaces labelled instead). Every
+ * PodDisruptionBudget, autoscaling/v2 HorizontalPodAutoscaler, webhooks with matchConditions from 1.30; the
+ * k8s-1.29 component before), with the k8s-1.20 component on 1.20 (policy/v1beta1, no matchConditions, the
+ * namespaces labelled instead); each older version's component gives what `manifests --kube-version` renders. Every
  * object of the overlay is stored as written, and the webhook configurations are exactly what
  * `admission-gateway manifests --kube-version <this version>` renders for manifests/config.yaml. Everything
  * but the Namespace is removed again afterwards, webhooks first (a deleted namespace stays Terminating here,
@@ -44,8 +45,32 @@ const documents = (text: string): Wire[] =>
 /** The components this version takes, as the README says (autoscaling/v2 is served from 1.23). */
 function components(): string[] {
   if (!kubeAtLeast(21)) return ['k8s-1.20'];
-  return kubeAtLeast(23) ? ['autoscaling'] : [];
+  return [...(kubeAtLeast(23) ? ['autoscaling'] : []), ...(kubeAtLeast(30) ? [] : ['k8s-1.29'])];
 }
+
+/** An overlay of manifests/ with `components`, written into `dir`; kustomize takes no absolute paths. */
+async function overlay(dir: string, components: readonly string[]): Promise<void> {
+  const relative = (to: string) => path.relative(dir, to);
+  await writeFile(
+    path.join(dir, 'kustomization.yaml'),
+    `resources: [${relative(MANIFESTS_DIR)}]\ncomponents: [${components
+      .map((c) => relative(path.join(MANIFESTS_DIR, c)))
+      .join(', ')}]\n`,
+  );
+}
+
+/** The webhooks of `admission-gateway manifests --kube-version <version>` for manifests/config.yaml. */
+async function renderedWebhooks(version: string): Promise<unknown[]> {
+  const { code, stdout, stderr } = await runCliCaptured(
+    ['manifests', '--config', 'manifests/config.yaml', '--no-ca-bundle', '--kube-version', version, '-o', 'json'],
+    { cwd: REPO_ROOT, plugins: shippedPlugins },
+  );
+  assert.equal(code, 0, stderr);
+  return (JSON.parse(stdout) as { items: Wire[] }).items.map((o) => o.webhooks);
+}
+
+const webhooksOf = (objects: readonly Wire[]) =>
+  objects.filter((o) => String(o.kind).endsWith('WebhookConfiguration')).map((o) => o.webhooks);
 
 describe('kubectl apply -k of the shipped manifests, for this apiserver’s version', function () {
   this.timeout(180_000);
@@ -55,14 +80,7 @@ describe('kubectl apply -k of the shipped manifests, for this apiserver’s vers
 
   before(async function () {
     dir = await mkdtemp(path.join(tmpdir(), 'install-kubectl-'));
-    // kustomize takes no absolute paths: the overlay names manifests/ relative to its own folder.
-    const relative = (to: string) => path.relative(dir, to);
-    await writeFile(
-      path.join(dir, 'kustomization.yaml'),
-      `resources: [${relative(MANIFESTS_DIR)}]\ncomponents: [${components()
-        .map((c) => relative(path.join(MANIFESTS_DIR, c)))
-        .join(', ')}]\n`,
-    );
+    await overlay(dir, components());
     if (!kubeAtLeast(21)) {
       // README: on 1.20 the namespaces the webhooks must never see are labelled before the install.
       await kubectl('label', 'namespace', 'kube-system', 'kube-node-lease', `${EXCLUDE_LABEL}=true`, '--overwrite');
@@ -119,19 +137,24 @@ describe('kubectl apply -k of the shipped manifests, for this apiserver’s vers
   });
 
   it('installs the webhook configurations `manifests --kube-version` renders for this version', async function () {
-    const version = kubeVersion().join('.');
-    const { code, stdout, stderr } = await runCliCaptured(
-      ['manifests', '--config', 'manifests/config.yaml', '--no-ca-bundle', '--kube-version', version, '-o', 'json'],
-      { cwd: REPO_ROOT, plugins: shippedPlugins },
-    );
-    assert.equal(code, 0, stderr);
-    const rendered = (JSON.parse(stdout) as { items: Wire[] }).items;
-    const installed = built.filter((o) => String(o.kind).endsWith('WebhookConfiguration'));
-    assert.deepEqual(
-      installed.map((o) => o.webhooks),
-      rendered.map((o) => o.webhooks),
-    );
-    const conditions = installed.flatMap((o) => (o.webhooks as Wire[]).map((w) => w.matchConditions !== undefined));
+    assert.deepEqual(webhooksOf(built), await renderedWebhooks(kubeVersion().join('.')));
+    const conditions = webhooksOf(built).flatMap((w) => (w as Wire[]).map((x) => x.matchConditions !== undefined));
     assert.deepEqual(conditions, [kubeAtLeast(30), kubeAtLeast(30)], 'matchConditions from 1.30 only');
+  });
+
+  it('has a component for each older version that gives the webhooks `manifests --kube-version` renders for it', async function () {
+    for (const [component, version] of [
+      ['k8s-1.29', '1.29'],
+      ['k8s-1.20', '1.20'],
+    ] as const) {
+      const other = await mkdtemp(path.join(tmpdir(), `install-kubectl-${component}-`));
+      try {
+        await overlay(other, [component]);
+        const objects = documents((await kubectl('kustomize', other)).stdout);
+        assert.deepEqual(webhooksOf(objects), await renderedWebhooks(version), component);
+      } finally {
+        await rm(other, { recursive: true, force: true });
+      }
+    }
   });
 });

@@ -24,6 +24,7 @@ import {
   type ManifestDocument,
   type Wire,
 } from '../helpers/manifest-files.js';
+import { kubeAtLeast, kubeVersion, skipBecause } from './cluster.js';
 import {
   ApplyRefused,
   apiserverRequest,
@@ -165,8 +166,16 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
         .flat()
         .map((d) => objectId(d.object)),
     );
-    const rest = base.filter((d) => d !== crd && d !== namespace);
-    assert.ok(rest.length >= 8, `${rest.length} documents`);
+    // Before 1.30 the webhooks are applied through a component that removes their matchConditions
+    // (install-kubectl.e2e.ts applies it with kubectl): the base's own are not for this apiserver.
+    const webhooksNeedComponent = !kubeAtLeast(30);
+    const rest = base.filter(
+      (d) =>
+        d !== crd &&
+        d !== namespace &&
+        !(webhooksNeedComponent && String(d.object.kind).endsWith('WebhookConfiguration')),
+    );
+    assert.ok(rest.length >= (webhooksNeedComponent ? 6 : 8), `${rest.length} documents`);
     const toApply: ManifestDocument[] = [];
     const resources: ServedResource[] = [];
     const unserved: string[] = [];
@@ -186,7 +195,7 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
       [],
       'kinds this apiserver does not serve',
     );
-    assert.ok(toApply.length >= 7, `${toApply.length} documents applied`);
+    assert.ok(toApply.length >= (webhooksNeedComponent ? 5 : 7), `${toApply.length} documents applied`);
     const problems = await dryRunAll(toApply, resources);
     assert.deepEqual(problems, [], problems.join('\n'));
   });
@@ -200,7 +209,12 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
     );
     if (policyV1.status !== 404) {
       // A newer e2e apiserver: manifests/pdb.yaml was applied above; the component matters only to ≤1.20.
-      if (!(await servedResource('policy/v1beta1', 'PodDisruptionBudget'))) this.skip();
+      if (!(await servedResource('policy/v1beta1', 'PodDisruptionBudget'))) {
+        skipBecause(
+          this,
+          `policy/v1beta1 is not served since Kubernetes 1.25; this apiserver is ${kubeVersion().join('.')}`,
+        );
+      }
     }
     const problems = await dryRunAll(docs, await Promise.all(docs.map(resourceOf)));
     assert.deepEqual(problems, [], problems.join('\n'));
