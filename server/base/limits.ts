@@ -39,7 +39,9 @@ export function clip(text: string, max = MAX_ECHO_CHARS): string {
   let end = max;
   const last = text.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end--;
-  return `${text.slice(0, end)}… (${text.length - end} more characters)`;
+  // A copy, not a slice: V8 keeps the whole of a string alive behind any slice of it, and what is clipped is
+  // often kept (a log field, a trace) while the original is megabytes.
+  return Buffer.from(`${text.slice(0, end)}… (${text.length - end} more characters)`, 'utf16le').toString('utf16le');
 }
 
 /** Control characters (terminal escapes, line breaks) replaced by a space, runs of spaces folded. */
