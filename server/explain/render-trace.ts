@@ -80,5 +80,7 @@ export function renderTrace(trace: KeptTrace): string {
   if (trace.redacted && (trace.patch?.length || trace.steps.some((s) => s.patch?.length))) {
     lines.push('  (patch values redacted: explain.includeObjects is off)');
   }
+  if (trace.clipped)
+    lines.push('  (clipped: what the review carried was cut where it says so, to keep the trace small)');
   return lines.join('\n');
 }

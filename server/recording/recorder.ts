@@ -25,6 +25,8 @@ export interface RecorderDeps {
   /** [0, 1); Math.random unless a test fixes it. */
   readonly random?: () => number;
   readonly maxQueuedBytes?: number;
+  /** What is redacted; compiled from `record.redact` unless given. */
+  readonly redaction?: Redaction;
 }
 
 export class Recorder {
@@ -46,7 +48,7 @@ export class Recorder {
     private readonly config: RecordConfig,
     private readonly deps: RecorderDeps,
   ) {
-    this.redaction = compileRedaction(config.redact);
+    this.redaction = deps.redaction ?? compileRedaction(config.redact);
     this.routes = new Set(config.routes);
     this.random = deps.random ?? Math.random;
     this.maxQueuedBytes = deps.maxQueuedBytes ?? MAX_QUEUED_BYTES;

@@ -247,7 +247,7 @@ chain:
       const statuses = await Promise.all(uids.map(async (uid) => (await small.ops(`/explain/${uid}`)).status));
       assert.deepEqual(statuses, [404, 200, 200]);
       assert.deepEqual((await small.ops(`/explain/${uids[0]}`)).body, {
-        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 2 are kept)`,
+        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 2 are kept, fewer when their traces would hold more than explain.maxBytes)`,
       });
     } finally {
       await small.close();
@@ -321,10 +321,57 @@ chain:
       const statuses = await Promise.all(uids.map(async (uid) => (await notable.ops(`/explain/${uid}`)).status));
       assert.deepEqual(statuses, [404, 200, 200]);
       assert.deepEqual((await notable.ops(`/explain/${uids[0]}`)).body, {
-        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 1000 refused, warned or annotated reviews are kept)`,
+        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 1000 refused, warned or annotated reviews are kept, fewer when their traces would hold more than explain.maxBytes)`,
       });
     } finally {
       await notable.close();
+    }
+  });
+
+  it('keeps every string of a trace clipped, saying so, whatever the reviews carry: the buffer stays small', async () => {
+    // With `keep: notable` (the default) a warn-mode validator makes an ordinary Pod notable; `all` needs none.
+    const hostile = await startHarness({ yaml: 'explain: { keep: all }\nchain: []\n' });
+    try {
+      const [long, longer] = [1_000_000, 5_000_000];
+      const uids = Array.from({ length: 12 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+      for (const uid of uids) {
+        const review = unlabelledPod(uid);
+        review.request!.name = `${uid}${'n'.repeat(longer)}`;
+        review.request!.kind = { group: '', version: 'v1', kind: `Pod${'k'.repeat(long)}` };
+        review.request!.subResource = 's'.repeat(long);
+        await hostile.review('/validate', review);
+      }
+      const list = await hostile.ops('/explain?limit=1000');
+      const traces = await Promise.all(uids.map((uid) => hostile.ops(`/explain/${uid}`)));
+      const served = list.text.length + traces.reduce((sum, t) => sum + t.text.length, 0);
+      const last = traces.at(-1)!.body as {
+        request: { name: string; kind: string; resource: string };
+        clipped: boolean;
+      };
+      const cut = (text: string) => `${text.slice(0, 256)}… (${text.length - 256} more characters)`;
+      assert.deepEqual(
+        {
+          statuses: traces.map((t) => t.status),
+          name: last.request.name,
+          kind: last.request.kind,
+          resource: last.request.resource,
+          clipped: last.clipped,
+          servedUnder64KiB: served < 64 * 1024,
+        },
+        {
+          statuses: uids.map(() => 200),
+          name: cut(`${uids.at(-1)!}${'n'.repeat(longer)}`),
+          kind: `v1/${cut(`Pod${'k'.repeat(long)}`)}`,
+          resource: `v1/pods/${cut('s'.repeat(long))}`,
+          clipped: true,
+          servedUnder64KiB: true,
+        },
+      );
+      const { bytes, maxBytes } = list.body as { bytes: number; maxBytes: number };
+      assert.ok(bytes > 0 && bytes <= 64 * 1024, `the buffer counts ${bytes} bytes`);
+      assert.equal(maxBytes, 8 * 1024 * 1024);
+    } finally {
+      await hostile.close();
     }
   });
 
