@@ -3,6 +3,8 @@
  * provider, the trace read back from the ops server by the uid the answer's audit annotation names.
  */
 import assert from 'node:assert/strict';
+import type { AdmissionReview } from '../../server/admission/types.js';
+import { definePlugin } from '../../server/plugin-api/index.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { PROVIDER_PATCH, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { startHarness, type Harness } from '../helpers/gateway-harness.js';
@@ -23,6 +25,42 @@ function timeless(trace: unknown): unknown {
     }
     return value;
   }) as unknown;
+}
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** Writes into a Secret what `kubectl apply` and a secret-filling step would: data, stringData, last-applied. */
+const fillsSecret = definePlugin({
+  name: 'fills-secret',
+  match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['secrets'] }] },
+  setup: () => ({
+    mutate({ object }) {
+      const secret = object as { data?: Record<string, string>; stringData?: Record<string, string> };
+      (secret.data ??= {}).password = 'aHVudGVyMg==';
+      secret.stringData = { token: 's3cr3t-t0k3n' };
+      (object.metadata ??= {}).annotations = {
+        [LAST_APPLIED]: `${JSON.stringify({ apiVersion: 'v1', kind: 'Secret', stringData: { token: 's3cr3t-t0k3n' } })}\n`,
+      };
+    },
+  }),
+});
+
+/** A Secret create in team-a, holding a password already. */
+function secretCreate(uid: string): AdmissionReview {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: '', version: 'v1', kind: 'Secret' },
+      resource: { group: '', version: 'v1', resource: 'secrets' },
+      name: 'creds',
+      namespace: 'team-a',
+      operation: 'CREATE',
+      userInfo: { username: 'alice@example.com' },
+      object: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, data: { user: 'YWxpY2U=' } },
+    },
+  };
 }
 
 /** The fixture's Pod CREATE, without the `team` label and with a `latest` image, in namespace `team-a`. */
@@ -372,6 +410,33 @@ chain:
       assert.equal(maxBytes, 8 * 1024 * 1024);
     } finally {
       await hostile.close();
+    }
+  });
+
+  it("redacts with explain.includeObjects what a step writes into a Secret's data, as a recording does", async () => {
+    const secrets = await startHarness({
+      yaml: 'explain: { includeObjects: true, keep: all }\nchain: [{ plugin: fills-secret }]\n',
+      plugins: [fillsSecret],
+    });
+    try {
+      const uid = '00000000-0000-4000-8000-00000000005e';
+      const answer = await secrets.review('/mutate', secretCreate(uid));
+      assert.equal(answer.response.patchType, 'JSONPatch');
+      const trace = (await secrets.ops(`/explain/${uid}`)).body as { patch: unknown; steps: Array<{ patch: unknown }> };
+      const redacted = [
+        { op: 'add', path: '/data/password', value: '<redacted>' },
+        { op: 'add', path: '/stringData', value: { token: '<redacted>' } },
+        {
+          op: 'add',
+          path: '/metadata/annotations',
+          value: { [LAST_APPLIED]: '{"apiVersion":"v1","kind":"Secret","stringData":{"token":"<redacted>"}}\n' },
+        },
+      ];
+      assert.deepEqual({ patch: trace.patch, step: trace.steps[0]!.patch }, { patch: redacted, step: redacted });
+      const text = (await secrets.ops(`/explain/${uid}?format=text`)).text;
+      assert.deepEqual([text.includes('aHVudGVyMg=='), text.includes('s3cr3t')], [false, false]);
+    } finally {
+      await secrets.close();
     }
   });
 

@@ -25,12 +25,19 @@ function podReview(n: number, name: string, labels: Record<string, string>): Adm
   return review;
 }
 
-/** A Secret create in team-a with `data`. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** A Secret create in team-a with `data`, as `kubectl apply` makes it (its data in the last-applied annotation). */
 function secretReview(n: number, name: string, data: Record<string, string>): AdmissionReview {
+  const applied = { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'team-a' }, data };
   const object: KubeObject = {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name, namespace: 'team-a', annotations: { token: 'abc' } },
+    metadata: {
+      name,
+      namespace: 'team-a',
+      annotations: { token: 'abc', [LAST_APPLIED]: `${JSON.stringify(applied)}\n` },
+    },
     data,
   };
   return {
@@ -106,7 +113,15 @@ chain:
     assert.deepEqual((lines[4]!.request as { object: unknown }).object, {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: 'creds', namespace: 'team-a', annotations: { token: '<redacted>' } },
+      metadata: {
+        name: 'creds',
+        namespace: 'team-a',
+        annotations: {
+          token: '<redacted>',
+          [LAST_APPLIED]:
+            '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"creds","namespace":"team-a"},"data":{"password":"<redacted>"}}\n',
+        },
+      },
       data: { password: '<redacted>' },
     });
     assert.deepEqual(lines[3]!.answer, {
