@@ -4,6 +4,7 @@
  * said and wrote), so that the step that decided is found at a glance.
  */
 import type { JsonPatchOperation } from '../admission/types.js';
+import { escapeControl } from '../base/limits.js';
 import type { KeptTrace } from './trace-buffer.js';
 
 const OUTCOME_WORD: Readonly<Record<string, string>> = {
@@ -82,5 +83,6 @@ export function renderTrace(trace: KeptTrace): string {
   }
   if (trace.clipped)
     lines.push('  (clipped: what the review carried was cut where it says so, to keep the trace small)');
-  return lines.join('\n');
+  // Names, messages and paths come from the review: escaped, so that a terminal shows them and obeys none.
+  return lines.map(escapeControl).join('\n');
 }

@@ -241,6 +241,16 @@ chain:
     ]);
     assert.ok(lines.includes('  3. deletes-only [plugin] skipped'), answer.text);
     assert.ok(lines.includes('       why: rules do not match: rule 1 wants operations [DELETE], not CREATE'));
+
+    // What the review names is escaped: a terminal reading the trace shows an escape sequence, never obeys one.
+    const escaping = unlabelledPod('00000000-0000-4000-8000-0000000000e5');
+    escaping.request!.name = 'web\u001b[2J\u009b31m\nforged';
+    await h.review('/mutate', escaping);
+    const text = (await h.ops(`/explain/${escaping.request!.uid}?format=text`)).text;
+    assert.equal(
+      text.split('\n')[0],
+      'mutate: CREATE v1/Pod team-a/web\\u001b[2J\\u009b31m\\u000aforged by alice@example.com',
+    );
   });
 
   it('finds every review of a trace id, and lists recent refusals newest first', async () => {

@@ -291,6 +291,69 @@ with the warnings changed:
       stderr: `admission-gateway: replay: ${file}: line 2: request: request is missing: expected an AdmissionReview with a request object\n`,
     });
   });
+
+  it('refuses a line nested too deep, naming it, instead of crashing on it', async () => {
+    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
+    await gateway.review('/mutate', podReview(1, 'web', {}));
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    const file = join(dir, 'recording.ndjson');
+    const [first] = await recordedLines(file);
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const line = JSON.stringify({
+      ...first,
+      answer: { allowed: true, patch: [{ op: 'add', path: '/metadata/labels/x', value: '<deep>' }] },
+    }).replace('"<deep>"', deep);
+    await writeFile(file, `${JSON.stringify(first)}\n${line}\n`);
+    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'gateway.yaml'], { cwd: dir });
+    assert.deepEqual(run, {
+      code: 2,
+      stdout: '',
+      stderr: `admission-gateway: replay: ${file}: line 2: nests arrays and objects more than 1004 levels deep\n`,
+    });
+  });
+
+  it('prints what a recording says with its control characters escaped, never raw to the terminal', async () => {
+    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
+    await gateway.review('/validate', podReview(1, 'web', {}));
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    const file = join(dir, 'recording.ndjson');
+    const [line] = await recordedLines(file);
+    const request = line!.request as { name: string };
+    // An ANSI escape (clear the screen), a C1 control introducing another, a line break to forge a report line.
+    request.name = 'web\u001b[2J\u009b31m\n  line 9: forged';
+    await writeFile(file, `${JSON.stringify(line)}\n`);
+    await writeFile(join(dir, 'candidate.yaml'), 'chain: [{ plugin: require-labels, settings: { labels: [team] } }]\n');
+    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml'], { cwd: dir });
+    assert.equal(
+      run.stdout,
+      `replayed 1 review of recording.ndjson on candidate.yaml
+1 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 0 unchanged
+
+newly denied:
+  line 1: CREATE Pod team-a/web\\u001b[2J\\u009b31m\\u000a  line 9: forged (validate)
+    require-labels: missing required label: team
+`,
+    );
+    const json = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml', '-o', 'json'], {
+      cwd: dir,
+    });
+    // JSON escapes the C0 controls itself; the C1 one is escaped alike.
+    assert.ok(json.stdout.includes('"request": "CREATE Pod team-a/web\\u001b[2J\\u009b31m\\n  line 9: forged"'));
+    assert.equal(
+      (JSON.parse(json.stdout) as { differences: Array<{ request: string }> }).differences[0]!.request,
+      `CREATE Pod team-a/${request.name}`,
+    );
+    // A line the reader refuses: its message on stderr, which describes the operation, is escaped too.
+    await writeFile(file, '{"format":1,"route":"validate","request":{"uid":"u","operation":"\\u009b2J"}}\n');
+    const refused = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml'], { cwd: dir });
+    assert.deepEqual(refused, {
+      code: 2,
+      stdout: '',
+      stderr: `admission-gateway: replay: ${file}: line 1: request: request.operation="\\u009b2J", expected CREATE, UPDATE, DELETE or CONNECT\n`,
+    });
+  });
 });
 
 describe('shadow steps', function () {

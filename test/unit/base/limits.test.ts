@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { clip } from '../../../server/base/limits.js';
+import { clip, escapeControl } from '../../../server/base/limits.js';
 
 const LIMITS = fileURLToPath(new URL('../../../server/base/limits.ts', import.meta.url));
 
@@ -32,5 +32,14 @@ describe('clip()', () => {
     );
     // Forty originals would be 200 MB.
     assert.ok(Number(stdout) < 10_000_000, `${stdout.trim()} bytes held`);
+  });
+});
+
+describe('escapeControl()', () => {
+  it('writes control characters and bidirectional overrides as \\u escapes, and leaves the rest', () => {
+    assert.equal(
+      escapeControl('a\u001b[2Jb\nc\u009bd\u202eé😀\u007f'),
+      'a\\u001b[2Jb\\u000ac\\u009bd\\u202eé😀\\u007f',
+    );
   });
 });
