@@ -75,6 +75,14 @@ describe('record and replay', function () {
     gateway = provider = undefined;
   });
 
+  /** A gateway recording every review answers one Pod review on `route` and stops: its folder and recording. */
+  async function recordOne(route: '/mutate' | '/validate'): Promise<{ dir: string; file: string }> {
+    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
+    await gateway.review(route, podReview(1, 'web', {}));
+    await gateway.gateway.close();
+    return { dir: gateway.dir, file: join(gateway.dir, 'recording.ndjson') };
+  }
+
   it('records every sampled review redacted, and replay lists what a candidate would answer differently', async () => {
     gateway = await startHarness({
       yaml: `
@@ -276,11 +284,7 @@ with the warnings changed:
   });
 
   it('refuses a recording that is not one, naming the line, with exit code 2 and nothing replayed', async () => {
-    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
-    await gateway.review('/validate', podReview(1, 'web', {}));
-    const dir = gateway.dir;
-    await gateway.gateway.close();
-    const file = join(dir, 'recording.ndjson');
+    const { dir, file } = await recordOne('/validate');
     await writeFile(file, `${await readFile(file, 'utf8')}{"format":1,"route":"validate"}\n`);
     const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'gateway.yaml', '-o', 'json'], {
       cwd: dir,
@@ -293,11 +297,7 @@ with the warnings changed:
   });
 
   it('refuses a line nested too deep, naming it, instead of crashing on it', async () => {
-    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
-    await gateway.review('/mutate', podReview(1, 'web', {}));
-    const dir = gateway.dir;
-    await gateway.gateway.close();
-    const file = join(dir, 'recording.ndjson');
+    const { dir, file } = await recordOne('/mutate');
     const [first] = await recordedLines(file);
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
     const line = JSON.stringify({
@@ -314,11 +314,7 @@ with the warnings changed:
   });
 
   it('prints what a recording says with its control characters escaped, never raw to the terminal', async () => {
-    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
-    await gateway.review('/validate', podReview(1, 'web', {}));
-    const dir = gateway.dir;
-    await gateway.gateway.close();
-    const file = join(dir, 'recording.ndjson');
+    const { dir, file } = await recordOne('/validate');
     const [line] = await recordedLines(file);
     const request = line!.request as { name: string };
     // An ANSI escape (clear the screen), a C1 control introducing another, a line break to forge a report line.
