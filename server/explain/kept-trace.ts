@@ -58,8 +58,9 @@ export interface KeptInput {
   readonly clipped: boolean;
 }
 
-/** Values left out: larger than the room left for them. */
-const leftOut = (room: number): string => `<left out: more than ${room} bytes>`;
+/** What a value left out reads. */
+const TOO_LARGE = `<left out: more than ${MAX_TRACED_VALUE_BYTES} bytes>`;
+const NO_ROOM = `<left out: the trace keeps ${MAX_TRACED_VALUES_BYTES} bytes of values at most>`;
 
 /** The size of `value` as JSON, or undefined once it passes `max` (never walking further than that). */
 export function jsonBytesWithin(value: unknown, max: number): number | undefined {
@@ -122,13 +123,12 @@ class Keeper {
     return { op: op.op, path, value: valued ? this.value(valued.value) : undefined };
   }
 
-  /** A copy of the value, or a note that it was left out when larger than the room left. */
+  /** A copy of the value, or a note of why it was left out. */
   private value(value: unknown): unknown {
-    const room = Math.min(MAX_TRACED_VALUE_BYTES, this.valueRoom);
-    const bytes = jsonBytesWithin(value, room);
-    if (bytes === undefined) {
+    const bytes = jsonBytesWithin(value, MAX_TRACED_VALUE_BYTES);
+    if (bytes === undefined || bytes > this.valueRoom) {
       this.clipped = true;
-      return this.text(leftOut(room), Infinity);
+      return this.text(bytes === undefined ? TOO_LARGE : NO_ROOM, Infinity);
     }
     this.valueRoom -= bytes;
     this.bytes += bytes;

@@ -141,8 +141,8 @@ describe('TraceBuffer', () => {
     const whole = values.filter((v) => v === String(values.indexOf(v) % 10).repeat(1000));
     assert.ok(whole.length * 1002 <= MAX_TRACED_VALUES_BYTES && whole.length >= 30, `${whole.length} values kept`);
     assert.deepEqual(
-      values.slice(whole.length).map((v) => String(v).replace(/\d+/, 'N')),
-      values.slice(whole.length).map(() => '<left out: more than N bytes>'),
+      values.slice(whole.length),
+      values.slice(whole.length).map(() => '<left out: the trace keeps 32768 bytes of values at most>'),
     );
   });
 
