@@ -76,6 +76,8 @@ export class Recorder {
   /** `onReviewed`'s listener: the reviews not sampled cost nothing (their trace is never built); never waits for the disk. */
   offer(reviewed: ReviewedRequest): void {
     if (this.random() >= this.config.sampleRate || !this.routes.has(reviewed.traceInput.route)) return;
+    // Waiting to open the file again: not even serialised.
+    if (this.failing && this.now() < this.retryAt) return this.count('error');
     let line: string;
     try {
       line = `${JSON.stringify(recordedReviewOf(reviewed, this.redaction))}\n`;
@@ -86,7 +88,6 @@ export class Recorder {
     }
     const bytes = Buffer.byteLength(line);
     if (bytes > MAX_LINE_BYTES) return this.count('too_large');
-    if (this.failing && this.now() < this.retryAt) return this.count('error');
     if (this.queuedBytes + bytes > this.maxQueuedBytes) return this.count('queue_full');
     if (this.full || (this.size !== undefined && this.size + this.queuedBytes + bytes > this.config.maxFileBytes)) {
       this.full = true;
