@@ -1,19 +1,12 @@
 import assert from 'node:assert/strict';
-import { Registry } from 'prom-client';
 import type { AdmissionRequest } from '../../../server/admission/types.js';
-import { createLogger } from '../../../server/base/log.js';
-import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { ReviewedRequest } from '../../../server/chain/decision-trace.js';
-import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
-import { parseConfigText } from '../../../server/config/load.js';
 import { MAX_TRACED_VALUES_BYTES } from '../../../server/explain/kept-trace.js';
 import { TraceBuffer, type TraceBufferOptions } from '../../../server/explain/trace-buffer.js';
-import { selectionOf } from '../../../server/http/routes.js';
-import { createMetrics } from '../../../server/metrics/metrics.js';
 import { definePlugin } from '../../../server/plugin-api/index.js';
 import { compileRedaction } from '../../../server/recording/redact.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
+import { heardReviews } from '../../helpers/heard-reviews.js';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
 
@@ -33,23 +26,8 @@ const labels = definePlugin({
 
 /** The review of `request` on /mutate by a chain labelling `count` × `size`, as the buffer hears of it. */
 async function reviewed(request: AdmissionRequest, count = 1, size = 8): Promise<ReviewedRequest> {
-  const config = parseConfigText(
-    `chain: [{ plugin: labels, settings: { count: ${count}, size: ${size} } }]`,
-    'gateway.yaml',
-    '/',
-  );
-  const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([labels]), config.file));
-  let heard: ReviewedRequest | undefined;
-  const reviewer = createReviewer({
-    chain: () => chain,
-    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-    log: createLogger('silent'),
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: 250,
-    defaultTimeoutMs: 10_000,
-    onReviewed: (r) => (heard = r),
-  });
-  await reviewer.review(request, selectionOf('mutate'));
+  const chain = `  - { plugin: labels, settings: { count: ${count}, size: ${size} } }`;
+  const [heard] = await heardReviews(chain, [labels], [[request, 'mutate']]);
   return heard!;
 }
 

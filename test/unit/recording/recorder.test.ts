@@ -5,46 +5,27 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { availablePlugins } from '../../../plugins/index.js';
 import { createLogger } from '../../../server/base/log.js';
-import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
-import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../../server/chain/reviewer.js';
-import { parseConfigText } from '../../../server/config/load.js';
+import type { ReviewedRequest } from '../../../server/chain/reviewer.js';
 import type { RecordConfig } from '../../../server/config/types.js';
-import { selectionOf } from '../../../server/http/routes.js';
 import { createMetrics, type Metrics } from '../../../server/metrics/metrics.js';
 import { recordedReviewOf } from '../../../server/recording/recorded-review.js';
 import { Recorder } from '../../../server/recording/recorder.js';
 import { compileRedaction } from '../../../server/recording/redact.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
+import { heardReviews } from '../../helpers/heard-reviews.js';
 
 /** Reviews of the fixture Pod through a real reviewer (default-labels, require-labels in warn mode), as heard. */
-async function reviewedPods(count: number): Promise<ReviewedRequest[]> {
-  const config = parseConfigText(
-    `chain:
-  - plugin: default-labels
+function reviewedPods(count: number): Promise<ReviewedRequest[]> {
+  const chain = `  - plugin: default-labels
     settings: { labels: { owner: platform } }
   - plugin: require-labels
     mode: warn
-    settings: { labels: [cost-center] }`,
-    'gateway.yaml',
-    '/',
-  );
-  const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry(availablePlugins), config.file));
-  const heard: ReviewedRequest[] = [];
-  const reviewer = createReviewer({
-    chain: () => chain,
-    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-    log: createLogger('silent'),
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: 250,
-    defaultTimeoutMs: 10_000,
-    onReviewed: (reviewed) => heard.push(reviewed),
-  });
-  for (let i = 0; i < count; i++) {
+    settings: { labels: [cost-center] }`;
+  const requests = Array.from({ length: count }, (_, i) => {
     const request = { ...requestOf(podCreate()), uid: `uid-${i}` };
-    await reviewer.review(request, selectionOf(i % 2 === 0 ? 'mutate' : 'validate'));
-  }
-  return heard;
+    return [request, i % 2 === 0 ? 'mutate' : 'validate'] as const;
+  });
+  return heardReviews(chain, availablePlugins, requests);
 }
 
 describe('Recorder', () => {
