@@ -111,11 +111,12 @@ const yaml =
 const sink = tracingArg && !process.env.IN_PROCESS_OTLP ? await startSink() : undefined;
 const endpoint = process.env.IN_PROCESS_OTLP ?? sink?.endpoint;
 const tracing = tracingArg ? `\ntracing:\n  otlpEndpoint: ${endpoint}\n  sampleRatio: ${sampleRatio}\n` : '';
-// IN_PROCESS_TRACES=0: without decision traces (explain.bufferSize 0), to measure what keeping them costs.
-const { reviewer, chains, log, tracer } = await reviewSetup(
-  ROOT,
-  (process.env.IN_PROCESS_TRACES === '0' ? `${yaml}\nexplain: { bufferSize: 0 }\n` : yaml) + tracing,
-);
+// IN_PROCESS_TRACES=0: without decision traces (explain.bufferSize 0), to measure what keeping them costs;
+// IN_PROCESS_TRACES=all: every review's trace kept (explain.keep: all), the path of a notable review.
+const explain = { 0: '\nexplain: { bufferSize: 0 }\n', all: '\nexplain: { keep: all }\n' }[
+  process.env.IN_PROCESS_TRACES
+];
+const { reviewer, chains, log, tracer } = await reviewSetup(ROOT, yaml + (explain ?? '') + tracing);
 
 const mutate = selectionOf('mutate');
 const review = async () => {

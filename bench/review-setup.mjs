@@ -31,14 +31,7 @@ export async function reviewSetup(root, yaml) {
     : undefined;
   // Decision traces as serve keeps them (explain.bufferSize; checkouts from before them have none).
   const explain = config.explain;
-  const traces =
-    explain && explain.bufferSize > 0
-      ? new (await load('dist/server/explain/trace-buffer.js')).TraceBuffer(
-          explain.bufferSize,
-          explain.includeObjects,
-          explain.keep,
-        )
-      : undefined;
+  const traces = explain && explain.bufferSize > 0 ? await traceBuffer(load, config) : undefined;
   const reviewer = createReviewer({
     ...(traces
       ? {
@@ -55,4 +48,14 @@ export async function reviewSetup(root, yaml) {
     defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
   });
   return { config, metrics, log, chains, reviewer, tracer };
+}
+
+/** The trace buffer as serve makes it: of options since explain.maxBytes, of three arguments before. */
+async function traceBuffer(load, config) {
+  const { TraceBuffer } = await load('dist/server/explain/trace-buffer.js');
+  const { bufferSize, maxBytes, includeObjects, keep } = config.explain;
+  if (maxBytes === undefined) return new TraceBuffer(bufferSize, includeObjects, keep);
+  const { compileRedaction } = await load('dist/server/recording/redact.js');
+  const redaction = compileRedaction(config.record.redact);
+  return new TraceBuffer({ size: bufferSize, maxBytes, includeObjects, redaction, keep });
 }

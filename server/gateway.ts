@@ -26,6 +26,7 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
 import { Recorder } from './recording/recorder.js';
+import { compileRedaction } from './recording/redact.js';
 import { ShadowRunner } from './chain/shadow.js';
 import { createWebhookApp } from './http/webhook-app.js';
 import { createAuthorizer } from './chain/authorizer.js';
@@ -155,10 +156,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   // Who hears of each review with its decision trace; with none, reviews make no trace.
-  const traces = new TraceBuffer(config.explain.bufferSize, config.explain.includeObjects, config.explain.keep);
+  // A recording and the traces redact alike: a Secret's data always, and what record.redact names.
+  const redaction = compileRedaction(config.record.redact);
+  const { explain } = config;
+  const traces = new TraceBuffer({
+    size: explain.bufferSize,
+    maxBytes: explain.maxBytes,
+    includeObjects: explain.includeObjects,
+    redaction,
+    keep: explain.keep,
+  });
   const reviewSinks: Array<(reviewed: ReviewedRequest) => void> = [];
   if (traces.size > 0) reviewSinks.push((reviewed) => traces.add(reviewed));
-  const recorder = Recorder.enabled(config.record) ? new Recorder(config.record, { metrics, log }) : undefined;
+  const recorder = Recorder.enabled(config.record)
+    ? new Recorder(config.record, { metrics, log, redaction })
+    : undefined;
   if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 

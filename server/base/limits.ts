@@ -45,7 +45,20 @@ export function clip(text: string, max = MAX_ECHO_CHARS): string {
   let end = max;
   const last = text.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end--;
-  return `${text.slice(0, end)}… (${text.length - end} more characters)`;
+  // A copy, not a slice: V8 keeps the whole of a string alive behind any slice of it, and what is clipped is
+  // often kept (a log field, a trace) while the original is megabytes.
+  return Buffer.from(`${text.slice(0, end)}… (${text.length - end} more characters)`, 'utf16le').toString('utf16le');
+}
+
+// eslint-disable-next-line no-control-regex
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * One line of text for a terminal: control characters (terminal escapes, line breaks) and bidirectional
+ * overrides written as `\uXXXX` escapes, so that untrusted text can neither drive the terminal nor forge lines.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** Control characters (terminal escapes, line breaks) replaced by a space, runs of spaces folded. */

@@ -130,6 +130,8 @@ export interface TraceInput {
   readonly conflicts: ReadonlyMap<string, { readonly count: number; readonly first: PatchConflict }> | undefined;
   /** The shadow steps' calls, filled in after the answer (the same array, so a kept trace shows them too). */
   readonly shadow?: readonly ShadowStepTrace[] | undefined;
+  /** How many entries `shadow` will have at most: the shadow steps run for the review. */
+  readonly shadowSteps?: number | undefined;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

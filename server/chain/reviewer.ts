@@ -300,6 +300,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         owners: observer.owners,
         conflicts: observer.conflicts,
         shadow: shadowTraced,
+        shadowSteps: shadowTraced ? chain.shadowOf(phase).length : undefined,
       });
       if (deps.annotateTrace === 'all' || (deps.annotateTrace === 'notable' && notable)) {
         // The notes' own map, made for this answer: added to in place.

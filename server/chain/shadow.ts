@@ -10,6 +10,7 @@ import { Registry } from 'prom-client';
 import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, JsonPatchOperation, Phase } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
+import { MAX_ECHO_CHARS, clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
 import { createMetrics, type Metrics, type StepOutcome } from '../metrics/metrics.js';
 import type { Labels } from './label-selector.js';
@@ -26,6 +27,14 @@ export const MAX_SHADOW_CALLS = 64;
 
 export type Disagreement = 'would_deny' | 'would_allow' | 'patch_differs';
 
+/**
+ * What one shadow step's entry of a decision trace holds at most (the trace buffer counts it against its
+ * bytes): its message cut to this many characters, and this many of its operations, each path cut to
+ * MAX_ECHO_CHARS; the rest are counted.
+ */
+export const MAX_SHADOW_MESSAGE_CHARS = 1024;
+export const MAX_SHADOW_TRACED_OPS = 10;
+
 /** One shadow step's call, as the decision trace shows it. */
 export interface ShadowStepTrace {
   readonly step: string;
@@ -36,6 +45,8 @@ export interface ShadowStepTrace {
   readonly message?: string;
   /** A mutating shadow step's operations the answer's patch does not have: op and path, no object content. */
   readonly patch?: ReadonlyArray<{ readonly op: string; readonly path: string }>;
+  /** Operations of `patch` left out (past MAX_SHADOW_TRACED_OPS). */
+  readonly patchOpsOmitted?: number;
 }
 
 export interface ShadowRun {
@@ -138,8 +149,14 @@ export class ShadowRunner {
       outcome,
       ms: report?.ms ?? Math.round((this.deps.now() - started) * 1000) / 1000,
       ...(found ? { disagreement: found.kind } : {}),
-      ...(!decision.allowed ? { message: decision.message } : {}),
-      ...(found?.patch ? { patch: found.patch.map(({ op, path }) => ({ op, path })) } : {}),
+      ...(!decision.allowed ? { message: clip(decision.message, MAX_SHADOW_MESSAGE_CHARS) } : {}),
+      ...(found?.patch ? tracedPatch(found.patch) : {}),
     });
   }
+}
+
+/** A shadow step's operations as its trace entry shows them: the first few, op and path. */
+function tracedPatch(ops: readonly JsonPatchOperation[]): Pick<ShadowStepTrace, 'patch' | 'patchOpsOmitted'> {
+  const patch = ops.slice(0, MAX_SHADOW_TRACED_OPS).map(({ op, path }) => ({ op, path: clip(path, MAX_ECHO_CHARS) }));
+  return ops.length > patch.length ? { patch, patchOpsOmitted: ops.length - patch.length } : { patch };
 }

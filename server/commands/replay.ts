@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import type { AdmissionRequest } from '../admission/types.js';
+import { escapeControl } from '../base/limits.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { ReviewResult } from '../chain/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
@@ -117,10 +118,12 @@ export async function runReplay(command: ReplayCommand, config: GatewayConfig, i
       differences,
       notRecorded: answers.notRecorded(),
     };
-    io.stdout(command.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+    // JSON escapes the C0 controls; the lines of its text escape the rest.
+    const json = () => `${JSON.stringify(report, null, 2).split('\n').map(escapeControl).join('\n')}\n`;
+    io.stdout(command.output === 'json' ? json() : renderReport(report));
     return replayExitCode(report, command.exitCode);
   } catch (err) {
-    if (err instanceof RecordingFileError) throw new UsageError(`replay: ${err.message}`);
+    if (err instanceof RecordingFileError) throw new UsageError(`replay: ${escapeControl(err.message)}`);
     throw err;
   } finally {
     await chains.close();

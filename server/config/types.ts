@@ -225,6 +225,8 @@ export interface ExplainConfig {
   readonly bufferSize: number;
   /** Which reviews' traces are kept: `notable` (refused, warned or annotated: see README), or `all`. */
   readonly keep: 'notable' | 'all';
+  /** What the kept traces may hold together, in bytes (as counted); the oldest make room. */
+  readonly maxBytes: number;
   /** Keep the values of patch operations in the traces (object content); off: operations and paths only. */
   readonly includeObjects: boolean;
   /** Answer every review whose trace is kept with the `decision-trace` audit annotation (uid and trace id). */

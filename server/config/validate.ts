@@ -273,11 +273,14 @@ function readLog(r: Reader, value: unknown): LogConfig {
 
 /** Traces kept at most: each is a few kilobytes without object content. */
 const MAX_EXPLAIN_BUFFER = 100_000;
+/** What the kept decision traces hold together when `explain.maxBytes` is not set. */
+export const DEFAULT_EXPLAIN_BYTES = 8 * 1024 * 1024;
 
 function readExplain(r: Reader, value: unknown): ExplainConfig {
-  const m = r.map(value, 'explain', ['bufferSize', 'keep', 'includeObjects', 'auditAnnotation']);
+  const m = r.map(value, 'explain', ['bufferSize', 'maxBytes', 'keep', 'includeObjects', 'auditAnnotation']);
   return {
     bufferSize: r.integer(m.bufferSize, 'explain.bufferSize', 0, MAX_EXPLAIN_BUFFER) ?? 1000,
+    maxBytes: r.integer(m.maxBytes, 'explain.maxBytes', 1024 * 1024, 2 ** 32) ?? DEFAULT_EXPLAIN_BYTES,
     keep: r.oneOf(m.keep, 'explain.keep', ['notable', 'all'] as const) ?? 'notable',
     includeObjects: r.boolean(m.includeObjects, 'explain.includeObjects') ?? false,
     auditAnnotation: r.boolean(m.auditAnnotation, 'explain.auditAnnotation') ?? true,

@@ -4,6 +4,7 @@
  * said and wrote), so that the step that decided is found at a glance.
  */
 import type { JsonPatchOperation } from '../admission/types.js';
+import { escapeControl } from '../base/limits.js';
 import type { KeptTrace } from './trace-buffer.js';
 
 const OUTCOME_WORD: Readonly<Record<string, string>> = {
@@ -80,5 +81,8 @@ export function renderTrace(trace: KeptTrace): string {
   if (trace.redacted && (trace.patch?.length || trace.steps.some((s) => s.patch?.length))) {
     lines.push('  (patch values redacted: explain.includeObjects is off)');
   }
-  return lines.join('\n');
+  if (trace.clipped)
+    lines.push('  (clipped: what the review carried was cut where it says so, to keep the trace small)');
+  // Names, messages and paths come from the review: escaped, so that a terminal shows them and obeys none.
+  return lines.map(escapeControl).join('\n');
 }

@@ -1,27 +1,20 @@
 /**
- * The decision traces of the most recent reviews, for `GET /explain/<uid>`: a ring of a fixed number of reviews.
- * What a review leaves here is made small and bounded as it is added, whatever the object: the request without
- * its object, at most a few dozen patch operations per step and for the review, their values (object content)
- * only when configured, and who wrote each of them instead of the written-paths tree. The trace itself is built
- * only when someone asks for it.
+ * The decision traces of the most recent reviews, for `GET /explain/<uid>`: a ring of at most `size` reviews
+ * whose kept inputs (kept-trace.ts: small and bounded whatever the review carried) hold at most `maxBytes`
+ * together; the oldest make room. A review is found by its uid or its trace id through an index, not a scan.
  */
 import { kindName } from '../admission/kind-name.js';
-import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, KubeObject } from '../admission/types.js';
-import { clip } from '../base/limits.js';
-import type { DecisionTrace, ReviewedRequest, StepDetail, TraceInput } from '../chain/decision-trace.js';
+import type { DecisionTrace, ReviewedRequest } from '../chain/decision-trace.js';
 import { buildDecisionTrace, traceIdOf } from '../chain/decision-trace.js';
-import { writersAt } from '../patch/written-paths.js';
-import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } from '../chain/match.js';
-
-/** Patch operations kept per step and for the review; the rest are counted. */
-export const MAX_TRACED_OPS = 50;
-/** Labels of an object kept to explain a selector's skip; an object with more keeps none. */
-const MAX_KEPT_LABELS = 64;
+import type { Redaction } from '../recording/redact.js';
+import { keptInput, type KeptInput } from './kept-trace.js';
 
 /** A trace as `GET /explain` serves it. */
 export type KeptTrace = DecisionTrace & {
   /** The values of patch operations were left out (explain.includeObjects is off). */
   readonly redacted: boolean;
+  /** Some of what the review carried was cut or left out to keep the trace small; each place says so. */
+  readonly clipped?: true;
 };
 
 /** A recent review, as `GET /explain` lists it. */
@@ -38,146 +31,81 @@ export interface TraceSummary {
   readonly ms: number;
 }
 
-/** An operation as kept: its value only with objects kept (JSON leaves out a value that is undefined). */
-function keptOp(op: JsonPatchOperation, includeObjects: boolean): JsonPatchOperation {
-  if (includeObjects) return structuredClone(op);
-  if (op.op === 'remove') return { op: op.op, path: op.path };
-  if (op.op === 'move' || op.op === 'copy') return { op: op.op, from: op.from, path: op.path };
-  return { op: op.op, path: op.path, value: undefined };
-}
-
-function keptOps(ops: readonly JsonPatchOperation[], includeObjects: boolean): JsonPatchOperation[] {
-  return ops.slice(0, MAX_TRACED_OPS).map((op) => keptOp(op, includeObjects));
-}
-
-/** The labels of an object, when a selector's skip is to be explained and there are not too many. */
-function keptLabels(object: KubeObject | null | undefined): KubeObject | undefined {
-  const labels = object?.metadata?.labels;
-  if (!labels || typeof labels !== 'object') return undefined;
-  const entries = Object.entries(labels);
-  if (entries.length > MAX_KEPT_LABELS) return undefined;
-  return { metadata: { labels: Object.fromEntries(entries.map(([k, v]) => [clip(k), clip(String(v))])) } };
-}
-
-/** The request without its object: what a trace names, and the labels a selector's skip is explained with. */
-function keptRequest(request: AdmissionRequest, withLabels: boolean): AdmissionRequest {
-  const kept: AdmissionRequest = {
-    uid: request.uid,
-    kind: request.kind,
-    resource: request.resource,
-    operation: request.operation,
-    userInfo: request.userInfo.username === undefined ? {} : { username: clip(request.userInfo.username) },
-  };
-  if (request.subResource) kept.subResource = request.subResource;
-  if (request.name) kept.name = request.name;
-  if (request.namespace) kept.namespace = request.namespace;
-  if (request.dryRun) kept.dryRun = true;
-  if (!withLabels) return kept;
-  const object = keptLabels(request.object);
-  const oldObject = keptLabels(request.oldObject);
-  if (object) kept.object = object;
-  if (oldObject) kept.oldObject = oldObject;
-  return kept;
-}
-
-const SELECTOR_SKIPS = new Set([NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH]);
-
-/** A review's trace input made small enough to keep (see the header). */
-export function keptInput(input: TraceInput, includeObjects: boolean): TraceInput {
-  // One object literal of one shape, no spreads: this runs once for every review.
-  const patch = input.decision.patch;
-  const ops = patch?.length ? keptOps(patch, includeObjects) : undefined;
-  let details = input.details;
-  for (let i = 0; i < details.length; i++) {
-    const detail = details[i]!;
-    if (!detail.patch) continue;
-    if (details === input.details) details = details.slice();
-    (details as StepDetail[])[i] = {
-      step: detail.step,
-      message: detail.message,
-      patch: keptOps(detail.patch, includeObjects),
-      patchOpsOmitted: Math.max(detail.patch.length - MAX_TRACED_OPS, 0),
-      deadlineLeftMs: detail.deadlineLeftMs,
-      decided: detail.decided,
-    };
-  }
-  const { owners, response, reports } = input;
-  let withLabels = false;
-  for (const report of reports) if (report.reason !== undefined && SELECTOR_SKIPS.has(report.reason)) withLabels = true;
-  return {
-    request: keptRequest(input.request, withLabels),
-    response: keptResponse(response),
-    decision: ops ? { allowed: true, patch: ops } : input.decision,
-    route: input.route,
-    phase: input.phase,
-    traceId: traceIdOf(input),
-    startedAt: input.startedAt,
-    ms: input.ms,
-    reports,
-    details,
-    namespaceLabels: input.namespaceLabels,
-    owners: undefined,
-    conflicts: input.conflicts,
-    // The same array: the shadow steps fill it in after the answer.
-    shadow: input.shadow,
-    writers: ops && owners ? ops.map((_, i) => (owners[i] ? writersAt(owners[i]) : [])) : undefined,
-    patchOpsOmitted: patch && patch.length > MAX_TRACED_OPS ? patch.length - MAX_TRACED_OPS : undefined,
-  };
-}
-
-/** The response without its base64 patch, which can be as large as the object. */
-function keptResponse(response: AdmissionResponse): AdmissionResponse {
-  const kept: AdmissionResponse = { uid: response.uid, allowed: response.allowed };
-  if (response.status) kept.status = response.status;
-  if (response.warnings) kept.warnings = response.warnings;
-  if (response.auditAnnotations) kept.auditAnnotations = response.auditAnnotations;
-  return kept;
+export interface TraceBufferOptions {
+  /** Reviews kept at most; 0 keeps none. */
+  readonly size: number;
+  /** What the kept traces may hold together, counted as kept-trace.ts counts them. */
+  readonly maxBytes: number;
+  /** Keep the values of patch operations (explain.includeObjects), redacted by `redaction`. */
+  readonly includeObjects: boolean;
+  readonly redaction: Redaction;
+  /** `notable`: only refused, warned or annotated reviews (the rest would flush them out, and cost more). */
+  readonly keep?: 'notable' | 'all';
 }
 
 export class TraceBuffer {
-  private readonly ring: Array<TraceInput | undefined>;
+  readonly size: number;
+  readonly maxBytes: number;
+  readonly keep: 'notable' | 'all';
+  private readonly ring: Array<KeptInput | undefined>;
+  /** The newest kept review of each uid: its slot. */
   private readonly byUid = new Map<string, number>();
-  private next = 0;
+  /** The kept reviews of each trace id: their slots, oldest first. */
+  private readonly byTraceId = new Map<string, number[]>();
+  private oldest = 0;
+  private count = 0;
+  private held = 0;
 
-  constructor(
-    readonly size: number,
-    private readonly includeObjects: boolean,
-    /** `notable`: only refused, warned or annotated reviews (the rest would flush them out, and cost more). */
-    readonly keep: 'notable' | 'all' = 'all',
-  ) {
-    this.ring = new Array<TraceInput | undefined>(size);
+  constructor(private readonly options: TraceBufferOptions) {
+    this.size = options.size;
+    this.maxBytes = options.maxBytes;
+    this.keep = options.keep ?? 'all';
+    this.ring = new Array<KeptInput | undefined>(this.size);
   }
 
-  /** Keeps a review's trace, in place of the oldest. */
+  /** What the kept traces hold, counted as kept-trace.ts counts it (at most `maxBytes`). */
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** Keeps a review's trace, in place of the oldest ones when there is no room. */
   add(reviewed: ReviewedRequest): void {
     if (this.size === 0 || (this.keep === 'notable' && !reviewed.notable)) return;
-    const slot = this.next;
-    this.next = (slot + 1) % this.size;
-    const old = this.ring[slot];
-    if (old && this.byUid.get(old.request.uid) === slot) this.byUid.delete(old.request.uid);
-    this.ring[slot] = keptInput(reviewed.traceInput, this.includeObjects);
-    this.byUid.set(reviewed.request.uid, slot);
+    const kept = keptInput(reviewed.traceInput, this.options);
+    // Bounded by the chain's length alone: a trace this large is not kept rather than emptying the ring.
+    if (kept.bytes > this.maxBytes) return;
+    while (this.count === this.size || this.held + kept.bytes > this.maxBytes) this.dropOldest();
+    const slot = (this.oldest + this.count) % this.size;
+    this.ring[slot] = kept;
+    this.count++;
+    this.held += kept.bytes;
+    this.byUid.set(kept.input.request.uid, slot);
+    const traceId = traceIdOf(kept.input);
+    const slots = this.byTraceId.get(traceId);
+    if (slots) slots.push(slot);
+    else this.byTraceId.set(traceId, [slot]);
   }
 
   /** The trace of the review with this uid, if it is still kept. */
   get(uid: string): KeptTrace | undefined {
     const slot = this.byUid.get(uid);
-    const input = slot === undefined ? undefined : this.ring[slot];
-    return input ? this.trace(input) : undefined;
+    const kept = slot === undefined ? undefined : this.ring[slot];
+    return kept ? this.trace(kept) : undefined;
   }
 
   /** The kept traces with this trace id (a review's mutate and validate calls may share one), oldest first. */
   withTraceId(traceId: string): KeptTrace[] {
-    return this.newestFirst(Number.MAX_SAFE_INTEGER, (t) => traceIdOf(t) === traceId)
-      .reverse()
-      .map((input) => this.trace(input));
+    return (this.byTraceId.get(traceId) ?? []).map((slot) => this.trace(this.ring[slot]!));
   }
 
   /** The most recent reviews, newest first; `denied` keeps only refused ones. */
   recent(limit: number, denied = false): TraceSummary[] {
-    return this.newestFirst(limit, (t) => !denied || !t.response.allowed).map((t) => {
+    const out: TraceSummary[] = [];
+    for (let i = this.count - 1; i >= 0 && out.length < limit; i--) {
+      const t = this.ring[(this.oldest + i) % this.size]!.input;
+      if (denied && t.response.allowed) continue;
       const { request } = t;
-      return {
+      out.push({
         uid: request.uid,
         traceId: traceIdOf(t),
         route: t.route,
@@ -188,20 +116,30 @@ export class TraceBuffer {
         ...(request.name ? { name: request.name } : {}),
         allowed: t.response.allowed,
         ms: t.ms,
-      };
-    });
-  }
-
-  private trace(input: TraceInput): KeptTrace {
-    return { ...buildDecisionTrace(input), redacted: !this.includeObjects };
-  }
-
-  private newestFirst(limit: number, keep: (t: TraceInput) => boolean): TraceInput[] {
-    const out: TraceInput[] = [];
-    for (let i = 1; i <= this.size && out.length < limit; i++) {
-      const input = this.ring[(this.next - i + this.size) % this.size];
-      if (input && keep(input)) out.push(input);
+      });
     }
     return out;
+  }
+
+  private dropOldest(): void {
+    const slot = this.oldest;
+    const { input, bytes } = this.ring[slot]!;
+    this.ring[slot] = undefined;
+    this.oldest = (slot + 1) % this.size;
+    this.count--;
+    this.held -= bytes;
+    if (this.byUid.get(input.request.uid) === slot) this.byUid.delete(input.request.uid);
+    // The oldest kept review is the oldest of its trace id too: the first of its slots.
+    const traceId = traceIdOf(input);
+    const slots = this.byTraceId.get(traceId)!;
+    slots.shift();
+    if (slots.length === 0) this.byTraceId.delete(traceId);
+  }
+
+  private trace({ input, clipped }: KeptInput): KeptTrace {
+    const trace = buildDecisionTrace(input);
+    return clipped
+      ? { ...trace, redacted: !this.options.includeObjects, clipped: true }
+      : { ...trace, redacted: !this.options.includeObjects };
   }
 }

@@ -28,7 +28,7 @@ export interface OpsAppDeps {
   /** The OpenAPI document of the provider protocol; asked for only when someone reads it. */
   readonly openapi: () => Promise<object>;
   /** The decision traces of recent reviews; absent when none are kept (explain.bufferSize 0). */
-  readonly traces?: Pick<TraceBuffer, 'get' | 'withTraceId' | 'recent' | 'size' | 'keep'>;
+  readonly traces?: Pick<TraceBuffer, 'get' | 'withTraceId' | 'recent' | 'size' | 'keep' | 'bytes' | 'maxBytes'>;
 }
 
 export function createOpsApp(deps: OpsAppDeps): Koa {
@@ -76,7 +76,13 @@ export function createOpsApp(deps: OpsAppDeps): Koa {
 
   router.get('/explain', (ctx) => {
     const limit = Math.min(Math.max(Number.parseInt(String(ctx.query.limit ?? '100'), 10) || 100, 1), MAX_LISTED);
-    ctx.body = { size: deps.traces?.size ?? 0, reviews: deps.traces?.recent(limit, ctx.query.denied === 'true') ?? [] };
+    const { traces } = deps;
+    ctx.body = {
+      size: traces?.size ?? 0,
+      bytes: traces?.bytes ?? 0,
+      maxBytes: traces?.maxBytes ?? 0,
+      reviews: traces?.recent(limit, ctx.query.denied === 'true') ?? [],
+    };
   });
 
   // A review's uid (the decision-trace audit annotation names it), or a trace id for every review of that trace.
@@ -92,7 +98,7 @@ export function createOpsApp(deps: OpsAppDeps): Koa {
         error: deps.traces
           ? `no trace of "${id}": not a recent review's uid or trace id (the last ${deps.traces.size}${
               deps.traces.keep === 'notable' ? ' refused, warned or annotated reviews' : ''
-            } are kept)`
+            } are kept, fewer when their traces would hold more than explain.maxBytes)`
           : 'no traces are kept: explain.bufferSize is 0',
       };
       return;

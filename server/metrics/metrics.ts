@@ -164,6 +164,11 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['result'] as const,
       registers,
     }),
+    recordingFailing: new Gauge({
+      name: `${METRIC_PREFIX}recording_failing`,
+      help: 'Recording (record:): 1 while its file cannot be opened or written (reviews are dropped as error, and it is retried with a growing wait), else 0.',
+      registers,
+    }),
     shadowCalls: new Counter({
       name: `${METRIC_PREFIX}shadow_calls_total`,
       help: 'Calls of shadow steps (shadow: true) after the answer, by step and outcome; dropped: over the bound of shadow calls at once.',

@@ -8,6 +8,7 @@
 import { decodeReview } from '../admission/codec.js';
 import { ADMISSION_V1, type AdmissionRequest, type JsonPatchOperation, type Phase } from '../admission/types.js';
 import { FAILURE_REASONS as FAILURE_REASON_LIST, type FailureReason } from '../base/errors.js';
+import { MAX_NESTING_DEPTH, nestsDeeperThan } from '../base/limits.js';
 import type { ReviewedRequest } from '../chain/reviewer.js';
 import { STEP_OUTCOMES, type StepOutcome } from '../metrics/metrics.js';
 import type { Redaction } from './redact.js';
@@ -135,8 +136,17 @@ function patchOf(value: unknown, where: string): JsonPatchOperation[] | undefine
   return value as JsonPatchOperation[];
 }
 
+/**
+ * How deep a line may nest: a review the webhook accepted nests at most MAX_NESTING_DEPTH, and a line holds its
+ * request, and a step's patch values, a few levels down.
+ */
+export const MAX_LINE_NESTING = MAX_NESTING_DEPTH + 4;
+
 /** Parses and checks one line; throws RecordingLineError saying what is wrong. */
 export function parseRecordedReview(line: string, routes: readonly string[]): RecordedReview {
+  // Comparing, copying and serialising a value recurse: one nested deeper would overflow the stack.
+  if (nestsDeeperThan(line, MAX_LINE_NESTING))
+    fail(`nests arrays and objects more than ${MAX_LINE_NESTING} levels deep`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(line);

@@ -4,6 +4,10 @@
  * in batches. The queue is bounded in bytes and the file in size: a line that does not fit is dropped and
  * counted (`admission_gateway_recorded_reviews_total{result}`), never waited for. At `maxFileBytes` the
  * recording stops (it is not rotated): a recording is a sample to replay, and its beginning is as good as any.
+ * A file that cannot be opened or written is closed and opened again by a later review, after a wait that
+ * doubles with each failure (RETRY_MIN_MS to RETRY_MAX_MS); meanwhile reviews are dropped as `error` and
+ * `admission_gateway_recording_failing` is 1. Readiness is left alone: a sample for replay is not worth
+ * taking the webhook out of service.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from '../base/log.js';
@@ -16,6 +20,9 @@ import { compileRedaction, type Redaction } from './redact.js';
 
 /** Bytes of lines waiting for the writer at most; past it, reviews are dropped as `queue_full`. */
 export const MAX_QUEUED_BYTES = 32 * 1024 * 1024;
+/** The wait after a first failure to write before the file is opened again, and the longest wait. */
+export const RETRY_MIN_MS = 1000;
+export const RETRY_MAX_MS = 60_000;
 
 export type RecordResult = 'written' | 'queue_full' | 'file_full' | 'too_large' | 'error';
 
@@ -25,6 +32,10 @@ export interface RecorderDeps {
   /** [0, 1); Math.random unless a test fixes it. */
   readonly random?: () => number;
   readonly maxQueuedBytes?: number;
+  /** What is redacted; compiled from `record.redact` unless given. */
+  readonly redaction?: Redaction;
+  /** Milliseconds, for the wait before a retry; performance.now unless a test fixes it. */
+  readonly now?: () => number;
 }
 
 export class Recorder {
@@ -38,7 +49,11 @@ export class Recorder {
   private size: number | undefined;
   private file: Promise<FileHandle> | undefined;
   private writing: Promise<void> | undefined;
-  private failed = false;
+  /** The file could not be opened or written: no review is queued before `retryAt`. */
+  private failing = false;
+  private retryAt = 0;
+  private retryMs = RETRY_MIN_MS;
+  private readonly now: () => number;
   /** A line did not fit: the recording has stopped. */
   private full = false;
 
@@ -46,10 +61,11 @@ export class Recorder {
     private readonly config: RecordConfig,
     private readonly deps: RecorderDeps,
   ) {
-    this.redaction = compileRedaction(config.redact);
+    this.redaction = deps.redaction ?? compileRedaction(config.redact);
     this.routes = new Set(config.routes);
     this.random = deps.random ?? Math.random;
     this.maxQueuedBytes = deps.maxQueuedBytes ?? MAX_QUEUED_BYTES;
+    this.now = deps.now ?? (() => performance.now());
   }
 
   /** Whether the config records anything at all. */
@@ -60,6 +76,8 @@ export class Recorder {
   /** `onReviewed`'s listener: the reviews not sampled cost nothing (their trace is never built); never waits for the disk. */
   offer(reviewed: ReviewedRequest): void {
     if (this.random() >= this.config.sampleRate || !this.routes.has(reviewed.traceInput.route)) return;
+    // Waiting to open the file again: not even serialised.
+    if (this.failing && this.now() < this.retryAt) return this.count('error');
     let line: string;
     try {
       line = `${JSON.stringify(recordedReviewOf(reviewed, this.redaction))}\n`;
@@ -70,7 +88,6 @@ export class Recorder {
     }
     const bytes = Buffer.byteLength(line);
     if (bytes > MAX_LINE_BYTES) return this.count('too_large');
-    if (this.failed) return this.count('error');
     if (this.queuedBytes + bytes > this.maxQueuedBytes) return this.count('queue_full');
     if (this.full || (this.size !== undefined && this.size + this.queuedBytes + bytes > this.config.maxFileBytes)) {
       this.full = true;
@@ -81,9 +98,14 @@ export class Recorder {
     this.writing ??= this.drain();
   }
 
+  /** Resolves once what is queued is written (or lost). */
+  async idle(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
   /** Writes what is queued, then closes the file. */
   async close(): Promise<void> {
-    while (this.writing) await this.writing;
+    await this.idle();
     if (this.file) await (await this.file.catch(() => undefined))?.close();
   }
 
@@ -92,6 +114,7 @@ export class Recorder {
   }
 
   private async drain(): Promise<void> {
+    let writing = 0;
     try {
       const file = await (this.file ??= this.openFile());
       while (this.queue.length > 0) {
@@ -112,27 +135,72 @@ export class Recorder {
         }
         if (kept.length < lines.length) this.count('file_full', lines.length - kept.length);
         if (kept.length === 0) continue;
-        await file.write(Buffer.concat(kept));
+        writing = kept.length;
+        await writeAll(file, Buffer.concat(kept));
+        writing = 0;
         this.size! += bytes;
         this.count('written', kept.length);
+        if (this.failing) this.recovered();
       }
     } catch (err) {
-      this.failed = true;
-      this.count('error', this.queue.length + 1);
-      this.queue = [];
-      this.deps.log.error({ err: errorMessage(err), path: this.config.path }, 'recording stopped: cannot write');
+      this.failed(err, writing + this.queue.length);
     } finally {
       this.writing = undefined;
     }
   }
 
+  /** Drops what was being written and what is queued, closes the file, and waits before opening it again. */
+  private failed(err: unknown, lost: number): void {
+    this.count('error', lost);
+    this.queue = [];
+    this.queuedBytes = 0;
+    const file = this.file;
+    this.file = undefined;
+    this.size = undefined;
+    void file?.then((f) => f.close()).catch(() => undefined);
+    this.retryAt = this.now() + this.retryMs;
+    if (!this.failing) {
+      this.failing = true;
+      this.deps.metrics.recordingFailing.set(1);
+    }
+    this.deps.log.error(
+      { err: errorMessage(err), path: this.config.path, retryInMs: this.retryMs },
+      'recording failing: cannot write; reviews are dropped until it can',
+    );
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+  }
+
+  private recovered(): void {
+    this.failing = false;
+    this.retryMs = RETRY_MIN_MS;
+    this.deps.metrics.recordingFailing.set(0);
+    this.deps.log.info({ path: this.config.path }, 'recording written again');
+  }
+
   private async openFile(): Promise<FileHandle> {
-    const file = await open(this.config.path, 'a', 0o600);
-    this.size = (await file.stat()).size;
+    const file = await open(this.config.path, 'a+', 0o600);
+    try {
+      let { size } = await file.stat();
+      // A write that failed may have left part of a line: the next line starts on a line of its own.
+      const last = Buffer.alloc(1);
+      if (size > 0 && (await file.read(last, 0, 1, size - 1)).bytesRead === 1 && last[0] !== 0x0a) {
+        await writeAll(file, Buffer.from('\n'));
+        size++;
+      }
+      this.size = size;
+    } catch (err) {
+      await file.close().catch(() => undefined);
+      throw err;
+    }
     this.deps.log.info(
       { path: this.config.path, sampleRate: this.config.sampleRate, maxFileBytes: this.config.maxFileBytes },
       'recording sampled reviews',
     );
     return file;
   }
+}
+
+/** Writes all of `buffer`: one write may take only part of it. */
+async function writeAll(file: FileHandle, buffer: Buffer): Promise<void> {
+  for (let at = 0; at < buffer.length;) at += (await file.write(buffer, at)).bytesWritten;
 }

@@ -4,6 +4,7 @@
  * Pure functions of the two answers, so the whole report is testable without a chain.
  */
 import type { AdmissionRequest, JsonPatchOperation } from '../admission/types.js';
+import { escapeControl } from '../base/limits.js';
 import type { RecordedAnswer } from './recorded-review.js';
 
 export type Change =
@@ -167,5 +168,6 @@ export function renderReport(report: ReplayReport): string {
     for (const n of report.notRecorded)
       out.push(`  ${n.step}: line${n.lines.length === 1 ? '' : 's'} ${n.lines.join(', ')}`);
   }
-  return `${out.join('\n')}\n`;
+  // Each entry is one line: what a recording says is escaped there, line breaks included.
+  return `${out.map(escapeControl).join('\n')}\n`;
 }

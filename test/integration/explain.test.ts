@@ -3,6 +3,8 @@
  * provider, the trace read back from the ops server by the uid the answer's audit annotation names.
  */
 import assert from 'node:assert/strict';
+import type { AdmissionReview } from '../../server/admission/types.js';
+import { definePlugin } from '../../server/plugin-api/index.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { PROVIDER_PATCH, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { startHarness, type Harness } from '../helpers/gateway-harness.js';
@@ -23,6 +25,42 @@ function timeless(trace: unknown): unknown {
     }
     return value;
   }) as unknown;
+}
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** Writes into a Secret what `kubectl apply` and a secret-filling step would: data, stringData, last-applied. */
+const fillsSecret = definePlugin({
+  name: 'fills-secret',
+  match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['secrets'] }] },
+  setup: () => ({
+    mutate({ object }) {
+      const secret = object as { data?: Record<string, string>; stringData?: Record<string, string> };
+      (secret.data ??= {}).password = 'aHVudGVyMg==';
+      secret.stringData = { token: 's3cr3t-t0k3n' };
+      (object.metadata ??= {}).annotations = {
+        [LAST_APPLIED]: `${JSON.stringify({ apiVersion: 'v1', kind: 'Secret', stringData: { token: 's3cr3t-t0k3n' } })}\n`,
+      };
+    },
+  }),
+});
+
+/** A Secret create in team-a, holding a password already. */
+function secretCreate(uid: string): AdmissionReview {
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: { group: '', version: 'v1', kind: 'Secret' },
+      resource: { group: '', version: 'v1', resource: 'secrets' },
+      name: 'creds',
+      namespace: 'team-a',
+      operation: 'CREATE',
+      userInfo: { username: 'alice@example.com' },
+      object: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, data: { user: 'YWxpY2U=' } },
+    },
+  };
 }
 
 /** The fixture's Pod CREATE, without the `team` label and with a `latest` image, in namespace `team-a`. */
@@ -203,6 +241,16 @@ chain:
     ]);
     assert.ok(lines.includes('  3. deletes-only [plugin] skipped'), answer.text);
     assert.ok(lines.includes('       why: rules do not match: rule 1 wants operations [DELETE], not CREATE'));
+
+    // What the review names is escaped: a terminal reading the trace shows an escape sequence, never obeys one.
+    const escaping = unlabelledPod('00000000-0000-4000-8000-0000000000e5');
+    escaping.request!.name = 'web\u001b[2J\u009b31m\nforged';
+    await h.review('/mutate', escaping);
+    const text = (await h.ops(`/explain/${escaping.request!.uid}?format=text`)).text;
+    assert.equal(
+      text.split('\n')[0],
+      'mutate: CREATE v1/Pod team-a/web\\u001b[2J\\u009b31m\\u000aforged by alice@example.com',
+    );
   });
 
   it('finds every review of a trace id, and lists recent refusals newest first', async () => {
@@ -247,7 +295,7 @@ chain:
       const statuses = await Promise.all(uids.map(async (uid) => (await small.ops(`/explain/${uid}`)).status));
       assert.deepEqual(statuses, [404, 200, 200]);
       assert.deepEqual((await small.ops(`/explain/${uids[0]}`)).body, {
-        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 2 are kept)`,
+        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 2 are kept, fewer when their traces would hold more than explain.maxBytes)`,
       });
     } finally {
       await small.close();
@@ -321,10 +369,84 @@ chain:
       const statuses = await Promise.all(uids.map(async (uid) => (await notable.ops(`/explain/${uid}`)).status));
       assert.deepEqual(statuses, [404, 200, 200]);
       assert.deepEqual((await notable.ops(`/explain/${uids[0]}`)).body, {
-        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 1000 refused, warned or annotated reviews are kept)`,
+        error: `no trace of "${uids[0]}": not a recent review's uid or trace id (the last 1000 refused, warned or annotated reviews are kept, fewer when their traces would hold more than explain.maxBytes)`,
       });
     } finally {
       await notable.close();
+    }
+  });
+
+  it('keeps every string of a trace clipped, saying so, whatever the reviews carry: the buffer stays small', async () => {
+    // With `keep: notable` (the default) a warn-mode validator makes an ordinary Pod notable; `all` needs none.
+    const hostile = await startHarness({ yaml: 'explain: { keep: all }\nchain: []\n' });
+    try {
+      const [long, longer] = [1_000_000, 5_000_000];
+      const uids = Array.from({ length: 12 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
+      for (const uid of uids) {
+        const review = unlabelledPod(uid);
+        review.request!.name = `${uid}${'n'.repeat(longer)}`;
+        review.request!.kind = { group: '', version: 'v1', kind: `Pod${'k'.repeat(long)}` };
+        review.request!.subResource = 's'.repeat(long);
+        await hostile.review('/validate', review);
+      }
+      const list = await hostile.ops('/explain?limit=1000');
+      const traces = await Promise.all(uids.map((uid) => hostile.ops(`/explain/${uid}`)));
+      const served = list.text.length + traces.reduce((sum, t) => sum + t.text.length, 0);
+      const last = traces.at(-1)!.body as {
+        request: { name: string; kind: string; resource: string };
+        clipped: boolean;
+      };
+      const cut = (text: string) => `${text.slice(0, 256)}… (${text.length - 256} more characters)`;
+      assert.deepEqual(
+        {
+          statuses: traces.map((t) => t.status),
+          name: last.request.name,
+          kind: last.request.kind,
+          resource: last.request.resource,
+          clipped: last.clipped,
+          servedUnder64KiB: served < 64 * 1024,
+        },
+        {
+          statuses: uids.map(() => 200),
+          name: cut(`${uids.at(-1)!}${'n'.repeat(longer)}`),
+          kind: `v1/${cut(`Pod${'k'.repeat(long)}`)}`,
+          resource: `v1/pods/${cut('s'.repeat(long))}`,
+          clipped: true,
+          servedUnder64KiB: true,
+        },
+      );
+      const { bytes, maxBytes } = list.body as { bytes: number; maxBytes: number };
+      assert.ok(bytes > 0 && bytes <= 64 * 1024, `the buffer counts ${bytes} bytes`);
+      assert.equal(maxBytes, 8 * 1024 * 1024);
+    } finally {
+      await hostile.close();
+    }
+  });
+
+  it("redacts with explain.includeObjects what a step writes into a Secret's data, as a recording does", async () => {
+    const secrets = await startHarness({
+      yaml: 'explain: { includeObjects: true, keep: all }\nchain: [{ plugin: fills-secret }]\n',
+      plugins: [fillsSecret],
+    });
+    try {
+      const uid = '00000000-0000-4000-8000-00000000005e';
+      const answer = await secrets.review('/mutate', secretCreate(uid));
+      assert.equal(answer.response.patchType, 'JSONPatch');
+      const trace = (await secrets.ops(`/explain/${uid}`)).body as { patch: unknown; steps: Array<{ patch: unknown }> };
+      const redacted = [
+        { op: 'add', path: '/data/password', value: '<redacted>' },
+        { op: 'add', path: '/stringData', value: { token: '<redacted>' } },
+        {
+          op: 'add',
+          path: '/metadata/annotations',
+          value: { [LAST_APPLIED]: '{"apiVersion":"v1","kind":"Secret","stringData":{"token":"<redacted>"}}\n' },
+        },
+      ];
+      assert.deepEqual({ patch: trace.patch, step: trace.steps[0]!.patch }, { patch: redacted, step: redacted });
+      const text = (await secrets.ops(`/explain/${uid}?format=text`)).text;
+      assert.deepEqual([text.includes('aHVudGVyMg=='), text.includes('s3cr3t')], [false, false]);
+    } finally {
+      await secrets.close();
     }
   });
 

@@ -25,12 +25,19 @@ function podReview(n: number, name: string, labels: Record<string, string>): Adm
   return review;
 }
 
-/** A Secret create in team-a with `data`. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** A Secret create in team-a with `data`, as `kubectl apply` makes it (its data in the last-applied annotation). */
 function secretReview(n: number, name: string, data: Record<string, string>): AdmissionReview {
+  const applied = { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace: 'team-a' }, data };
   const object: KubeObject = {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name, namespace: 'team-a', annotations: { token: 'abc' } },
+    metadata: {
+      name,
+      namespace: 'team-a',
+      annotations: { token: 'abc', [LAST_APPLIED]: `${JSON.stringify(applied)}\n` },
+    },
     data,
   };
   return {
@@ -67,6 +74,14 @@ describe('record and replay', function () {
     await provider?.close();
     gateway = provider = undefined;
   });
+
+  /** A gateway recording every review answers one Pod review on `route` and stops: its folder and recording. */
+  async function recordOne(route: '/mutate' | '/validate'): Promise<{ dir: string; file: string }> {
+    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
+    await gateway.review(route, podReview(1, 'web', {}));
+    await gateway.gateway.close();
+    return { dir: gateway.dir, file: join(gateway.dir, 'recording.ndjson') };
+  }
 
   it('records every sampled review redacted, and replay lists what a candidate would answer differently', async () => {
     gateway = await startHarness({
@@ -106,7 +121,15 @@ chain:
     assert.deepEqual((lines[4]!.request as { object: unknown }).object, {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name: 'creds', namespace: 'team-a', annotations: { token: '<redacted>' } },
+      metadata: {
+        name: 'creds',
+        namespace: 'team-a',
+        annotations: {
+          token: '<redacted>',
+          [LAST_APPLIED]:
+            '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"creds","namespace":"team-a"},"data":{"password":"<redacted>"}}\n',
+        },
+      },
       data: { password: '<redacted>' },
     });
     assert.deepEqual(lines[3]!.answer, {
@@ -261,11 +284,7 @@ with the warnings changed:
   });
 
   it('refuses a recording that is not one, naming the line, with exit code 2 and nothing replayed', async () => {
-    gateway = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
-    await gateway.review('/validate', podReview(1, 'web', {}));
-    const dir = gateway.dir;
-    await gateway.gateway.close();
-    const file = join(dir, 'recording.ndjson');
+    const { dir, file } = await recordOne('/validate');
     await writeFile(file, `${await readFile(file, 'utf8')}{"format":1,"route":"validate"}\n`);
     const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'gateway.yaml', '-o', 'json'], {
       cwd: dir,
@@ -274,6 +293,61 @@ with the warnings changed:
       code: 2,
       stdout: '',
       stderr: `admission-gateway: replay: ${file}: line 2: request: request is missing: expected an AdmissionReview with a request object\n`,
+    });
+  });
+
+  it('refuses a line nested too deep, naming it, instead of crashing on it', async () => {
+    const { dir, file } = await recordOne('/mutate');
+    const [first] = await recordedLines(file);
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const line = JSON.stringify({
+      ...first,
+      answer: { allowed: true, patch: [{ op: 'add', path: '/metadata/labels/x', value: '<deep>' }] },
+    }).replace('"<deep>"', deep);
+    await writeFile(file, `${JSON.stringify(first)}\n${line}\n`);
+    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'gateway.yaml'], { cwd: dir });
+    assert.deepEqual(run, {
+      code: 2,
+      stdout: '',
+      stderr: `admission-gateway: replay: ${file}: line 2: nests arrays and objects more than 1004 levels deep\n`,
+    });
+  });
+
+  it('prints what a recording says with its control characters escaped, never raw to the terminal', async () => {
+    const { dir, file } = await recordOne('/validate');
+    const [line] = await recordedLines(file);
+    const request = line!.request as { name: string };
+    // An ANSI escape (clear the screen), a C1 control introducing another, a line break to forge a report line.
+    request.name = 'web\u001b[2J\u009b31m\n  line 9: forged';
+    await writeFile(file, `${JSON.stringify(line)}\n`);
+    await writeFile(join(dir, 'candidate.yaml'), 'chain: [{ plugin: require-labels, settings: { labels: [team] } }]\n');
+    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml'], { cwd: dir });
+    assert.equal(
+      run.stdout,
+      `replayed 1 review of recording.ndjson on candidate.yaml
+1 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 0 unchanged
+
+newly denied:
+  line 1: CREATE Pod team-a/web\\u001b[2J\\u009b31m\\u000a  line 9: forged (validate)
+    require-labels: missing required label: team
+`,
+    );
+    const json = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml', '-o', 'json'], {
+      cwd: dir,
+    });
+    // JSON escapes the C0 controls itself; the C1 one is escaped alike.
+    assert.ok(json.stdout.includes('"request": "CREATE Pod team-a/web\\u001b[2J\\u009b31m\\n  line 9: forged"'));
+    assert.equal(
+      (JSON.parse(json.stdout) as { differences: Array<{ request: string }> }).differences[0]!.request,
+      `CREATE Pod team-a/${request.name}`,
+    );
+    // A line the reader refuses: its message on stderr, which describes the operation, is escaped too.
+    await writeFile(file, '{"format":1,"route":"validate","request":{"uid":"u","operation":"\\u009b2J"}}\n');
+    const refused = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml'], { cwd: dir });
+    assert.deepEqual(refused, {
+      code: 2,
+      stdout: '',
+      stderr: `admission-gateway: replay: ${file}: line 1: request: request.operation="\\u009b2J", expected CREATE, UPDATE, DELETE or CONNECT\n`,
     });
   });
 });

@@ -102,4 +102,44 @@ describe('ShadowRunner', () => {
     await eventually('the third call ran', () => third.length === 1);
     assert.equal(third[0]!.outcome, 'denied');
   });
+
+  it('keeps its trace entry small whatever the step says or writes: a long message cut, ten operations', async () => {
+    const long = `${'k'.repeat(5000)}`;
+    const noisy = definePlugin({
+      name: 'noisy',
+      match: everything,
+      setup: () => ({
+        mutate({ object }) {
+          const labels = ((object.metadata ??= {}).labels ??= {});
+          for (let i = 0; i < 25; i++) labels[`${long}${i}`] = 'x';
+        },
+        validate: () => deny(long),
+      }),
+    });
+    const config = parseConfigText('chain: [{ plugin: noisy, shadow: true }]', 'gateway.yaml', '/');
+    const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([noisy]), config.file));
+    const runner = new ShadowRunner({
+      metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+      log: createLogger('silent'),
+      now: () => performance.now(),
+    });
+    const entries: Record<string, ShadowStepTrace[]> = { mutate: [], validate: [] };
+    for (const phase of ['mutate', 'validate'] as const) {
+      const steps = chain.shadowOf(phase);
+      const run = { request: requestOf(podCreate()), phase, steps, decision: allow(), namespaceLabels: undefined };
+      runner.run({ ...run, traced: entries[phase] });
+    }
+    await eventually('both shadow calls ran', () => entries.mutate!.length + entries.validate!.length === 2);
+    const [mutated] = entries.mutate!;
+    const [validated] = entries.validate!;
+    const cut = (text: string, max: number) => `${text.slice(0, max)}… (${text.length - max} more characters)`;
+    assert.deepEqual(
+      { patch: mutated!.patch, omitted: mutated!.patchOpsOmitted, message: validated!.message },
+      {
+        patch: Array.from({ length: 10 }, (_, i) => ({ op: 'add', path: cut(`/metadata/labels/${long}${i}`, 256) })),
+        omitted: 15,
+        message: cut(`noisy: ${cut(long, 4096)}`, 1024),
+      },
+    );
+  });
 });

@@ -1,50 +1,31 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { availablePlugins } from '../../../plugins/index.js';
 import { createLogger } from '../../../server/base/log.js';
-import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
-import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../../server/chain/reviewer.js';
-import { parseConfigText } from '../../../server/config/load.js';
+import type { ReviewedRequest } from '../../../server/chain/reviewer.js';
 import type { RecordConfig } from '../../../server/config/types.js';
-import { selectionOf } from '../../../server/http/routes.js';
 import { createMetrics, type Metrics } from '../../../server/metrics/metrics.js';
 import { recordedReviewOf } from '../../../server/recording/recorded-review.js';
 import { Recorder } from '../../../server/recording/recorder.js';
 import { compileRedaction } from '../../../server/recording/redact.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
+import { heardReviews } from '../../helpers/heard-reviews.js';
 
 /** Reviews of the fixture Pod through a real reviewer (default-labels, require-labels in warn mode), as heard. */
-async function reviewedPods(count: number): Promise<ReviewedRequest[]> {
-  const config = parseConfigText(
-    `chain:
-  - plugin: default-labels
+function reviewedPods(count: number): Promise<ReviewedRequest[]> {
+  const chain = `  - plugin: default-labels
     settings: { labels: { owner: platform } }
   - plugin: require-labels
     mode: warn
-    settings: { labels: [cost-center] }`,
-    'gateway.yaml',
-    '/',
-  );
-  const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry(availablePlugins), config.file));
-  const heard: ReviewedRequest[] = [];
-  const reviewer = createReviewer({
-    chain: () => chain,
-    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-    log: createLogger('silent'),
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: 250,
-    defaultTimeoutMs: 10_000,
-    onReviewed: (reviewed) => heard.push(reviewed),
-  });
-  for (let i = 0; i < count; i++) {
+    settings: { labels: [cost-center] }`;
+  const requests = Array.from({ length: count }, (_, i) => {
     const request = { ...requestOf(podCreate()), uid: `uid-${i}` };
-    await reviewer.review(request, selectionOf(i % 2 === 0 ? 'mutate' : 'validate'));
-  }
-  return heard;
+    return [request, i % 2 === 0 ? 'mutate' : 'validate'] as const;
+  });
+  return heardReviews(chain, availablePlugins, requests);
 }
 
 describe('Recorder', () => {
@@ -159,5 +140,48 @@ describe('Recorder', () => {
     for (const r of reviewed) small.offer(r);
     await small.close();
     assert.deepEqual(await results(), { queue_full: 6 });
+  });
+
+  it('keeps retrying a recording it cannot write, waiting longer each time, and records again once it can', async () => {
+    let now = 0;
+    const gauge = async () => (await metrics.recordingFailing.get()).values[0]?.value;
+    const path = join(dir, 'not-yet', 'recording.ndjson');
+    const recorder = new Recorder(config({ path }), { metrics, log: createLogger('silent'), now: () => now });
+    const reviewed = await reviewedPods(6);
+    const offer = async (at: number, r: ReviewedRequest) => {
+      now = at;
+      recorder.offer(r);
+      await recorder.idle();
+    };
+    // Fails at 0; waits a second: the review at 500 is dropped at once, never queued; the retry at 1000 fails.
+    await offer(0, reviewed[0]!);
+    await offer(500, reviewed[1]!);
+    await offer(1000, reviewed[2]!);
+    assert.deepEqual({ results: await results(), failing: await gauge() }, { results: { error: 3 }, failing: 1 });
+    // The folder appears (a volume mounted late); the next retry, two seconds on, opens the file.
+    await mkdir(join(dir, 'not-yet'));
+    await offer(2500, reviewed[3]!);
+    await offer(3000, reviewed[4]!);
+    await offer(3001, reviewed[5]!);
+    await recorder.close();
+    const uids = (await readFile(path, 'utf8'))
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => (JSON.parse(l) as { request: { uid: string } }).request.uid);
+    assert.deepEqual(
+      { uids, results: await results(), failing: await gauge() },
+      { uids: ['uid-4', 'uid-5'], results: { error: 4, written: 2 }, failing: 0 },
+    );
+  });
+
+  it('counts every review a failed write loses', async () => {
+    const recorder = new Recorder(config({ path: '/dev/full' }), { metrics, log: createLogger('silent') });
+    // Queued together, written together: all three lost to ENOSPC.
+    for (const r of await reviewedPods(3)) recorder.offer(r);
+    await recorder.close();
+    assert.deepEqual(
+      { results: await results(), failing: (await metrics.recordingFailing.get()).values[0]?.value },
+      { results: { error: 3 }, failing: 1 },
+    );
   });
 });

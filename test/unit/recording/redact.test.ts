@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { AdmissionRequest, JsonPatchOperation } from '../../../server/admission/types.js';
-import { compileRedaction, pointerSegments } from '../../../server/recording/redact.js';
+import { LAST_APPLIED, compileRedaction, pointerSegments } from '../../../server/recording/redact.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
 
 function secretRequest(): AdmissionRequest {
@@ -79,6 +79,71 @@ describe('compileRedaction()', () => {
       { op: 'add', path: '/metadata/annotations', value: { 'x/token': '<redacted>', keep: 'me' } },
     ]);
     assert.deepEqual(ops[1], { op: 'replace', path: '/data', value: { a: 'YQ==', b: 'Yg==' } }, 'not changed');
+  });
+
+  it("redacts a Secret's data and stringData inside its last-applied-configuration annotation, in both objects", () => {
+    const applied = (data: object) =>
+      `${JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, ...data })}\n`;
+    const request = secretRequest();
+    request.object!.metadata!.annotations = {
+      [LAST_APPLIED]: applied({ data: { password: 'aHVudGVyMg==' }, stringData: { token: 't0k3n' } }),
+    };
+    request.oldObject!.metadata!.annotations = { [LAST_APPLIED]: applied({ stringData: { token: 'b2xk' } }) };
+    const redacted = compileRedaction([]).request(request);
+    assert.deepEqual(
+      [redacted.object!.metadata!.annotations, redacted.oldObject!.metadata!.annotations],
+      [
+        { [LAST_APPLIED]: applied({ data: { password: '<redacted>' }, stringData: { token: '<redacted>' } }) },
+        { [LAST_APPLIED]: applied({ stringData: { token: '<redacted>' } }) },
+      ],
+    );
+  });
+
+  it('replaces a last-applied-configuration that is not a JSON object whole; other kinds keep theirs', () => {
+    const annotated = (value: string) => {
+      const request = secretRequest();
+      request.object!.metadata!.annotations = { [LAST_APPLIED]: value, other: value };
+      return compileRedaction([]).request(request).object!.metadata!.annotations;
+    };
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    assert.deepEqual(
+      ['{"data":{"a":"YQ==",', '"stringData"', '[{"data":{"a":"YQ=="}}]', deep].map(annotated),
+      ['{"data":{"a":"YQ==",', '"stringData"', '[{"data":{"a":"YQ=="}}]', deep].map((other) => ({
+        [LAST_APPLIED]: '<redacted>',
+        other,
+      })),
+    );
+    const configMap = requestOf(podCreate());
+    const value = JSON.stringify({ data: { a: 'b' } });
+    configMap.object!.metadata!.annotations = { [LAST_APPLIED]: value };
+    assert.equal(compileRedaction([]).request(configMap).object!.metadata!.annotations![LAST_APPLIED], value);
+    // A pointer the operator names is redacted inside the annotation too, whatever the kind.
+    assert.equal(
+      compileRedaction(['/spec/token']).request(configMap).object!.metadata!.annotations![LAST_APPLIED],
+      value,
+    );
+    configMap.object!.metadata!.annotations = { [LAST_APPLIED]: JSON.stringify({ spec: { token: 'x', keep: 1 } }) };
+    assert.equal(
+      compileRedaction(['/spec/token']).request(configMap).object!.metadata!.annotations![LAST_APPLIED],
+      '{"spec":{"token":"<redacted>","keep":1}}',
+    );
+  });
+
+  it('redacts the secret content of a last-applied-configuration a patch writes, whole or within annotations', () => {
+    const secret = JSON.stringify({ kind: 'Secret', stringData: { token: 't0k3n' } });
+    const ops: JsonPatchOperation[] = [
+      { op: 'add', path: `/metadata/annotations/${LAST_APPLIED.replace('/', '~1')}`, value: secret },
+      { op: 'replace', path: '/metadata/annotations', value: { [LAST_APPLIED]: secret, keep: 'me' } },
+      { op: 'add', path: '/metadata', value: { annotations: { [LAST_APPLIED]: 'not json' } } },
+      { op: 'test', path: `/metadata/annotations/${LAST_APPLIED.replace('/', '~1')}`, value: secret },
+    ];
+    const redactedSecret = '{"kind":"Secret","stringData":{"token":"<redacted>"}}';
+    assert.deepEqual(compileRedaction([]).patch(secretRequest(), ops), [
+      { ...ops[0], value: redactedSecret },
+      { ...ops[1], value: { [LAST_APPLIED]: redactedSecret, keep: 'me' } },
+      { ...ops[2], value: { annotations: { [LAST_APPLIED]: '<redacted>' } } },
+      { ...ops[3], value: redactedSecret },
+    ]);
   });
 
   it('reads JSON pointer escapes', () => {

@@ -1,0 +1,304 @@
+/**
+ * A review's trace input made small and bounded before the trace buffer keeps it, whatever the review carried:
+ * the request without its object; every string clipped, saying so in the string itself (and `clipped` in the
+ * trace); at most MAX_TRACED_OPS patch operations per step and for the review; their values (object content)
+ * only when configured, redacted as a recording redacts them, each at most MAX_TRACED_VALUE_BYTES and all of a
+ * trace's at most MAX_TRACED_VALUES_BYTES; who wrote each operation instead of the written-paths tree. What is
+ * kept is counted (`bytes`, about what the heap holds for it), so that the buffer can hold its total under a
+ * ceiling. The trace itself is built only when someone asks for it.
+ */
+import type {
+  AdmissionRequest,
+  AdmissionResponse,
+  GroupVersionKind,
+  GroupVersionResource,
+  JsonPatchOperation,
+  KubeObject,
+} from '../admission/types.js';
+import { MAX_ECHO_CHARS, MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
+import type { StepDetail, TraceInput } from '../chain/decision-trace.js';
+import { traceIdOf } from '../chain/decision-trace.js';
+import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } from '../chain/match.js';
+import type { PatchConflict } from '../chain/review-observer.js';
+import { MAX_SHADOW_MESSAGE_CHARS, MAX_SHADOW_TRACED_OPS } from '../chain/shadow.js';
+import { writersAt } from '../patch/written-paths.js';
+import type { Redaction } from '../recording/redact.js';
+
+/** Patch operations kept per step and for the review; the rest are counted. */
+export const MAX_TRACED_OPS = 50;
+/** Characters kept of a patch operation's path (or `from`). */
+export const MAX_TRACED_PATH_CHARS = 1024;
+/** Bytes (as JSON) of one operation's value kept with explain.includeObjects; a larger value is left out. */
+export const MAX_TRACED_VALUE_BYTES = 4096;
+/** Bytes (as JSON) of all the values one trace keeps; past them, values are left out. */
+export const MAX_TRACED_VALUES_BYTES = 32 * 1024;
+/** Labels of an object kept to explain a selector's skip; an object with more keeps none. */
+const MAX_KEPT_LABELS = 64;
+
+// What the heap holds besides the strings counted one by one: the objects of a trace, a step, an operation.
+const TRACE_BYTES = 1280;
+const STEP_BYTES = 256;
+const OP_BYTES = 128;
+/** One shadow step's entry at most (shadow.ts bounds it), counted for each shadow step run for the review. */
+const SHADOW_ENTRY_BYTES = STEP_BYTES + MAX_SHADOW_MESSAGE_CHARS + MAX_SHADOW_TRACED_OPS * (OP_BYTES + MAX_ECHO_CHARS);
+
+export interface KeepOptions {
+  /** Keep the values of patch operations (explain.includeObjects). */
+  readonly includeObjects: boolean;
+  /** What a recording redacts, redacted in the values kept too. */
+  readonly redaction: Redaction;
+}
+
+/** A trace input as the buffer keeps it. */
+export interface KeptInput {
+  readonly input: TraceInput;
+  /** About what the heap holds for it. */
+  readonly bytes: number;
+  /** Some string or value was cut or left out (each says so where it was). */
+  readonly clipped: boolean;
+}
+
+/** What a value left out reads. */
+const TOO_LARGE = `<left out: more than ${MAX_TRACED_VALUE_BYTES} bytes>`;
+const NO_ROOM = `<left out: the trace keeps ${MAX_TRACED_VALUES_BYTES} bytes of values at most>`;
+
+/** The size of `value` as JSON, or undefined once it passes `max` (never walking further than that). */
+export function jsonBytesWithin(value: unknown, max: number): number | undefined {
+  let total = 0;
+  const walk = (v: unknown): boolean => {
+    if (typeof v === 'string') total += v.length + 2;
+    else if (typeof v !== 'object' || v === null) total += String(v).length;
+    else if (Array.isArray(v)) {
+      total += 2;
+      for (const item of v as unknown[]) if (!walk(item) || ++total > max) return false;
+    } else {
+      total += 2;
+      for (const key in v) {
+        total += key.length + 4;
+        if (!walk((v as Record<string, unknown>)[key]) || total > max) return false;
+      }
+    }
+    return total <= max;
+  };
+  return walk(value) ? total : undefined;
+}
+
+/** Keeps one review's strings and values within their bounds, counting what it keeps. */
+class Keeper {
+  bytes = TRACE_BYTES;
+  clipped = false;
+  private valueRoom = MAX_TRACED_VALUES_BYTES;
+
+  constructor(
+    private readonly options: KeepOptions,
+    private readonly request: AdmissionRequest,
+  ) {}
+
+  text(s: string, max: number): string {
+    if (s.length <= max) {
+      this.bytes += s.length;
+      return s;
+    }
+    this.clipped = true;
+    const cut = clip(s, max);
+    // Its ellipsis makes it two bytes a character.
+    this.bytes += 2 * cut.length;
+    return cut;
+  }
+
+  /** The first operations of `ops`, as kept. */
+  ops(ops: readonly JsonPatchOperation[]): JsonPatchOperation[] {
+    const first = ops.length > MAX_TRACED_OPS ? ops.slice(0, MAX_TRACED_OPS) : ops;
+    if (!this.options.includeObjects) return first.map((op) => this.op(op, undefined));
+    return this.options.redaction.patch(this.request, first)!.map((op) => this.op(op, 'value' in op ? op : undefined));
+  }
+
+  private op(op: JsonPatchOperation, valued: { readonly value: unknown } | undefined): JsonPatchOperation {
+    this.bytes += OP_BYTES;
+    const path = this.text(op.path, MAX_TRACED_PATH_CHARS);
+    if (op.op === 'remove') return { op: op.op, path };
+    if (op.op === 'move' || op.op === 'copy')
+      return { op: op.op, from: this.text(op.from, MAX_TRACED_PATH_CHARS), path };
+    // JSON leaves out a value that is undefined: without includeObjects, an operation keeps its op and path.
+    return { op: op.op, path, value: valued ? this.value(valued.value) : undefined };
+  }
+
+  /** A copy of the value, or a note of why it was left out. */
+  private value(value: unknown): unknown {
+    const bytes = jsonBytesWithin(value, MAX_TRACED_VALUE_BYTES);
+    if (bytes === undefined || bytes > this.valueRoom) {
+      this.clipped = true;
+      return this.text(bytes === undefined ? TOO_LARGE : NO_ROOM, Infinity);
+    }
+    this.valueRoom -= bytes;
+    this.bytes += bytes;
+    return structuredClone(value);
+  }
+
+  gvk(v: GroupVersionKind): GroupVersionKind {
+    return {
+      group: this.text(v.group, MAX_ECHO_CHARS),
+      version: this.text(v.version, MAX_ECHO_CHARS),
+      kind: this.text(v.kind, MAX_ECHO_CHARS),
+    };
+  }
+
+  gvr(v: GroupVersionResource): GroupVersionResource {
+    return {
+      group: this.text(v.group, MAX_ECHO_CHARS),
+      version: this.text(v.version, MAX_ECHO_CHARS),
+      resource: this.text(v.resource, MAX_ECHO_CHARS),
+    };
+  }
+
+  /** The labels of an object, when a selector's skip is to be explained and there are not too many. */
+  labels(object: KubeObject | null | undefined): KubeObject | undefined {
+    const labels = object?.metadata?.labels;
+    if (!labels || typeof labels !== 'object') return undefined;
+    const entries = Object.entries(labels);
+    if (entries.length > MAX_KEPT_LABELS) return undefined;
+    const kept = entries.map(([k, v]) => [this.text(k, MAX_ECHO_CHARS), this.text(String(v), MAX_ECHO_CHARS)]);
+    return { metadata: { labels: Object.fromEntries(kept) as Record<string, string> } };
+  }
+
+  /** Counts strings kept as they are (bounded where they were made). */
+  count(strings: readonly string[]): void {
+    for (const s of strings) this.bytes += s.length;
+  }
+
+  /** Counts the keys and values of a record kept as it is. */
+  countRecord(record: Readonly<Record<string, string>>): void {
+    for (const key in record) this.bytes += key.length + record[key]!.length;
+  }
+}
+
+/** The request without its object: what a trace names, and the labels a selector's skip is explained with. */
+function keptRequest(
+  request: AdmissionRequest,
+  withLabels: boolean,
+  k: Keeper,
+  redaction: Redaction,
+): AdmissionRequest {
+  const { username } = request.userInfo;
+  const kept: AdmissionRequest = {
+    // At most MAX_UID_CHARS (admission/codec.ts), and the key the trace is found by: never cut.
+    uid: k.text(request.uid, Infinity),
+    kind: k.gvk(request.kind),
+    resource: k.gvr(request.resource),
+    operation: request.operation,
+    userInfo: username === undefined ? {} : { username: k.text(username, MAX_ECHO_CHARS) },
+  };
+  if (request.subResource) kept.subResource = k.text(request.subResource, MAX_ECHO_CHARS);
+  if (request.name) kept.name = k.text(request.name, MAX_ECHO_CHARS);
+  if (request.namespace) kept.namespace = k.text(request.namespace, MAX_ECHO_CHARS);
+  if (request.dryRun) kept.dryRun = true;
+  if (!withLabels) return kept;
+  const object = k.labels(request.object);
+  const oldObject = k.labels(request.oldObject);
+  if (object) kept.object = object;
+  if (oldObject) kept.oldObject = oldObject;
+  return object || oldObject ? redaction.request(kept) : kept;
+}
+
+/** The response without its base64 patch, which can be as large as the object. */
+function keptResponse(response: AdmissionResponse, k: Keeper): AdmissionResponse {
+  const kept: AdmissionResponse = { uid: response.uid, allowed: response.allowed };
+  const { status, warnings, auditAnnotations } = response;
+  if (status) {
+    const message = status.message === undefined ? undefined : k.text(status.message, MAX_MESSAGE_CHARS);
+    kept.status = message === status.message ? status : { ...status, message };
+  }
+  if (warnings) {
+    k.count(warnings);
+    kept.warnings = warnings;
+  }
+  if (auditAnnotations) {
+    k.countRecord(auditAnnotations);
+    kept.auditAnnotations = auditAnnotations;
+  }
+  return kept;
+}
+
+/** The steps' details with their messages clipped and their patches kept small; the same array when nothing changes. */
+function keptDetails(details: readonly StepDetail[], k: Keeper): readonly StepDetail[] {
+  let kept = details;
+  for (let i = 0; i < details.length; i++) {
+    const detail = details[i]!;
+    const message = detail.message === undefined ? undefined : k.text(detail.message, MAX_MESSAGE_CHARS);
+    if (!detail.patch && message === detail.message) continue;
+    if (kept === details) kept = details.slice();
+    (kept as StepDetail[])[i] = {
+      step: detail.step,
+      message,
+      patch: detail.patch ? k.ops(detail.patch) : undefined,
+      patchOpsOmitted: detail.patch ? Math.max(detail.patch.length - MAX_TRACED_OPS, 0) : undefined,
+      deadlineLeftMs: detail.deadlineLeftMs,
+      decided: detail.decided,
+    };
+  }
+  return kept;
+}
+
+type Conflicts = TraceInput['conflicts'];
+
+/** The paths each step overwrote, clipped; the same map when none needs it. */
+function keptConflicts(conflicts: Conflicts, k: Keeper): Conflicts {
+  if (!conflicts) return undefined;
+  let clipped = false;
+  const kept = new Map<string, { readonly count: number; readonly first: PatchConflict }>();
+  for (const [step, { count, first }] of conflicts) {
+    const path = k.text(first.path, MAX_TRACED_PATH_CHARS);
+    const earlierPath = k.text(first.earlierPath, MAX_TRACED_PATH_CHARS);
+    k.bytes += STEP_BYTES;
+    if (path !== first.path || earlierPath !== first.earlierPath) clipped = true;
+    kept.set(step, { count, first: { ...first, path, earlierPath } });
+  }
+  return clipped ? kept : conflicts;
+}
+
+const SELECTOR_SKIPS: ReadonlySet<string> = new Set([
+  NAMESPACE_SELECTOR_DOES_NOT_MATCH,
+  OBJECT_SELECTOR_DOES_NOT_MATCH,
+]);
+
+/** A review's trace input made small enough to keep (see the header). */
+export function keptInput(input: TraceInput, options: KeepOptions): KeptInput {
+  const k = new Keeper(options, input.request);
+  // One object literal of one shape, no spreads: this runs for every review kept.
+  const patch = input.decision.patch;
+  const ops = patch?.length ? k.ops(patch) : undefined;
+  const { owners, reports } = input;
+  let withLabels = false;
+  for (const report of reports) if (report.reason !== undefined && SELECTOR_SKIPS.has(report.reason)) withLabels = true;
+  k.bytes += reports.length * STEP_BYTES + (input.shadowSteps ?? 0) * SHADOW_ENTRY_BYTES;
+  const namespaceLabels = withLabels ? input.namespaceLabels : undefined;
+  if (namespaceLabels) k.countRecord(namespaceLabels);
+  const kept: TraceInput = {
+    request: keptRequest(input.request, withLabels, k, options.redaction),
+    response: keptResponse(input.response, k),
+    decision: ops ? { allowed: true, patch: ops } : keptDecision(input.decision, k),
+    route: input.route,
+    phase: input.phase,
+    traceId: traceIdOf(input),
+    startedAt: input.startedAt,
+    ms: input.ms,
+    reports,
+    details: keptDetails(input.details, k),
+    namespaceLabels,
+    owners: undefined,
+    conflicts: keptConflicts(input.conflicts, k),
+    // The same array: the shadow steps fill it in after the answer (their entries are counted above).
+    shadow: input.shadow,
+    shadowSteps: input.shadowSteps,
+    writers: ops && owners ? ops.map((_, i) => (owners[i] ? writersAt(owners[i]) : [])) : undefined,
+    patchOpsOmitted: patch && patch.length > MAX_TRACED_OPS ? patch.length - MAX_TRACED_OPS : undefined,
+  };
+  return { input: kept, bytes: k.bytes, clipped: k.clipped };
+}
+
+/** A decision without a patch to keep: a denial's message clipped. */
+function keptDecision(decision: TraceInput['decision'], k: Keeper): TraceInput['decision'] {
+  if (decision.allowed) return decision;
+  const message = k.text(decision.message, MAX_MESSAGE_CHARS);
+  return message === decision.message ? decision : { ...decision, message };
+}
