@@ -227,6 +227,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         metrics,
         log,
         maxRequestBytes: serverConfig.maxRequestBytes,
+        bodyTiming: serverConfig,
         budget,
         draining: () => closing,
       }),

@@ -24,7 +24,27 @@ export interface TlsConfig {
   readonly ipAddresses: readonly string[];
 }
 
-export interface ServerConfig {
+/**
+ * How many connections a server keeps and how fast a request must arrive (server's fields in gateway.yaml, the
+ * provider SDK's options of the same names).
+ */
+export interface ConnectionBounds {
+  /** Open connections; more are closed on accept. Default 512. */
+  readonly maxConnections: number;
+  /** Time for a client to complete its TLS handshake and send a request's headers. Default 10 s. */
+  readonly headersTimeoutSeconds: number;
+  /** Time for a client to send a whole request, body included. Default 30 s. */
+  readonly requestTimeoutSeconds: number;
+  /**
+   * Time for a request's body to arrive, once its headers have: one second more for every
+   * minBodyBytesPerSecond bytes received. Default 10 s.
+   */
+  readonly bodyTimeoutSeconds: number;
+  /** See bodyTimeoutSeconds. Default 64 KiB. */
+  readonly minBodyBytesPerSecond: number;
+}
+
+export interface ServerConfig extends ConnectionBounds {
   /** Webhook (HTTPS) listen address. Default 0.0.0.0:8443. */
   readonly host: string;
   readonly port: number;
@@ -39,12 +59,6 @@ export interface ServerConfig {
    * Undefined: derived at start from the memory the process may use (see http/memory-limit.ts).
    */
   readonly maxInflightBytes: number | undefined;
-  /** Open connections per server (webhook, ops); more are closed on accept. Default 512. */
-  readonly maxConnections: number;
-  /** Time for a client to complete its TLS handshake and send a request's headers. Default 10 s. */
-  readonly headersTimeoutSeconds: number;
-  /** Time for a client to send a whole request, body included. Default 30 s. */
-  readonly requestTimeoutSeconds: number;
   /** Kept back from the apiserver's `?timeout` so the answer arrives in time. Default 250 ms. */
   readonly deadlineMarginMs: number;
   /** Budget when a request carries no `?timeout`. Default 10 s (the apiserver's default). */

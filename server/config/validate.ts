@@ -11,6 +11,7 @@ import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
+import { CONNECTION_FIELDS, readConnectionBounds } from './connection-bounds.js';
 import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath } from './reader.js';
@@ -36,11 +37,6 @@ import type {
 
 export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 
-/**
- * Open connections per server: a small part of the Deployment's memory in idle TLS connections, and still room
- * for several apiservers' keep-alive pools (docs/decisions.md, "Idle connections: `server.maxConnections` 512").
- */
-export const DEFAULT_MAX_CONNECTIONS = 512;
 export const CONFIG_KIND = 'GatewayConfig';
 
 const ENTRY_FIELDS = [
@@ -86,9 +82,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     'tls',
     'maxRequestBytes',
     'maxInflightBytes',
-    'maxConnections',
-    'headersTimeoutSeconds',
-    'requestTimeoutSeconds',
+    ...CONNECTION_FIELDS,
     'deadlineMarginMs',
     'defaultTimeoutSeconds',
     'shutdownTimeoutSeconds',
@@ -115,10 +109,6 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     r.integer(m.maxRequestBytes, `${p}.maxRequestBytes`, 1024, 64 * 1024 * 1024) ?? DEFAULT_MAX_REQUEST_BYTES;
   // A review weighs at least its body (more: http/byte-budget.ts); below that, none of the largest could be answered.
   const maxInflightBytes = r.integer(m.maxInflightBytes, `${p}.maxInflightBytes`, maxRequestBytes, 2 ** 40);
-  const headersTimeoutSeconds = r.number(m.headersTimeoutSeconds, `${p}.headersTimeoutSeconds`, 1, 300) ?? 10;
-  const requestTimeoutSeconds =
-    r.number(m.requestTimeoutSeconds, `${p}.requestTimeoutSeconds`, headersTimeoutSeconds, 600) ??
-    Math.max(30, headersTimeoutSeconds);
   const deadlineMarginMs = r.integer(m.deadlineMarginMs, `${p}.deadlineMarginMs`, 0, 5000) ?? 250;
   return {
     host: r.string(m.host, `${p}.host`) ?? '0.0.0.0',
@@ -135,9 +125,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     },
     maxRequestBytes,
     maxInflightBytes,
-    maxConnections: r.integer(m.maxConnections, `${p}.maxConnections`, 1, 1_000_000) ?? DEFAULT_MAX_CONNECTIONS,
-    headersTimeoutSeconds,
-    requestTimeoutSeconds,
+    ...readConnectionBounds(r, m, p),
     deadlineMarginMs,
     defaultTimeoutSeconds,
     shutdownTimeoutSeconds: r.integer(m.shutdownTimeoutSeconds, `${p}.shutdownTimeoutSeconds`, 1, 300) ?? 25,

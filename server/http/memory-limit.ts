@@ -6,7 +6,7 @@
  */
 import { totalmem } from 'node:os';
 import v8 from 'node:v8';
-import { WEIGHT_PER_BODY_BYTE } from './byte-budget.js';
+import { SMALL_REVIEW_SHARE, WEIGHT_PER_BODY_BYTE } from './byte-budget.js';
 
 export interface MemoryLimit {
   readonly bytes: number;
@@ -32,9 +32,13 @@ export function memoryLimit(): MemoryLimit {
 }
 
 /**
- * The default server.maxInflightBytes: what the limit leaves after the baseline, and never less than one
- * body of server.maxRequestBytes weighs (or such a review could never be answered).
+ * The default server.maxInflightBytes: what the limit leaves after the baseline, and never so little that one
+ * body of server.maxRequestBytes would not fit beside the share kept for small reviews (or such a review could
+ * never be answered).
  */
 export function defaultInflightBytes(limit: MemoryLimit, maxRequestBytes: number): number {
-  return Math.max(limit.bytes - BASELINE_BYTES, maxRequestBytes * WEIGHT_PER_BODY_BYTE);
+  return Math.max(
+    limit.bytes - BASELINE_BYTES,
+    Math.ceil((maxRequestBytes * WEIGHT_PER_BODY_BYTE) / (1 - SMALL_REVIEW_SHARE)),
+  );
 }

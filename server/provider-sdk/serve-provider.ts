@@ -20,6 +20,7 @@ import type { BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../chain/reviewer.js';
+import { readConnectionBounds } from '../config/connection-bounds.js';
 import { Reader } from '../config/reader.js';
 import { readTracing, type TracingSettings } from '../config/tracing.js';
 import { validateConfig } from '../config/validate.js';
@@ -237,8 +238,17 @@ async function serveWith(
   const budget = new ByteBudget(options.maxInflightBytes ?? DEFAULT_MAX_INFLIGHT_BYTES, () => undefined);
 
   const app = new Koa<ReviewState, ReviewServices>();
+  const bounds = readConnectionBounds(new Reader('provider options'), {}, '');
   // The reviewer each route uses is its own (runReviewWith); the app's is the first, never read.
-  Object.assign(app.context, { reviewer: served[0]?.reviewer, metrics, log, budget, maxRequestBytes });
+  const services: Omit<ReviewServices, 'reviewer'> & { reviewer: ReviewServices['reviewer'] | undefined } = {
+    reviewer: served[0]?.reviewer,
+    metrics,
+    log,
+    budget,
+    maxRequestBytes,
+    bodyTiming: bounds,
+  };
+  Object.assign(app.context, services);
   app.on('error', (err: unknown) => log.warn({ err: errorMessage(err) }, 'provider request failed'));
   const router = new Router<ReviewState, ReviewServices>();
   for (const { handler, reviewer, step } of served) {

@@ -546,6 +546,7 @@ chain:
         metrics,
         log: createLogger('silent'),
         maxRequestBytes: 1 << 20,
+        bodyTiming: { bodyTimeoutSeconds: 10, minBodyBytesPerSecond: 65536 },
         budget: new ByteBudget(4 << 20),
       });
       const handle = app.callback();

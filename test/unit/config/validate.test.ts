@@ -35,6 +35,8 @@ describe('parseConfigText()', () => {
         maxConnections: 512,
         headersTimeoutSeconds: 10,
         requestTimeoutSeconds: 30,
+        bodyTimeoutSeconds: 10,
+        minBodyBytesPerSecond: 65536,
         deadlineMarginMs: 250,
         defaultTimeoutSeconds: 10,
         shutdownTimeoutSeconds: 25,
@@ -232,6 +234,11 @@ chain:
       'a request timeout shorter than the headers timeout',
       'server: { headersTimeoutSeconds: 20, requestTimeoutSeconds: 5 }',
       'gateway.yaml:1:38: server.requestTimeoutSeconds: expected a number from 20 to 600, got 5',
+    ],
+    [
+      'a body allowed to arrive at no pace at all',
+      'server: { minBodyBytesPerSecond: 0 }',
+      'gateway.yaml:1:11: server.minBodyBytesPerSecond: expected an integer from 1 to 1073741824, got 0',
     ],
     [
       'no connections at all',
