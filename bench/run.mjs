@@ -369,6 +369,8 @@ function gatewayConfig(shipped, certs, chain) {
       port: 0,
       opsHost: '127.0.0.1',
       opsPort: 0,
+      healthHost: '127.0.0.1',
+      healthPort: 0,
       tls: { certFile: certs.certFile, keyFile: certs.keyFile, generate: false },
       shutdownTimeoutSeconds: 1,
     },
@@ -441,12 +443,12 @@ async function startGateway(name, config, { cgroupProcs, keepLog = false } = {})
       .split('\n')
       .find((l) => l.includes('admission-gateway serving'));
     if (line) {
-      const { webhook, ops } = JSON.parse(line);
-      urls = { webhook, ops };
+      const { webhook, ops, health } = JSON.parse(line);
+      urls = { webhook, ops, health };
     }
   }
   for (const deadline = Date.now() + 15_000; ; await sleep(50)) {
-    const ok = await fetch(`${urls.ops}/readyz`).then(
+    const ok = await fetch(`${urls.health}/readyz`).then(
       (r) => r.ok,
       () => false,
     );

@@ -48,9 +48,17 @@ export interface ServerConfig extends ConnectionBounds {
   /** Webhook (HTTPS) listen address. Default 0.0.0.0:8443. */
   readonly host: string;
   readonly port: number;
-  /** Operations (plain HTTP: metrics, probes, /chain) listen address. Default 0.0.0.0:9090. */
-  readonly opsHost: string;
+  /**
+   * Operations (plain HTTP: /metrics, /chain, /openapi/v3, /explain) listen address; undefined (the default):
+   * every address (0.0.0.0) in cluster mode, 127.0.0.1 without a cluster.
+   */
+  readonly opsHost: string | undefined;
+  /** Default 9090. */
   readonly opsPort: number;
+  /** Probes (plain HTTP: /healthz, /readyz only) listen address; undefined: as opsHost's default. */
+  readonly healthHost: string | undefined;
+  /** Default 8081. */
+  readonly healthPort: number;
   readonly tls: TlsConfig;
   /** Largest accepted request body. Default 7 MiB. */
   readonly maxRequestBytes: number;

@@ -79,6 +79,8 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     'port',
     'opsHost',
     'opsPort',
+    'healthHost',
+    'healthPort',
     'tls',
     'maxRequestBytes',
     'maxInflightBytes',
@@ -100,6 +102,15 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   const port = r.integer(m.port, `${p}.port`, 0, 65535) ?? 8443;
   const opsPort = r.integer(m.opsPort, `${p}.opsPort`, 0, 65535) ?? 9090;
   if (port !== 0 && port === opsPort) r.fail(`${p}.opsPort`, `must differ from server.port (${port})`);
+  const healthPort = r.integer(m.healthPort, `${p}.healthPort`, 0, 65535) ?? 8081;
+  for (const [other, taken] of [
+    ['port', port],
+    ['opsPort', opsPort],
+  ] as const) {
+    if (healthPort !== 0 && healthPort === taken) {
+      r.fail(`${p}.healthPort`, `must differ from server.${other} (${taken})`);
+    }
+  }
   const certFile = file('certFile', 'certs/tls.crt');
   const keyFile = file('keyFile', 'certs/tls.key');
   if (!certFile) r.fail(`${p}.tls.certFile`, 'is required');
@@ -113,8 +124,10 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   return {
     host: r.string(m.host, `${p}.host`) ?? '0.0.0.0',
     port,
-    opsHost: r.string(m.opsHost, `${p}.opsHost`) ?? '0.0.0.0',
+    opsHost: r.string(m.opsHost, `${p}.opsHost`),
     opsPort,
+    healthHost: r.string(m.healthHost, `${p}.healthHost`),
+    healthPort,
     tls: {
       certFile,
       keyFile,

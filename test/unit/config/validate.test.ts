@@ -16,8 +16,10 @@ describe('parseConfigText()', () => {
       assert.deepEqual(config.server, {
         host: '0.0.0.0',
         port: 8443,
-        opsHost: '0.0.0.0',
+        opsHost: undefined,
         opsPort: 9090,
+        healthHost: undefined,
+        healthPort: 8081,
         tls: {
           certFile: '/etc/gateway/certs/tls.crt',
           keyFile: '/etc/gateway/certs/tls.key',
@@ -234,6 +236,11 @@ chain:
       'a request timeout shorter than the headers timeout',
       'server: { headersTimeoutSeconds: 20, requestTimeoutSeconds: 5 }',
       'gateway.yaml:1:38: server.requestTimeoutSeconds: expected a number from 20 to 600, got 5',
+    ],
+    [
+      'the health port on the ops port',
+      'server: { healthPort: 9090 }',
+      'gateway.yaml:1:11: server.healthPort: must differ from server.opsPort (9090)',
     ],
     [
       'a body allowed to arrive at no pace at all',
