@@ -35,3 +35,10 @@ export function readConnectionBounds(r: Reader, m: Readonly<Record<string, unkno
     minBodyBytesPerSecond: r.integer(m.minBodyBytesPerSecond, at('minBodyBytesPerSecond'), 1, 2 ** 30) ?? 64 * 1024,
   };
 }
+
+/** The connection fields of `source` (a server's config, the provider SDK's options) and nothing else. */
+export function connectionFieldsOf<T extends Partial<ConnectionBounds>>(
+  source: T,
+): Pick<T, (typeof CONNECTION_FIELDS)[number]> {
+  return Object.fromEntries(CONNECTION_FIELDS.map((field) => [field, source[field]]));
+}
