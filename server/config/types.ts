@@ -55,7 +55,7 @@ export interface ServerConfig extends ConnectionBounds {
   readonly opsHost: string | undefined;
   /** Default 9090. */
   readonly opsPort: number;
-  /** Probes (plain HTTP: /healthz, /readyz only) listen address; undefined: as opsHost's default. */
+  /** Probes (plain HTTP: /healthz, /readyz only) listen address; undefined: by mode, as opsHost. */
   readonly healthHost: string | undefined;
   /** Default 8081. */
   readonly healthPort: number;
