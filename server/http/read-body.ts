@@ -69,10 +69,8 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease, 
       timer.unref();
     };
     const refuse = (err: Error) => {
-      cleanup();
-      chunks.length = 0;
+      fail(err);
       discardRest();
-      reject(err);
     };
     const onData = (chunk: Buffer) => {
       if (size + chunk.length > limit) return refuse(tooLarge());
@@ -91,10 +89,15 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease, 
       chunks.length = 0;
       resolve(whole.toString('utf8'));
     };
-    const onError = (err: Error) => {
+    // What was read is dropped, and its bytes given back at once, not when the answer has been written: large
+    // bodies arriving together would otherwise shed each other until none is left.
+    const fail = (err: Error) => {
       cleanup();
+      chunks.length = 0;
+      lease.release();
       reject(err);
     };
+    const onError = fail;
     function cleanup() {
       clearTimeout(timer);
       req.off('data', onData);

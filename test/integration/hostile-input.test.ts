@@ -248,6 +248,64 @@ chain:
     });
   });
 
+  describe('more large bodies at once than the budget holds', function () {
+    /** The status of the answer to `request`, written on `socket` at once. */
+    const statusOf = (socket: tls.TLSSocket, request: Buffer): Promise<number> =>
+      new Promise((resolve, reject) => {
+        let head = '';
+        socket.on('data', (chunk: Buffer) => {
+          head += chunk.toString('latin1');
+          const m = /^HTTP\/1\.1 (\d{3}) /.exec(head);
+          if (m) resolve(Number(m[1]));
+        });
+        socket.once('error', reject);
+        socket.write(request);
+      });
+
+    it('reviews those that fit and sheds the rest: a shed body gives its bytes back at once', async function () {
+      // Each weighs a little over half of what large reviews may hold: one fits at a time, two never do.
+      const h = await start('server: { maxRequestBytes: 2097152, maxInflightBytes: 16777216 }\nchain: []');
+      const review = podCreate();
+      requestOf(review).object!.metadata!.annotations = { pad: 'x'.repeat(1_600_000) };
+      const body = Buffer.from(JSON.stringify(review));
+      const request = Buffer.concat([
+        Buffer.from(
+          `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+        ),
+        body,
+      ]);
+      const url = new URL(h.gateway.webhookUrl);
+      // The connections first, then every request at once: their bodies arrive together.
+      const sockets = await Promise.all(
+        Array.from(
+          { length: 8 },
+          () =>
+            new Promise<tls.TLSSocket>((resolve, reject) => {
+              const socket = tls.connect({
+                host: url.hostname,
+                port: Number(url.port),
+                ca: h.ca,
+                servername: 'localhost',
+              });
+              socket.once('secureConnect', () => resolve(socket));
+              socket.once('error', reject);
+            }),
+        ),
+      );
+      try {
+        const statuses = (await Promise.all(sockets.map((socket) => statusOf(socket, request)))).sort();
+
+        assert.ok(statuses.includes(200), `some review is answered, got ${statuses.join(', ')}`);
+        assert.ok(
+          statuses.every((status) => status === 200 || status === 429),
+          statuses.join(', '),
+        );
+      } finally {
+        for (const socket of sockets) socket.destroy();
+      }
+    });
+  });
+
   describe('the share of the budget kept for small reviews', function () {
     /** What the gateway weighs a review at (README, "Limits"): 5 per body byte, 2 KiB per object or array. */
     const weightOf = (body: string) => 5 * Buffer.byteLength(body) + 2048 * (body.match(/[{[]/g)?.length ?? 0);
