@@ -7,7 +7,8 @@
  * declared length only decides, before anything is read, whether the review could fit now (else 429 at once,
  * and the apiserver retries it) or ever (else 413): it is never held, so a client that declares a large body
  * and sends it slowly holds only what it has sent. The last part of the budget is kept for small reviews (an
- * ordinary Pod, a SubjectAccessReview), so large reviews, however many, never leave those unanswered.
+ * ordinary Pod, a SubjectAccessReview) once their body has arrived: large reviews, however many, never take it,
+ * and neither do the bytes of a body still arriving, so no body that stalls can hold it.
  */
 /**
  * Memory a review holds per byte of its body at its peak: the bytes, the string, the parsed values and the
@@ -22,8 +23,9 @@ export const WEIGHT_PER_BODY_BYTE = 5;
 export const WEIGHT_PER_CONTAINER = 2048;
 
 /**
- * The share of the budget only small reviews may take: what large reviews leave for an ordinary Pod review
- * and the authorization webhook's SubjectAccessReviews, however many large ones arrive at once.
+ * The share of the budget only small reviews may take, and only once their body has arrived: what large reviews
+ * and bodies still arriving leave for an ordinary Pod review and the authorization webhook's
+ * SubjectAccessReviews (each arrives in one piece), whatever else is sent at once.
  */
 export const SMALL_REVIEW_SHARE = 1 / 16;
 
@@ -77,24 +79,28 @@ export class ByteBudget {
     return new ByteLease(this);
   }
 
-  /** What a review of `weight` may hold at most: the whole budget when it is small, else all but the reserve. */
-  roomFor(weight: number): number {
-    return weight <= SMALL_REVIEW_BYTES ? this.limit : this.limit - this.reserved;
+  /**
+   * What a review of `weight` may hold at most: the whole budget when it is small and its body has arrived,
+   * else all but the reserve.
+   */
+  roomFor(weight: number, arriving = false): number {
+    return weight <= SMALL_REVIEW_BYTES && !arriving ? this.limit : this.limit - this.reserved;
   }
 
   /**
-   * Takes `bytes` more for a review that is to weigh `weight` in all (these bytes included); throws
-   * BudgetExceededError when they do not fit.
+   * Takes `bytes` more for a review that is to weigh `weight` in all (these bytes included); `arriving`: they are
+   * bytes of a body still arriving. Throws BudgetExceededError when they do not fit.
    */
-  take(bytes: number, weight: number): void {
-    this.check(bytes, weight);
+  take(bytes: number, weight: number, arriving = false): void {
+    this.check(bytes, weight, arriving);
     this.add(bytes);
   }
 
   /** Throws BudgetExceededError unless `bytes` more would fit now for a review to weigh `weight` in all. */
-  check(bytes: number, weight: number): void {
+  check(bytes: number, weight: number, arriving = false): void {
+    if (this.used + bytes <= this.roomFor(weight, arriving)) return;
     const room = this.roomFor(weight);
-    if (this.used + bytes > room) throw new BudgetExceededError(weight, weight > room, this.limit, room);
+    throw new BudgetExceededError(weight, weight > room, this.limit, room);
   }
 
   /** Takes `bytes` even past the limit: an answer already computed is sent, and holds its bytes meanwhile. */
@@ -133,9 +139,9 @@ export class ByteLease {
     this.expected = weight;
   }
 
-  /** Takes `bytes` more; throws BudgetExceededError when they do not fit. */
-  take(bytes: number): void {
-    this.budget.take(bytes, Math.max(this.held + bytes, this.expected));
+  /** Takes `bytes` more (`arriving`: of a body not yet whole); throws BudgetExceededError when they do not fit. */
+  take(bytes: number, arriving = false): void {
+    this.budget.take(bytes, Math.max(this.held + bytes, this.expected), arriving);
     this.held += bytes;
   }
 

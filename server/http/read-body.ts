@@ -75,7 +75,8 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease, 
     const onData = (chunk: Buffer) => {
       if (size + chunk.length > limit) return refuse(tooLarge());
       try {
-        lease.take(chunk.length * WEIGHT_PER_BODY_BYTE);
+        // Until its last piece a body is still arriving: it may not take the share kept for small reviews.
+        lease.take(chunk.length * WEIGHT_PER_BODY_BYTE, size + chunk.length !== declared);
       } catch (err) {
         return refuse(err as Error);
       }

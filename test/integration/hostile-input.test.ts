@@ -347,6 +347,47 @@ chain:
       test.gate.release();
       assert.deepEqual([(await first).status, (await second).status], [200, 429]);
     });
+
+    it('is never held by a body still arriving: bodies that stall leave it to reviews that have arrived', async function () {
+      const limit = 16 * 1024 * 1024;
+      const h = await start(`
+server: { maxRequestBytes: 4194304, maxInflightBytes: ${limit} }
+chain:
+  - plugin: slow-async
+    name: held
+    settings: { tag: held, awaitRelease: true }
+    match: { rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: ['*'], resources: [deployments] }] }
+`);
+      // A Deployment holds all that large reviews may (all but the sixteenth kept for small ones)...
+      const large = h.post('/mutate', deploymentWeighing(limit - limit / 16 - 1024));
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      // ... and a small body sends nearly all it declared (about the sixteenth, weighed) and stalls.
+      const url = new URL(h.gateway.webhookUrl);
+      const stalled = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
+      stalled.on('error', () => undefined);
+      let answered = false;
+      stalled.once('data', () => (answered = true));
+      await new Promise((resolve) => stalled.once('secureConnect', resolve));
+      const declared = 200_000;
+      stalled.write(
+        `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
+      );
+      stalled.write(' '.repeat(declared - 1000));
+      try {
+        await eventually(
+          'the stalled body is held or answered',
+          async () => answered || (await h.metric('admission_gateway_inflight_bytes')) > limit - limit / 16,
+        );
+
+        const ordinary = await h.post('/mutate', podCreate());
+
+        assert.deepEqual([ordinary.status, reviewOf(ordinary).response], [200, { uid: UID, allowed: true }]);
+      } finally {
+        stalled.destroy();
+        test.gate.release();
+        await large;
+      }
+    });
   });
 
   describe('bodies that trickle in', function () {
