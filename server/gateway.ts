@@ -1,7 +1,7 @@
 /**
  * The composition root of a running gateway: plugins → chain → reviewer → HTTPS webhook server, plain-HTTP ops
- * server and plain-HTTP health server (the probes), with certificate hot reload and graceful close. Used by `serve`, the
- * integration tests and the e2e suite alike, so what is tested is what runs.
+ * server and plain-HTTP health server (the probes), with certificate hot reload and graceful close. Used by
+ * `serve`, the integration tests and the e2e suite alike, so what is tested is what runs.
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';

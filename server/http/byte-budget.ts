@@ -10,6 +10,7 @@
  * ordinary Pod, a SubjectAccessReview) once their body has arrived: large reviews, however many, never take it,
  * and neither do the bytes of a body still arriving, so no body that stalls can hold it.
  */
+
 /**
  * Memory a review holds per byte of its body at its peak: the bytes, the string, the parsed values and the
  * answer (measured with large ConfigMaps; docs/decisions.md).

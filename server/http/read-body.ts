@@ -90,8 +90,8 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease, 
       chunks.length = 0;
       resolve(whole.toString('utf8'));
     };
-    // What was read is dropped, and its bytes given back at once, not when the answer has been written: large
-    // bodies arriving together would otherwise shed each other until none is left.
+    // What was read is dropped, and its bytes (all the lease holds yet) given back at once, not when the answer
+    // has been written: large bodies arriving together would otherwise shed each other until none is left.
     const fail = (err: Error) => {
       cleanup();
       chunks.length = 0;
