@@ -28,6 +28,30 @@ function podWithContainers(count: number): AdmissionReview {
   return review;
 }
 
+/** A TLS connection to the webhook server, once its handshake is done. */
+function connect(h: Harness): Promise<tls.TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(h.gateway.webhookUrl);
+    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
+    socket.once('secureConnect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** The head of a POST /mutate whose body is `length` bytes of JSON. */
+const postHead = (length: number) =>
+  `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+/** A chain whose step `held` holds Deployment reviews until the test releases its gate; `server` settings first. */
+const holdingDeployments = (server: string) => `
+server: ${server}
+chain:
+  - plugin: slow-async
+    name: held
+    settings: { tag: held, awaitRelease: true }
+    match: { rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: ['*'], resources: [deployments] }] }
+`;
+
 describe('hostile input at the webhook server (real gateway over HTTPS)', function () {
   let harness: Harness | undefined;
   let test: TestPlugins;
@@ -268,30 +292,9 @@ chain:
       const review = podCreate();
       requestOf(review).object!.metadata!.annotations = { pad: 'x'.repeat(1_600_000) };
       const body = Buffer.from(JSON.stringify(review));
-      const request = Buffer.concat([
-        Buffer.from(
-          `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
-        ),
-        body,
-      ]);
-      const url = new URL(h.gateway.webhookUrl);
+      const request = Buffer.concat([Buffer.from(postHead(body.length)), body]);
       // The connections first, then every request at once: their bodies arrive together.
-      const sockets = await Promise.all(
-        Array.from(
-          { length: 8 },
-          () =>
-            new Promise<tls.TLSSocket>((resolve, reject) => {
-              const socket = tls.connect({
-                host: url.hostname,
-                port: Number(url.port),
-                ca: h.ca,
-                servername: 'localhost',
-              });
-              socket.once('secureConnect', () => resolve(socket));
-              socket.once('error', reject);
-            }),
-        ),
-      );
+      const sockets = await Promise.all(Array.from({ length: 8 }, () => connect(h)));
       try {
         const statuses = (await Promise.all(sockets.map((socket) => statusOf(socket, request)))).sort();
 
@@ -322,14 +325,7 @@ chain:
     it('is never taken by large reviews: an ordinary review is answered while they hold all they may', async function () {
       // Two Deployments, each just under half the budget: together they would leave less than a Pod review weighs.
       const limit = 16 * 1024 * 1024;
-      const h = await start(`
-server: { maxRequestBytes: 2097152, maxInflightBytes: ${limit} }
-chain:
-  - plugin: slow-async
-    name: held
-    settings: { tag: held, awaitRelease: true }
-    match: { rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: ['*'], resources: [deployments] }] }
-`);
+      const h = await start(holdingDeployments(`{ maxRequestBytes: 2097152, maxInflightBytes: ${limit} }`));
       const large = deploymentWeighing(limit / 2 - 16 * 1024);
       const first = h.post('/mutate', large);
       await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
@@ -350,28 +346,17 @@ chain:
 
     it('is never held by a body still arriving: bodies that stall leave it to reviews that have arrived', async function () {
       const limit = 16 * 1024 * 1024;
-      const h = await start(`
-server: { maxRequestBytes: 4194304, maxInflightBytes: ${limit} }
-chain:
-  - plugin: slow-async
-    name: held
-    settings: { tag: held, awaitRelease: true }
-    match: { rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: ['*'], resources: [deployments] }] }
-`);
+      const h = await start(holdingDeployments(`{ maxRequestBytes: 4194304, maxInflightBytes: ${limit} }`));
       // A Deployment holds all that large reviews may (all but the sixteenth kept for small ones)...
       const large = h.post('/mutate', deploymentWeighing(limit - limit / 16 - 1024));
       await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
       // ... and a small body sends nearly all it declared (about the sixteenth, weighed) and stalls.
-      const url = new URL(h.gateway.webhookUrl);
-      const stalled = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
+      const stalled = await connect(h);
       stalled.on('error', () => undefined);
       let answered = false;
       stalled.once('data', () => (answered = true));
-      await new Promise((resolve) => stalled.once('secureConnect', resolve));
       const declared = 200_000;
-      stalled.write(
-        `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n`,
-      );
+      stalled.write(postHead(declared));
       stalled.write(' '.repeat(declared - 1000));
       try {
         await eventually(
@@ -393,16 +378,9 @@ chain:
   describe('bodies that trickle in', function () {
     /** A TLS connection that sends a POST's headers declaring `length` bytes, then one byte of body every 200 ms. */
     async function trickle(h: Harness, length: number): Promise<tls.TLSSocket> {
-      const url = new URL(h.gateway.webhookUrl);
-      const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
-      await new Promise<void>((resolve, reject) => {
-        socket.once('secureConnect', () => resolve());
-        socket.once('error', reject);
-      });
+      const socket = await connect(h);
       socket.on('error', () => undefined);
-      socket.write(
-        `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`,
-      );
+      socket.write(postHead(length));
       const timer = setInterval(() => socket.write(' '), 200);
       socket.once('close', () => clearInterval(timer));
       return socket;
@@ -483,13 +461,6 @@ chain:
   });
 
   describe('connections (server.maxConnections, server.headersTimeoutSeconds)', function () {
-    const connect = (h: Harness): Promise<tls.TLSSocket> =>
-      new Promise((resolve, reject) => {
-        const url = new URL(h.gateway.webhookUrl);
-        const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
-        socket.once('secureConnect', () => resolve(socket));
-        socket.once('error', reject);
-      });
     const closedBy = (socket: net.Socket): Promise<string> =>
       new Promise((resolve) => {
         let received = '';
