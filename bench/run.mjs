@@ -372,6 +372,8 @@ function gatewayConfig(shipped, certs, chain, extra = {}) {
       port: 0,
       opsHost: '127.0.0.1',
       opsPort: 0,
+      healthHost: '127.0.0.1',
+      healthPort: 0,
       tls: { certFile: certs.certFile, keyFile: certs.keyFile, generate: false },
       shutdownTimeoutSeconds: 1,
     },
@@ -447,12 +449,12 @@ async function startGateway(name, config, { cgroupProcs, keepLog = false } = {})
       .split('\n')
       .find((l) => l.includes('admission-gateway serving'));
     if (line) {
-      const { webhook, ops } = JSON.parse(line);
-      urls = { webhook, ops };
+      const { webhook, ops, health } = JSON.parse(line);
+      urls = { webhook, ops, health };
     }
   }
   for (const deadline = Date.now() + 15_000; ; await sleep(50)) {
-    const ok = await fetch(`${urls.ops}/readyz`).then(
+    const ok = await fetch(`${urls.health}/readyz`).then(
       (r) => r.ok,
       () => false,
     );

@@ -39,6 +39,7 @@ const deps = {
   metrics,
   log,
   maxRequestBytes: config.server.maxRequestBytes,
+  bodyTiming: config.server,
   budget: new ByteBudget(1 << 30),
   draining: () => false,
 };

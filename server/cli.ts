@@ -59,6 +59,7 @@ async function configFrom(values: Values, io: CliIO): Promise<GatewayConfig> {
 function withOverrides(config: GatewayConfig, values: Values): GatewayConfig {
   const port = portOption(values.port, 'port');
   const opsPort = portOption(values['ops-port'], 'ops-port');
+  const healthPort = portOption(values['health-port'], 'health-port');
   const level = values['log-level'];
   if (level !== undefined && !['debug', 'info', 'warn', 'error', 'silent'].includes(level)) {
     throw new UsageError(`--log-level: expected debug, info, warn, error or silent, got "${level}"`);
@@ -69,6 +70,7 @@ function withOverrides(config: GatewayConfig, values: Values): GatewayConfig {
       ...config.server,
       ...(port !== undefined ? { port } : {}),
       ...(opsPort !== undefined ? { opsPort } : {}),
+      ...(healthPort !== undefined ? { healthPort } : {}),
     },
     log: level ? { level: level as GatewayConfig['log']['level'] } : config.log,
   };
@@ -101,6 +103,7 @@ async function serve(values: Values, io: CliIO): Promise<number> {
     config,
     plugins: io.plugins ?? availablePlugins,
     log,
+    inCluster: cluster !== undefined,
     ...clusterOptions,
   });
   cluster?.attach(gateway);

@@ -1,7 +1,7 @@
 /**
- * The composition root of a running gateway: plugins → chain → reviewer → HTTPS webhook server and
- * plain-HTTP ops server, with certificate hot reload and graceful close. Used by `serve`, the
- * integration tests and the e2e suite alike, so what is tested is what runs.
+ * The composition root of a running gateway: plugins → chain → reviewer → HTTPS webhook server, plain-HTTP ops
+ * server and plain-HTTP health server (the probes), with certificate hot reload and graceful close. Used by
+ * `serve`, the integration tests and the e2e suite alike, so what is tested is what runs.
  */
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -23,7 +23,8 @@ import { createChainForConfig, type ProviderChains } from './providers/configure
 import type { ProviderRuntime, ProviderRuntimeDeps } from './providers/provider-runtime.js';
 import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
-import { createOpsApp, type ReadinessCheck } from './http/ops-app.js';
+import { createHealthApp, HEALTH_CONNECTIONS, type ReadinessCheck } from './http/health-app.js';
+import { createOpsApp } from './http/ops-app.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
 import { Recorder } from './recording/recorder.js';
 import { compileRedaction } from './recording/redact.js';
@@ -61,6 +62,12 @@ export interface GatewayOptions {
   /** More readiness conditions (e.g. the provider watch has synced). */
   readonly readiness?: readonly ReadinessCheck[];
   /**
+   * It runs in cluster mode: the ops and health servers listen on every address unless server.opsHost and
+   * server.healthHost say otherwise (the kubelet and Prometheus reach the Pod's address). Without a cluster they
+   * listen on 127.0.0.1 only.
+   */
+  readonly inCluster?: boolean;
+  /**
    * Where the serving certificate comes from instead of server.tls's files (cluster mode's managed Secret):
    * the initial material and every change, swapped in with setSecureContext.
    */
@@ -74,6 +81,8 @@ export interface Gateway {
   readonly webhookUrl: string;
   /** http://host:port of the ops server. */
   readonly opsUrl: string;
+  /** http://host:port of the health server (/healthz, /readyz). */
+  readonly healthUrl: string;
   chain(): Chain;
   /** Owns the chain: set dynamic providers here; reviews in flight finish on the chain they started with. */
   readonly chains: ProviderChains;
@@ -241,6 +250,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         metrics,
         log,
         maxRequestBytes: serverConfig.maxRequestBytes,
+        bodyTiming: serverConfig,
         budget,
         draining: () => closing,
       }),
@@ -279,7 +289,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let openapi: Promise<object> | undefined;
   const opsApp = createOpsApp({
     registry,
-    checks,
     chain: () => {
       const chain = chains.current();
       return { order: chain.summary(), ...chain.describe(), providers: chains.runtimes().map((r) => r.status()) };
@@ -290,18 +299,31 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const opsServer = http.createServer(connectionOptions(serverConfig), handlerOf(opsApp));
   watchConnections(opsServer, 'ops', serverConfig.maxConnections, metrics);
+  const healthServer = http.createServer(connectionOptions(serverConfig), handlerOf(createHealthApp(checks)));
+  watchConnections(healthServer, 'health', HEALTH_CONNECTIONS.max, metrics, HEALTH_CONNECTIONS.perAddress);
 
+  // Without a cluster nothing needs to reach the plain-HTTP servers from another host.
+  const localHost = options.inCluster ? '0.0.0.0' : '127.0.0.1';
+  const opsHost = serverConfig.opsHost ?? localHost;
+  const healthHost = serverConfig.healthHost ?? localHost;
   const webhookAddress = await listen(webhookServer, serverConfig.port, serverConfig.host);
-  const opsAddress = await listen(opsServer, serverConfig.opsPort, serverConfig.opsHost);
+  const opsAddress = await listen(opsServer, serverConfig.opsPort, opsHost);
+  const healthAddress = await listen(healthServer, serverConfig.healthPort, healthHost);
   const webhookUrl = `https://${urlHost(serverConfig.host)}:${webhookAddress.port}`;
-  const opsUrl = `http://${urlHost(serverConfig.opsHost)}:${opsAddress.port}`;
+  const opsUrl = `http://${urlHost(opsHost)}:${opsAddress.port}`;
+  const healthUrl = `http://${urlHost(healthHost)}:${healthAddress.port}`;
   // What each server is bound to, and a URL on this host that reaches it (for curl: the generated
   // certificate names 127.0.0.1 and localhost).
   log.info(
     {
-      listening: { webhook: boundAddress(webhookAddress), ops: boundAddress(opsAddress) },
+      listening: {
+        webhook: boundAddress(webhookAddress),
+        ops: boundAddress(opsAddress),
+        health: boundAddress(healthAddress),
+      },
       webhook: webhookUrl,
       ops: opsUrl,
+      health: healthUrl,
     },
     'admission-gateway serving',
   );
@@ -312,6 +334,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     reviewer,
     webhookUrl,
     opsUrl,
+    healthUrl,
     chain: () => chains.current(),
     chains,
     tls: () => material,
@@ -339,10 +362,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         await Promise.race([chains.close(), untilBound()]);
         // The spans of the last reviews are exported within what is left of the bound.
         if (tracing) await Promise.race([tracing.shutdown().catch(() => undefined), untilBound()]);
-        await new Promise<void>((resolve) => {
-          opsServer.close(() => resolve());
-          opsServer.closeAllConnections();
-        });
+        // The probes answer (readiness 503) until the very end.
+        await Promise.all(
+          [opsServer, healthServer].map(
+            (server) =>
+              new Promise<void>((resolve) => {
+                server.close(() => resolve());
+                server.closeAllConnections();
+              }),
+          ),
+        );
         await recorder?.close();
       })();
       return closed;

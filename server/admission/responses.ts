@@ -35,6 +35,8 @@ function reasonFor(code: number): string | undefined {
       return 'BadRequest';
     case 403:
       return 'Forbidden';
+    case 408:
+      return 'Timeout';
     case 413:
       return 'RequestEntityTooLarge';
     case 415:

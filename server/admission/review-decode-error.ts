@@ -5,7 +5,7 @@ export class ReviewDecodeError extends Error {
   readonly code = 'GW_ERR_REVIEW_DECODE';
   constructor(
     message: string,
-    readonly status: 400 | 413 | 415,
+    readonly status: 400 | 408 | 413 | 415,
     /** The request uid when it could be read, so the answer can still echo it. */
     readonly uid = '',
     readonly apiVersion?: AdmissionApiVersion,

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import { MAX_TLS_FILE_BYTES } from '../base/limits.js';
 import { readRegularFile } from '../base/regular-file.js';
+import { connectionFieldsOf } from '../config/connection-bounds.js';
 import { locateConfigError } from '../config/field-positions.js';
 import { isDnsLabel } from '../config/names.js';
 import type { GatewayConfig } from '../config/types.js';
@@ -277,6 +278,8 @@ export async function runProvider(config: GatewayConfig, values: Values, io: Pro
       port: config.server.port,
       log,
       maxRequestBytes: config.server.maxRequestBytes,
+      // The provider's server is bounded as the gateway's would be.
+      ...connectionFieldsOf(config.server),
       ...(register ? { register } : {}),
     });
   } catch (err) {

@@ -43,6 +43,7 @@ export const OPTIONS = {
   config: { type: 'string', short: 'c' },
   port: { type: 'string' },
   'ops-port': { type: 'string' },
+  'health-port': { type: 'string' },
   'log-level': { type: 'string' },
   route: { type: 'string' },
   'exit-code': { type: 'boolean' },
@@ -101,7 +102,7 @@ export const REGISTRATION_OPTIONS = [
 
 /** The options each command takes besides --help, --version and --config. */
 const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
-  serve: ['port', 'ops-port', 'log-level'],
+  serve: ['port', 'ops-port', 'health-port', 'log-level'],
   certs: ['ca'],
   review: ['route', 'exit-code', 'explain', 'output'],
   replay: ['offline', 'output', 'exit-code'],
@@ -161,11 +162,12 @@ commands:
 Run "admission-gateway <command> --help" for a command's options.
 Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config, 3 refused (review, audit --exit-code) or newly
 denied (replay --exit-code), 4 answered differently (replay --exit-code).`,
-  serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--log-level LEVEL]
+  serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--health-port N] [--log-level LEVEL]
 
 ${CONFIG_OPTION}
   --port N            webhook HTTPS port (overrides server.port)
   --ops-port N        operations HTTP port (overrides server.opsPort)
+  --health-port N     probes' HTTP port, /healthz and /readyz (overrides server.healthPort)
   --log-level LEVEL   debug, info, warn, error or silent (overrides log.level)`,
   certs: `usage: admission-gateway certs [--config FILE] [--ca FILE]
 

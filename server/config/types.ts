@@ -24,13 +24,41 @@ export interface TlsConfig {
   readonly ipAddresses: readonly string[];
 }
 
-export interface ServerConfig {
+/**
+ * How many connections a server keeps and how fast a request must arrive (server's fields in gateway.yaml, the
+ * provider SDK's options of the same names).
+ */
+export interface ConnectionBounds {
+  /** Open connections; more are closed on accept. Default 512. */
+  readonly maxConnections: number;
+  /** Time for a client to complete its TLS handshake and send a request's headers. Default 10 s. */
+  readonly headersTimeoutSeconds: number;
+  /** Time for a client to send a whole request, body included. Default 30 s. */
+  readonly requestTimeoutSeconds: number;
+  /**
+   * Time for a request's body to arrive, once its headers have: one second more for every
+   * minBodyBytesPerSecond bytes received. Default 10 s.
+   */
+  readonly bodyTimeoutSeconds: number;
+  /** See bodyTimeoutSeconds. Default 64 KiB. */
+  readonly minBodyBytesPerSecond: number;
+}
+
+export interface ServerConfig extends ConnectionBounds {
   /** Webhook (HTTPS) listen address. Default 0.0.0.0:8443. */
   readonly host: string;
   readonly port: number;
-  /** Operations (plain HTTP: metrics, probes, /chain) listen address. Default 0.0.0.0:9090. */
-  readonly opsHost: string;
+  /**
+   * Operations (plain HTTP: /metrics, /chain, /openapi/v3, /explain) listen address; undefined (the default):
+   * every address (0.0.0.0) in cluster mode, 127.0.0.1 without a cluster.
+   */
+  readonly opsHost: string | undefined;
+  /** Default 9090. */
   readonly opsPort: number;
+  /** Probes (plain HTTP: /healthz, /readyz only) listen address; undefined: by mode, as opsHost. */
+  readonly healthHost: string | undefined;
+  /** Default 8081. */
+  readonly healthPort: number;
   readonly tls: TlsConfig;
   /** Largest accepted request body. Default 7 MiB. */
   readonly maxRequestBytes: number;
@@ -39,12 +67,6 @@ export interface ServerConfig {
    * Undefined: derived at start from the memory the process may use (see http/memory-limit.ts).
    */
   readonly maxInflightBytes: number | undefined;
-  /** Open connections per server (webhook, ops); more are closed on accept. Default 512. */
-  readonly maxConnections: number;
-  /** Time for a client to complete its TLS handshake and send a request's headers. Default 10 s. */
-  readonly headersTimeoutSeconds: number;
-  /** Time for a client to send a whole request, body included. Default 30 s. */
-  readonly requestTimeoutSeconds: number;
   /** Kept back from the apiserver's `?timeout` so the answer arrives in time. Default 250 ms. */
   readonly deadlineMarginMs: number;
   /** Budget when a request carries no `?timeout`. Default 10 s (the apiserver's default). */

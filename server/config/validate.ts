@@ -11,6 +11,7 @@ import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from '../admission/codec.js';
+import { CONNECTION_FIELDS, readConnectionBounds } from './connection-bounds.js';
 import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath, urlForMessage } from './reader.js';
@@ -36,11 +37,6 @@ import type {
 
 export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 
-/**
- * Open connections per server: a small part of the Deployment's memory in idle TLS connections, and still room
- * for several apiservers' keep-alive pools (docs/decisions.md, "Idle connections: `server.maxConnections` 512").
- */
-export const DEFAULT_MAX_CONNECTIONS = 512;
 export const CONFIG_KIND = 'GatewayConfig';
 
 const ENTRY_FIELDS = [
@@ -83,12 +79,12 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     'port',
     'opsHost',
     'opsPort',
+    'healthHost',
+    'healthPort',
     'tls',
     'maxRequestBytes',
     'maxInflightBytes',
-    'maxConnections',
-    'headersTimeoutSeconds',
-    'requestTimeoutSeconds',
+    ...CONNECTION_FIELDS,
     'deadlineMarginMs',
     'defaultTimeoutSeconds',
     'shutdownTimeoutSeconds',
@@ -106,6 +102,15 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
   const port = r.integer(m.port, `${p}.port`, 0, 65535) ?? 8443;
   const opsPort = r.integer(m.opsPort, `${p}.opsPort`, 0, 65535) ?? 9090;
   if (port !== 0 && port === opsPort) r.fail(`${p}.opsPort`, `must differ from server.port (${port})`);
+  const healthPort = r.integer(m.healthPort, `${p}.healthPort`, 0, 65535) ?? 8081;
+  for (const [other, taken] of [
+    ['port', port],
+    ['opsPort', opsPort],
+  ] as const) {
+    if (healthPort !== 0 && healthPort === taken) {
+      r.fail(`${p}.healthPort`, `must differ from server.${other} (${taken})`);
+    }
+  }
   const certFile = file('certFile', 'certs/tls.crt');
   const keyFile = file('keyFile', 'certs/tls.key');
   if (!certFile) r.fail(`${p}.tls.certFile`, 'is required');
@@ -115,16 +120,14 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     r.integer(m.maxRequestBytes, `${p}.maxRequestBytes`, 1024, 64 * 1024 * 1024) ?? DEFAULT_MAX_REQUEST_BYTES;
   // A review weighs at least its body (more: http/byte-budget.ts); below that, none of the largest could be answered.
   const maxInflightBytes = r.integer(m.maxInflightBytes, `${p}.maxInflightBytes`, maxRequestBytes, 2 ** 40);
-  const headersTimeoutSeconds = r.number(m.headersTimeoutSeconds, `${p}.headersTimeoutSeconds`, 1, 300) ?? 10;
-  const requestTimeoutSeconds =
-    r.number(m.requestTimeoutSeconds, `${p}.requestTimeoutSeconds`, headersTimeoutSeconds, 600) ??
-    Math.max(30, headersTimeoutSeconds);
   const deadlineMarginMs = r.integer(m.deadlineMarginMs, `${p}.deadlineMarginMs`, 0, 5000) ?? 250;
   return {
     host: r.string(m.host, `${p}.host`) ?? '0.0.0.0',
     port,
-    opsHost: r.string(m.opsHost, `${p}.opsHost`) ?? '0.0.0.0',
+    opsHost: r.string(m.opsHost, `${p}.opsHost`),
     opsPort,
+    healthHost: r.string(m.healthHost, `${p}.healthHost`),
+    healthPort,
     tls: {
       certFile,
       keyFile,
@@ -135,9 +138,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     },
     maxRequestBytes,
     maxInflightBytes,
-    maxConnections: r.integer(m.maxConnections, `${p}.maxConnections`, 1, 1_000_000) ?? DEFAULT_MAX_CONNECTIONS,
-    headersTimeoutSeconds,
-    requestTimeoutSeconds,
+    ...readConnectionBounds(r, m, p),
     deadlineMarginMs,
     defaultTimeoutSeconds,
     shutdownTimeoutSeconds: r.integer(m.shutdownTimeoutSeconds, `${p}.shutdownTimeoutSeconds`, 1, 300) ?? 25,

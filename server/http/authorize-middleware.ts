@@ -18,7 +18,7 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Authorizer } from '../chain/authorizer.js';
 import { BudgetExceededError } from './byte-budget.js';
-import { readBody } from './read-body.js';
+import { closesConnection, readBody } from './read-body.js';
 import { answer, type ReviewServices, type ReviewState } from './review-middleware.js';
 
 /** Runs the SubjectAccessReview through `authorizer` and answers it. */
@@ -27,7 +27,7 @@ export function runAuthorize(authorizer: Authorizer): Middleware<ReviewState, Re
     try {
       checkContentType(ctx.req.headers['content-type']);
       const { apiVersion, attributes } = decodeSubjectAccessReview(
-        await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease),
+        await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming),
       );
       const found = authorizer.authorize(attributes);
       const decision = found instanceof Promise ? await found : found;
@@ -47,7 +47,7 @@ export function runAuthorize(authorizer: Authorizer): Middleware<ReviewState, Re
       const apiVersion = err instanceof SubjectAccessReviewError ? err.apiVersion : SAR_V1;
       const body = { apiVersion, kind: 'SubjectAccessReview', status: { allowed: false, evaluationError: message } };
       answer(ctx, status, JSON.stringify(body));
-      if (status === 413) ctx.set('Connection', 'close');
+      if (closesConnection(status)) ctx.set('Connection', 'close');
     }
   };
 }

@@ -8,7 +8,7 @@
  */
 import { totalmem } from 'node:os';
 import v8 from 'node:v8';
-import { WEIGHT_PER_BODY_BYTE } from './byte-budget.js';
+import { SMALL_REVIEW_SHARE, WEIGHT_PER_BODY_BYTE } from './byte-budget.js';
 
 export interface MemoryLimit {
   readonly bytes: number;
@@ -44,8 +44,12 @@ export function memoryLimit(): MemoryLimit {
 
 /**
  * The default server.maxInflightBytes: what LIMIT_SHARE of the limit leaves after the measured baseline, and
- * never less than one body of server.maxRequestBytes weighs (or such a review could never be answered).
+ * never so little that one body of server.maxRequestBytes would not fit beside the share kept for small reviews
+ * (or such a review could never be answered).
  */
 export function defaultInflightBytes(limit: MemoryLimit, baselineBytes: number, maxRequestBytes: number): number {
-  return Math.max(Math.floor(limit.bytes * LIMIT_SHARE) - baselineBytes, maxRequestBytes * WEIGHT_PER_BODY_BYTE);
+  return Math.max(
+    Math.floor(limit.bytes * LIMIT_SHARE) - baselineBytes,
+    Math.ceil((maxRequestBytes * WEIGHT_PER_BODY_BYTE) / (1 - SMALL_REVIEW_SHARE)),
+  );
 }

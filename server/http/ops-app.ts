@@ -1,6 +1,6 @@
 /**
- * The operations app (plain HTTP): /metrics, /healthz, /readyz, /chain, /openapi/v3, /explain. Never on the request
- * path.
+ * The operations app (plain HTTP): /metrics, /chain, /openapi/v3, /explain. Never on the request path; the probes
+ * have their own port (health-app.ts).
  */
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
@@ -13,17 +13,8 @@ const MAX_LISTED = 1000;
 /** A W3C trace id: 32 lowercase hex digits. */
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
-/** One readiness condition, e.g. config loaded, certificate loaded, provider source synced. */
-export interface ReadinessCheck {
-  readonly name: string;
-  ready(): boolean;
-  /** Why it is not ready. */
-  detail?(): string | undefined;
-}
-
 export interface OpsAppDeps {
   readonly registry: Registry;
-  readonly checks: readonly ReadinessCheck[];
   readonly chain: () => object;
   /** The OpenAPI document of the provider protocol; asked for only when someone reads it. */
   readonly openapi: () => Promise<object>;
@@ -39,31 +30,6 @@ export function createOpsApp(deps: OpsAppDeps): Koa {
   router.get('/metrics', async (ctx) => {
     ctx.type = deps.registry.contentType;
     ctx.body = await deps.registry.metrics();
-  });
-
-  router.get('/healthz', (ctx) => {
-    ctx.type = 'text/plain';
-    ctx.body = 'ok';
-  });
-
-  router.get('/readyz', (ctx) => {
-    const checks = deps.checks.map((c) => {
-      const ready = c.ready();
-      return { name: c.name, ready, detail: ready ? undefined : c.detail?.() };
-    });
-    const ready = checks.every((c) => c.ready);
-    ctx.status = ready ? 200 : 503;
-    if (ctx.query.verbose !== undefined) {
-      ctx.body = { ready, checks };
-      return;
-    }
-    ctx.type = 'text/plain';
-    ctx.body = ready
-      ? 'ok'
-      : `not ready: ${checks
-          .filter((c) => !c.ready)
-          .map((c) => `${c.name}${c.detail ? ` (${c.detail})` : ''}`)
-          .join(', ')}`;
   });
 
   router.get('/chain', (ctx) => {
@@ -117,7 +83,7 @@ export function createOpsApp(deps: OpsAppDeps): Koa {
     // A known path asked with another method stays unanswered here: allowedMethods makes it a 405 with Allow.
     if (ctx.matched?.length) return;
     ctx.status = 404;
-    ctx.body = { error: `not found; try /metrics, /healthz, /readyz, /chain, /openapi/v3, /explain` };
+    ctx.body = { error: 'not found; try /metrics, /chain, /openapi/v3, /explain (probes: server.healthPort)' };
   });
   return app;
 }

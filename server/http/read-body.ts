@@ -1,13 +1,30 @@
 /**
- * Reads a request body up to `limit` bytes, weighing it against the server's byte budget. A declared
- * Content-Length over the limit is refused before reading anything, and one the budget cannot hold is
- * refused (BudgetExceededError) before reading anything; a chunked body as soon as it crosses either.
+ * Reads a request body up to `limit` bytes, weighing it against the server's byte budget as its bytes arrive.
+ * A declared Content-Length over the limit is refused before reading anything, and so is one the budget could
+ * not hold now or ever (BudgetExceededError); the declared length is never held, only what has arrived, so a
+ * client that declares a large body and sends it slowly holds almost nothing. A body that arrives too slowly
+ * (BodyTiming) is refused with 408 and its connection closed.
  */
 import type { IncomingMessage } from 'node:http';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
+import type { ConnectionBounds } from '../config/types.js';
 import { WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
 
-export function readBody(req: IncomingMessage, limit: number, lease: ByteLease): Promise<string> {
+/**
+ * How fast a body must arrive: within bodyTimeoutSeconds of the start of reading it, plus one second for every
+ * minBodyBytesPerSecond bytes received.
+ */
+export type BodyTiming = Pick<ConnectionBounds, 'bodyTimeoutSeconds' | 'minBodyBytesPerSecond'>;
+
+/**
+ * Whether the answer to a request refused with `status` closes its connection: after an oversized body (413),
+ * or one arriving too slowly (408), the connection is not worth keeping.
+ */
+export function closesConnection(status: number): boolean {
+  return status === 413 || status === 408;
+}
+
+export function readBody(req: IncomingMessage, limit: number, lease: ByteLease, timing: BodyTiming): Promise<string> {
   const tooLarge = () =>
     new ReviewDecodeError(`request body exceeds the ${limit} byte limit (server.maxRequestBytes)`, 413);
   // The rest of a refused body is discarded, not buffered: memory stays bounded, and the client can finish
@@ -21,7 +38,7 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease):
   }
   if (declared !== undefined) {
     try {
-      lease.take(declared * WEIGHT_PER_BODY_BYTE);
+      lease.expect(declared * WEIGHT_PER_BODY_BYTE);
     } catch (err) {
       discardRest();
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
@@ -29,42 +46,61 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease):
   }
 
   return new Promise((resolve, reject) => {
-    // With a declared length the body is copied into one buffer as it arrives (no list of pieces and no
-    // second copy to join them); a chunked body is collected and joined.
-    const whole = declared !== undefined ? Buffer.allocUnsafe(declared) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
+    const started = performance.now();
+    const allowedMs = () =>
+      (timing.bodyTimeoutSeconds + size / timing.minBodyBytesPerSecond) * 1000 - (performance.now() - started);
+    // One timer for the whole body, moved on only when it fires: no work per chunk.
+    let timer: NodeJS.Timeout | undefined;
+    const watchPace = (ms: number) => {
+      timer = setTimeout(() => {
+        const left = allowedMs();
+        if (left > 0) return watchPace(left);
+        refuse(
+          new ReviewDecodeError(
+            `request body arrived too slowly: ${size} of ${declared ?? 'an undeclared number of'} bytes in ` +
+              `${timing.bodyTimeoutSeconds} s plus one per ${timing.minBodyBytesPerSecond} bytes ` +
+              '(server.bodyTimeoutSeconds, server.minBodyBytesPerSecond)',
+            408,
+          ),
+        );
+      }, ms);
+      timer.unref();
+    };
     const refuse = (err: Error) => {
-      cleanup();
-      chunks.length = 0;
+      fail(err);
       discardRest();
-      reject(err);
     };
     const onData = (chunk: Buffer) => {
       if (size + chunk.length > limit) return refuse(tooLarge());
-      if (whole) {
-        // The HTTP parser never delivers more than the declared length.
-        chunk.copy(whole, size);
-      } else {
-        try {
-          lease.take(chunk.length * WEIGHT_PER_BODY_BYTE);
-        } catch (err) {
-          return refuse(err as Error);
-        }
-        chunks.push(chunk);
+      try {
+        // Until its last piece a body is still arriving: it may not take the share kept for small reviews.
+        lease.take(chunk.length * WEIGHT_PER_BODY_BYTE, size + chunk.length !== declared);
+      } catch (err) {
+        return refuse(err as Error);
       }
+      chunks.push(chunk);
       size += chunk.length;
     };
     const onEnd = () => {
       cleanup();
-      if (whole) resolve(whole.toString('utf8', 0, size));
-      else resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8'));
+      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      // The pieces may go before the string is made of their copy.
+      chunks.length = 0;
+      resolve(whole.toString('utf8'));
     };
-    const onError = (err: Error) => {
+    // What was read is dropped, and its bytes (all the lease holds yet) given back at once, not when the answer
+    // has been written: large bodies arriving together would otherwise shed each other until none is left.
+    const fail = (err: Error) => {
       cleanup();
+      chunks.length = 0;
+      lease.release();
       reject(err);
     };
+    const onError = fail;
     function cleanup() {
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -72,5 +108,6 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease):
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
+    watchPace(timing.bodyTimeoutSeconds * 1000);
   });
 }

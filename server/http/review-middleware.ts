@@ -18,7 +18,7 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
-import { readBody } from './read-body.js';
+import { closesConnection, readBody, type BodyTiming } from './read-body.js';
 import { selectionOf, type Route } from './routes.js';
 
 /** What the webhook app's middleware reach through `ctx` (set once on `app.context`). */
@@ -29,6 +29,8 @@ export interface ReviewServices {
   /** Memory reviews may hold at once, as weighed (byte-budget.ts). */
   readonly budget: ByteBudget;
   readonly maxRequestBytes: number;
+  /** How fast a body must arrive. */
+  readonly bodyTiming: BodyTiming;
 }
 
 /** One review request's state (`ctx.state`), filled in as its middleware run. */
@@ -102,7 +104,7 @@ export const answerInProtocol: ReviewMiddleware = async (ctx, next) => {
 /** Content-Type, body (bounded by maxRequestBytes and the byte budget), decode, and the review's weight. */
 export const readReview: ReviewMiddleware = async (ctx, next) => {
   checkContentType(ctx.req.headers['content-type']);
-  const review = decodeReview(await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease));
+  const review = decodeReview(await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming));
   ctx.state.review = review;
   ctx.state.lease.take(review.containers * WEIGHT_PER_CONTAINER);
   // Parsing a large review was a long synchronous stretch already: let what waited meanwhile run first.
@@ -172,8 +174,7 @@ function answerError(ctx: ReviewContext, err: unknown): void {
   metrics.invalidRequests.inc({ code: String(status) });
   log[status === 500 ? 'error' : 'warn']({ uid, route, status, err: message }, 'review not processed');
   answer(ctx, status, encodeReview(apiVersion, errored(uid, status, message)));
-  // After refusing an oversized or unread body the connection cannot be reused safely.
-  if (status === 413) ctx.set('Connection', 'close');
+  if (closesConnection(status)) ctx.set('Connection', 'close');
 }
 
 const TIMEOUT_PARAM = /(?:^|&)timeout=([^&]*)/;

@@ -9,7 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { startPeriodicAudit, type PeriodicAudit } from '../audit/periodic.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
-import type { ReadinessCheck } from '../http/ops-app.js';
+import type { ReadinessCheck } from '../http/health-app.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../base/log.js';
 import type { ProviderChains } from '../providers/configured-chain.js';

@@ -5,7 +5,9 @@
  * through the gateway's own reviewer with a chain of its one step, so the working copy, rollback and computed
  * patch happen here exactly as in process; the gateway receives the JSON patch. A plugin author writes one
  * module and chooses at deploy time where it runs. With `register`, the provider also registers itself as an
- * AdmissionProvider once it listens (registration.ts); `GET /registration` says how that went.
+ * AdmissionProvider once it listens (registration.ts); `GET /registration` says how that went. Its server is
+ * bounded as the gateway's webhook server is (the same connection-limits and body reading, options of the same
+ * names as gateway.yaml's `server` fields).
  */
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -20,11 +22,13 @@ import type { BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../chain/reviewer.js';
+import { connectionFieldsOf, readConnectionBounds } from '../config/connection-bounds.js';
 import { Reader } from '../config/reader.js';
 import { readTracing, type TracingSettings } from '../config/tracing.js';
 import { validateConfig } from '../config/validate.js';
 import type { PluginEntry } from '../config/types.js';
 import { ByteBudget } from '../http/byte-budget.js';
+import { connectionOptions, watchConnections } from '../http/connection-limits.js';
 import {
   answerInProtocol,
   holdReview,
@@ -77,6 +81,23 @@ export interface ProviderServerOptions {
   readonly maxRequestBytes?: number;
   /** Memory reviews may hold at once (default 256 MiB). */
   readonly maxInflightBytes?: number;
+  /**
+   * Open connections; more are closed on accept (default 512). This and the four timings below bound
+   * connections as the gateway's own webhook server does, with the same defaults and meaning as gateway.yaml's
+   * `server` fields of the same names: anyone who can reach the provider's port can open connections and send
+   * slowly.
+   */
+  readonly maxConnections?: number;
+  /** Time for a client to finish its TLS handshake and send a request's headers (default 10 s); else closed, 408. */
+  readonly headersTimeoutSeconds?: number;
+  /** Time for a client to send a whole request (default max(30, headersTimeoutSeconds)); else 408, closed. */
+  readonly requestTimeoutSeconds?: number;
+  /**
+   * Time for a review's body to arrive once its headers have (default 10 s), plus one second per
+   * `minBodyBytesPerSecond` bytes received (default 64 KiB); behind that pace it is answered 408 and closed.
+   */
+  readonly bodyTimeoutSeconds?: number;
+  readonly minBodyBytesPerSecond?: number;
   /**
    * The AdmissionReview versions the handlers announce, preferred first (default v1, v1beta1). The gateway
    * calls each handler in the first it speaks; the handlers answer whichever they are sent.
@@ -240,6 +261,7 @@ async function serveWith(
   versions: readonly ReviewVersion[],
   tracing: GatewayTracing | undefined,
 ): Promise<ProviderServer> {
+  const bounds = readConnectionBounds(new Reader('provider options'), connectionFieldsOf(options), '');
   const served = handlersOf(options.plugins, versions, log, metrics, tracing);
   const phases = [...new Set(served.map((s) => s.handler.phase))];
   // Before anything listens: a mistake in the registration fails the start, not the cluster.
@@ -249,7 +271,15 @@ async function serveWith(
 
   const app = new Koa<ReviewState, ReviewServices>();
   // The reviewer each route uses is its own (runReviewWith); the app's is the first, never read.
-  Object.assign(app.context, { reviewer: served[0]?.reviewer, metrics, log, budget, maxRequestBytes });
+  const services: Omit<ReviewServices, 'reviewer'> & { reviewer: ReviewServices['reviewer'] | undefined } = {
+    reviewer: served[0]?.reviewer,
+    metrics,
+    log,
+    budget,
+    maxRequestBytes,
+    bodyTiming: bounds,
+  };
+  Object.assign(app.context, services);
   app.on('error', (err: unknown) => log.warn({ err: errorMessage(err) }, 'provider request failed'));
   const router = new Router<ReviewState, ReviewServices>();
   for (const { handler, reviewer, step } of served) {
@@ -290,9 +320,10 @@ async function serveWith(
 
   const handle = app.callback();
   const server = https.createServer(
-    { cert: options.tls.cert, key: options.tls.key },
+    { cert: options.tls.cert, key: options.tls.key, ...connectionOptions(bounds) },
     (req, res) => void handle(req, res),
   );
+  watchConnections(server, 'provider', bounds.maxConnections, metrics);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 8443, options.host ?? '0.0.0.0', () => resolve());

@@ -23,9 +23,9 @@ export type LogLine = Record<string, unknown> & { readonly msg?: string; readonl
 
 export interface HarnessOptions {
   /**
-   * gateway.yaml text. `server.host`/`opsHost` (127.0.0.1), `port`/`opsPort` (0), the TLS files (in a
-   * fresh temporary directory, so they are generated) and `shutdownTimeoutSeconds` (5) are filled in
-   * unless the text sets them.
+   * gateway.yaml text. `server.host`/`opsHost`/`healthHost` (127.0.0.1), `port`/`opsPort`/`healthPort`
+   * (0), the TLS files (in a fresh temporary directory, so they are generated) and `shutdownTimeoutSeconds`
+   * (5) are filled in unless the text sets them.
    */
   readonly yaml: string;
   /** Plugins available besides the shipped ones (e.g. `createTestPlugins().plugins`). */
@@ -83,6 +83,8 @@ export interface Harness {
   ): Promise<HttpAnswer>;
   /** A request to the ops server (GET unless told). */
   ops(path: string, method?: Dispatcher.HttpMethod): Promise<HttpAnswer>;
+  /** A request to the health server (GET unless told). */
+  health(path: string, method?: Dispatcher.HttpMethod): Promise<HttpAnswer>;
   /**
    * The value of one series from the gateway's registry: `name` is a metric name, or a histogram's
    * `_count`/`_sum`; `labels` must equal the series' labels exactly. 0 when the series does not exist yet.
@@ -104,10 +106,12 @@ export function withTestServer(yaml: string): string {
   doc.server = {
     host: '127.0.0.1',
     opsHost: '127.0.0.1',
+    healthHost: '127.0.0.1',
     shutdownTimeoutSeconds: 5,
     ...server,
     port: 0,
     opsPort: 0,
+    healthPort: 0,
     tls: { ...tls, certFile: 'tls.crt', keyFile: 'tls.key' },
   };
   // The decision-trace audit annotation is on by default; the tests of other features assert whole answers
@@ -218,6 +222,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       },
       send: (method, path, body, headers) => sendRequest(client, `${started.webhookUrl}${path}`, method, body, headers),
       ops: (path, method = 'GET') => sendRequest(client, `${started.opsUrl}${path}`, method),
+      health: (path, method = 'GET') => sendRequest(client, `${started.healthUrl}${path}`, method),
       async metric(name, labels = {}) {
         const registry = started.metrics.registry;
         const metric = registry.getSingleMetric(name) ?? registry.getSingleMetric(name.replace(/_(count|sum)$/, ''));

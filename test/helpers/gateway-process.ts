@@ -10,6 +10,8 @@ export interface GatewayProcess {
   /** https://127.0.0.1:<port> and http://127.0.0.1:<port>, from the "admission-gateway serving" log line. */
   readonly webhook: string;
   readonly ops: string;
+  /** The health server (/healthz, /readyz). */
+  readonly health: string;
   /** Everything written to standard output / error so far. */
   stdout(): string;
   stderr(): string;
@@ -113,5 +115,5 @@ export async function spawnLogged(options: SpawnGatewayOptions, message: string)
 export async function spawnGateway(options: SpawnGatewayOptions): Promise<GatewayProcess> {
   const started = await spawnLogged(options, 'admission-gateway serving');
   const { serving, ...rest } = started;
-  return { ...rest, webhook: String(serving.webhook), ops: String(serving.ops) };
+  return { ...rest, webhook: String(serving.webhook), ops: String(serving.ops), health: String(serving.health) };
 }

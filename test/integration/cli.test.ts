@@ -208,7 +208,7 @@ ${third}`;
       it(`serve exits 2 naming the file, line, column and field for ${c.name}`, async function () {
         const file = await folder.config(c.yaml);
 
-        const run = await runCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
+        const run = await runCli(['serve', '--config', file, '--port', '0', '--ops-port', '0', '--health-port', '0']);
 
         assert.equal(run.code, 2);
         assert.equal(run.stderr, `admission-gateway: ${file}:${c.error}\n`);
@@ -310,14 +310,13 @@ ${third}`;
     it('serves reviews over HTTPS with the generated certificate, and exits 0 after draining on SIGTERM', async function () {
       const file = await folder.config(`
 server:
-  opsHost: 127.0.0.1
   tls: { certFile: tls.crt, keyFile: tls.key }
 kube: { enabled: false }
 chain:
   - plugin: default-labels
     settings: { labels: { owner: platform } }
 `);
-      const child = spawnCli(['serve', '--config', file, '--port', '0', '--ops-port', '0']);
+      const child = spawnCli(['serve', '--config', file, '--port', '0', '--ops-port', '0', '--health-port', '0']);
       const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
       let stdout = '';
       const lines = () =>
@@ -335,10 +334,10 @@ chain:
       });
       try {
         const line = await serving;
-        const { webhook, ops } = line as { webhook: string; ops: string };
+        const { webhook, ops, health } = line as { webhook: string; ops: string; health: string };
         const trusted = new Agent({ connect: { ca: await readFile(join(folder.dir, 'ca.crt')) } });
         try {
-          const ready = await sendRequest(trusted, `${ops}/readyz`, 'GET');
+          const ready = await sendRequest(trusted, `${health}/readyz`, 'GET');
           const review = reviewOf(await sendRequest(trusted, `${webhook}/mutate`, 'POST', podCreate()));
           assert.deepEqual({ status: ready.status, text: ready.text }, { status: 200, text: 'ok' });
           assert.deepEqual(decodePatch(review.response), [
@@ -347,15 +346,22 @@ chain:
         } finally {
           await trusted.close();
         }
-        // The addresses the servers are bound to (the webhook on every interface), and URLs that reach them.
+        // The addresses the servers are bound to (the webhook on every interface; without a cluster, the plain-HTTP
+        // servers on 127.0.0.1 only), and URLs that reach them.
         const webhookPort = new URL(webhook).port;
         const opsPort = new URL(ops).port;
+        const healthPort = new URL(health).port;
         assert.deepEqual(
-          { listening: line.listening, webhook, ops },
+          { listening: line.listening, webhook, ops, health },
           {
-            listening: { webhook: `0.0.0.0:${webhookPort}`, ops: `127.0.0.1:${opsPort}` },
+            listening: {
+              webhook: `0.0.0.0:${webhookPort}`,
+              ops: `127.0.0.1:${opsPort}`,
+              health: `127.0.0.1:${healthPort}`,
+            },
             webhook: `https://127.0.0.1:${webhookPort}`,
             ops: `http://127.0.0.1:${opsPort}`,
+            health: `http://127.0.0.1:${healthPort}`,
           },
         );
         // Where the relative paths of the file went: its own folder.

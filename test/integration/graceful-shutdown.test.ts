@@ -97,6 +97,7 @@ describe('graceful shutdown of `admission-gateway serve` on SIGTERM', function (
 server:
   host: 127.0.0.1
   opsHost: 127.0.0.1
+  healthHost: 127.0.0.1
   shutdownTimeoutSeconds: ${options.shutdownTimeoutSeconds}
   tls: { certFile: tls.crt, keyFile: tls.key, generate: false }
 kube: { enabled: false }
@@ -111,7 +112,20 @@ chain:
     );
     gateway = await spawnGateway({
       command: process.execPath,
-      args: ['--import', 'tsx', MAIN, 'serve', '--config', file, '--port', '0', '--ops-port', '0'],
+      args: [
+        '--import',
+        'tsx',
+        MAIN,
+        'serve',
+        '--config',
+        file,
+        '--port',
+        '0',
+        '--ops-port',
+        '0',
+        '--health-port',
+        '0',
+      ],
       cwd: ROOT,
     });
     return gateway;
@@ -123,7 +137,7 @@ chain:
   }
 
   async function readyz(gw: GatewayProcess): Promise<{ status: number; text: string }> {
-    const res = await fetch(`${gw.ops}/readyz`);
+    const res = await fetch(`${gw.health}/readyz`);
     return { status: res.status, text: await res.text() };
   }
 

@@ -9,7 +9,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { AdmissionReview } from '../../server/admission/types.js';
 import type { KubeObject } from '../../server/plugin-api/index.js';
-import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+import { deploymentCreate, podCreate, requestOf } from '../fixtures/reviews/index.js';
 import { assertBounded } from '../helpers/bounded.js';
 import { chunked, reviewOf, startHarness, type Harness } from '../helpers/gateway-harness.js';
 import { patchedObject } from '../helpers/patch.js';
@@ -27,6 +27,30 @@ function podWithContainers(count: number): AdmissionReview {
   };
   return review;
 }
+
+/** A TLS connection to the webhook server, once its handshake is done. */
+function connect(h: Harness): Promise<tls.TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(h.gateway.webhookUrl);
+    const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
+    socket.once('secureConnect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** The head of a POST /mutate whose body is `length` bytes of JSON. */
+const postHead = (length: number) =>
+  `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+/** A chain whose step `held` holds Deployment reviews until the test releases its gate; `server` settings first. */
+const holdingDeployments = (server: string) => `
+server: ${server}
+chain:
+  - plugin: slow-async
+    name: held
+    settings: { tag: held, awaitRelease: true }
+    match: { rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: ['*'], resources: [deployments] }] }
+`;
 
 describe('hostile input at the webhook server (real gateway over HTTPS)', function () {
   let harness: Harness | undefined;
@@ -248,14 +272,195 @@ chain:
     });
   });
 
-  describe('connections (server.maxConnections, server.headersTimeoutSeconds)', function () {
-    const connect = (h: Harness): Promise<tls.TLSSocket> =>
+  describe('more large bodies at once than the budget holds', function () {
+    /** The status of the answer to `request`, written on `socket` at once. */
+    const statusOf = (socket: tls.TLSSocket, request: Buffer): Promise<number> =>
       new Promise((resolve, reject) => {
-        const url = new URL(h.gateway.webhookUrl);
-        const socket = tls.connect({ host: url.hostname, port: Number(url.port), ca: h.ca, servername: 'localhost' });
-        socket.once('secureConnect', () => resolve(socket));
+        let head = '';
+        socket.on('data', (chunk: Buffer) => {
+          head += chunk.toString('latin1');
+          const m = /^HTTP\/1\.1 (\d{3}) /.exec(head);
+          if (m) resolve(Number(m[1]));
+        });
         socket.once('error', reject);
+        socket.write(request);
       });
+
+    it('reviews those that fit and sheds the rest: a shed body gives its bytes back at once', async function () {
+      // Each weighs a little over half of what large reviews may hold: one fits at a time, two never do.
+      const h = await start('server: { maxRequestBytes: 2097152, maxInflightBytes: 16777216 }\nchain: []');
+      const review = podCreate();
+      requestOf(review).object!.metadata!.annotations = { pad: 'x'.repeat(1_600_000) };
+      const body = Buffer.from(JSON.stringify(review));
+      const request = Buffer.concat([Buffer.from(postHead(body.length)), body]);
+      // The connections first, then every request at once: their bodies arrive together.
+      const sockets = await Promise.all(Array.from({ length: 8 }, () => connect(h)));
+      try {
+        const statuses = (await Promise.all(sockets.map((socket) => statusOf(socket, request)))).sort();
+
+        assert.ok(statuses.includes(200), `some review is answered, got ${statuses.join(', ')}`);
+        assert.ok(
+          statuses.every((status) => status === 200 || status === 429),
+          statuses.join(', '),
+        );
+      } finally {
+        for (const socket of sockets) socket.destroy();
+      }
+    });
+  });
+
+  describe('the share of the budget kept for small reviews', function () {
+    /** What the gateway weighs a review at (README, "Limits"): 5 per body byte, 2 KiB per object or array. */
+    const weightOf = (body: string) => 5 * Buffer.byteLength(body) + 2048 * (body.match(/[{[]/g)?.length ?? 0);
+
+    /** A Deployment review padded (with an annotation) to weigh `weight` bytes, give or take 5. */
+    function deploymentWeighing(weight: number): string {
+      const review = deploymentCreate();
+      const annotations = { pad: '' };
+      requestOf(review).object!.metadata!.annotations = annotations;
+      annotations.pad = 'x'.repeat(Math.floor((weight - weightOf(JSON.stringify(review))) / 5));
+      return JSON.stringify(review);
+    }
+
+    it('is never taken by large reviews: an ordinary review is answered while they hold all they may', async function () {
+      // Two Deployments, each just under half the budget: together they would leave less than a Pod review weighs.
+      const limit = 16 * 1024 * 1024;
+      const h = await start(holdingDeployments(`{ maxRequestBytes: 2097152, maxInflightBytes: ${limit} }`));
+      const large = deploymentWeighing(limit / 2 - 16 * 1024);
+      const first = h.post('/mutate', large);
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      const second = h.post('/mutate', large);
+      await eventually(
+        'the second Deployment is held or shed',
+        async () =>
+          test.calls.of('held').length === 2 ||
+          (await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' })) === 1,
+      );
+
+      const ordinary = await h.post('/mutate', podCreate());
+
+      assert.deepEqual([ordinary.status, reviewOf(ordinary).response], [200, { uid: UID, allowed: true }]);
+      test.gate.release();
+      assert.deepEqual([(await first).status, (await second).status], [200, 429]);
+    });
+
+    it('is never held by a body still arriving: bodies that stall leave it to reviews that have arrived', async function () {
+      const limit = 16 * 1024 * 1024;
+      const h = await start(holdingDeployments(`{ maxRequestBytes: 4194304, maxInflightBytes: ${limit} }`));
+      // A Deployment holds all that large reviews may (all but the sixteenth kept for small ones)...
+      const large = h.post('/mutate', deploymentWeighing(limit - limit / 16 - 1024));
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      // ... and a small body sends nearly all it declared (about the sixteenth, weighed) and stalls.
+      const stalled = await connect(h);
+      stalled.on('error', () => undefined);
+      let answered = false;
+      stalled.once('data', () => (answered = true));
+      const declared = 200_000;
+      stalled.write(postHead(declared));
+      stalled.write(' '.repeat(declared - 1000));
+      try {
+        await eventually(
+          'the stalled body is held or answered',
+          async () => answered || (await h.metric('admission_gateway_inflight_bytes')) > limit - limit / 16,
+        );
+
+        const ordinary = await h.post('/mutate', podCreate());
+
+        assert.deepEqual([ordinary.status, reviewOf(ordinary).response], [200, { uid: UID, allowed: true }]);
+      } finally {
+        stalled.destroy();
+        test.gate.release();
+        await large;
+      }
+    });
+  });
+
+  describe('bodies that trickle in', function () {
+    /** A TLS connection that sends a POST's headers declaring `length` bytes, then one byte of body every 200 ms. */
+    async function trickle(h: Harness, length: number): Promise<tls.TLSSocket> {
+      const socket = await connect(h);
+      socket.on('error', () => undefined);
+      socket.write(postHead(length));
+      const timer = setInterval(() => socket.write(' '), 200);
+      socket.once('close', () => clearInterval(timer));
+      return socket;
+    }
+
+    it('hold only what they have sent: an ordinary review and a SubjectAccessReview are answered as usual', async function () {
+      // Each declares a tenth of the budget's body bytes: declared, two would hold all of it (5 bytes per byte).
+      const limit = 4 * 1024 * 1024;
+      const h = await start(`
+server: { maxRequestBytes: 1048576, maxInflightBytes: ${limit} }
+chain:
+  - plugin: access-guard
+`);
+      const declared = Math.floor(limit / 10);
+      const slow = await Promise.all([trickle(h, declared), trickle(h, declared)]);
+      try {
+        await eventually(
+          'both trickling bodies are being read',
+          async () => (await h.metric('admission_gateway_inflight_requests')) === 2,
+        );
+
+        const review = await h.post('/mutate', podCreate());
+        const sar = await h.post('/authorize', {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: 'alice',
+            groups: ['system:authenticated'],
+            resourceAttributes: { verb: 'list', version: 'v1', resource: 'secrets' },
+          },
+        });
+
+        assert.deepEqual([review.status, reviewOf(review).response], [200, { uid: UID, allowed: true }]);
+        assert.deepEqual(
+          [sar.status, sar.body],
+          [
+            200,
+            {
+              apiVersion: 'authorization.k8s.io/v1',
+              kind: 'SubjectAccessReview',
+              status: {
+                allowed: false,
+                denied: true,
+                reason:
+                  'access-guard: Secrets cannot be read across all namespaces while namespaces labelled ' +
+                  'admissiongateway.io/restricted=true exist: list them one namespace at a time',
+              },
+            },
+          ],
+        );
+        assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 0);
+      } finally {
+        for (const socket of slow) socket.destroy();
+      }
+    });
+    it('are refused with 408 and their connection closed once behind the minimum pace, and hold nothing after', async function () {
+      const h = await start('server: { bodyTimeoutSeconds: 1, minBodyBytesPerSecond: 1024 }\nchain: []');
+      const socket = await trickle(h, 100_000);
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+      await new Promise((resolve) => socket.once('close', resolve));
+
+      const [head = '', body = ''] = received.split('\r\n\r\n');
+      assert.match(head, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+      assert.match(head, /\r\nConnection: close\r\n/i);
+      const { status: { message = '', ...status } = {}, ...response } = (JSON.parse(body) as AdmissionReview).response!;
+      assert.deepEqual({ ...response, status }, { uid: '', allowed: false, status: { code: 408, reason: 'Timeout' } });
+      assert.match(
+        message,
+        /^request body arrived too slowly: \d+ of 100000 bytes in 1 s plus one per 1024 bytes \(server\.bodyTimeoutSeconds, server\.minBodyBytesPerSecond\)$/,
+      );
+      assert.equal(await h.metric('admission_gateway_invalid_requests_total', { code: '408' }), 1);
+      await eventually(
+        'the refused body holds nothing',
+        async () => (await h.metric('admission_gateway_inflight_bytes')) === 0,
+      );
+    });
+  });
+
+  describe('connections (server.maxConnections, server.headersTimeoutSeconds)', function () {
     const closedBy = (socket: net.Socket): Promise<string> =>
       new Promise((resolve) => {
         let received = '';

@@ -69,64 +69,6 @@ describe('ops server (plain HTTP)', function () {
     provider = undefined;
   });
 
-  it('answers /healthz with 200 ok', async function () {
-    const h = await start();
-
-    const answer = await h.ops('/healthz');
-
-    assert.deepEqual({ status: answer.status, text: answer.text }, { status: 200, text: 'ok' });
-    assert.match(String(answer.headers['content-type']), /^text\/plain/);
-  });
-
-  it('answers /readyz with 200 ok once config and certificate are loaded, and lists the checks when verbose', async function () {
-    const h = await start();
-
-    const plain = await h.ops('/readyz');
-    const verbose = await h.ops('/readyz?verbose');
-
-    assert.deepEqual({ status: plain.status, text: plain.text }, { status: 200, text: 'ok' });
-    assert.deepEqual(
-      { status: verbose.status, body: verbose.body },
-      {
-        status: 200,
-        body: {
-          ready: true,
-          checks: [
-            { name: 'config', ready: true },
-            { name: 'certificate', ready: true },
-            { name: 'shutdown', ready: true },
-          ],
-        },
-      },
-    );
-  });
-
-  it('answers /readyz with 503 and the reason while the gateway is closing', async function () {
-    const h = await start(`chain: [{ plugin: slow-async, name: slow, settings: { tag: slow, awaitRelease: true } }]`);
-    const inflight = h.post('/mutate', podCreate());
-    await test.calls.waitFor((r) => r.tag === 'slow' && r.event === 'call');
-
-    const closed = h.gateway.close();
-    const plain = await h.ops('/readyz');
-    const verbose = await h.ops('/readyz?verbose');
-    test.gate.release();
-    await inflight;
-    await closed;
-
-    assert.deepEqual(
-      { status: plain.status, text: plain.text },
-      { status: 503, text: 'not ready: shutdown (shutting down)' },
-    );
-    assert.deepEqual(verbose.body, {
-      ready: false,
-      checks: [
-        { name: 'config', ready: true },
-        { name: 'certificate', ready: true },
-        { name: 'shutdown', ready: false, detail: 'shutting down' },
-      ],
-    });
-  });
-
   it('serves /chain: the resolved order, each step with its mode, failurePolicy and match', async function () {
     const h = await start();
 
@@ -281,7 +223,10 @@ chain:
     assert.deepEqual({ status: posted.status, allow: posted.headers.allow }, { status: 405, allow: 'HEAD, GET' });
     assert.deepEqual(
       { status: unknown.status, body: unknown.body },
-      { status: 404, body: { error: 'not found; try /metrics, /healthz, /readyz, /chain, /openapi/v3, /explain' } },
+      {
+        status: 404,
+        body: { error: 'not found; try /metrics, /chain, /openapi/v3, /explain (probes: server.healthPort)' },
+      },
     );
   });
 });

@@ -385,7 +385,7 @@ chain:
     }
 
     async function assertStillServing(h: Harness): Promise<void> {
-      const ready = await h.ops('/readyz');
+      const ready = await h.health('/readyz');
       assert.deepEqual({ status: ready.status, text: ready.text }, { status: 200, text: 'ok' });
       const next = reviewOf(await h.post('/mutate', podCreate()));
       assert.equal(next.response.allowed, true);
@@ -546,6 +546,7 @@ chain:
         metrics,
         log: createLogger('silent'),
         maxRequestBytes: 1 << 20,
+        bodyTiming: { bodyTimeoutSeconds: 10, minBodyBytesPerSecond: 65536 },
         budget: new ByteBudget(4 << 20),
       });
       const handle = app.callback();
@@ -634,7 +635,7 @@ chain:
       const inflightGauge = await h.metric('admission_gateway_inflight_requests');
       const closed = h.gateway.close();
       const refused = await connectError(port);
-      const readiness = await h.ops('/readyz');
+      const readiness = await h.health('/readyz');
       test.gate.release();
       const answer = await inflight;
       await closed;

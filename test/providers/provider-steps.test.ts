@@ -491,7 +491,7 @@ chain:
 
       // Two failures, then the third attempt is held by the provider until released.
       await provider.until('the third discovery request', () => provider.discoveryCalls().length === 3);
-      const ready = await g.ops('/readyz');
+      const ready = await g.health('/readyz');
       assert.deepEqual([ready.status, ready.text], [200, 'ok']);
       const before = (await g.ops('/chain')).body as { order: string; providers: unknown[] };
       assert.equal(before.order, 'mutate=[scanner] validate=[scanner]');
@@ -754,7 +754,7 @@ chain:
         },
       ]);
       assert.equal(body.order, 'mutate=[scanner] validate=[scanner]');
-      assert.equal((await g.ops('/readyz')).status, 200);
+      assert.equal((await g.health('/readyz')).status, 200);
     });
   });
 });

@@ -245,6 +245,12 @@ describe('manifests/ files', function () {
       }
       assert.equal(containerPort('webhook'), config.server.port, 'webhook container port = server.port');
       assert.equal(containerPort('ops'), config.server.opsPort, 'ops container port = server.opsPort');
+      assert.equal(containerPort('health'), config.server.healthPort, 'health container port = server.healthPort');
+      // The probes' port is the kubelet's: no Service publishes it.
+      assert.deepEqual(
+        service.spec!.ports!.filter((p) => p.targetPort === 'health' || p.targetPort === config.server.healthPort),
+        [],
+      );
     });
 
     it('the ServiceAccount, the Deployment and every RBAC binding name the same account; roleRefs exist', function () {
@@ -317,7 +323,7 @@ describe('manifests/ files', function () {
         capabilities: { drop: ['ALL'] },
       });
       for (const probe of [c.startupProbe, c.livenessProbe, c.readinessProbe]) {
-        assert.equal(probe?.httpGet?.port, 'ops', 'probes use the ops port');
+        assert.equal(probe?.httpGet?.port, 'health', 'probes use the health port');
       }
       assert.equal(c.readinessProbe!.httpGet!.path, '/readyz');
       assert.equal(c.livenessProbe!.httpGet!.path, '/healthz');

@@ -16,8 +16,10 @@ describe('parseConfigText()', () => {
       assert.deepEqual(config.server, {
         host: '0.0.0.0',
         port: 8443,
-        opsHost: '0.0.0.0',
+        opsHost: undefined,
         opsPort: 9090,
+        healthHost: undefined,
+        healthPort: 8081,
         tls: {
           certFile: '/etc/gateway/certs/tls.crt',
           keyFile: '/etc/gateway/certs/tls.key',
@@ -35,6 +37,8 @@ describe('parseConfigText()', () => {
         maxConnections: 512,
         headersTimeoutSeconds: 10,
         requestTimeoutSeconds: 30,
+        bodyTimeoutSeconds: 10,
+        minBodyBytesPerSecond: 65536,
         deadlineMarginMs: 250,
         defaultTimeoutSeconds: 10,
         shutdownTimeoutSeconds: 25,
@@ -232,6 +236,16 @@ chain:
       'a request timeout shorter than the headers timeout',
       'server: { headersTimeoutSeconds: 20, requestTimeoutSeconds: 5 }',
       'gateway.yaml:1:38: server.requestTimeoutSeconds: expected a number from 20 to 600, got 5',
+    ],
+    [
+      'the health port on the ops port',
+      'server: { healthPort: 9090 }',
+      'gateway.yaml:1:11: server.healthPort: must differ from server.opsPort (9090)',
+    ],
+    [
+      'a body allowed to arrive at no pace at all',
+      'server: { minBodyBytesPerSecond: 0 }',
+      'gateway.yaml:1:11: server.minBodyBytesPerSecond: expected an integer from 1 to 1073741824, got 0',
     ],
     [
       'no connections at all',
