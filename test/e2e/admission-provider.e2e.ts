@@ -195,6 +195,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
   });
 
   const opsUrl = () => gw!.gateway.opsUrl;
+  const healthUrl = () => gw!.gateway.healthUrl;
   const providerCalls = (name: string) => fake.reviews().filter((c) => c.path === `/${name}/patch`).length;
 
   async function createPod(provider: string): Promise<V1Pod> {
@@ -204,7 +205,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
   }
 
   it('is not ready until the AdmissionProvider list has synced, and ready once the CRD is served', async function () {
-    const unsynced = await getReadiness(opsUrl());
+    const unsynced = await getReadiness(healthUrl());
     assert.equal(unsynced.status, 503);
     assert.equal(unsynced.body.ready, false);
     assert.deepEqual(
@@ -239,9 +240,9 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
     );
 
     await eventually('/readyz to answer 200', async () =>
-      (await getReadiness(opsUrl())).status === 200 ? true : undefined,
+      (await getReadiness(healthUrl())).status === 200 ? true : undefined,
     );
-    const synced = await getReadiness(opsUrl());
+    const synced = await getReadiness(healthUrl());
     assert.deepEqual(synced.body, {
       ready: true,
       checks: [
@@ -569,7 +570,7 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
         (await watchFailures()) > failuresBefore ? true : undefined,
       );
       assert.equal(
-        (await getReadiness(opsUrl())).status,
+        (await getReadiness(healthUrl())).status,
         200,
         'stays ready on its synced cache while the apiserver is away',
       );

@@ -140,6 +140,8 @@ describe('certificates over time in cluster mode (two replicas, one Secret)', fu
         port: 0,
         opsHost: '127.0.0.1',
         opsPort: 0,
+        healthHost: '127.0.0.1',
+        healthPort: 0,
         tls: { dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] },
         shutdownTimeoutSeconds: 5,
       },

@@ -85,7 +85,7 @@ describe('failurePolicy of a failing step through a real kube-apiserver', functi
   });
 
   it('stays ready and counts the failures it caused in /metrics', async function () {
-    const ready = await fetch(`${gw!.gateway.opsUrl}/readyz`);
+    const ready = await fetch(`${gw!.gateway.healthUrl}/readyz`);
     assert.equal(ready.status, 200);
     const text = await gw!.metrics();
     const steps = (step: string, outcome: string) =>

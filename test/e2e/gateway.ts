@@ -194,6 +194,8 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       port: options.authorizationWebhook ? AUTHZ_PORT : 0,
       opsHost: '127.0.0.1',
       opsPort: 0,
+      healthHost: '127.0.0.1',
+      healthPort: 0,
       tls: {
         certFile: certificate.certFile,
         keyFile: certificate.keyFile,

@@ -55,9 +55,9 @@ export interface ReadinessView {
   readonly checks: readonly { readonly name: string; readonly ready: boolean; readonly detail?: string }[];
 }
 
-/** GET /readyz?verbose: the HTTP status and the checks. */
-export async function getReadiness(opsUrl: string): Promise<{ status: number; body: ReadinessView }> {
-  const res = await fetch(`${opsUrl}/readyz?verbose`);
+/** GET /readyz?verbose on the health port: the HTTP status and the checks. */
+export async function getReadiness(healthUrl: string): Promise<{ status: number; body: ReadinessView }> {
+  const res = await fetch(`${healthUrl}/readyz?verbose`);
   return { status: res.status, body: (await res.json()) as ReadinessView };
 }
 

@@ -170,14 +170,14 @@ describe('production install from the Dockerfile (no Docker engine)', function (
       const env: NodeJS.ProcessEnv = { ...image.env, PATH: process.env.PATH, HOME: dir };
       const gw = await spawnGateway({
         command: image.command[0]!,
-        args: [...image.command.slice(1), '--config', config, '--port', '0', '--ops-port', '0'],
+        args: [...image.command.slice(1), '--config', config, '--port', '0', '--ops-port', '0', '--health-port', '0'],
         cwd: image.workdir,
         env,
       });
       reference = await startHarness({ yaml: chainYaml });
       const client = new Agent({ connect: { ca: await readFile(join(dir, 'certs', 'ca.crt')) } });
       try {
-        const ready = await sendRequest(client, `${gw.ops}/readyz`, 'GET');
+        const ready = await sendRequest(client, `${gw.health}/readyz`, 'GET');
         const answers = [];
         const expected = [];
         for (const [path, review] of [

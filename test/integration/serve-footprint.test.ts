@@ -52,10 +52,22 @@ describe('admission-gateway serve without a cluster', function () {
     const log = join(dir, 'imports.log');
     gateway = await spawnGateway({
       command: process.execPath,
-      args: [...importLogOptions(log), MAIN, 'serve', '--config', config, '--port', '0', '--ops-port', '0'],
+      args: [
+        ...importLogOptions(log),
+        MAIN,
+        'serve',
+        '--config',
+        config,
+        '--port',
+        '0',
+        '--ops-port',
+        '0',
+        '--health-port',
+        '0',
+      ],
       cwd: ROOT,
     });
-    assert.equal((await fetch(`${gateway.ops}/readyz`)).status, 200);
+    assert.equal((await fetch(`${gateway.health}/readyz`)).status, 200);
 
     const loaded = await packagesIn(log);
     // The log sees what serving loads: the HTTP framework of both servers is in it.
