@@ -58,6 +58,10 @@ export const OPTIONS = {
   'exclude-namespace': { type: 'string', multiple: true },
   'all-resources': { type: 'boolean' },
   'kube-version': { type: 'string' },
+  'admission-config': { type: 'string' },
+  'admission-client-certificate': { type: 'string' },
+  'admission-client-key': { type: 'string' },
+  'admission-control-plane-dir': { type: 'string' },
   'authorization-kubeconfig': { type: 'string' },
   'authorization-config': { type: 'string' },
   'authorization-url': { type: 'string' },
@@ -130,6 +134,10 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
     'exclude-namespace',
     'all-resources',
     'kube-version',
+    'admission-config',
+    'admission-client-certificate',
+    'admission-client-key',
+    'admission-control-plane-dir',
     'authorization-kubeconfig',
     'authorization-config',
     'authorization-url',
@@ -289,6 +297,8 @@ config or recording (the message names the line), ${EXIT_DENIED} newly denied, $
                                    [--ca FILE | --no-ca-bundle] [--name NAME] [--output yaml|json]
                                    [--namespace-label KEY=VALUE]... [--exclude-namespace NAME]... [--all-resources]
                                    [--kube-version VERSION]
+                                   [--admission-config FILE --admission-client-certificate PATH
+                                    --admission-client-key PATH [--admission-control-plane-dir DIR]]
                                    [--authorization-kubeconfig FILE [--authorization-config FILE]
                                     [--authorization-url https://HOST[:PORT]]
                                     [--authorization-mode MODES] [--authorization-webhook-config-file PATH]
@@ -329,6 +339,16 @@ says so on stderr; --all-resources renders every route with a catch-all rule ins
   --all-resources           catch-all rules on every route, for AdmissionProviders added at run time
   --kube-version VERSION    the Kubernetes version to render for, such as 1.30 or 1.37.2 (default: 1.37,
                             the newest tested)
+
+kube-apiserver presenting a client certificate to the webhooks (the gateway asks for one when
+server.tls.clientCAFile is set), with --admission-config: writes the AdmissionConfiguration for
+kube-apiserver's --admission-control-config-file and, beside it, the kubeconfig it names
+(admission-webhooks.kubeconfig: the certificate, under the webhooks' server name), and prints the flag.
+  --admission-config FILE   write the AdmissionConfiguration to FILE
+  --admission-client-certificate PATH, --admission-client-key PATH
+                            the certificate and key kube-apiserver presents, absolute paths on the control plane
+  --admission-control-plane-dir DIR
+                            where both files go on the control plane (default: /etc/kubernetes/admission-gateway)
 
 The gateway as kube-apiserver's authorization webhook (POST /authorize: it may forbid, never allow), with
 --authorization-kubeconfig: writes the kubeconfig kube-apiserver's --authorization-webhook-config-file reads

@@ -3,10 +3,8 @@
  * writes the kubeconfig kube-apiserver's webhook authorizer reads, and prints on stderr the apiserver flags
  * that turn it on (stdout keeps the webhook configurations, for kubectl).
  */
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayConfig } from '../config/types.js';
-import { errorMessage } from '../base/errors.js';
 import { apiserverFlagReasons, apiserverFlags } from './apiserver-flags.js';
 import {
   AUTHORIZE_PATH,
@@ -20,6 +18,7 @@ import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { Exclusions } from '../authorization/exclusions.js';
 import type { ManifestsOptions } from './options.js';
 import { toYaml } from './output.js';
+import { writeRendered } from './rendered-file.js';
 import type { WebhookTarget } from './render.js';
 import { ManifestsUsageError } from './usage-error.js';
 
@@ -89,15 +88,6 @@ function clusterDnsWarning(server: string): string {
       'ClusterIP, a NodePort, a load balancer) and that the serving certificate names (server.tls.dnsNames, ' +
       'server.tls.ipAddresses).',
   ].join('\n');
-}
-
-async function writeRendered(file: string, text: string, flag: string): Promise<void> {
-  try {
-    // 0600 as kubeconfigs are: it holds no secret unless someone adds one, but it decides who is trusted.
-    await writeFile(file, text, { mode: 0o600 });
-  } catch (err) {
-    throw new ManifestsUsageError(`--${flag}: cannot write "${file}": ${errorMessage(err)}`);
-  }
 }
 
 /** Writes the AuthorizationConfiguration; returns what to say about it. */

@@ -15,6 +15,7 @@ import { createMetrics } from '../metrics/metrics.js';
 import { createChainForConfig } from '../providers/configured-chain.js';
 import { ensureConfiguredCertificate, servingCaBundle } from '../tls/serving-certificate.js';
 import { exclusionsFor } from '../authorization/exclusions.js';
+import { checkAdmissionConfig, writeAdmissionConfig } from './admission-command.js';
 import {
   checkAuthorizationConfig,
   writeAuthorizationKubeconfig,
@@ -165,6 +166,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
   const gatewayNamespace = target.kind === 'service' ? target.namespace : service.namespace;
   const { authorization } = options;
   if (authorization) checkAuthorizationConfig(authorization, options.caBundle, config);
+  const admissionNotes = checkAdmissionConfig(options.admission, config);
   const { admission: steps, authorize } = await resolveSteps(deps);
   const caBundle = await readCaBundle(options, deps);
   const objects = renderWebhookConfigurations(steps, {
@@ -180,6 +182,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
     kubeVersion: options.kubeVersion,
   });
   for (const warning of catchAllFailWarnings(steps, options.allResources)) note(deps, warning);
+  for (const text of admissionNotes) note(deps, text);
   if (runTimeProviders(config) && !options.allResources) {
     note(
       deps,
@@ -195,6 +198,14 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
       `Kubernetes ${formatKubeVersion(options.kubeVersion)} does not label namespaces with their name: before applying, ` +
         `kubectl label namespace ${excluded.join(' ')} ${EXCLUDE_LABEL}=true`,
     );
+  }
+  if (options.admission) {
+    await writeAdmissionConfig(options.admission, {
+      target,
+      cwd: deps.cwd,
+      command: commandLine(deps),
+      note: (text) => note(deps, text),
+    });
   }
   if (authorization) {
     await writeAuthorizationKubeconfig(authorization, {

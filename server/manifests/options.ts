@@ -8,6 +8,7 @@ import {
   type AuthorizationFlags,
   type AuthorizationOptions,
 } from './authorization-options.js';
+import { parseAdmissionOptions, type AdmissionFlags, type AdmissionOptions } from './admission-options.js';
 import { parseHttpsOrigin } from './https-origin.js';
 import {
   NEWEST_TESTED,
@@ -23,7 +24,7 @@ import { ManifestsUsageError } from './usage-error.js';
 export { ManifestsUsageError };
 
 /** The flags as parseArgs returns them (strings and booleans; repeatable flags as lists). */
-export interface ManifestsFlags extends AuthorizationFlags {
+export interface ManifestsFlags extends AuthorizationFlags, AdmissionFlags {
   readonly service?: string | undefined;
   readonly url?: string | undefined;
   readonly ca?: string | undefined;
@@ -50,6 +51,8 @@ export interface ManifestsOptions {
   readonly authorization: AuthorizationOptions | undefined;
   /** The Kubernetes version rendered for (default: the newest tested). */
   readonly kubeVersion: KubeVersion;
+  /** `--admission-config` and its companions (client certificates for the webhooks); undefined when not asked for. */
+  readonly admission: AdmissionOptions | undefined;
 }
 
 export const DEFAULT_NAME = 'admission-gateway';
@@ -148,5 +151,6 @@ export function parseManifestsOptions(flags: ManifestsFlags): ManifestsOptions {
     excludeNamespaces,
     authorization,
     kubeVersion,
+    admission: parseAdmissionOptions(flags),
   };
 }

@@ -54,6 +54,15 @@ export const AUTHZ_TLS = {
   keyFile: path.join(PKI_DIR, 'authz.key'),
   caFile: path.join(PKI_DIR, 'authz-ca.crt'),
 } as const;
+/**
+ * The client certificate the apiserver can present to webhooks (start-cluster.sh makes it once): its key, and
+ * the CA that signed it, which a gateway asking for client certificates trusts (server.tls.clientCAFile).
+ */
+export const WEBHOOK_CLIENT_TLS = {
+  certFile: path.join(PKI_DIR, 'webhook-client.crt'),
+  keyFile: path.join(PKI_DIR, 'webhook-client.key'),
+  caFile: path.join(PKI_DIR, 'webhook-client-ca.crt'),
+} as const;
 
 export interface TestUser {
   readonly name: string;
@@ -232,6 +241,10 @@ export interface ApiserverSettings {
   readonly authorizationConfig?: string;
   /** `127.0.0.1:<port>` of an OTLP/gRPC receiver for the apiserver's spans, sampled at 100 % (1.34+). */
   readonly tracingEndpoint?: string;
+  /** An AdmissionConfiguration: `--admission-control-config-file`. */
+  readonly admissionConfig?: string;
+  /** Another kubeconfig for the authorization webhook (with the flags, not `authorizationConfig`). */
+  readonly authorizationKubeconfig?: string;
 }
 
 /**
@@ -243,6 +256,8 @@ export async function startApiserver(settings: ApiserverSettings = {}): Promise<
     APISERVER_ONLY: '1',
     KUBE_E2E_AUTHORIZATION_CONFIG: settings.authorizationConfig ?? '',
     KUBE_E2E_TRACING_ENDPOINT: settings.tracingEndpoint ?? '',
+    KUBE_E2E_ADMISSION_CONFIG: settings.admissionConfig ?? '',
+    KUBE_E2E_AUTHORIZATION_KUBECONFIG: settings.authorizationKubeconfig ?? '',
   });
 }
 

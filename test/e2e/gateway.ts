@@ -82,6 +82,8 @@ export interface E2EGatewayOptions {
    * their status written back), attached right after the gateway started.
    */
   readonly clusterMode?: ClusterModeOptions;
+  /** `server.tls.clientCAFile`: the gateway refuses callers without a client certificate that CA signed. */
+  readonly clientCAFile?: string;
   /** More `kube:` settings in cluster mode (e.g. `watchProviders: false`), over the suite's own. */
   readonly kube?: Readonly<Record<string, unknown>>;
   /**
@@ -201,6 +203,7 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
         keyFile: certificate.keyFile,
         // Missing authz files are an error, not a new pair written into the shared PKI.
         generate: !options.authorizationWebhook,
+        ...(options.clientCAFile ? { clientCAFile: options.clientCAFile } : {}),
         dnsNames: ['localhost'],
         ipAddresses: ['127.0.0.1'],
       },

@@ -168,6 +168,91 @@ chain:
     assert.doesNotMatch(run.stderr, /--authorization-mode=/);
   });
 
+  it('writes the AdmissionConfiguration and its kubeconfig with --admission-config when the gateway asks for client certificates', async function () {
+    await writeFile(
+      join(folder.dir, 'client-ca.crt'),
+      '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
+    );
+    const file = await folder.config(
+      `kube: { enabled: false }\nserver: { tls: { clientCAFile: client-ca.crt } }\n${CHAIN}`,
+    );
+    const args = ['manifests', '--config', file, '--url', 'https://192.0.2.10:30443'];
+    const warned = await runCliCaptured(args, { cwd: folder.dir });
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stderr, /server\.tls\.clientCAFile is set: the gateway refuses every caller without a client/);
+
+    const run = await runCliCaptured(
+      [
+        ...args,
+        '--admission-config',
+        'admission-config.yaml',
+        '--admission-client-certificate',
+        '/etc/kubernetes/pki/gateway-client.crt',
+        '--admission-client-key',
+        '/etc/kubernetes/pki/gateway-client.key',
+      ],
+      { cwd: folder.dir },
+    );
+    assert.equal(run.code, 0, run.stderr);
+    const body = (text: string) => text.slice(text.indexOf('\napiVersion:'));
+    assert.equal(body(run.stdout), body(warned.stdout), 'the webhook configurations are the same');
+    assert.deepEqual(parse(await readFile(join(folder.dir, 'admission-config.yaml'), 'utf8')), {
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AdmissionConfiguration',
+      plugins: ['ValidatingAdmissionWebhook', 'MutatingAdmissionWebhook'].map((name) => ({
+        name,
+        configuration: {
+          apiVersion: 'apiserver.config.k8s.io/v1',
+          kind: 'WebhookAdmissionConfiguration',
+          kubeConfigFile: '/etc/kubernetes/admission-gateway/admission-webhooks.kubeconfig',
+        },
+      })),
+    });
+    assert.deepEqual(parse(await readFile(join(folder.dir, 'admission-webhooks.kubeconfig'), 'utf8')), {
+      apiVersion: 'v1',
+      kind: 'Config',
+      users: [
+        {
+          name: '192.0.2.10:30443',
+          user: {
+            'client-certificate': '/etc/kubernetes/pki/gateway-client.crt',
+            'client-key': '/etc/kubernetes/pki/gateway-client.key',
+          },
+        },
+      ],
+    });
+    assert.doesNotMatch(run.stderr, /clientCAFile is set/);
+    assert.match(
+      run.stderr,
+      /^ {2}--admission-control-config-file=\/etc\/kubernetes\/admission-gateway\/admission-config\.yaml$/m,
+    );
+  });
+
+  it('refuses --admission-config when the gateway asks for no client certificate, writing nothing', async function () {
+    const file = await folder.config(`kube: { enabled: false }\n${CHAIN}`);
+    const run = await runCliCaptured(
+      [
+        'manifests',
+        '--config',
+        file,
+        '--admission-config',
+        'admission-config.yaml',
+        '--admission-client-certificate',
+        '/c.crt',
+        '--admission-client-key',
+        '/c.key',
+      ],
+      { cwd: folder.dir },
+    );
+    assert.equal(run.code, 2);
+    assert.equal(
+      run.stderr,
+      'admission-gateway: --admission-config: the gateway asks for no client certificate (server.tls.clientCAFile ' +
+        'is empty); set it to the CA that signed --admission-client-certificate, or leave the --admission-* flags out\n',
+    );
+    await assert.rejects(access(join(folder.dir, 'admission-config.yaml')));
+  });
+
   it('lists its flags in the help', async function () {
     const help = await runCliCaptured(['manifests', '--help']);
     assert.match(help.stdout, /^ {2}--authorization-kubeconfig FILE$/m);

@@ -14,6 +14,7 @@ describe('parseManifestsOptions()', () => {
       excludeNamespaces: [],
       authorization: undefined,
       kubeVersion: { major: 1, minor: 37 },
+      admission: undefined,
     });
   });
 
@@ -39,6 +40,7 @@ describe('parseManifestsOptions()', () => {
         excludeNamespaces: ['monitoring'],
         authorization: undefined,
         kubeVersion: { major: 1, minor: 30 },
+        admission: undefined,
       },
     );
   });
