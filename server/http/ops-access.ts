@@ -115,6 +115,15 @@ class CallBudget {
   }
 }
 
+interface AnswerCacheOptions<V> {
+  readonly kind: AccessReviewKind;
+  readonly isGranted: (answer: V) => boolean;
+  readonly ttl: { readonly granted: number; readonly refused: number };
+  readonly max: number;
+  readonly perf: { now(): number };
+  readonly onLookup: ((kind: AccessReviewKind, result: AccessLookupResult) => void) | undefined;
+}
+
 /**
  * Answers by key, granted ones and refused ones in caches of their own, each bounded by entries and with its own
  * lifetime; concurrent questions with one key share one call.
@@ -123,15 +132,14 @@ class AnswerCache<V extends object> {
   private readonly granted: LRUCache<string, V>;
   private readonly refused: LRUCache<string, V>;
   private readonly asking = new Map<string, Promise<V>>();
+  private readonly kind: AccessReviewKind;
+  private readonly isGranted: (answer: V) => boolean;
+  private readonly onLookup: AnswerCacheOptions<V>['onLookup'];
 
-  constructor(
-    private readonly kind: AccessReviewKind,
-    private readonly isGranted: (answer: V) => boolean,
-    ttl: { readonly granted: number; readonly refused: number },
-    max: number,
-    perf: { now(): number },
-    private readonly onLookup: ((kind: AccessReviewKind, result: AccessLookupResult) => void) | undefined,
-  ) {
+  constructor({ kind, isGranted, ttl, max, perf, onLookup }: AnswerCacheOptions<V>) {
+    this.kind = kind;
+    this.isGranted = isGranted;
+    this.onLookup = onLookup;
     // ttlResolution 0: an answer is stale the moment its time is up, not up to a millisecond later.
     this.granted = new LRUCache<string, V>({ max, ttl: ttl.granted, perf, ttlResolution: 0 });
     this.refused = new LRUCache<string, V>({ max, ttl: ttl.refused, perf, ttlResolution: 0 });
@@ -179,22 +187,19 @@ export function createOpsAccess(
   const perf = { now: options.now ?? (() => performance.now()) };
   const budget = new CallBudget(limits.maxCallsInFlight, limits.callTimeoutMs);
   const { reviewer } = options;
-  const tokens = new AnswerCache<TokenReview>(
-    'token',
-    (review) => review.authenticated,
-    { granted: limits.tokenTtlMs, refused: limits.rejectedTtlMs },
-    limits.maxEntries,
-    perf,
-    onLookup,
-  );
-  const decisions = new AnswerCache<{ readonly allowed: boolean }>(
-    'access',
-    (answer) => answer.allowed,
-    { granted: limits.allowedTtlMs, refused: limits.deniedTtlMs },
-    limits.maxEntries,
-    perf,
-    onLookup,
-  );
+  const shared = { max: limits.maxEntries, perf, onLookup };
+  const tokens = new AnswerCache<TokenReview>({
+    ...shared,
+    kind: 'token',
+    isGranted: (review) => review.authenticated,
+    ttl: { granted: limits.tokenTtlMs, refused: limits.rejectedTtlMs },
+  });
+  const decisions = new AnswerCache<{ readonly allowed: boolean }>({
+    ...shared,
+    kind: 'access',
+    isGranted: (answer) => answer.allowed,
+    ttl: { granted: limits.allowedTtlMs, refused: limits.deniedTtlMs },
+  });
 
   return {
     async check(token, path, verb) {

@@ -10,7 +10,6 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import tls from 'node:tls';
 import { Agent } from 'undici';
 import { generateCertificates, writeCertificates } from '../../certs/generate.js';
 import { createLogger } from '../../server/base/log.js';
@@ -21,6 +20,8 @@ import { createClusterMode } from '../../server/kube/cluster-mode.js';
 import { REPO_ROOT, runCliCaptured } from '../helpers/cli.js';
 import { sendRequest, startHarness, type Harness, type HttpAnswer } from '../helpers/gateway-harness.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { peerFingerprint } from '../helpers/peer-fingerprint.js';
+import { podCreate } from '../fixtures/reviews/index.js';
 import {
   startStandInApiserver,
   status,
@@ -108,21 +109,6 @@ function questions(standIn: StandInApiserver, from: number): string[] {
     if (r.path === TOKEN_REVIEWS) return `token ${String(spec.token)}`;
     const attributes = spec.nonResourceAttributes as { path: string; verb: string };
     return `access ${String(spec.user)} ${attributes.verb} ${attributes.path}`;
-  });
-}
-
-function peerFingerprint(url: string, ca: string | Buffer): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: hostname, port: Number(port), ca }, () => {
-      const fingerprint = socket.getPeerCertificate().fingerprint256;
-      socket.destroy();
-      resolve(fingerprint);
-    });
-    socket.once('error', (err: Error) => {
-      socket.destroy();
-      reject(err);
-    });
   });
 }
 
@@ -259,19 +245,7 @@ describe('ops port with server.opsAuth kube: callers the apiserver authenticates
 
   it('serves an allowed caller its path over HTTPS with the serving certificate, and only that path', async function () {
     const h = await start();
-    await h.review('/mutate', {
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      request: {
-        uid: '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21',
-        kind: { group: '', version: 'v1', kind: 'ConfigMap' },
-        resource: { group: '', version: 'v1', resource: 'configmaps' },
-        namespace: 'shop',
-        operation: 'CREATE',
-        userInfo: { username: 'alice' },
-        object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'shop' } },
-      },
-    });
+    await h.review('/mutate', podCreate());
 
     const metrics = await h.ops('/metrics', 'GET', bearer('prometheus-token'));
     const chain = await h.ops('/chain', 'GET', bearer('prometheus-token'));
