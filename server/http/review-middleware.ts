@@ -106,7 +106,14 @@ export const readReview: ReviewMiddleware = async (ctx, next) => {
   checkContentType(ctx.req.headers['content-type']);
   const review = decodeReview(await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming));
   ctx.state.review = review;
-  ctx.state.lease.take(review.containers * WEIGHT_PER_CONTAINER);
+  try {
+    ctx.state.lease.take(review.containers * WEIGHT_PER_CONTAINER);
+  } catch (err) {
+    // Shed: its body is let go now, not once the 429 has been written, or large bodies arriving meanwhile are
+    // shed for bytes no review needs any more (and, in turn, every one of them).
+    ctx.state.lease.release();
+    throw err;
+  }
   // Parsing a large review was a long synchronous stretch already: let what waited meanwhile run first.
   if (review.containers > LARGE_REVIEW_CONTAINERS) await nextTurn();
   await next();

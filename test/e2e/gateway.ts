@@ -208,6 +208,8 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
         ipAddresses: ['127.0.0.1'],
       },
       shutdownTimeoutSeconds: 5,
+      // Tests read /metrics, /chain and /explain over plain HTTP; ops-auth.e2e.ts guards the port itself.
+      ...(options.clusterMode ? { opsAuth: 'none' } : {}),
       ...options.server,
     },
     kube: options.clusterMode

@@ -19,7 +19,7 @@ import { parseAllDocuments } from 'yaml';
 import { plugins as shippedPlugins } from '../../plugins/index.js';
 import { REPO_ROOT, runCliCaptured } from '../helpers/cli.js';
 import { MANIFESTS_DIR, isRecord, objectId, type Wire } from '../helpers/manifest-files.js';
-import { KUBECONFIG_ENV, RUN_DIR, kubeAtLeast, kubeVersion } from './cluster.js';
+import { KUBECONFIG_ENV, RUN_DIR, kubeAtLeast, kubeVersion, skipBecause } from './cluster.js';
 import { apiserverRequest, differences, objectPath, servedResource } from './server-side-apply.js';
 
 const run = promisify(execFile);
@@ -155,6 +155,78 @@ describe('kubectl apply -k of the shipped manifests, for this apiserver’s vers
       } finally {
         await rm(other, { recursive: true, force: true });
       }
+    }
+  });
+  it('takes the NetworkPolicy component with the overlay’s control-plane addresses, and refuses it without them', async function () {
+    if (!kubeAtLeast(21))
+      skipBecause(this, 'the policy selects the monitoring namespace by kubernetes.io/metadata.name, set from 1.21');
+    const other = await mkdtemp(path.join(tmpdir(), 'install-kubectl-network-policy-'));
+    try {
+      const relative = (to: string) => path.relative(other, to);
+      // README's overlay: the shipped manifests, the addresses in a local-config object, the component.
+      await writeFile(
+        path.join(other, 'kustomization.yaml'),
+        `resources: [${relative(MANIFESTS_DIR)}, control-plane.yaml]\ncomponents: [${[
+          ...components().map((c) => path.join(MANIFESTS_DIR, c)),
+          path.join(MANIFESTS_DIR, 'network-policy'),
+        ]
+          .map(relative)
+          .join(', ')}]\n`,
+      );
+      await writeFile(
+        path.join(other, 'control-plane.yaml'),
+        [
+          'apiVersion: admissiongateway.io/v1alpha1',
+          'kind: ControlPlaneAddresses',
+          'metadata:',
+          '  name: admission-gateway',
+          "  annotations: { config.kubernetes.io/local-config: 'true' }",
+          'from:',
+          '  - ipBlock: { cidr: 127.0.0.1/32 }',
+          '',
+        ].join('\n'),
+      );
+      const objects = documents((await kubectl('kustomize', other)).stdout);
+      assert.deepEqual(
+        objects.filter((o) => o.kind === 'ControlPlaneAddresses'),
+        [],
+        'the local-config object is never applied',
+      );
+      const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
+      assert.equal(policies.length, 1);
+      const file = path.join(other, 'policy.json');
+      await writeFile(file, JSON.stringify(policies[0]));
+      // Server-side dry run: the apiserver validates and defaults it as it would store it.
+      const stored = JSON.parse((await kubectl('create', '--dry-run=server', '-o', 'json', '-f', file)).stdout) as Wire;
+      assert.deepEqual(
+        differences(policies[0]!, stored),
+        [],
+        'the policy as rendered is what the apiserver would store',
+      );
+      const ingress = (stored.spec as { ingress: { from: unknown[]; ports: unknown[] }[] }).ingress;
+      assert.deepEqual(
+        ingress.map((rule) => [rule.from, rule.ports]),
+        [
+          [[{ ipBlock: { cidr: '127.0.0.1/32' } }], [{ protocol: 'TCP', port: 'webhook' }]],
+          [
+            [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+            [{ protocol: 'TCP', port: 'ops' }],
+          ],
+        ],
+      );
+      // Applied by hand without an overlay, the placeholder is no CIDR: the whole policy is refused.
+      const refused = await kubectl(
+        'create',
+        '--dry-run=server',
+        '-f',
+        path.join(MANIFESTS_DIR, 'network-policy', 'network-policy.yaml'),
+      ).then(
+        () => 'created',
+        (err: unknown) => (err instanceof Error ? err.message : String(err)),
+      );
+      assert.match(refused, /NetworkPolicy.*is invalid.*ipBlock\.cidr/s);
+    } finally {
+      await rm(other, { recursive: true, force: true });
     }
   });
 });
