@@ -104,13 +104,16 @@ export const answerInProtocol: ReviewMiddleware = async (ctx, next) => {
 /** Content-Type, body (bounded by maxRequestBytes and the byte budget), decode, and the review's weight. */
 export const readReview: ReviewMiddleware = async (ctx, next) => {
   checkContentType(ctx.req.headers['content-type']);
-  const review = decodeReview(await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming));
-  ctx.state.review = review;
+  const body = await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming);
+  let review: DecodedReview;
   try {
+    review = decodeReview(body);
+    // Before the weight is taken: a shed review is answered with its uid.
+    ctx.state.review = review;
     ctx.state.lease.take(review.containers * WEIGHT_PER_CONTAINER);
   } catch (err) {
-    // Shed: its body is let go now, not once the 429 has been written, or large bodies arriving meanwhile are
-    // shed for bytes no review needs any more (and, in turn, every one of them).
+    // Refused (shed, or unreadable): its body is let go now, not once the answer has been written, or large
+    // bodies arriving meanwhile are shed for bytes no review needs any more (and, in turn, every one of them).
     ctx.state.lease.release();
     throw err;
   }

@@ -47,5 +47,7 @@ describe('reading a review against the byte budget', () => {
 
     // What the gateway holds is the other review's bytes alone, while the 429 is still to be written.
     assert.deepEqual({ held: lease.bytes, inUse: budget.inUse }, { held: 0, inUse: other.bytes });
+    // The 429 still names the review it refuses.
+    assert.equal(ctx.state.review?.request.uid, requestOf(review).uid);
   });
 });
