@@ -26,7 +26,7 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createHealthApp, HEALTH_CONNECTIONS, type ReadinessCheck } from './http/health-app.js';
 import { createOpsApp } from './http/ops-app.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
-import { Recorder } from './recording/recorder.js';
+import { Recorder, openRecording } from './recording/recorder.js';
 import { compileRedaction } from './recording/redact.js';
 import { ShadowRunner } from './chain/shadow.js';
 import { createWebhookApp } from './http/webhook-app.js';
@@ -180,6 +180,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const recorder = Recorder.enabled(config.record)
     ? new Recorder(config.record, { metrics, log, redaction })
     : undefined;
+  if (recorder) await openRecording(recorder, config);
   if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 

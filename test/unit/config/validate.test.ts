@@ -350,6 +350,7 @@ describe('loadConfig()', () => {
       path.join(dir, 'conf', 'gw.yaml'),
       `server: { tls: { certFile: tls/a.crt, keyFile: /etc/tls/a.key, clientCAFile: ../ca.crt } }
 kube: { kubeconfig: kube/config }
+record: { path: rec/reviews.ndjson, sampleRate: 0.5 }
 chain:
   - provider: p
     url: https://127.0.0.1:1/
@@ -364,6 +365,7 @@ chain:
       'server.tls.keyFile': '/etc/tls/a.key',
       'server.tls.clientCAFile': path.join(dir, 'ca.crt'),
       'kube.kubeconfig': path.join(dir, 'conf', 'kube/config'),
+      'record.path': path.join(dir, 'conf', 'rec/reviews.ndjson'),
       'chain[0].clientCert.certFile': path.join(dir, 'conf', 'client.crt'),
       'chain[0].clientCert.keyFile': path.join(dir, 'conf', 'client.key'),
     });
