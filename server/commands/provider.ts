@@ -7,6 +7,7 @@
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { unknownPlugin } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import { MAX_TLS_FILE_BYTES } from '../base/limits.js';
 import { readRegularFile } from '../base/regular-file.js';
@@ -45,8 +46,12 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
 function knownPlugin(name: string, plugins: readonly AnyPlugin[]): AnyPlugin {
   const plugin = plugins.find((p) => p.name === name);
   if (plugin) return plugin;
-  const known = plugins.map((p) => p.name).sort();
-  throw new UsageError(`provider: unknown plugin "${name}" (known: ${known.join(', ')})`);
+  throw new UsageError(
+    `provider: ${unknownPlugin(
+      name,
+      plugins.map((p) => p.name),
+    )}`,
+  );
 }
 
 /** `--settings NAME=JSON` values by plugin name. */

@@ -10,11 +10,11 @@ import { runCliCaptured, type CliRun, configFolderPerTest } from '../helpers/cli
 import { podCreate } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
 import { makeNamedPipe, releaseNamedPipe } from '../helpers/named-pipe.js';
+import { KNOWN_PLUGINS } from '../helpers/shipped-plugins.js';
 import { decodePatch } from '../helpers/patch.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAIN = join(ROOT, 'server', 'main.ts');
-const KNOWN_PLUGINS = 'access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults';
 
 type Run = CliRun;
 
@@ -181,7 +181,7 @@ ${third}`;
       {
         name: 'an unknown plugin name, listing the known ones',
         yaml: 'chain:\n  - plugin: no-such-plugin\n',
-        error: `2:5: chain[0].plugin: unknown plugin "no-such-plugin" (known: ${KNOWN_PLUGINS})`,
+        error: `2:5: chain[0].plugin: unknown plugin "no-such-plugin" ${KNOWN_PLUGINS}`,
       },
       {
         name: 'a misspelt field, naming the closest',

@@ -17,6 +17,7 @@ import { podCreate } from '../fixtures/reviews/index.js';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { startHarness, type AnswerReview, type Harness } from '../helpers/gateway-harness.js';
 import { startStandInApiserver, status, type StandInApiserver } from '../helpers/stand-in-apiserver.js';
+import { KNOWN_PLUGINS } from '../helpers/shipped-plugins.js';
 
 const LABELS = { labels: { 'cost-center': 'shared' } };
 
@@ -198,12 +199,7 @@ describe('admission-gateway provider --plugin … --register (in this process)',
       {},
       '--settings goes with --plugin (a config’s plugin entries carry their own settings)',
     ],
-    [
-      'an unknown plugin',
-      ['--plugin', 'nope'],
-      {},
-      'provider: unknown plugin "nope" (known: access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults)',
-    ],
+    ['an unknown plugin', ['--plugin', 'nope'], {}, `provider: unknown plugin "nope" ${KNOWN_PLUGINS}`],
     [
       'settings that are not JSON',
       ['--plugin', 'default-labels', '--settings', 'default-labels={labels'],
