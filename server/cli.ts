@@ -87,10 +87,15 @@ async function serve(values: Values, io: CliIO): Promise<number> {
     'configuration loaded',
   );
   const kc = await loadKubeConfig(config.kube, io.env);
-  if (!kc && config.kube.certificate.secretName) {
+  const needsCluster = config.kube.certificate.secretName
+    ? 'kube.certificate.secretName'
+    : config.server.opsAuth === 'kube'
+      ? 'server.opsAuth'
+      : undefined;
+  if (!kc && needsCluster) {
     const err = new ConfigError(
       config.file,
-      'kube.certificate.secretName',
+      needsCluster,
       'needs cluster mode, but no kubeconfig or in-cluster service account was found',
     );
     throw locateConfigError(err, config.file, config.locateField);

@@ -1,6 +1,7 @@
 /**
- * The composition root of a running gateway: plugins → chain → reviewer → HTTPS webhook server, plain-HTTP ops
- * server and plain-HTTP health server (the probes), with certificate hot reload and graceful close. Used by
+ * The composition root of a running gateway: plugins → chain → reviewer → HTTPS webhook server, ops server (plain
+ * HTTP, or HTTPS behind the apiserver's authentication and authorization with an `opsAccess`) and plain-HTTP
+ * health server (the probes), with certificate hot reload and graceful close. Used by
  * `serve`, the integration tests and the e2e suite alike, so what is tested is what runs.
  */
 import http from 'node:http';
@@ -25,6 +26,8 @@ import type { BindableLogger } from './base/log.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { createHealthApp, HEALTH_CONNECTIONS, type ReadinessCheck } from './http/health-app.js';
 import { createOpsApp } from './http/ops-app.js';
+import { createOpsAccess, type OpsAccessOptions } from './http/ops-access.js';
+import { opsAuthMiddleware } from './http/ops-auth.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
 import { Recorder, openRecording } from './recording/recorder.js';
 import { compileRedaction } from './recording/redact.js';
@@ -72,6 +75,11 @@ export interface GatewayOptions {
    * the initial material and every change, swapped in with setSecureContext.
    */
   readonly certificates?: CertificateSource;
+  /**
+   * Guard the ops port (server.opsAuth kube, from cluster mode): HTTPS with the serving certificate, and only
+   * callers the apiserver authenticates and allows to `get` the path. Without it, the ops port is plain HTTP.
+   */
+  readonly opsAccess?: OpsAccessOptions;
 }
 
 export interface Gateway {
@@ -79,7 +87,7 @@ export interface Gateway {
   readonly reviewer: Reviewer;
   /** https://host:port of the webhook server. */
   readonly webhookUrl: string;
-  /** http://host:port of the ops server. */
+  /** http://host:port of the ops server; https:// when it is guarded (opsAccess). */
   readonly opsUrl: string;
   /** http://host:port of the health server (/healthz, /readyz). */
   readonly healthUrl: string;
@@ -124,6 +132,14 @@ function boundAddress({ address, family, port }: AddressInfo): string {
 function urlHost(host: string): string {
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   return h.includes(':') ? `[${h}]` : h;
+}
+
+/**
+ * The ops port's TLS: the serving certificate, without the webhook's client certificates (server.tls.clientCAFile):
+ * its callers prove who they are with a bearer token.
+ */
+function opsTlsOptions(material: TlsMaterial): https.ServerOptions {
+  return { cert: material.cert, key: material.key };
 }
 
 /** One listener for several, or none when there are none. */
@@ -258,24 +274,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ),
   );
   watchConnections(webhookServer, 'webhook', serverConfig.maxConnections, metrics);
-  // New handshakes use the new context; established connections keep the one they negotiated.
-  const swap = (next: TlsMaterial, message: string): void => {
-    webhookServer.setSecureContext(secureContextOptions(next));
-    material = next;
-    metrics.certificateExpiry.set(next.notAfter.getTime() / 1000);
-    log.info({ notAfter: next.notAfter.toISOString(), fingerprint: next.fingerprint256 }, message);
-  };
-  const watcher = options.certificates
-    ? { close: options.certificates.onChange((next) => swap(next, 'serving certificate swapped')) }
-    : watchServingCertificate({
-        certFile: tls.certFile,
-        keyFile: tls.keyFile,
-        ...(tls.clientCAFile ? { clientCAFile: tls.clientCAFile } : {}),
-        initial: material,
-        log,
-        onReload: (next) => swap(next, 'serving certificate reloaded'),
-      });
-
   let closing = false;
   const checks: ReadinessCheck[] = [
     { name: 'config', ready: () => true },
@@ -297,11 +295,42 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // Loaded on first read: the schema library costs start-up time no review needs.
     openapi: () => (openapi ??= import('./protocol/openapi.js').then((m) => m.openApiDocument())),
     ...(traces.size > 0 ? { traces } : {}),
+    ...(options.opsAccess
+      ? {
+          guard: opsAuthMiddleware({
+            access: createOpsAccess(options.opsAccess, (review, result) =>
+              metrics.opsAuthLookups.inc({ review, result }),
+            ),
+            metrics,
+            log,
+          }),
+        }
+      : {}),
   });
-  const opsServer = http.createServer(connectionOptions(serverConfig), handlerOf(opsApp));
+  const opsServer = options.opsAccess
+    ? https.createServer({ ...opsTlsOptions(material), ...connectionOptions(serverConfig) }, handlerOf(opsApp))
+    : http.createServer(connectionOptions(serverConfig), handlerOf(opsApp));
   watchConnections(opsServer, 'ops', serverConfig.maxConnections, metrics);
   const healthServer = http.createServer(connectionOptions(serverConfig), handlerOf(createHealthApp(checks)));
   watchConnections(healthServer, 'health', HEALTH_CONNECTIONS.max, metrics, HEALTH_CONNECTIONS.perAddress);
+  // New handshakes use the new context; established connections keep the one they negotiated.
+  const swap = (next: TlsMaterial, message: string): void => {
+    webhookServer.setSecureContext(secureContextOptions(next));
+    if (opsServer instanceof https.Server) opsServer.setSecureContext(opsTlsOptions(next));
+    material = next;
+    metrics.certificateExpiry.set(next.notAfter.getTime() / 1000);
+    log.info({ notAfter: next.notAfter.toISOString(), fingerprint: next.fingerprint256 }, message);
+  };
+  const watcher = options.certificates
+    ? { close: options.certificates.onChange((next) => swap(next, 'serving certificate swapped')) }
+    : watchServingCertificate({
+        certFile: tls.certFile,
+        keyFile: tls.keyFile,
+        ...(tls.clientCAFile ? { clientCAFile: tls.clientCAFile } : {}),
+        initial: material,
+        log,
+        onReload: (next) => swap(next, 'serving certificate reloaded'),
+      });
 
   // Without a cluster nothing needs to reach the plain-HTTP servers from another host.
   const localHost = options.inCluster ? '0.0.0.0' : '127.0.0.1';
@@ -311,7 +340,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const opsAddress = await listen(opsServer, serverConfig.opsPort, opsHost);
   const healthAddress = await listen(healthServer, serverConfig.healthPort, healthHost);
   const webhookUrl = `https://${urlHost(serverConfig.host)}:${webhookAddress.port}`;
-  const opsUrl = `http://${urlHost(opsHost)}:${opsAddress.port}`;
+  const opsUrl = `${options.opsAccess ? 'https' : 'http'}://${urlHost(opsHost)}:${opsAddress.port}`;
   const healthUrl = `http://${urlHost(healthHost)}:${healthAddress.port}`;
   // What each server is bound to, and a URL on this host that reaches it (for curl: the generated
   // certificate names 127.0.0.1 and localhost).

@@ -11,7 +11,7 @@ apiVersion: admissiongateway.io/v1alpha1
 kind: GatewayConfig
 server:
   port: 8443 # webhook, HTTPS
-  opsPort: 9090 # /metrics /chain /openapi/v3 /explain, plain HTTP; 127.0.0.1 only without a cluster (opsHost)
+  opsPort: 9090 # /metrics /chain /openapi/v3 /explain: plain HTTP on 127.0.0.1 without a cluster; HTTPS, callers checked by the apiserver, in one (opsAuth)
   healthPort: 8081 # /healthz /readyz for the kubelet, plain HTTP; 127.0.0.1 only without a cluster (healthHost)
   tls:
     certFile: certs/tls.crt # generated (with certs/ca.crt) on first start when missing

@@ -44,6 +44,13 @@ export interface ConnectionBounds {
   readonly minBodyBytesPerSecond: number;
 }
 
+/**
+ * Who may read the ops port: `kube` — HTTPS, and every request carries a bearer token the apiserver authenticates
+ * (TokenReview) and authorizes on the request's path (SubjectAccessReview); `none` — plain HTTP, anyone who reaches
+ * the port.
+ */
+export type OpsAuth = 'kube' | 'none';
+
 export interface ServerConfig extends ConnectionBounds {
   /** Webhook (HTTPS) listen address. Default 0.0.0.0:8443. */
   readonly host: string;
@@ -55,6 +62,8 @@ export interface ServerConfig extends ConnectionBounds {
   readonly opsHost: string | undefined;
   /** Default 9090. */
   readonly opsPort: number;
+  /** Undefined (the default): `kube` in cluster mode, `none` without a cluster (where ops binds 127.0.0.1). */
+  readonly opsAuth: OpsAuth | undefined;
   /** Probes (plain HTTP: /healthz, /readyz only) listen address; undefined: by mode, as opsHost. */
   readonly healthHost: string | undefined;
   /** Default 8081. */

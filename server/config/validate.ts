@@ -29,6 +29,7 @@ import type {
   LogConfig,
   RecordConfig,
   ManagedCertificateConfig,
+  OpsAuth,
   ProviderEntry,
   ProviderPhase,
   ServerConfig,
@@ -79,6 +80,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     'port',
     'opsHost',
     'opsPort',
+    'opsAuth',
     'healthHost',
     'healthPort',
     'tls',
@@ -126,6 +128,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     port,
     opsHost: r.string(m.opsHost, `${p}.opsHost`),
     opsPort,
+    opsAuth: r.oneOf(m.opsAuth, `${p}.opsAuth`, OPS_AUTH),
     healthHost: r.string(m.healthHost, `${p}.healthHost`),
     healthPort,
     tls: {
@@ -163,6 +166,8 @@ function readKube(r: Reader, value: unknown, serviceNamespace: string, baseDir: 
     certificate,
   };
 }
+
+const OPS_AUTH: readonly OpsAuth[] = ['kube', 'none'];
 
 const YEAR_SECONDS = 365 * 24 * 60 * 60;
 
@@ -522,11 +527,16 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     names.set(entry.name, entry.path);
   }
   const server = readServer(r, m.server, baseDir);
+  const kube = readKube(r, m.kube, server.service.namespace, baseDir);
+  // The apiserver is who checks callers: without a cluster there is nobody to ask.
+  if (server.opsAuth === 'kube' && kube.enabled === false) {
+    r.fail('server.opsAuth', 'kube needs cluster mode, but kube.enabled is false');
+  }
   const tracing = readTracing(r, m.tracing, 'tracing');
   return {
     file,
     server,
-    kube: readKube(r, m.kube, server.service.namespace, baseDir),
+    kube,
     log: readLog(r, m.log),
     explain: readExplain(r, m.explain),
     record: readRecord(r, m.record, baseDir),

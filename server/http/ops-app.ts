@@ -1,6 +1,7 @@
 /**
- * The operations app (plain HTTP): /metrics, /chain, /openapi/v3, /explain. Never on the request path; the probes
- * have their own port (health-app.ts).
+ * The operations app: /metrics, /chain, /openapi/v3, /explain. Never on the request path; the probes have their
+ * own port (health-app.ts). With `server.opsAuth: kube` it is served over HTTPS behind a guard (ops-auth.ts) that
+ * answers every request the apiserver does not allow before any route sees it.
  */
 import Router, { type RouterContext } from '@koa/router';
 import Koa from 'koa';
@@ -20,11 +21,14 @@ export interface OpsAppDeps {
   readonly openapi: () => Promise<object>;
   /** The decision traces of recent reviews; absent when none are kept (explain.bufferSize 0). */
   readonly traces?: Pick<TraceBuffer, 'get' | 'withTraceId' | 'recent' | 'size' | 'keep' | 'bytes' | 'maxBytes'>;
+  /** Runs before every route, unknown paths included (ops-auth.ts). */
+  readonly guard?: Koa.Middleware;
 }
 
 export function createOpsApp(deps: OpsAppDeps): Koa {
   const app = new Koa();
   app.silent = true;
+  if (deps.guard) app.use(deps.guard);
   const router = new Router();
 
   router.get('/metrics', async (ctx) => {

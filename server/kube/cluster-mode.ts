@@ -2,20 +2,23 @@
  * Cluster mode: namespace labels (and the extensions namespaces reference) from an informer cache,
  * AdmissionProviders watched into the chain, their status written back — references and the objects the
  * replicas served included — and their finalizers kept, readiness held until the first provider list has
- * synced, (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret, and (with
- * audit.intervalSeconds) the periodic audit writing PolicyReports.
+ * synced, (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret, (with
+ * audit.intervalSeconds) the periodic audit writing PolicyReports, and (server.opsAuth kube, the default here) the
+ * ops port's callers authenticated and authorized by the apiserver.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startPeriodicAudit, type PeriodicAudit } from '../audit/periodic.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
 import type { ReadinessCheck } from '../http/health-app.js';
+import type { OpsAccessOptions } from '../http/ops-access.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../base/log.js';
 import type { ProviderChains } from '../providers/configured-chain.js';
 import type { ProviderRuntime } from '../providers/provider-runtime.js';
 import type { CertificateSource } from '../tls/certificate-source.js';
 import { loadClientCA } from '../tls/serving-certificate.js';
+import { createKubeAccessReviewer } from './access-reviewer.js';
 import type { BackoffOptions } from './informer-runner.js';
 import { createManagedCertificate, type RotationStep } from './managed-certificate.js';
 import { createNamespaceLabelCache } from './namespace-labels.js';
@@ -38,6 +41,8 @@ export interface ClusterGatewayOptions {
   readonly onExtensionServed: (extension: string) => void;
   /** With kube.certificate.secretName: the managed certificate. */
   readonly certificates?: CertificateSource;
+  /** With server.opsAuth kube (its default in cluster mode): the apiserver checks the ops port's callers. */
+  readonly opsAccess?: OpsAccessOptions;
 }
 
 /** What cluster mode takes from the running gateway (its Gateway is one). */
@@ -108,6 +113,7 @@ export function createClusterMode(
       : [],
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
     onExtensionServed: (extension) => watcher?.served(extension),
+    ...((config.server.opsAuth ?? 'kube') === 'kube' ? { opsAccess: { reviewer: createKubeAccessReviewer(kc) } } : {}),
   };
 
   return {

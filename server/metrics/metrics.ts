@@ -141,6 +141,18 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['server', 'reason'] as const,
       registers,
     }),
+    opsAuthDecisions: new Counter({
+      name: `${METRIC_PREFIX}ops_auth_decisions_total`,
+      help: 'Requests to the ops port under server.opsAuth kube, by decision: allowed, unauthenticated (401), forbidden (403), unavailable (503: the apiserver did not answer).',
+      labelNames: ['decision'] as const,
+      registers,
+    }),
+    opsAuthLookups: new Counter({
+      name: `${METRIC_PREFIX}ops_auth_lookups_total`,
+      help: 'Answers the ops port access check needed, by review (token: TokenReview, access: SubjectAccessReview) and result: cached (no new call), asked (the apiserver answered), failed.',
+      labelNames: ['review', 'result'] as const,
+      registers,
+    }),
     chainSteps: new Gauge({
       name: `${METRIC_PREFIX}chain_steps`,
       help: 'Steps in the resolved chain, by phase.',

@@ -20,11 +20,11 @@ export interface CliRun {
 
 export async function runCliCaptured(
   args: readonly string[],
-  options: { stdin?: string; cwd?: string; plugins?: readonly AnyPlugin[] } = {},
+  options: { stdin?: string; cwd?: string; plugins?: readonly AnyPlugin[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
-  const env = { ...process.env };
+  const env = { ...(options.env ?? process.env) };
   delete env.GATEWAY_CONFIG;
   const code = await runCli(args, {
     stdout: (text) => (stdout += text),

@@ -41,6 +41,8 @@ export interface HarnessOptions {
   readonly namespaceLabels?: GatewayOptions['namespaceLabels'];
   /** Hears of each opt-in extension served, as cluster mode does. */
   readonly onExtensionServed?: GatewayOptions['onExtensionServed'];
+  /** Guard the ops port (HTTPS, callers checked by an apiserver), as cluster mode does with server.opsAuth kube. */
+  readonly opsAccess?: GatewayOptions['opsAccess'];
 }
 
 let sharedBundle: CertificateBundle | undefined;
@@ -82,7 +84,7 @@ export interface Harness {
     headers?: Record<string, string>,
   ): Promise<HttpAnswer>;
   /** A request to the ops server (GET unless told). */
-  ops(path: string, method?: Dispatcher.HttpMethod): Promise<HttpAnswer>;
+  ops(path: string, method?: Dispatcher.HttpMethod, headers?: Record<string, string>): Promise<HttpAnswer>;
   /** A request to the health server (GET unless told). */
   health(path: string, method?: Dispatcher.HttpMethod): Promise<HttpAnswer>;
   /**
@@ -202,6 +204,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       ...(options.discovery ? { discovery: options.discovery } : {}),
       ...(options.namespaceLabels ? { namespaceLabels: options.namespaceLabels } : {}),
       ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
+      ...(options.opsAccess ? { opsAccess: options.opsAccess } : {}),
     });
     const ca = await readFile(join(dir, 'ca.crt'));
     const client = new Agent({ connect: { ca } });
@@ -221,7 +224,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         return reviewOf(answer);
       },
       send: (method, path, body, headers) => sendRequest(client, `${started.webhookUrl}${path}`, method, body, headers),
-      ops: (path, method = 'GET') => sendRequest(client, `${started.opsUrl}${path}`, method),
+      ops: (path, method = 'GET', headers = {}) =>
+        sendRequest(client, `${started.opsUrl}${path}`, method, undefined, headers),
       health: (path, method = 'GET') => sendRequest(client, `${started.healthUrl}${path}`, method),
       async metric(name, labels = {}) {
         const registry = started.metrics.registry;

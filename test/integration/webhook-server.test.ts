@@ -3,7 +3,6 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
-import tls from 'node:tls';
 import { Registry } from 'prom-client';
 import { Agent } from 'undici';
 import { generateCertificates, writeCertificates } from '../../certs/generate.js';
@@ -26,6 +25,7 @@ import {
 import { decodePatch, patchedObject } from '../helpers/patch.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { createTestPlugins, type TestPlugins } from '../helpers/test-plugins.js';
+import { peerFingerprint } from '../helpers/peer-fingerprint.js';
 import { eventually } from '../helpers/wait.js';
 
 const SHIPPED_CONFIG = new URL('../../gateway.yaml', import.meta.url);
@@ -599,8 +599,7 @@ chain:
     it('serves a replaced certificate from a new CA on new connections, without a restart', async function () {
       const h = await start(`chain: [{ plugin: add-label, settings: { labels: { checked: 'yes' } } }]`);
       const before = h.gateway.tls().fingerprint256;
-      const port = Number(new URL(h.gateway.webhookUrl).port);
-      assert.equal(await peerFingerprint(port, h.ca), before);
+      assert.equal(await peerFingerprint(h.gateway.webhookUrl, h.ca), before);
 
       const next = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
       await writeCertificates(h.dir, next);
@@ -608,8 +607,8 @@ chain:
 
       const expected = new X509Certificate(next.cert).fingerprint256;
       assert.equal(h.gateway.tls().fingerprint256, expected);
-      assert.equal(await peerFingerprint(port, next.caCert), expected);
-      await assert.rejects(peerFingerprint(port, h.ca), /self[- ]signed|unable to verify|certificate/i);
+      assert.equal(await peerFingerprint(h.gateway.webhookUrl, next.caCert), expected);
+      await assert.rejects(peerFingerprint(h.gateway.webhookUrl, h.ca), /self[- ]signed|unable to verify|certificate/i);
       const agent = new Agent({ connect: { ca: next.caCert } });
       try {
         const answer = reviewOf(await sendRequest(agent, `${h.gateway.webhookUrl}/mutate`, 'POST', podCreate()));
@@ -662,21 +661,6 @@ function jsonError(text: string): string {
     return (err as Error).message;
   }
   throw new Error('expected invalid JSON');
-}
-
-/** The SHA-256 fingerprint of the certificate a fresh TLS connection is served, trusting only `ca`. */
-function peerFingerprint(port: number, ca: string | Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: '127.0.0.1', port, ca }, () => {
-      const fingerprint = socket.getPeerCertificate().fingerprint256;
-      socket.destroy();
-      resolve(fingerprint);
-    });
-    socket.once('error', (err: Error) => {
-      socket.destroy();
-      reject(err);
-    });
-  });
 }
 
 /** The error code of a plain TCP connection attempt, or 'connected'. */

@@ -2,16 +2,19 @@
  * manifests/ as an operator gets it: every file parses, each kustomization lists exactly its directory's
  * files (kubectl kustomize renders them, when kubectl is installed), and the objects agree with each other
  * (Service → Deployment → ConfigMap → the gateway's own config validation, RBAC ↔ ServiceAccount, PDB,
- * webhooks → Service, ServiceMonitor → Service). The Grafana dashboard queries only metrics a running
- * gateway exports. The apiserver's own verdict on the same files is test/e2e/install-manifests.e2e.ts.
+ * webhooks → Service, ServiceMonitor → Service and certificate Secret, NetworkPolicy → the Deployment's and the
+ * Service's ports). The Grafana dashboard queries only metrics a running gateway exports. The apiserver's own
+ * verdict on the same files is test/e2e/install-manifests.e2e.ts.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { isIP } from 'node:net';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type {
+  V1ClusterRole,
   V1ClusterRoleBinding,
   V1ConfigMap,
   V1Deployment,
@@ -24,7 +27,7 @@ import type {
   V1ValidatingWebhookConfiguration,
   V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { compileSelector } from '../../server/chain/label-selector.js';
 import { parseConfigText } from '../../server/config/load.js';
 import type { GatewayConfig } from '../../server/config/types.js';
@@ -56,6 +59,22 @@ const CLUSTER_SCOPED = new Set([
   'MutatingWebhookConfiguration',
   'ValidatingWebhookConfiguration',
 ]);
+
+/** A NetworkPolicy as written (client-node's type spells the rule's `from` as `_from`). */
+interface NetworkPolicyWire {
+  readonly metadata: { readonly name: string; readonly namespace: string };
+  readonly spec: {
+    readonly podSelector: LabelSelector;
+    readonly policyTypes: readonly string[];
+    readonly ingress: ReadonlyArray<{
+      readonly from?: ReadonlyArray<{ readonly ipBlock?: { readonly cidr: string } } & Wire>;
+      readonly ports?: ReadonlyArray<{ readonly port: string | number; readonly protocol?: string }>;
+    }>;
+  };
+}
+
+/** ClusterRoles every cluster has (the apiserver keeps them): a binding may refer to them without shipping them. */
+const BUILT_IN_CLUSTER_ROLES = new Set(['system:auth-delegator']);
 
 /** The webhook server's routes (README "Routes"). */
 const ROUTES = ['/mutate', '/validate', '/mutate/fail', '/mutate/ignore', '/validate/fail', '/validate/ignore'];
@@ -157,6 +176,11 @@ describe('manifests/ files', function () {
       assert.equal((await readKustomization('monitoring')).kind, 'Kustomization');
       assert.equal((await readKustomization('k8s-1.20')).kind, 'Component');
       assert.equal((await readKustomization('autoscaling')).kind, 'Component');
+      assert.equal((await readKustomization('network-policy')).kind, 'Component');
+      assert.ok(
+        !kinds.some((k) => k.endsWith(' NetworkPolicy')),
+        'no NetworkPolicy without the control plane addresses',
+      );
     });
 
     it('renders with kubectl kustomize to exactly these files (skipped without kubectl)', async function () {
@@ -275,7 +299,12 @@ describe('manifests/ files', function () {
             (binding.kind === 'ClusterRoleBinding' ||
               (d.object.metadata as Wire).namespace === binding.metadata!.namespace),
         );
-        assert.equal(roles.length, 1, `${where}: roleRef ${binding.roleRef.kind}/${binding.roleRef.name} exists`);
+        const builtIn = binding.roleRef.kind === 'ClusterRole' && BUILT_IN_CLUSTER_ROLES.has(binding.roleRef.name);
+        assert.equal(
+          roles.length,
+          builtIn ? 0 : 1,
+          `${where}: roleRef ${binding.roleRef.kind}/${binding.roleRef.name} ${builtIn ? 'is built in' : 'exists'}`,
+        );
         assert.equal(binding.roleRef.apiGroup, 'rbac.authorization.k8s.io', where);
       }
     });
@@ -439,19 +468,167 @@ describe('manifests/ files', function () {
       }
     });
 
-    it('the ServiceMonitor scrapes /metrics on the ops port of the Service', async function () {
+    it('the ServiceMonitor scrapes /metrics on the ops port over HTTPS, trusting the certificate Secret’s CA, with Prometheus’ token', async function () {
       const monitor = one<Wire>(await kustomizationDocuments('monitoring'), 'ServiceMonitor');
       const spec = monitor.spec as {
         selector: LabelSelector;
         namespaceSelector: { matchNames: string[] };
-        endpoints: { port: string; path: string }[];
+        endpoints: {
+          port: string;
+          path: string;
+          scheme: string;
+          bearerTokenFile?: string;
+          tlsConfig?: { ca?: { secret?: { name: string; key: string } }; serverName?: string };
+        }[];
       };
       assert.ok(compileSelector(spec.selector)(service.metadata!.labels!), 'selects the Service');
       assert.deepEqual(spec.namespaceSelector.matchNames, [namespace]);
       assert.equal(spec.endpoints.length, 1);
-      const port = service.spec!.ports!.find((p) => p.name === spec.endpoints[0]!.port);
+      const endpoint = spec.endpoints[0]!;
+      const port = service.spec!.ports!.find((p) => p.name === endpoint.port);
       assert.equal(port?.targetPort, 'ops', 'the Service port leads to the ops server');
-      assert.equal(spec.endpoints[0]!.path, '/metrics');
+      assert.equal(endpoint.path, '/metrics');
+      // In cluster mode the ops port is HTTPS and every request carries a token the apiserver checks.
+      assert.equal(config.server.opsAuth ?? 'kube', 'kube');
+      assert.equal(endpoint.scheme, 'https');
+      assert.equal(endpoint.bearerTokenFile, '/var/run/secrets/kubernetes.io/serviceaccount/token');
+      // The CA bundle the gateway keeps in its certificate Secret, in the gateway's (and the monitor's) namespace.
+      assert.deepEqual(endpoint.tlsConfig?.ca?.secret, { name: config.kube.certificate.secretName, key: 'ca.crt' });
+      assert.equal(config.kube.certificate.secretNamespace, (monitor.metadata as Wire).namespace);
+      // Prometheus dials pod addresses: it checks the certificate for a name the certificate has.
+      assert.equal(endpoint.tlsConfig?.serverName, `${service.metadata!.name}.${namespace}.svc`);
+      assert.ok(config.server.tls.dnsNames.includes(`${service.metadata!.name}.${namespace}.svc`));
+    });
+
+    it('the gateway may ask the apiserver about its ops callers, and reading metrics is granted apart from traces', function () {
+      const delegation = all<V1ClusterRoleBinding>(base, 'ClusterRoleBinding').filter(
+        (b) => b.roleRef.name === 'system:auth-delegator',
+      );
+      assert.equal(delegation.length, 1, 'system:auth-delegator (create tokenreviews, subjectaccessreviews) is bound');
+      const readers = Object.fromEntries(
+        all<V1ClusterRole>(base, 'ClusterRole')
+          .filter((r) => r.rules!.some((rule) => rule.nonResourceURLs))
+          .map((r) => [r.metadata!.name!, r.rules]),
+      );
+      assert.deepEqual(readers, {
+        'admission-gateway-metrics-reader': [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+        'admission-gateway-trace-reader': [{ nonResourceURLs: ['/explain', '/explain/*', '/chain'], verbs: ['get'] }],
+      });
+      // The gateway's own ClusterRole stays without non-resource URLs: reading its ops port is for others.
+      assert.ok(
+        !all<V1ClusterRole>(base, 'ClusterRole').some(
+          (r) => r.metadata!.name === 'admission-gateway' && r.rules!.some((rule) => rule.nonResourceURLs),
+        ),
+      );
+    });
+
+    describe('the network-policy component', function () {
+      let policy: NetworkPolicyWire;
+
+      before(async function () {
+        policy = one<NetworkPolicyWire>(await kustomizationDocuments('network-policy'), 'NetworkPolicy');
+      });
+
+      /** The rules of the policy as [the ports they open, who they open them to]. */
+      const rules = () =>
+        policy.spec.ingress.map((rule) => [(rule.ports ?? []).map((p) => p.port), rule.from ?? []] as const);
+
+      it('selects the gateway pods and opens the webhook and ops ports by the names the Deployment and the Service use, the health port to nobody', function () {
+        assert.deepEqual(policy.metadata.namespace, namespace);
+        assert.ok(compileSelector(policy.spec.podSelector)(podLabels), 'selects the gateway pods');
+        assert.deepEqual(policy.spec.policyTypes, ['Ingress']);
+        assert.deepEqual(
+          rules().map(([ports]) => ports),
+          [['webhook'], ['ops']],
+        );
+        for (const rule of policy.spec.ingress) {
+          for (const port of rule.ports ?? []) {
+            assert.equal(port.protocol, 'TCP');
+            assert.ok(containerPort(String(port.port)), `the container has a port named ${String(port.port)}`);
+            assert.ok(
+              service.spec!.ports!.some((p) => p.targetPort === port.port),
+              `the Service publishes ${String(port.port)}`,
+            );
+          }
+        }
+        // The kubelet probes from the pod's own node, which no NetworkPolicy blocks: no rule names the health port.
+        assert.ok(containerPort('health'));
+        assert.ok(!rules().some(([ports]) => ports.includes('health') || ports.includes(config.server.healthPort)));
+        assert.ok(!rules().some(([ports]) => ports.length === 0), 'every rule names its ports');
+        // Prometheus' namespace, by the name label the apiserver sets.
+        assert.deepEqual(rules()[1]![1], [
+          { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+        ]);
+      });
+
+      it('leaves the apiserver’s addresses to the overlay: replaced from its ControlPlaneAddresses, else a placeholder the apiserver refuses', async function () {
+        const component = await readDocuments('network-policy/kustomization.yaml');
+        assert.deepEqual(component[0]!.object.replacements, [
+          {
+            source: { kind: 'ControlPlaneAddresses', name: 'admission-gateway', fieldPath: 'from' },
+            targets: [
+              { select: { kind: 'NetworkPolicy', name: 'admission-gateway' }, fieldPaths: ['spec.ingress.0.from'] },
+            ],
+          },
+        ]);
+        const [ports, from] = rules()[0]!;
+        assert.deepEqual(ports, ['webhook']);
+        // One policy object: applied without the replacement, the apiserver refuses all of it, never half of it.
+        assert.equal(from.length, 1);
+        const cidr = from[0]!.ipBlock?.cidr ?? '';
+        assert.equal(isIP(cidr.split('/')[0]!), 0, `${cidr} is not an address: the apiserver refuses the policy`);
+      });
+
+      it('renders with kubectl kustomize only when an overlay gives the addresses, and then with exactly those (skipped without kubectl)', async function () {
+        this.timeout(120_000);
+        try {
+          await run('kubectl', ['version', '--client'], { timeout: 30_000 });
+        } catch {
+          this.skip();
+        }
+        const overlay = await mkdtemp(path.join(tmpdir(), 'manifests-network-policy-'));
+        try {
+          const rel = path.relative(overlay, MANIFESTS_DIR);
+          const render = () => run('kubectl', ['kustomize', overlay], { timeout: 100_000, maxBuffer: 16 << 20 });
+          await writeFile(
+            path.join(overlay, 'kustomization.yaml'),
+            `resources: [${rel}]\ncomponents: [${rel}/network-policy]\n`,
+          );
+          await assert.rejects(render(), /nothing selected by ControlPlaneAddresses/);
+
+          const addresses = [{ ipBlock: { cidr: '10.0.0.10/32' } }, { ipBlock: { cidr: 'fd00:10::/64' } }];
+          await writeFile(
+            path.join(overlay, 'control-plane.yaml'),
+            stringify({
+              apiVersion: 'admissiongateway.io/v1alpha1',
+              kind: 'ControlPlaneAddresses',
+              metadata: { name: 'admission-gateway', annotations: { 'config.kubernetes.io/local-config': 'true' } },
+              from: addresses,
+            }),
+          );
+          await writeFile(
+            path.join(overlay, 'kustomization.yaml'),
+            `resources: [${rel}, control-plane.yaml]\ncomponents: [${rel}/network-policy]\n`,
+          );
+          const rendered = (await render()).stdout
+            .split(/^---$/m)
+            .map((d) => parse(d) as unknown)
+            .filter(isRecord);
+          assert.deepEqual(
+            rendered.map(objectId).sort(),
+            [
+              ...base.map((d) => objectId(d.object)),
+              `networking.k8s.io/v1 NetworkPolicy ${namespace}/admission-gateway`,
+            ].sort(),
+            'the base and the policy; the addresses object stays local',
+          );
+          const applied = rendered.find((d) => d.kind === 'NetworkPolicy') as unknown as NetworkPolicyWire;
+          assert.deepEqual(applied.spec.ingress[0]!.from, addresses);
+          assert.deepEqual(applied.spec.ingress[1], policy.spec.ingress[1]);
+        } finally {
+          await rm(overlay, { recursive: true, force: true });
+        }
+      });
     });
   });
 

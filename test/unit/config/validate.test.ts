@@ -19,6 +19,7 @@ describe('parseConfigText()', () => {
         port: 8443,
         opsHost: undefined,
         opsPort: 9090,
+        opsAuth: undefined,
         healthHost: undefined,
         healthPort: 8081,
         tls: {
@@ -66,6 +67,13 @@ describe('parseConfigText()', () => {
       assert.deepEqual(config.log, { level: 'info' });
       assert.deepEqual(config.chain, []);
     });
+  });
+
+  it('takes server.opsAuth kube or none, and leaves it to the mode when unset', () => {
+    assert.deepEqual(
+      ['server: { opsAuth: kube }', 'server: { opsAuth: none }', '{}'].map((yaml) => parse(yaml).server.opsAuth),
+      ['kube', 'none', undefined],
+    );
   });
 
   describe('given chain entries', () => {
@@ -242,6 +250,16 @@ chain:
       'the health port on the ops port',
       'server: { healthPort: 9090 }',
       'gateway.yaml:1:11: server.healthPort: must differ from server.opsPort (9090)',
+    ],
+    [
+      'an ops authentication other than kube or none',
+      'server: { opsAuth: Kube }',
+      'gateway.yaml:1:11: server.opsAuth: expected one of kube, none, got "Kube" (did you mean "kube"?)',
+    ],
+    [
+      'ops authentication by the apiserver without a cluster',
+      'server: { opsAuth: kube }\nkube: { enabled: false }',
+      'gateway.yaml:1:11: server.opsAuth: kube needs cluster mode, but kube.enabled is false',
     ],
     [
       'a body allowed to arrive at no pace at all',
