@@ -258,7 +258,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 audited, 1 incomplete (a resource not listed, a bound reached, a report not written) or a
 runtime failure, 2 bad usage or config, ${EXIT_DENIED} some object fails (with --exit-code).`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
-                                       [--explain [--output text|json]]
+                                       [--explain] [--output text|json]
 
 Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the
 configured chain without a cluster and prints, as JSON, each phase's AdmissionReview response and its
@@ -273,7 +273,8 @@ ${CONFIG_OPTION}
   --explain           print each phase's decision trace instead: every step in order, matched or skipped and
                       why (the rule or selector), its verdict, message, warnings, patch operations, conflicts,
                       time and the deadline it had left
-  --output, -o FORMAT text (default with --explain) or json (the traces as GET /explain/<uid> serves them)
+  --output, -o FORMAT without --explain, json (the answers, as by default); with --explain, text (default) or
+                      json (the traces as GET /explain/<uid> serves them)
 
 Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
 or input, ${EXIT_DENIED} refused (with --exit-code).`,
