@@ -231,6 +231,26 @@ describe('admission-gateway review', function () {
     assert.deepEqual(printed(run.stdout), expectedOutput);
   });
 
+  for (const mode of ['warn', 'audit']) {
+    it(`names the mode of a step that denied without enforcing (${mode}), beside the answer that allowed`, async function () {
+      await writeFile(config, `${CHAIN}    mode: ${mode}\n`);
+
+      const run = await runCliCaptured(['review', '-', '--route', 'validate', '--config', config], {
+        stdin: JSON.stringify(podCreate()),
+      });
+
+      assert.equal(run.code, 0);
+      const output = JSON.parse(run.stdout) as {
+        review: { response: { allowed: boolean } };
+        steps: Array<{ ms?: number }>;
+      };
+      assert.deepEqual(
+        { allowed: output.review.response.allowed, steps: output.steps.map(({ ms: _ms, ...rest }) => rest) },
+        { allowed: true, steps: [{ step: 'require-labels', outcome: 'denied', mode }] },
+      );
+    });
+  }
+
   describe('--exit-code, to gate CI', function () {
     it('exits 3 when a phase denies, and prints the same answers', async function () {
       const run = await runCliCaptured(['review', '-', '--exit-code', '--config', config], {
