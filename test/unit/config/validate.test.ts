@@ -187,6 +187,16 @@ chain:
       'gateway.yaml:1:9: chain[0]: expected exactly one of plugin (an in-process plugin name) or provider (a remote provider name)',
     ],
     [
+      'a misspelt plugin key',
+      'chain:\n  - plugn: default-labels\n    mode: warn',
+      'gateway.yaml:2:5: chain[0].plugn: unknown field (did you mean "plugin"?)',
+    ],
+    [
+      'a misspelt provider key',
+      'chain: [{ name: x, Provider: labels, url: "https://labels" }]',
+      'gateway.yaml:1:20: chain[0].Provider: unknown field (did you mean "provider"?)',
+    ],
+    [
       'an unknown entry field',
       'chain: [{ plugin: a, failurepolicy: Fail }]',
       'gateway.yaml:1:22: chain[0].failurepolicy: unknown field (did you mean "failurePolicy"?)',
