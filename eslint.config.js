@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'coverage/**', 'node_modules/**', 'bench/results/**', '.scratch/**'] },
+  { ignores: ['dist/**', 'coverage/**', 'node_modules/**', 'bench/results/**', '.scratch/**', '.launcher-cache/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

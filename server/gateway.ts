@@ -29,7 +29,7 @@ import { createOpsApp } from './http/ops-app.js';
 import { createOpsAccess, type OpsAccessOptions } from './http/ops-access.js';
 import { opsAuthMiddleware } from './http/ops-auth.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
-import { Recorder } from './recording/recorder.js';
+import { Recorder, openRecording } from './recording/recorder.js';
 import { compileRedaction } from './recording/redact.js';
 import { ShadowRunner } from './chain/shadow.js';
 import { createWebhookApp } from './http/webhook-app.js';
@@ -196,6 +196,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const recorder = Recorder.enabled(config.record)
     ? new Recorder(config.record, { metrics, log, redaction })
     : undefined;
+  if (recorder) await openRecording(recorder, config);
   if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 

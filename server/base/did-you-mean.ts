@@ -32,3 +32,14 @@ export function didYouMean(input: string, known: Iterable<string>): string {
 export function didYouMeanOrKnown(input: string, known: readonly string[]): string {
   return didYouMean(input, known) || ` (known: ${known.join(', ')})`;
 }
+
+/**
+ * Why a plugin name is refused: the closest known name for a likely typo, else the known ones and where a
+ * plugin becomes known (a module written but not listed in plugins/index.ts is the usual cause).
+ */
+export function unknownPlugin(name: string, known: Iterable<string>): string {
+  const names = [...known].sort();
+  const closest = didYouMean(name, names);
+  if (closest) return `unknown plugin "${name}"${closest}`;
+  return `unknown plugin "${name}" (known: ${names.join(', ')}): a plugin module is known once plugins/index.ts lists it`;
+}

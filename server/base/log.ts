@@ -99,11 +99,19 @@ function isoTimeCached(): () => string {
   };
 }
 
-export function createLogger(level: LogLevel, destination: pino.DestinationStream = bufferedStdout()): pino.Logger {
+/**
+ * The process logger: JSON lines with the level's name, an ISO time and `service` (the gateway, or a provider
+ * served by the SDK, which logs in the same format).
+ */
+export function createLogger(
+  level: LogLevel,
+  destination: pino.DestinationStream = bufferedStdout(),
+  service = 'admission-gateway',
+): pino.Logger {
   return pino(
     {
       level,
-      base: { service: 'admission-gateway' },
+      base: { service },
       timestamp: isoTimeCached(),
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: ['object', 'oldObject', 'request.object', 'request.oldObject'], censor: '[redacted]' },

@@ -7,6 +7,7 @@ import type { Denial } from '../admission/decision.js';
 import { kindName } from '../admission/kind-name.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
+import type { Mode } from '../config/step-options.js';
 import { MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
 import type { BindableLogger, Logger } from '../base/log.js';
 import type { Metrics, StepOutcome } from '../metrics/metrics.js';
@@ -27,6 +28,8 @@ export interface StepReport {
   readonly round?: number;
   /** The failure was ignored (failurePolicy Ignore, or mode warn/audit). */
   readonly failedOpen?: boolean;
+  /** A denial that did not refuse: the step's mode (warn or audit), read beside the answer that allowed. */
+  readonly mode?: Exclude<Mode, 'enforce'>;
   /** The level it ran in, when some level of the mutate phase ran several steps at once (step-graph.ts). */
   readonly level?: number;
 }
@@ -118,7 +121,13 @@ export class ReviewObserver implements StepLogs {
 
   /** `blocked`: the denial refuses the review (mode enforce). */
   denied(step: Step, ms: number, round: number, denial: Denial, blocked: boolean): void {
-    this.record(step, { step: step.name, outcome: 'denied', ms, ...(round ? { round } : {}) });
+    this.record(step, {
+      step: step.name,
+      outcome: 'denied',
+      ms,
+      ...(round ? { round } : {}),
+      ...(step.mode !== 'enforce' ? { mode: step.mode } : {}),
+    });
     if (this.details) this.detail(step, ms, denial.message, undefined, blocked);
   }
 

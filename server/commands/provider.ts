@@ -7,11 +7,13 @@
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { unknownPlugin } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import { MAX_TLS_FILE_BYTES } from '../base/limits.js';
 import { readRegularFile } from '../base/regular-file.js';
 import { connectionFieldsOf } from '../config/connection-bounds.js';
 import { locateConfigError } from '../config/field-positions.js';
+import { EMBEDDED_CONFIG } from '../config/load.js';
 import { isDnsLabel } from '../config/names.js';
 import type { GatewayConfig } from '../config/types.js';
 import { createLogger, type Logger } from '../base/log.js';
@@ -45,8 +47,12 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
 function knownPlugin(name: string, plugins: readonly AnyPlugin[]): AnyPlugin {
   const plugin = plugins.find((p) => p.name === name);
   if (plugin) return plugin;
-  const known = plugins.map((p) => p.name).sort();
-  throw new UsageError(`provider: unknown plugin "${name}" (known: ${known.join(', ')})`);
+  throw new UsageError(
+    `provider: ${unknownPlugin(
+      name,
+      plugins.map((p) => p.name),
+    )}`,
+  );
 }
 
 /** `--settings NAME=JSON` values by plugin name. */
@@ -253,6 +259,30 @@ function asUsageError(err: RegistrationOptionsError): UsageError {
   return new UsageError(`provider: ${err.message}${known ? ` (${FLAG_OF_FIELD[known]})` : ''}`);
 }
 
+/**
+ * The port is taken. Without --port it is the config's, and a gateway running from the same gateway.yaml holds
+ * that one: say where the port came from and how to choose another.
+ */
+export function portInUse(config: GatewayConfig, values: Values): Error {
+  const { host, port } = config.server;
+  const taken = `provider: port ${port} on ${host} is in use by another process`;
+  if (values.port !== undefined) return new Error(`${taken}: --port ${port} chose it; choose another`);
+  return new Error(
+    `${taken} (a running gateway?): it is ${portOrigin(config)}; --port N serves the provider on another`,
+  );
+}
+
+function portOrigin({ file, locateField }: GatewayConfig): string {
+  if (file === EMBEDDED_CONFIG) return 'server.port of the embedded default config';
+  // A field that is not written is placed at its nearest written ancestor (field-positions.ts).
+  const at = locateField?.('server.port');
+  const server = locateField?.('server');
+  if (at && (!server || at.line !== server.line || at.col !== server.col)) {
+    return `server.port at ${file}:${at.line}:${at.col}`;
+  }
+  return `the default server.port (${file} sets none)`;
+}
+
 /** Serves until the stop signal; returns the exit code. */
 export async function runProvider(config: GatewayConfig, values: Values, io: ProviderCommandIO): Promise<number> {
   // Every flag is checked before the logger (and its flush timer) exists and before any file is read.
@@ -285,6 +315,7 @@ export async function runProvider(config: GatewayConfig, values: Values, io: Pro
   } catch (err) {
     if (err instanceof RegistrationOptionsError) throw asUsageError(err);
     if (err instanceof ConfigError) throw settingsError(err, config, values);
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw portInUse(config, values);
     throw err;
   }
   const signal = await io.stopSignal();

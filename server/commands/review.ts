@@ -55,9 +55,12 @@ export function reviewCommand(
   if (name !== 'all' && !(ROUTES as readonly string[]).includes(name)) {
     throw new UsageError(`--route: expected all or one of ${ROUTES.join(', ')}, got "${name}"`);
   }
-  if (output !== undefined && !explain) throw new UsageError('review: --output goes with --explain');
   if (output !== undefined && output !== 'text' && output !== 'json') {
     throw new UsageError(`--output: expected text or json, got "${output}"`);
+  }
+  // Without --explain the answers are JSON, so asking for JSON is asking for what is printed anyway.
+  if (output === 'text' && !explain) {
+    throw new UsageError('review: --output text goes with --explain (without it, review prints JSON)');
   }
   return {
     source,

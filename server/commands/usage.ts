@@ -34,7 +34,10 @@ export type Command = (typeof COMMANDS)[number];
 
 /** `review --exit-code`: the request was refused. 1 and 2 already mean failure and bad usage. */
 export const EXIT_DENIED = 3;
-/** `replay --exit-code`: a replayed review would be answered differently, none of them newly denied. */
+/**
+ * `replay --exit-code`: a replayed review would be answered differently, none of them newly denied. A review
+ * denied with another message counts here: it was refused and still is, so nothing admitted is refused.
+ */
 export const EXIT_CHANGED = 4;
 
 export const OPTIONS = {
@@ -255,7 +258,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 audited, 1 incomplete (a resource not listed, a bound reached, a report not written) or a
 runtime failure, 2 bad usage or config, ${EXIT_DENIED} some object fails (with --exit-code).`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
-                                       [--explain [--output text|json]]
+                                       [--explain] [--output text|json]
 
 Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the
 configured chain without a cluster and prints, as JSON, each phase's AdmissionReview response and its
@@ -270,7 +273,8 @@ ${CONFIG_OPTION}
   --explain           print each phase's decision trace instead: every step in order, matched or skipped and
                       why (the rule or selector), its verdict, message, warnings, patch operations, conflicts,
                       time and the deadline it had left
-  --output, -o FORMAT text (default with --explain) or json (the traces as GET /explain/<uid> serves them)
+  --output, -o FORMAT without --explain, json (the answers, as by default); with --explain, text (default) or
+                      json (the traces as GET /explain/<uid> serves them)
 
 Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
 or input, ${EXIT_DENIED} refused (with --exit-code).`,
@@ -279,7 +283,8 @@ or input, ${EXIT_DENIED} refused (with --exit-code).`,
 
 Runs every review of a recording (the NDJSON file record: writes) through the candidate configuration's
 chain on the route that answered it, and prints what would be answered differently: reviews newly denied,
-newly allowed, whose patch changed (operations added +, removed -) or whose warnings changed. Remote
+newly allowed, denied with another message or code (both messages), whose patch changed (operations added +,
+removed -) or whose warnings changed. Remote
 providers are called as serve calls them; logs go to standard error.
 
 ${CONFIG_OPTION}
@@ -288,7 +293,7 @@ ${CONFIG_OPTION}
                       under "not recorded"
   --output, -o FORMAT text (default) or json
   --exit-code         exit ${EXIT_DENIED} when a review would be newly denied, else ${EXIT_CHANGED} when any would be answered
-                      differently, to gate CI
+                      differently (a changed denial included), to gate CI
 
 Exit codes: 0 replayed (whatever the differences, without --exit-code), 1 runtime failure, 2 bad usage,
 config or recording (the message names the line), ${EXIT_DENIED} newly denied, ${EXIT_CHANGED} answered differently (with

@@ -13,6 +13,7 @@ export function configFilePaths(config: GatewayConfig): Record<string, string> {
     ['server.tls.keyFile', tls.keyFile],
     ['server.tls.clientCAFile', tls.clientCAFile],
     ['kube.kubeconfig', config.kube.kubeconfig],
+    ['record.path', config.record.path],
     ...config.chain.flatMap((entry): Array<[string, string]> =>
       entry.kind === 'provider' && entry.clientCert
         ? [

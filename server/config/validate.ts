@@ -3,6 +3,7 @@
  * entry's step options excepted: step-options.ts).
  * Errors name the file and the field path (exit code 2 at start).
  */
+import { closestName, didYouMean } from '../base/did-you-mean.js';
 import { REVIEW_VERSIONS } from '../protocol/versions.js';
 import { readReviewVersions } from './review-versions.js';
 import { DECLARATION_FIELDS, readStepDeclarations } from './step-declarations.js';
@@ -53,6 +54,8 @@ const ENTRY_FIELDS = [
   ...DECLARATION_FIELDS,
   ...ATTACH_FIELDS,
 ];
+/** The key that makes a chain entry a plugin or a provider. */
+const ENTRY_KINDS = ['plugin', 'provider'];
 const PROVIDER_FIELDS = [
   ...ENTRY_FIELDS,
   'provider',
@@ -467,6 +470,12 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   const raw = value as Record<string, unknown>;
   const order = 10 * (index + 1);
   if ((raw.plugin === undefined) === (raw.provider === undefined)) {
+    // With neither, a misspelt `plugin:` or `provider:` is the likely cause: name it.
+    const misspelt =
+      raw.plugin === undefined
+        ? Object.keys(raw).find((key) => !PROVIDER_FIELDS.includes(key) && closestName(key, ENTRY_KINDS))
+        : undefined;
+    if (misspelt !== undefined) r.fail(childPath(p, misspelt), `unknown field${didYouMean(misspelt, ENTRY_KINDS)}`);
     r.fail(p, 'expected exactly one of plugin (an in-process plugin name) or provider (a remote provider name)');
   }
   if (raw.plugin !== undefined) {
@@ -496,21 +505,24 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   };
 }
 
+/** The fields of gateway.yaml's top level (docs/configuration.md has a section for each but the first two). */
+export const TOP_LEVEL_FIELDS = [
+  'apiVersion',
+  'kind',
+  'server',
+  'kube',
+  'log',
+  'explain',
+  'record',
+  'chain',
+  'audit',
+  'tracing',
+] as const;
+
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
 export function validateConfig(doc: unknown, file: string, baseDir: string): GatewayConfig {
   const r = new Reader(file);
-  const m = r.map(doc, '', [
-    'apiVersion',
-    'kind',
-    'server',
-    'kube',
-    'log',
-    'explain',
-    'record',
-    'chain',
-    'audit',
-    'tracing',
-  ]);
+  const m = r.map(doc, '', TOP_LEVEL_FIELDS);
   if (m.apiVersion !== undefined && m.apiVersion !== CONFIG_API_VERSION) {
     r.fail('apiVersion', `expected ${CONFIG_API_VERSION}`, m.apiVersion);
   }

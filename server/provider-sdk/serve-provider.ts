@@ -14,11 +14,10 @@ import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
 import compose from 'koa-compose';
-import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { AdmissionResponse, Phase } from '../admission/types.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
-import type { BindableLogger } from '../base/log.js';
+import { bufferedStdout, createLogger, type BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../chain/reviewer.js';
@@ -76,6 +75,10 @@ export interface ProviderServerOptions {
   readonly host?: string;
   /** Default 8443; 0 for any free port. */
   readonly port?: number;
+  /**
+   * Default: info and above on standard output, in the gateway's format (JSON lines with the level's name, an
+   * ISO time and `"service":"admission-provider"`).
+   */
   readonly log?: BindableLogger;
   /** Largest review accepted, as the gateway's server.maxRequestBytes (default 7 MiB). */
   readonly maxRequestBytes?: number;
@@ -238,7 +241,7 @@ function withoutStepName(step: string): (response: AdmissionResponse) => Admissi
 
 /** Serves `plugins` as a remote provider; resolves once listening. */
 export async function serveProvider(options: ProviderServerOptions): Promise<ProviderServer> {
-  const log = options.log ?? pino({ level: 'info' });
+  const log = options.log ?? createLogger('info', bufferedStdout(), 'admission-provider');
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
   const versions = options.admissionReviewVersions ?? REVIEW_VERSIONS;
   if (versions.length === 0 || versions.some((v) => !REVIEW_VERSIONS.includes(v))) {

@@ -7,6 +7,7 @@ import type { Logger } from '../base/log.js';
 import { buildPluginEntries, type Chain, type PluginEntrySteps } from '../chain/chain.js';
 import { createChainManager, type ChainManager } from '../chain/chain-manager.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
+import { unknownPlugin } from '../base/did-you-mean.js';
 import { ConfigError } from '../base/errors.js';
 import { locateConfigError } from '../config/field-positions.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
@@ -34,7 +35,13 @@ export async function createChainForConfig(
 ): Promise<ProviderChains> {
   let plugin: PluginEntrySteps;
   try {
-    plugin = buildPluginEntries(config.chain, createPluginRegistry(plugins), config.file);
+    const registry = createPluginRegistry(plugins);
+    // Refused here rather than by the chain, so that the message can say where a plugin becomes known.
+    const unknown = config.chain.find((e) => e.kind === 'plugin' && !registry.has(e.plugin));
+    if (unknown?.kind === 'plugin') {
+      throw new ConfigError(config.file, `${unknown.path}.plugin`, unknownPlugin(unknown.plugin, registry.keys()));
+    }
+    plugin = buildPluginEntries(config.chain, registry, config.file);
   } catch (err) {
     // Unknown plugins and plugin settings are checked here, after validation: give them their line too.
     throw locateConfigError(err, config.file, config.locateField);

@@ -4,16 +4,18 @@
  * in batches. The queue is bounded in bytes and the file in size: a line that does not fit is dropped and
  * counted (`admission_gateway_recorded_reviews_total{result}`), never waited for. At `maxFileBytes` the
  * recording stops (it is not rotated): a recording is a sample to replay, and its beginning is as good as any.
- * A file that cannot be opened or written is closed and opened again by a later review, after a wait that
- * doubles with each failure (RETRY_MIN_MS to RETRY_MAX_MS); meanwhile reviews are dropped as `error` and
- * `admission_gateway_recording_failing` is 1. Readiness is left alone: a sample for replay is not worth
- * taking the webhook out of service.
+ * The file is opened at start (openRecording): a path that cannot be appended to stops the start, as any
+ * other file of the config does. One that later cannot be written is closed and opened again by a later
+ * review, after a wait that doubles with each failure (RETRY_MIN_MS to RETRY_MAX_MS); meanwhile reviews are
+ * dropped as `error` and `admission_gateway_recording_failing` is 1. Readiness is left alone: a sample for
+ * replay is not worth taking the webhook out of service.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from '../base/log.js';
-import { errorMessage } from '../base/errors.js';
+import { ConfigError, errorMessage } from '../base/errors.js';
 import type { ReviewedRequest } from '../chain/reviewer.js';
-import type { RecordConfig } from '../config/types.js';
+import { locateConfigError } from '../config/field-positions.js';
+import type { GatewayConfig, RecordConfig } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { MAX_LINE_BYTES, recordedReviewOf } from './recorded-review.js';
 import { compileRedaction, type Redaction } from './redact.js';
@@ -96,6 +98,17 @@ export class Recorder {
     this.queue.push(line);
     this.queuedBytes += bytes;
     this.writing ??= this.drain();
+  }
+
+  /** Opens the file now rather than at the first sampled review; throws why it cannot be appended to. */
+  async open(): Promise<void> {
+    const file = (this.file ??= this.openFile());
+    try {
+      await file;
+    } catch (err) {
+      if (this.file === file) this.file = undefined;
+      throw err;
+    }
   }
 
   /** Resolves once what is queued is written (or lost). */
@@ -199,6 +212,30 @@ export class Recorder {
     return file;
   }
 }
+
+/**
+ * Opens the recording at start: a `record.path` that cannot be appended to (a missing folder, no permission, a
+ * directory) is a config error naming the field and its line (exit 2), not a recording silently off until a
+ * restart.
+ */
+export async function openRecording(
+  recorder: Recorder,
+  config: Pick<GatewayConfig, 'file' | 'locateField' | 'record'>,
+): Promise<void> {
+  try {
+    await recorder.open();
+  } catch (err) {
+    const refused = new ConfigError(
+      config.file,
+      'record.path',
+      `cannot append to the recording "${config.record.path}": ${withoutPath(errorMessage(err))}`,
+    );
+    throw locateConfigError(refused, config.file, config.locateField);
+  }
+}
+
+/** `ENOENT: no such file or directory` of `ENOENT: no such file or directory, open '/x'`: the path is said once. */
+const withoutPath = (message: string): string => message.replace(/, \w+ '.*'$/s, '');
 
 /** Writes all of `buffer`: one write may take only part of it. */
 async function writeAll(file: FileHandle, buffer: Buffer): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * What a candidate chain would answer differently from what was answered: a recorded review that would now be
- * denied or allowed, whose patch would change (the operations added and removed), or whose warnings would.
- * Pure functions of the two answers, so the whole report is testable without a chain.
+ * denied or allowed, denied with another message or code, whose patch would change (the operations added and
+ * removed), or whose warnings would. Pure functions of the two answers, so the whole report is testable without
+ * a chain.
  */
 import type { AdmissionRequest, JsonPatchOperation } from '../admission/types.js';
 import { escapeControl } from '../base/limits.js';
@@ -10,6 +11,13 @@ import type { RecordedAnswer } from './recorded-review.js';
 export type Change =
   | { readonly kind: 'newly_denied'; readonly code?: number; readonly message: string }
   | { readonly kind: 'newly_allowed'; readonly was: string }
+  | {
+      readonly kind: 'denial_changed';
+      readonly was: string;
+      readonly wasCode?: number;
+      readonly message: string;
+      readonly code?: number;
+    }
   | {
       readonly kind: 'patch_changed';
       readonly added: readonly JsonPatchOperation[];
@@ -58,7 +66,18 @@ export function diffAnswers(recorded: RecordedAnswer, candidate: RecordedAnswer)
     });
   } else if (!recorded.allowed && candidate.allowed) {
     changes.push({ kind: 'newly_allowed', was: recorded.message ?? '' });
-  } else if (recorded.allowed) {
+  } else if (!recorded.allowed) {
+    // Denied both times: a denial for more or other reasons is as much a change as a new one.
+    if (recorded.message !== candidate.message || recorded.code !== candidate.code) {
+      changes.push({
+        kind: 'denial_changed',
+        was: recorded.message ?? '',
+        ...(recorded.code !== undefined ? { wasCode: recorded.code } : {}),
+        message: candidate.message ?? '',
+        ...(candidate.code !== undefined ? { code: candidate.code } : {}),
+      });
+    }
+  } else {
     // Only an allowed answer carries its patch; a denial's is not applied either way.
     const before = recorded.patch ?? [];
     const after = candidate.patch ?? [];
@@ -114,6 +133,7 @@ export interface ReplayReport {
 const HEADINGS: Readonly<Record<ChangeKind, string>> = {
   newly_denied: 'newly denied',
   newly_allowed: 'newly allowed',
+  denial_changed: 'with the denial changed',
   patch_changed: 'with the patch changed',
   warnings_changed: 'with the warnings changed',
 };
@@ -126,6 +146,7 @@ export function summarise(reviews: number, differences: readonly ReviewDifferenc
   return {
     newly_denied: count('newly_denied'),
     newly_allowed: count('newly_allowed'),
+    denial_changed: count('denial_changed'),
     patch_changed: count('patch_changed'),
     warnings_changed: count('warnings_changed'),
     unchanged: reviews - differences.length,
@@ -141,6 +162,12 @@ function changeLines(change: Change): string[] {
       return [`    ${change.message}`];
     case 'newly_allowed':
       return [`    was denied: ${change.was}`];
+    case 'denial_changed': {
+      // The codes are shown only when they differ: the message is what usually changes.
+      const codes = change.wasCode !== change.code;
+      const code = (n: number | undefined) => (codes && n !== undefined ? ` (code ${n})` : '');
+      return [`    was: ${change.was}${code(change.wasCode)}`, `    now: ${change.message}${code(change.code)}`];
+    }
     case 'patch_changed':
       return [...change.added.map((op) => `    + ${opText(op)}`), ...change.removed.map((op) => `    - ${opText(op)}`)];
     case 'warnings_changed':

@@ -107,7 +107,7 @@ describe('replay of a recorded session through a real kube-apiserver', function 
     assert.equal(
       run.stdout,
       `replayed 4 reviews of session.ndjson on candidate.yaml
-2 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 2 unchanged
+2 newly denied, 0 newly allowed, 0 with the denial changed, 0 with the patch changed, 0 with the warnings changed, 2 unchanged
 
 newly denied:
   line 2: CREATE Pod ${namespace}/bare-pod-${suffix} (validate)

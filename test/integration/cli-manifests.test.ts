@@ -10,6 +10,7 @@ import { parseAllDocuments } from 'yaml';
 import { runCliCaptured, type CliRun, configFolderPerTest } from '../helpers/cli.js';
 import { makeNamedPipe, releaseNamedPipe } from '../helpers/named-pipe.js';
 import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
+import { KNOWN_PLUGINS } from '../helpers/shipped-plugins.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -458,7 +459,7 @@ chain:
       assert.equal(run.code, 2, run.stderr);
       assert.equal(
         run.stderr,
-        `admission-gateway: ${file}:2:5: chain[0].plugin: unknown plugin "nope" (known: access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults)\n`,
+        `admission-gateway: ${file}:2:5: chain[0].plugin: unknown plugin "nope" ${KNOWN_PLUGINS}\n`,
       );
     });
 

@@ -221,6 +221,36 @@ describe('admission-gateway review', function () {
     }
   });
 
+  it('takes -o json without --explain: JSON is what it prints', async function () {
+    const run = await runCliCaptured(['review', '-', '-o', 'json', '--config', config], {
+      stdin: JSON.stringify(podCreate()),
+    });
+
+    assert.equal(run.stderr, '');
+    assert.equal(run.code, 0);
+    assert.deepEqual(printed(run.stdout), expectedOutput);
+  });
+
+  for (const mode of ['warn', 'audit']) {
+    it(`names the mode of a step that denied without enforcing (${mode}), beside the answer that allowed`, async function () {
+      await writeFile(config, `${CHAIN}    mode: ${mode}\n`);
+
+      const run = await runCliCaptured(['review', '-', '--route', 'validate', '--config', config], {
+        stdin: JSON.stringify(podCreate()),
+      });
+
+      assert.equal(run.code, 0);
+      const output = JSON.parse(run.stdout) as {
+        review: { response: { allowed: boolean } };
+        steps: Array<{ ms?: number }>;
+      };
+      assert.deepEqual(
+        { allowed: output.review.response.allowed, steps: output.steps.map(({ ms: _ms, ...rest }) => rest) },
+        { allowed: true, steps: [{ step: 'require-labels', outcome: 'denied', mode }] },
+      );
+    });
+  }
+
   describe('--exit-code, to gate CI', function () {
     it('exits 3 when a phase denies, and prints the same answers', async function () {
       const run = await runCliCaptured(['review', '-', '--exit-code', '--config', config], {
@@ -343,15 +373,15 @@ validate: CREATE v1/Pod team-a/web by alice@example.com
       );
     });
 
-    it('refuses --output without --explain, and a format it does not know', async function () {
-      const without = await runCliCaptured(['review', '-', '-o', 'json', '--config', config]);
+    it('refuses text without --explain (the answers are JSON), and a format it does not know', async function () {
+      const text = await runCliCaptured(['review', '-', '-o', 'text', '--config', config]);
       const unknown = await runCliCaptured(['review', '-', '--explain', '-o', 'yaml', '--config', config]);
 
       assert.deepEqual(
-        [without.code, without.stderr, unknown.code, unknown.stderr],
+        [text.code, text.stderr, unknown.code, unknown.stderr],
         [
           2,
-          'admission-gateway: review: --output goes with --explain\n',
+          'admission-gateway: review: --output text goes with --explain (without it, review prints JSON)\n',
           2,
           'admission-gateway: --output: expected text or json, got "yaml"\n',
         ],

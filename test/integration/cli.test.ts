@@ -10,11 +10,11 @@ import { runCliCaptured, type CliRun, configFolderPerTest } from '../helpers/cli
 import { podCreate } from '../fixtures/reviews/index.js';
 import { reviewOf, sendRequest } from '../helpers/gateway-harness.js';
 import { makeNamedPipe, releaseNamedPipe } from '../helpers/named-pipe.js';
+import { KNOWN_PLUGINS } from '../helpers/shipped-plugins.js';
 import { decodePatch } from '../helpers/patch.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAIN = join(ROOT, 'server', 'main.ts');
-const KNOWN_PLUGINS = 'access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults';
 
 type Run = CliRun;
 
@@ -181,7 +181,7 @@ ${third}`;
       {
         name: 'an unknown plugin name, listing the known ones',
         yaml: 'chain:\n  - plugin: no-such-plugin\n',
-        error: `2:5: chain[0].plugin: unknown plugin "no-such-plugin" (known: ${KNOWN_PLUGINS})`,
+        error: `2:5: chain[0].plugin: unknown plugin "no-such-plugin" ${KNOWN_PLUGINS}`,
       },
       {
         name: 'a misspelt field, naming the closest',
@@ -307,11 +307,33 @@ ${third}`;
   });
 
   describe('serve', function () {
+    it('exits 2 at start, naming record.path and why, when the recording cannot be appended to', async function () {
+      const file = await folder.config('record:\n  path: missing/reviews.ndjson\n  sampleRate: 0.1\n');
+
+      const run = await runProcess(
+        ['serve', '--config', file, '--port', '0', '--ops-port', '0', '--health-port', '0'],
+        {
+          timeoutMs: 15000,
+        },
+      );
+
+      assert.deepEqual(
+        { code: run.code, stderr: run.stderr },
+        {
+          code: 2,
+          stderr:
+            `admission-gateway: ${file}:2:3: record.path: cannot append to the recording ` +
+            `"${join(folder.dir, 'missing/reviews.ndjson')}": ENOENT: no such file or directory\n`,
+        },
+      );
+    });
+
     it('serves reviews over HTTPS with the generated certificate, and exits 0 after draining on SIGTERM', async function () {
       const file = await folder.config(`
 server:
   tls: { certFile: tls.crt, keyFile: tls.key }
 kube: { enabled: false }
+record: { path: reviews.ndjson, sampleRate: 0.5 }
 chain:
   - plugin: default-labels
     settings: { labels: { owner: platform } }
@@ -373,6 +395,7 @@ chain:
             files: {
               'server.tls.certFile': join(folder.dir, 'tls.crt'),
               'server.tls.keyFile': join(folder.dir, 'tls.key'),
+              'record.path': join(folder.dir, 'reviews.ndjson'),
             },
           },
         );

@@ -1,11 +1,12 @@
 /**
- * scripts/admission-gateway.mjs, the package's `bin`: in a checkout it runs the sources through tsx (never a
- * stale or missing dist/), elsewhere the build. Checked on small trees laid out like each case, with entry
- * points that say which one ran, and once on the repository itself.
+ * scripts/admission-gateway.mjs, the package's `bin`: in a checkout it runs the sources (never a stale or
+ * missing dist/), transpiled into .launcher-cache/ and run from there as JavaScript, only what changed since
+ * the last call transpiled again; elsewhere the build. Checked on small trees laid out like each case, with
+ * entry points that say which one ran, and once on the repository itself.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -44,7 +45,7 @@ describe('the admission-gateway launcher (package.json bin)', function () {
     await rm(tree, { recursive: true, force: true });
   });
 
-  /** server/main.ts, in TypeScript only tsx can run, and a dist/ build; each prints which it is. */
+  /** server/main.ts, in TypeScript Node cannot run as it is, and a dist/ build; each prints which it is. */
   async function checkout(parts: { sources: boolean; build: boolean; tsx: boolean }): Promise<void> {
     if (parts.sources) {
       await mkdir(join(tree, 'server'));
@@ -80,7 +81,7 @@ describe('the admission-gateway launcher (package.json bin)', function () {
       'sources: --version\n',
     ],
     [
-      'runs the build where tsx is not installed (production dependencies only)',
+      'runs the build where esbuild is not installed (production dependencies only)',
       { sources: true, build: true, tsx: false },
       ['serve'],
       'build: serve\n',
@@ -110,8 +111,99 @@ describe('the admission-gateway launcher (package.json bin)', function () {
     assert.deepEqual(run, {
       code: 1,
       stdout: '',
-      stderr: `admission-gateway: neither the sources with tsx (npm ci) nor a build (npm run build) under ${tree}/\n`,
+      stderr: `admission-gateway: neither the sources with esbuild (npm ci) nor a build (npm run build) under ${tree}/\n`,
     });
+  });
+
+  /** Writes `text` as the tree's server/`file`. */
+  const source = (file: string, text: string) => writeFile(join(tree, 'server', file), text);
+  const cached = (file: string) => join(tree, '.launcher-cache', 'server', file);
+
+  it('runs the sources as JavaScript from its cache, and the next call runs an edit of a module they import', async function () {
+    await checkout({ sources: true, build: false, tsx: true });
+    await source('main.ts', "import { word } from './word.js';\nconsole.log(`${word} ${import.meta.url}`);\n");
+    await source('word.ts', "export const word: string = 'before';\n");
+
+    const first = await launch(launcher(), []);
+    await source('word.ts', "export const word: string = 'after!';\n");
+    const second = await launch(launcher(), []);
+
+    const url = `file://${cached('main.js')}`;
+    assert.deepEqual(
+      [first, second],
+      [
+        { code: 0, stdout: `before ${url}\n`, stderr: '' },
+        { code: 0, stdout: `after! ${url}\n`, stderr: '' },
+      ],
+    );
+  });
+
+  it('transpiles nothing again when no source changed, nor when one was only touched', async function () {
+    await checkout({ sources: true, build: false, tsx: true });
+    await launch(launcher(), ['--version']);
+    const before = (await stat(cached('main.js'))).mtimeMs;
+
+    await launch(launcher(), ['--version']);
+    const later = new Date(Date.now() + 5000);
+    await utimes(join(tree, 'server', 'main.ts'), later, later);
+    const run = await launch(launcher(), ['--version']);
+
+    assert.deepEqual(
+      { run, mtimeMs: (await stat(cached('main.js'))).mtimeMs },
+      { run: { code: 0, stdout: 'sources: --version\n', stderr: '' }, mtimeMs: before },
+    );
+  });
+
+  it('runs an edit that kept the size and the modification time of the file (written within one clock tick)', async function () {
+    await checkout({ sources: true, build: false, tsx: true });
+    // A whole second, so that setting it again gives the very same time; the next one, so that it is recent.
+    const tick = Math.ceil(Date.now() / 1000);
+    await source('main.ts', "console.log('first');\n");
+    await utimes(join(tree, 'server', 'main.ts'), tick, tick);
+    const first = await launch(launcher(), []);
+
+    await source('main.ts', "console.log('other');\n");
+    await utimes(join(tree, 'server', 'main.ts'), tick, tick);
+    const second = await launch(launcher(), []);
+
+    assert.deepEqual([first.stdout, second.stdout], ['first\n', 'other\n']);
+  });
+
+  it('never runs what a deleted source was transpiled to', async function () {
+    await checkout({ sources: true, build: false, tsx: true });
+    await source('main.ts', "const { word } = await import('./word.js');\nconsole.log(word);\n");
+    await source('word.ts', "export const word: string = 'here';\n");
+    const first = await launch(launcher(), []);
+
+    await rm(join(tree, 'server', 'word.ts'));
+    const second = await launch(launcher(), []);
+
+    assert.deepEqual(first, { code: 0, stdout: 'here\n', stderr: '' });
+    assert.equal(second.code, 1);
+    assert.match(second.stderr, /ERR_MODULE_NOT_FOUND/);
+  });
+
+  it('says where a source does not compile, and exits 1 without running anything', async function () {
+    await checkout({ sources: true, build: false, tsx: true });
+    await source('main.ts', "console.log('ran');\nconst broken: string = ;\n");
+
+    const run = await launch(launcher(), []);
+
+    assert.deepEqual(run, {
+      code: 1,
+      stdout: '',
+      stderr: 'admission-gateway: the sources do not compile:\nserver/main.ts:2:24: Unexpected ";"\n',
+    });
+  });
+
+  it("names the TypeScript source and line in an error's stack", async function () {
+    await checkout({ sources: true, build: false, tsx: true });
+    await source('main.ts', "type Unused = string;\n\nthrow new Error('from the source');\n");
+
+    const run = await launch(launcher(), []);
+
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, new RegExp(`${join(tree, 'server', 'main.ts')}:3:7`));
   });
 
   it("runs this repository's command line", async function () {

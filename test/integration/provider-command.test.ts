@@ -8,15 +8,19 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { caBundle, generateCertificates } from '../../certs/generate.js';
 import { runCli } from '../../server/cli.js';
+import { portInUse } from '../../server/commands/provider.js';
+import { parseConfigText } from '../../server/config/load.js';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { REPO_ROOT } from '../helpers/cli.js';
 import { startHarness, type AnswerReview, type Harness } from '../helpers/gateway-harness.js';
 import { startStandInApiserver, status, type StandInApiserver } from '../helpers/stand-in-apiserver.js';
+import { KNOWN_PLUGINS } from '../helpers/shipped-plugins.js';
 
 const LABELS = { labels: { 'cost-center': 'shared' } };
 
@@ -191,6 +195,57 @@ describe('admission-gateway provider --plugin … --register (in this process)',
     );
   });
 
+  describe('a port another process holds (a running gateway holds the config’s)', function () {
+    let holder: Server;
+    let port: number;
+    before(async function () {
+      holder = createServer();
+      await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+      port = (holder.address() as AddressInfo).port;
+    });
+    after(async function () {
+      await new Promise((resolve) => holder.close(resolve));
+    });
+    afterEach(async function () {
+      await rm(files('gateway.yaml'), { force: true });
+    });
+    const plugin = ['--plugin', 'default-labels', '--settings', `default-labels=${JSON.stringify(LABELS)}`, ...TLS];
+
+    it('says which port, that gateway.yaml’s server.port chose it, and that --port chooses another', async function () {
+      await writeFile(files('gateway.yaml'), `server:\n  host: 127.0.0.1\n  port: ${port}\n`);
+
+      const result = await run([...plugin, '--log-level', 'silent']);
+
+      assert.deepEqual(result, {
+        code: 1,
+        stderr:
+          `admission-gateway: provider: port ${port} on 127.0.0.1 is in use by another process (a running gateway?): ` +
+          `it is server.port at gateway.yaml:3:3; --port N serves the provider on another\n`,
+      });
+    });
+
+    it('says when the port is server.port’s default, which gateway.yaml does not set', function () {
+      const config = parseConfigText('server:\n  host: 127.0.0.1\n', 'gateway.yaml', dir);
+
+      assert.equal(
+        portInUse(config, {}).message,
+        'provider: port 8443 on 127.0.0.1 is in use by another process (a running gateway?): ' +
+          'it is the default server.port (gateway.yaml sets none); --port N serves the provider on another',
+      );
+    });
+
+    it('names --port when the flag chose it', async function () {
+      await writeFile(files('gateway.yaml'), `server:\n  host: 127.0.0.1\n`);
+
+      const result = await run([...plugin, '--port', String(port), '--log-level', 'silent']);
+
+      assert.deepEqual(result, {
+        code: 1,
+        stderr: `admission-gateway: provider: port ${port} on 127.0.0.1 is in use by another process: --port ${port} chose it; choose another\n`,
+      });
+    });
+  });
+
   const refusals: [string, string[], NodeJS.ProcessEnv, string | RegExp][] = [
     [
       '--settings without --plugin',
@@ -198,12 +253,7 @@ describe('admission-gateway provider --plugin … --register (in this process)',
       {},
       '--settings goes with --plugin (a config’s plugin entries carry their own settings)',
     ],
-    [
-      'an unknown plugin',
-      ['--plugin', 'nope'],
-      {},
-      'provider: unknown plugin "nope" (known: access-guard, default-labels, image-policy, pod-security, require-labels, resource-defaults)',
-    ],
+    ['an unknown plugin', ['--plugin', 'nope'], {}, `provider: unknown plugin "nope" ${KNOWN_PLUGINS}`],
     [
       'settings that are not JSON',
       ['--plugin', 'default-labels', '--settings', 'default-labels={labels'],

@@ -5,13 +5,16 @@
  * lists one handler per phase with the plugin's own match. A provider announcing only the deprecated
  * admission.k8s.io/v1beta1 is called in it, and its patch is still the compiled-in plugin's.
  */
+import { execFile } from 'node:child_process';
 import https from 'node:https';
+import { promisify } from 'node:util';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { caBundle, generateCertificates } from '../../certs/generate.js';
 import defaultLabels from '../../plugins/default-labels.js';
 import requireLabels from '../../plugins/require-labels.js';
 import { podCreate } from '../fixtures/reviews/index.js';
+import { REPO_ROOT } from '../helpers/cli.js';
 import { startHarness, type AnswerReview, type Harness } from '../helpers/gateway-harness.js';
 import { eventually } from '../helpers/wait.js';
 import { serveProvider, type ProviderServer } from '../../server/provider-sdk/serve-provider.js';
@@ -152,5 +155,41 @@ chain:
       }),
       1,
     );
+  });
+});
+
+describe('the provider SDK’s own log (no `log` option)', function () {
+  this.timeout(60_000);
+
+  it('is in the gateway’s format: JSON lines with the level’s name, an ISO time and the service', async function () {
+    const script = `
+      import { generateCertificates } from './certs/generate.ts';
+      import defaultLabels from './plugins/default-labels.ts';
+      import { serveProvider } from './server/provider-sdk/index.ts';
+      const { cert, key } = generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] });
+      const settings = ${JSON.stringify(LABELS)};
+      const server = await serveProvider({ plugins: [{ plugin: defaultLabels, settings }], tls: { cert, key }, host: '127.0.0.1', port: 0 });
+      await server.close();
+    `;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '--eval', script],
+      { cwd: REPO_ROOT, timeout: 50_000 },
+    );
+
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    assert.equal(lines.length, 1, stdout);
+    const { time, port, ...line } = lines[0]!;
+    assert.match(String(time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(typeof port, 'number');
+    assert.deepEqual(line, {
+      level: 'info',
+      service: 'admission-provider',
+      handlers: ['default-labels(mutate)'],
+      msg: 'provider serving',
+    });
   });
 });

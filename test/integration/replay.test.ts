@@ -154,7 +154,7 @@ chain:
     assert.equal(
       run.stdout,
       `replayed 5 reviews of recording.ndjson on candidate.yaml
-1 newly denied, 0 newly allowed, 2 with the patch changed, 0 with the warnings changed, 2 unchanged
+1 newly denied, 0 newly allowed, 0 with the denial changed, 2 with the patch changed, 0 with the warnings changed, 2 unchanged
 
 newly denied:
   line 4: CREATE Pod team-a/bare (validate)
@@ -168,6 +168,49 @@ with the patch changed:
 `,
     );
     assert.equal(run.code, 3);
+  });
+
+  it('reports a review denied for more reasons as a changed denial with both messages, exit code 4', async () => {
+    gateway = await startHarness({
+      yaml: `
+record: { path: recording.ndjson, sampleRate: 1 }
+chain:
+  - plugin: require-labels
+    settings: { labels: [team] }
+  - plugin: pod-security
+    mode: warn
+`,
+    });
+    await gateway.review('/validate', podReview(1, 'bare', { app: 'bare' }));
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    await writeFile(
+      join(dir, 'candidate.yaml'),
+      'chain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n  - plugin: pod-security\n',
+    );
+
+    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exit-code'], {
+      cwd: dir,
+    });
+
+    const nonRoot =
+      'pod-security: spec.containers[1]: must run as non-root: set securityContext.runAsNonRoot: true or a non-zero runAsUser';
+    assert.deepEqual(run, {
+      code: 4,
+      stderr: '',
+      stdout: `replayed 1 review of recording.ndjson on candidate.yaml
+0 newly denied, 0 newly allowed, 1 with the denial changed, 0 with the patch changed, 1 with the warnings changed, 0 unchanged
+
+with the denial changed:
+  line 1: CREATE Pod team-a/bare (validate)
+    was: require-labels: missing required label: team
+    now: require-labels: missing required label: team; ${nonRoot}
+
+with the warnings changed:
+  line 1: CREATE Pod team-a/bare (validate)
+    - ${nonRoot} (mode warn: not enforced)
+`,
+    });
   });
 
   it('--offline answers each provider step as the recording says it answered, with the provider gone', async () => {
@@ -218,7 +261,7 @@ chain:${entries('enforce')}
     assert.equal(
       run.stdout,
       `replayed 2 reviews of recording.ndjson on candidate.yaml (offline: providers answered from the recording)
-1 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 1 unchanged
+1 newly denied, 0 newly allowed, 0 with the denial changed, 0 with the patch changed, 0 with the warnings changed, 1 unchanged
 
 newly denied:
   line 2: CREATE Pod team-a/web (validate)
@@ -238,7 +281,7 @@ not recorded (offline: these provider steps allowed):
     assert.deepEqual(same, {
       code: 0,
       stdout: `replayed 2 reviews of recording.ndjson on gateway.yaml (offline: providers answered from the recording)
-0 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 2 unchanged
+0 newly denied, 0 newly allowed, 0 with the denial changed, 0 with the patch changed, 0 with the warnings changed, 2 unchanged
 `,
       stderr: '',
     });
@@ -251,7 +294,7 @@ not recorded (offline: these provider steps allowed):
     assert.equal(
       audit.stdout,
       `replayed 2 reviews of recording.ndjson on audit.yaml (offline: providers answered from the recording)
-0 newly denied, 0 newly allowed, 0 with the patch changed, 1 with the warnings changed, 1 unchanged
+0 newly denied, 0 newly allowed, 0 with the denial changed, 0 with the patch changed, 1 with the warnings changed, 1 unchanged
 
 with the warnings changed:
   line 2: CREATE Pod team-a/web (validate)
@@ -269,7 +312,14 @@ with the warnings changed:
       config: 'candidate.yaml',
       offline: true,
       reviews: 2,
-      summary: { newly_denied: 1, newly_allowed: 0, patch_changed: 0, warnings_changed: 0, unchanged: 1 },
+      summary: {
+        newly_denied: 1,
+        newly_allowed: 0,
+        denial_changed: 0,
+        patch_changed: 0,
+        warnings_changed: 0,
+        unchanged: 1,
+      },
       differences: [
         {
           line: 2,
@@ -325,7 +375,7 @@ with the warnings changed:
     assert.equal(
       run.stdout,
       `replayed 1 review of recording.ndjson on candidate.yaml
-1 newly denied, 0 newly allowed, 0 with the patch changed, 0 with the warnings changed, 0 unchanged
+1 newly denied, 0 newly allowed, 0 with the denial changed, 0 with the patch changed, 0 with the warnings changed, 0 unchanged
 
 newly denied:
   line 1: CREATE Pod team-a/web\\u001b[2J\\u009b31m\\u000a  line 9: forged (validate)

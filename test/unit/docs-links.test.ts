@@ -18,6 +18,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { CST, Lexer } from 'yaml';
+import { COMMANDS } from '../../server/commands/usage.js';
+import { TOP_LEVEL_FIELDS } from '../../server/config/validate.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -438,6 +440,21 @@ export function checkComments(repo: Repo, file: string): string[] {
 
 // ---------------------------------------------------------------------------------------------------------
 
+/** The anchors the contents of a Markdown file link to: its list of `#` links before its first `##` heading. */
+export function contentsOf(markdown: string): Set<string> {
+  const text = blankFencedCode(markdown);
+  const end = text.search(/^## /m);
+  const head = end < 0 ? text : text.slice(0, end);
+  return new Set([...head.matchAll(/^\s*[-*] \[[^\]\n]*\]\(#([^)\s]+)\)/gm)].map((m) => decodeURIComponent(m[1]!)));
+}
+
+/** The anchors of a Markdown file's `##` headings, in order. */
+export function sectionsOf(markdown: string): string[] {
+  return [...blankFencedCode(markdown).matchAll(/^## +(.*?)[ \t]*$/gm)].map((m) => slug(m[1]!));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
 /** A repository held in memory, for the checks' own tests. */
 function memoryRepo(files: Record<string, string>): Repo {
   return {
@@ -478,6 +495,34 @@ describe('documentation stays inside the repository', () => {
       sources.flatMap((file) => checkComments(repo, file)),
       [],
     );
+  });
+
+  describe('docs/configuration.md', () => {
+    const doc = repo.read('docs/configuration.md');
+    const contents = contentsOf(doc);
+
+    it('has a section for each top-level field of gateway.yaml, and its contents list every section', () => {
+      const sections = sectionsOf(doc);
+      const fields = TOP_LEVEL_FIELDS.filter((f) => f !== 'apiVersion' && f !== 'kind');
+      assert.deepEqual(
+        {
+          fieldsWithoutSection: fields.filter((f) => !sections.includes(slug(`\`${f}\``))),
+          sectionsNotInContents: sections.filter((s) => !contents.has(s)),
+        },
+        { fieldsWithoutSection: [], sectionsNotInContents: [] },
+      );
+    });
+
+    it('names every command in its contents and in the table of commands', () => {
+      const head = doc.slice(0, doc.search(/^## /m));
+      assert.deepEqual(
+        {
+          notInContents: COMMANDS.filter((c) => !head.includes(`\`${c}\``)),
+          noRow: COMMANDS.filter((c) => !new RegExp(`^\\| \`${c}[\` ]`, 'm').test(doc)),
+        },
+        { notInContents: [], noRow: [] },
+      );
+    });
   });
 
   describe('the checks themselves', () => {
@@ -551,6 +596,13 @@ describe('documentation stays inside the repository', () => {
       assert.deepEqual(checkComments(r, 'scripts/run.sh'), [
         'scripts/run.sh:2: names a document that is not in the repository: TOOLS.md',
       ]);
+    });
+
+    it('read the contents as the links before the first section, and the sections as the ## headings', () => {
+      const markdown =
+        '# T\n\n- [A](#a)\n  - [B `x`](#b-x)\n- [web](c.md#d)\n\n## A\n\n- [Not](#contents)\n\n### Sub\n\n## B `x`\n';
+      assert.deepEqual([...contentsOf(markdown)], ['a', 'b-x']);
+      assert.deepEqual(sectionsOf(markdown), ['a', 'b-x']);
     });
 
     it('make anchors as GitHub does', () => {
