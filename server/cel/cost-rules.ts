@@ -31,7 +31,9 @@ export function binaryCost(op: string, left: unknown, right: unknown): number {
         ? Math.max(1, traversal(Math.min(left.length, right.length)))
         : 1;
     case '+':
-      // Strings, bytes and lists are copied into a new one.
+      // Strings and bytes are copied into a new one; lists too, and this engine checks each element's type as it
+      // copies it, which costs about what reading a field does (1 unit, not cel-go's tenth).
+      if (Array.isArray(left)) return Math.max(1, shallowSize(left) + shallowSize(right));
       return typeof left === 'object' || typeof left === 'string'
         ? Math.max(1, traversal(shallowSize(left) + shallowSize(right)))
         : 1;
@@ -61,6 +63,8 @@ export function callCost(name: string, receiver: unknown, args: readonly unknown
       return receiver === undefined ? regexCost(args[0], args[1]) : regexCost(receiver, args[0]);
     case 'join':
     case 'distinct':
+      // Each element is handled on its own (type-checked, hashed): a unit each, and a tenth per character.
+      return 1 + shallowSize(receiver) + traversal(receiver === undefined ? 0 : deepSize(receiver));
     case 'flatten':
     case 'sort':
     case 'contains':

@@ -41,8 +41,11 @@ export class CostExceededError extends Error {
 interface Meter {
   remaining: number;
   exceeded: boolean;
-  readonly error: CostExceededError;
+  /** Made when first needed: an Error captures a stack trace, too slow to make for every evaluation. */
+  error?: CostExceededError;
 }
+
+const exceeded = (meter: Meter): CostExceededError => (meter.error ??= new CostExceededError('cost limit exceeded'));
 
 let current: Meter | undefined;
 
@@ -52,14 +55,14 @@ export function charge(units: number): void {
   if (meter === undefined) return;
   if ((meter.remaining -= units) < 0) {
     meter.exceeded = true;
-    throw meter.error;
+    throw exceeded(meter);
   }
 }
 
 /** Throws when the evaluation under way has already run out (for code about to start costly work). */
 export function checkBudget(): void {
   const meter = current;
-  if (meter !== undefined && meter.remaining < 0) throw meter.error;
+  if (meter !== undefined && meter.remaining < 0) throw exceeded(meter);
 }
 
 export interface Metered<T> {
@@ -79,7 +82,7 @@ export interface Metered<T> {
  */
 export function metered<T>(limit: number, fn: () => T): Metered<T> {
   const outer = current;
-  const meter: Meter = outer ?? { remaining: limit, exceeded: false, error: new CostExceededError('') };
+  const meter: Meter = outer ?? { remaining: limit, exceeded: false };
   const before = meter.remaining;
   if (outer === undefined) current = meter;
   let outcome: Metered<T>['outcome'];

@@ -5,7 +5,7 @@
  */
 import type { CelProgram } from './compile.js';
 import { type CostBudget, metered } from './cost.js';
-import { PolicyVariables } from './environment.js';
+import { DECLARATIONS, PolicyVariables } from './environment.js';
 import { type Position, positionAt } from './position.js';
 import { CelValueError, toCel } from './values.js';
 
@@ -27,7 +27,8 @@ export type EvalResult =
 
 /**
  * A review's values as an expression reads them, made once per review and shared by all its expressions:
- * integral numbers become ints (values.ts). Throws CelValueError for an object nested past MAX_VALUE_DEPTH.
+ * integral numbers become ints (values.ts); one not given is null (a DELETE has no object, a CREATE no
+ * oldObject). Throws CelValueError for an object nested past MAX_VALUE_DEPTH.
  */
 export function activation(values: {
   object?: unknown;
@@ -37,7 +38,7 @@ export function activation(values: {
   namespaceObject?: unknown;
 }): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(values)) out[name] = toCel(value ?? null);
+  for (const name of DECLARATIONS) out[name] = toCel(values[name] ?? null);
   return out;
 }
 

@@ -134,19 +134,19 @@ function meterHandle(node: EngineNode, overrides: Overrides): void {
 
 /** Wraps every node of a checked expression's tree; call once, before its first evaluation. */
 export function instrument(root: object, overrides: Overrides): void {
-  for (const node of nodesOf(root)) {
+  const nodes = nodesOf(root);
+  // Each iteration of a comprehension costs at least 1 (cel-go reads its accumulator), whatever its body is.
+  const steps = new Set<EngineNode>();
+  for (const node of nodes) if (node.op === 'comprehension') steps.add((node.args as { step: EngineNode }).step);
+  for (const node of nodes) {
     meterHandle(node, overrides);
+    const cost = Math.max(flatCost(node), steps.has(node) ? 1 : 0);
+    // A node that costs nothing needs no wrapper: once the meter has run out, the next node that charges throws.
+    if (cost === 0) continue;
     const inner = innerEvaluate(node);
-    const cost = flatCost(node);
-    node.evaluate =
-      cost === 0
-        ? (ev, ast, ctx) => {
-            checkBudget();
-            return inner(ev, ast, ctx);
-          }
-        : (ev, ast, ctx) => {
-            charge(cost);
-            return inner(ev, ast, ctx);
-          };
+    node.evaluate = (ev, ast, ctx) => {
+      charge(cost);
+      return inner(ev, ast, ctx);
+    };
   }
 }

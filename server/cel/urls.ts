@@ -48,9 +48,9 @@ export function parseURL(s: string): URLValue {
     const authority = slash < 0 ? rest.slice(2) : rest.slice(2, slash);
     rest = slash < 0 ? '' : rest.slice(slash);
     host = authority.slice(authority.lastIndexOf('@') + 1);
-    const port = host.startsWith('[')
-      ? host.slice(host.indexOf(']') + 1)
-      : host.slice(Math.max(0, host.lastIndexOf(':')));
+    const afterHost = host.startsWith('[') ? host.slice(host.indexOf(']') + 1) : host;
+    const colon = afterHost.lastIndexOf(':');
+    const port = colon >= 0 ? afterHost.slice(colon) : host.startsWith('[') ? afterHost : '';
     if (host.startsWith('[') && !host.includes(']')) throw bad(s, "missing ']' in host");
     if (port !== '' && !/^:\d*$/.test(port)) throw bad(s, `invalid port "${port}" after host`);
     if (unescape(host, false) === undefined) throw bad(s, 'invalid URL escape');

@@ -17,7 +17,10 @@ export class CelValueError extends Error {
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
-/** Parsed JSON → the value an expression reads: integral numbers become ints (BigInt), the rest is copied as is. */
+/**
+ * Parsed JSON → the value an expression reads: integral numbers become ints (BigInt). Only the lists and maps
+ * that hold a number (at any depth) are copied; the rest is shared with `value`, which is never changed.
+ */
 export function toCel(value: unknown): unknown {
   return convert(value, 0);
 }
@@ -27,21 +30,39 @@ function convert(value: unknown, depth: number): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (depth >= MAX_VALUE_DEPTH) throw new CelValueError(`the value nests deeper than ${MAX_VALUE_DEPTH} levels`);
   if (Array.isArray(value)) {
-    const out = new Array<unknown>(value.length);
-    for (let i = 0; i < value.length; i++) out[i] = convert(value[i], depth + 1);
-    return out;
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      const c = convert(v, depth + 1);
+      if (c !== v) (out ??= value.slice())[i] = c;
+    }
+    return out ?? value;
   }
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    const v = convert((value as Record<string, unknown>)[key], depth + 1);
+  let out: Record<string, unknown> | undefined;
+  const source = value as Record<string, unknown>;
+  for (const key in source) {
+    const v = source[key];
+    const c = convert(v, depth + 1);
+    if (c === v) continue;
+    out ??= copyOf(source);
     // An own "__proto__" key (JSON.parse makes one) must stay a key, not set the copy's prototype.
-    if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true });
-    else out[key] = v;
+    if (key === '__proto__') Object.defineProperty(out, key, { value: c, enumerable: true, writable: true });
+    else out[key] = c;
   }
+  return out ?? value;
+}
+
+function copyOf(source: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key in source) setKey(out, key, source[key]);
   return out;
 }
 
+/** Small ints as BigInt, made once: ports, user ids and replica counts are most of an object's numbers. */
+const SMALL_INTS: readonly bigint[] = Array.from({ length: 1 << 14 }, (_, i) => BigInt(i));
+
 function integer(n: number): unknown {
+  if (n >= 0 && n < SMALL_INTS.length) return SMALL_INTS[n];
   // Outside int64 the apiserver's decoder keeps a double too.
   const big = BigInt(n);
   return big < INT64_MIN || big > INT64_MAX ? n : big;
