@@ -43,11 +43,14 @@ export const OVERRIDES: Overrides = new Map<string, Override>(LIBRARIES.flatMap(
 
 let base: Environment | undefined;
 
-function baseEnvironment(): Environment {
-  if (base !== undefined) return base;
+/**
+ * A new environment with the libraries and no variables. The apiserver's options unless `overrides` says
+ * otherwise (the cel-spec conformance test allows mixed-type literals, as plain CEL does).
+ */
+export function newEnvironment(overrides: { homogeneousAggregateLiterals?: boolean } = {}): Environment {
   const env = new Environment({
     enableOptionalTypes: true,
-    homogeneousAggregateLiterals: true,
+    homogeneousAggregateLiterals: overrides.homogeneousAggregateLiterals ?? true,
     limits: { maxAstNodes: 10_000, maxDepth: 250 },
   });
   for (const lib of LIBRARIES) for (const [name, ctor] of lib.types ?? []) env.registerType(name, ctor);
@@ -57,7 +60,11 @@ function baseEnvironment(): Environment {
     for (const [signature, handler] of lib.functions) env.registerFunction(signature, handler, { async: false });
     for (const [signature, handler] of lib.operators ?? []) env.registerOperator(signature, handler);
   }
-  return (base = env);
+  return env;
+}
+
+function baseEnvironment(): Environment {
+  return (base ??= newEnvironment());
 }
 
 /** The values of a policy's `variables`: a field each, read lazily (evaluate.ts, `lazyVariables`). */

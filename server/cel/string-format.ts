@@ -12,6 +12,8 @@ const MAX_PRECISION = 100;
 function asString(v: unknown): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  if (isUint(v)) return String(v.valueOf());
+  if (v instanceof Date) return v.toISOString().replace('.000Z', 'Z');
   if (typeof v === 'number')
     return Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : String(v);
   if (v === null) return 'null';
@@ -26,8 +28,13 @@ function asString(v: unknown): string {
   return typeName(v);
 }
 
+/** The engine's uint, whose value is a BigInt. */
+const isUint = (v: unknown): v is { valueOf(): bigint } =>
+  typeof v === 'object' && v !== null && v.constructor.name === 'UnsignedInt' && typeof v.valueOf() === 'bigint';
+
 function integerArg(v: unknown, verb: string): bigint {
   if (typeof v === 'bigint') return v;
+  if (isUint(v)) return v.valueOf();
   if (typeof v === 'number' && verb === 'd' && Number.isInteger(v)) return BigInt(v);
   throw new CelEvalError('invalid_argument', `error during formatting: %${verb} does not take ${typeName(v)}`);
 }
@@ -91,7 +98,8 @@ export function formatString(template: string, args: readonly unknown[]): string
         out += asString(arg);
         break;
       case 'd':
-        out += integerArg(arg, verb).toString();
+        out +=
+          typeof arg === 'number' && !Number.isFinite(arg) ? (special(arg) ?? '') : integerArg(arg, verb).toString();
         break;
       case 'f': {
         const x = floatArg(arg, verb);
@@ -104,7 +112,7 @@ export function formatString(template: string, args: readonly unknown[]): string
         break;
       }
       case 'b':
-        out += typeof arg === 'boolean' ? String(arg) : radix(arg, verb, 2);
+        out += typeof arg === 'boolean' ? (arg ? '1' : '0') : radix(arg, verb, 2);
         break;
       case 'o':
         out += radix(arg, verb, 8);
