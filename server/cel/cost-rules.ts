@@ -38,7 +38,11 @@ export function binaryCost(op: string, left: unknown, right: unknown): number {
         ? Math.max(1, traversal(shallowSize(left) + shallowSize(right)))
         : 1;
     case 'in':
-      if (Array.isArray(right)) return Math.max(1, right.length, traversal(deepSize(right)));
+      // A list of scalars is walked once; one of lists or maps compares each element down to its leaves.
+      if (Array.isArray(right))
+        return typeof right[0] === 'object' && right[0] !== null
+          ? Math.max(1, right.length, traversal(deepSize(right)))
+          : Math.max(1, right.length);
       return 1;
     default:
       return 1;

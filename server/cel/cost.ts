@@ -1,19 +1,23 @@
 /**
  * What an evaluation may cost, counted as the apiserver counts it (cel-go's runtime cost): every variable, field
  * or index read costs 1, a function call 1 unless its work grows with its input, then a tenth of a unit per
- * element or character it walks (`StringTraversalCostFactor`), a list literal 10, a map literal 30, and each
- * iteration of a comprehension what its body costs. An expression may spend `perExpression` units (the
- * apiserver's `PerCallLimit`) and all the expressions of one review `perReview` (its `RuntimeCELCostBudget`, which
- * it gives each policy binding's evaluation); past either, the evaluation stops with `cost_exceeded`.
+ * element or character it walks (`StringTraversalCostFactor`), a list literal 10, a map literal 30 (1 when all
+ * their entries are constants), and each iteration of a comprehension what its body costs. An expression may
+ * spend `perExpression` units (the apiserver's `PerCallLimit`) and all the expressions of one review `perReview`;
+ * past either, the evaluation stops with `cost_exceeded`.
  *
  * Evaluation is synchronous, so the meter of the one under way is a module variable that the engine's wrapped
  * nodes (instrument.ts) and the library functions charge.
  */
 
-/** The apiserver's per-expression limit (`PerCallLimit` in k8s.io/apiserver/pkg/apis/cel). */
+/** The apiserver's per-expression limit (`PerCallLimit` in k8s.io/apiserver/pkg/apis/cel), and ours. */
 export const PER_EXPRESSION_COST_LIMIT = 1_000_000;
-/** The apiserver's budget for one evaluation of a policy (`RuntimeCELCostBudget`). */
-export const PER_REVIEW_COST_LIMIT = 10_000_000;
+/**
+ * What all the expressions of one review may spend. The apiserver gives each policy binding's evaluation 10,000,000
+ * (`RuntimeCELCostBudget`), about a second of its CPU on one of its many threads; here every other review waits
+ * while one is evaluated, so a review gets half that (docs/decisions.md).
+ */
+export const PER_REVIEW_COST_LIMIT = 5_000_000;
 /** cel-go's `StringTraversalCostFactor`: a tenth of a unit per character or element walked. */
 export const TRAVERSAL_FACTOR = 0.1;
 
@@ -57,6 +61,11 @@ export function charge(units: number): void {
     meter.exceeded = true;
     throw exceeded(meter);
   }
+}
+
+/** Whether the evaluation under way has run out. */
+export function exhausted(): boolean {
+  return current !== undefined && current.remaining < 0;
 }
 
 /** Throws when the evaluation under way has already run out (for code about to start costly work). */

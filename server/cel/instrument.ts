@@ -9,7 +9,7 @@
  * (`matches`, which must run on RE2, not on JavaScript's backtracking RegExp).
  */
 import { binaryCost, callCost } from './cost-rules.js';
-import { charge, checkBudget, shallowSize, traversal } from './cost.js';
+import { charge, checkBudget, exhausted, shallowSize, traversal } from './cost.js';
 
 type Evaluate = (ev: unknown, ast: EngineNode, ctx: unknown) => unknown;
 type Handle = (...args: unknown[]) => unknown;
@@ -73,9 +73,11 @@ function flatCost(node: EngineNode): number {
     case 'accuPush':
       return 1;
     case 'list':
-      return 10;
+      // A literal of constants is folded into a constant by cel-go's optimizer, which the apiserver runs; it is
+      // still made anew here, so it costs 1.
+      return (node.args as EngineNode[]).every((e) => e.op === 'value') ? 1 : 10;
     case 'map':
-      return 30;
+      return (node.args as EngineNode[][]).every(([k, v]) => k?.op === 'value' && v?.op === 'value') ? 1 : 30;
     default:
       // Constants, logic, the conditional, comprehensions (their iterations cost what their body does), and
       // operators and calls, which their handle charges.
@@ -132,21 +134,48 @@ function meterHandle(node: EngineNode, overrides: Overrides): void {
   }
 }
 
+/**
+ * all() and exists() catch an error in one element's predicate and go on with the next (CEL's commutative
+ * errors), so once the meter has run out every remaining element would throw and be caught, one at a time: on a
+ * 40,000-element list that alone takes longer than the walk the limit stopped. Their body returns, instead, the
+ * value that ends the loop (false for all, true for exists); the evaluation is reported as cost_exceeded
+ * whatever value comes out (evaluate.ts).
+ */
+function stopValues(nodes: readonly EngineNode[]): Map<EngineNode, boolean> {
+  const stops = new Map<EngineNode, boolean>();
+  for (const node of nodes) {
+    if (node.op !== 'comprehension') continue;
+    const args = node.args as { kind?: string; errorsAreFatal?: boolean; step: EngineNode; init: EngineNode };
+    if (args.kind === 'quantifier' && args.errorsAreFatal !== true && typeof args.init.args === 'boolean')
+      stops.set(args.step, !args.init.args);
+  }
+  return stops;
+}
+
 /** Wraps every node of a checked expression's tree; call once, before its first evaluation. */
 export function instrument(root: object, overrides: Overrides): void {
   const nodes = nodesOf(root);
   // Each iteration of a comprehension costs at least 1 (cel-go reads its accumulator), whatever its body is.
   const steps = new Set<EngineNode>();
   for (const node of nodes) if (node.op === 'comprehension') steps.add((node.args as { step: EngineNode }).step);
+  const stops = stopValues(nodes);
   for (const node of nodes) {
     meterHandle(node, overrides);
     const cost = Math.max(flatCost(node), steps.has(node) ? 1 : 0);
     // A node that costs nothing needs no wrapper: once the meter has run out, the next node that charges throws.
     if (cost === 0) continue;
     const inner = innerEvaluate(node);
-    node.evaluate = (ev, ast, ctx) => {
-      charge(cost);
-      return inner(ev, ast, ctx);
-    };
+    const stop = stops.get(node);
+    node.evaluate =
+      stop === undefined
+        ? (ev, ast, ctx) => {
+            charge(cost);
+            return inner(ev, ast, ctx);
+          }
+        : (ev, ast, ctx) => {
+            if (exhausted()) return stop;
+            charge(cost);
+            return inner(ev, ast, ctx);
+          };
   }
 }

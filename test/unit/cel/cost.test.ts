@@ -11,6 +11,7 @@ import {
   createCostBudget,
   evaluate,
   PER_EXPRESSION_COST_LIMIT,
+  PER_REVIEW_COST_LIMIT,
   type CelProgram,
   type CostBudget,
   type EvalResult,
@@ -42,8 +43,9 @@ describe('cel cost', () => {
     assert.equal(costOf('object.a', { a: 1 }), 2);
     assert.equal(costOf('object.a == 1', { a: 1 }), 3);
     assert.equal(costOf('true'), 0);
-    assert.equal(costOf('[1, 2, 3]'), 10);
-    assert.equal(costOf("{'a': 1}"), 30);
+    assert.equal(costOf('[object.a, object.a]', { a: 1 }), 14);
+    assert.equal(costOf("{'a': object.a}", { a: 1 }), 32);
+    assert.equal(costOf('[1, 2, 3]'), 1, 'a literal of constants (folded by cel-go)');
   });
 
   it('charges a comprehension per element, so a walk costs in proportion to the list', () => {
@@ -119,7 +121,12 @@ describe('cel cost', () => {
     assert.equal(!sets.ok && sets.reason, 'cost_exceeded');
   });
 
-  it('has the limits of the apiserver available for comparison', () => {
+  it("has the apiserver's per-expression limit, and half its per-binding budget for a review", () => {
     assert.equal(PER_EXPRESSION_COST_LIMIT, 1_000_000);
+    assert.equal(PER_REVIEW_COST_LIMIT, 5_000_000);
+    assert.deepEqual(createCostBudget(), {
+      remaining: PER_REVIEW_COST_LIMIT,
+      perExpression: PER_EXPRESSION_COST_LIMIT,
+    });
   });
 });
