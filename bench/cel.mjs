@@ -11,12 +11,11 @@
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { URL, fileURLToPath, pathToFileURL } from 'node:url';
+import { CEL_TARGETS } from './cel-targets.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const cel = await import(pathToFileURL(`${ROOT}dist/server/cel/index.js`).href);
 const fixture = JSON.parse(fs.readFileSync(`${ROOT}test/fixtures/reviews/pod-create.json`, 'utf8'));
-
-export const CEL_TARGETS = { validationsCpuUs: 40, cutOffMs: 50 };
 
 const SC = 'object.spec.securityContext';
 const CONTAINERS =
