@@ -5,7 +5,7 @@
  */
 import type { Comparable } from './equality.js';
 import type { Library } from './library.js';
-import { CelEvalError } from './library.js';
+import { CelEvalError, parses } from './library.js';
 
 /** An address: 4 bytes (IPv4) or 16 (IPv6). */
 export class IPAddress implements Comparable {
@@ -142,16 +142,6 @@ export function parseCIDR(s: string): CIDRPrefix {
   return new CIDRPrefix(ip, bits);
 }
 
-const valid = (parse: () => unknown): boolean => {
-  try {
-    parse();
-    return true;
-  } catch (err) {
-    if (err instanceof CelEvalError) return false;
-    throw err;
-  }
-};
-
 const inRange = (b: Uint8Array, first: number, mask: number, value: number): boolean =>
   ((b[first] ?? 0) & mask) === value;
 
@@ -190,7 +180,7 @@ export const ipLibrary: Library = {
   constants: [['ip', 'IPNamespace', new IPNamespace()]],
   functions: [
     ['ip(string): net.IP', (s: string) => parseIP(s)],
-    ['isIP(string): bool', (s: string) => valid(() => parseIP(s))],
+    ['isIP(string): bool', (s: string) => parses(() => parseIP(s))],
     ['IPNamespace.isCanonical(string): bool', (_ns: unknown, s: string) => parseIP(s).toString() === s],
     ['string(net.IP): string', (ip: IPAddress) => ip.toString()],
     ['net.IP.family(): int', (ip: IPAddress) => BigInt(ip.family)],
@@ -200,7 +190,7 @@ export const ipLibrary: Library = {
     ['net.IP.isLinkLocalUnicast(): bool', (ip: IPAddress) => isLinkLocalUnicast(ip)],
     ['net.IP.isGlobalUnicast(): bool', (ip: IPAddress) => isGlobalUnicast(ip)],
     ['cidr(string): net.CIDR', (s: string) => parseCIDR(s)],
-    ['isCIDR(string): bool', (s: string) => valid(() => parseCIDR(s))],
+    ['isCIDR(string): bool', (s: string) => parses(() => parseCIDR(s))],
     ['string(net.CIDR): string', (c: CIDRPrefix) => c.toString()],
     ['net.CIDR.containsIP(net.IP): bool', (c: CIDRPrefix, ip: IPAddress) => c.containsIP(ip)],
     ['net.CIDR.containsIP(string): bool', (c: CIDRPrefix, ip: string) => c.containsIP(asIP(ip))],

@@ -42,6 +42,17 @@ export function requireList(value: unknown, what: string): readonly unknown[] {
   return value as readonly unknown[];
 }
 
+/** Whether `parse` succeeds: the `isX(s)` functions of the libraries whose `x(s)` refuses what is not one. */
+export function parses(parse: () => unknown): boolean {
+  try {
+    parse();
+    return true;
+  } catch (err) {
+    if (err instanceof CelEvalError) return false;
+    throw err;
+  }
+}
+
 /** A JavaScript number of an int argument, when it is small enough to index with; an error otherwise. */
 export function smallInt(value: bigint, what: string): number {
   if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER))

@@ -5,7 +5,7 @@
  */
 import type { Comparable } from './equality.js';
 import type { Library } from './library.js';
-import { CelEvalError } from './library.js';
+import { CelEvalError, parses } from './library.js';
 
 const INT64_MAX = 2n ** 63n - 1n;
 const INT64_MIN = -(2n ** 63n);
@@ -82,23 +82,13 @@ function asInteger(q: Quantity): bigint {
   return n;
 }
 
-function isQuantity(s: string): boolean {
-  try {
-    parseQuantity(s);
-    return true;
-  } catch (err) {
-    if (err instanceof CelEvalError) return false;
-    throw err;
-  }
-}
-
 const ofInt = (n: bigint): Quantity => new Quantity(n, 0);
 
 export const quantityLibrary: Library = {
   types: [['kubernetes.Quantity', Quantity]],
   functions: [
     ['quantity(string): kubernetes.Quantity', (s: string) => parseQuantity(s)],
-    ['isQuantity(string): bool', (s: string) => isQuantity(s)],
+    ['isQuantity(string): bool', (s: string) => parses(() => parseQuantity(s))],
     [
       'kubernetes.Quantity.isInteger(): bool',
       (q: Quantity) => {

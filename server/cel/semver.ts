@@ -5,7 +5,7 @@
  */
 import type { Comparable } from './equality.js';
 import type { Library } from './library.js';
-import { CelEvalError } from './library.js';
+import { CelEvalError, parses } from './library.js';
 import { compileRegex } from './regex.js';
 
 const NUM = '(0|[1-9]\\d*)';
@@ -65,23 +65,13 @@ export function parseSemver(s: string, normalize = false): Semver {
   return new Semver(BigInt(major), BigInt(minor), BigInt(patch), pre === undefined ? [] : pre.split('.'));
 }
 
-function isSemver(s: string, normalize: boolean): boolean {
-  try {
-    parseSemver(s, normalize);
-    return true;
-  } catch (err) {
-    if (err instanceof CelEvalError) return false;
-    throw err;
-  }
-}
-
 export const semverLibrary: Library = {
   types: [['kubernetes.Semver', Semver]],
   functions: [
     ['semver(string): kubernetes.Semver', (s: string) => parseSemver(s)],
     ['semver(string, bool): kubernetes.Semver', (s: string, n: boolean) => parseSemver(s, n)],
-    ['isSemver(string): bool', (s: string) => isSemver(s, false)],
-    ['isSemver(string, bool): bool', (s: string, n: boolean) => isSemver(s, n)],
+    ['isSemver(string): bool', (s: string) => parses(() => parseSemver(s))],
+    ['isSemver(string, bool): bool', (s: string, n: boolean) => parses(() => parseSemver(s, n))],
     ['kubernetes.Semver.major(): int', (v: Semver) => v.major],
     ['kubernetes.Semver.minor(): int', (v: Semver) => v.minor],
     ['kubernetes.Semver.patch(): int', (v: Semver) => v.patch],

@@ -4,7 +4,7 @@
  * its port).
  */
 import type { Library } from './library.js';
-import { CelEvalError } from './library.js';
+import { CelEvalError, parses } from './library.js';
 
 export class URLValue {
   constructor(
@@ -99,21 +99,11 @@ function query(u: URLValue): Record<string, string[]> {
   return out;
 }
 
-function isURL(s: string): boolean {
-  try {
-    parseURL(s);
-    return true;
-  } catch (err) {
-    if (err instanceof CelEvalError) return false;
-    throw err;
-  }
-}
-
 export const urlLibrary: Library = {
   types: [['kubernetes.URL', URLValue]],
   functions: [
     ['url(string): kubernetes.URL', (s: string) => parseURL(s)],
-    ['isURL(string): bool', (s: string) => isURL(s)],
+    ['isURL(string): bool', (s: string) => parses(() => parseURL(s))],
     ['kubernetes.URL.getScheme(): string', (u: URLValue) => u.scheme],
     ['kubernetes.URL.getHost(): string', (u: URLValue) => u.host],
     ['kubernetes.URL.getHostname(): string', (u: URLValue) => hostname(u)],
