@@ -70,6 +70,8 @@ function baseEnvironment(): Environment {
 /** The values of a policy's `variables`: a field each, read lazily (evaluate.ts, `lazyVariables`). */
 export class PolicyVariables {}
 
+/** Environments kept by their declarations; a configuration has a few sets, and reloads must not add up. */
+const MAX_ENVIRONMENTS = 64;
 const environments = new Map<string, Environment>();
 
 /**
@@ -89,6 +91,7 @@ export function environmentFor(declarations: readonly Declaration[], variables?:
     });
     env.registerVariable('variables', 'PolicyVariables');
   }
+  if (environments.size >= MAX_ENVIRONMENTS) environments.delete(environments.keys().next().value as string);
   environments.set(key, env);
   return env;
 }
