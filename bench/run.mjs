@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { URL, fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
+import { CEL_TARGETS } from './cel-targets.mjs';
 import { LARGE, largeReport, runLarge } from './large.mjs';
 import {
   Connection,
@@ -779,6 +780,7 @@ function evaluate(s) {
     check('peakRss', `(c) peak RSS at ${opts.rssRate}/s (VmHWM)`, s.plugins2000?.peakRssMiB ?? null, 128, 'MiB'),
     ...parallelTargets(s.parallelProviders, s.parallelProvidersUndeclared),
     ...largeTargets(s.large),
+    ...celTargets(s.cel),
     ...authorizeTargets(s, ratios),
   ];
   return { raw, ratios, ratiosCpu, derived, targets };
@@ -1082,6 +1084,19 @@ function printReport(results) {
     ['scenario', 'plan', 'reviews', 'review', 'steps summed', 'slowest step', 'overlap', "saw another's label"],
     parallelRows,
   );
+  if (s.cel?.validations) {
+    const { validations: v, cutOff: c, limits } = s.cel;
+    console.log(
+      `\nCEL (server/cel in one process; cost limits ${limits.perExpression} per expression, ${limits.perReview} per review)`,
+    );
+    console.log(
+      `  ten validations: ${v.cpuUsPerReview} µs CPU per review (best of ${v.cpuUsPerReviewWindows.join(', ')}; ` +
+        `making the values ${v.activationCpuUs} µs); cost per rule ${v.costPerRule.join(' ')}`,
+    );
+    console.log(
+      `  40,000-container quadratic walk: ${c.outcome}; ${c.runsMs.join(', ')} ms (median CPU ${c.medianCpuMs} ms)`,
+    );
+  }
   if (s.large) {
     console.log(`\nLarge reviews (gateway.yaml chain; answer times measured by the client, one connection)`);
     for (const line of largeReport(s.large)) console.log(line);
@@ -1393,6 +1408,15 @@ function scenarios(shipped, certs) {
       load: { review: SAR_LIST_ALL_SECRETS, answer: 'sarDenied' },
     }),
     {
+      // In one process pinned to the server core, no HTTP: what server/cel adds to a review (bench/cel.mjs).
+      key: 'cel',
+      label:
+        'CEL: ten restricted Pod Security validations on an ordinary Pod (CPU per review); a quadratic walk of the ' +
+        '40,000-container Pod refused with cost_exceeded',
+      comparedWithRaw: false,
+      run: (label) => runCel(label),
+    },
+    {
       // Last: its 6.7 MiB reviews and the page cache they leave must not disturb the ratio scenarios.
       key: 'large',
       label:
@@ -1422,6 +1446,51 @@ function scenarios(shipped, certs) {
           progress,
         }),
     },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------- cel
+/** Runs bench/cel.mjs pinned to the server core; resolves with what it measured (its last line, JSON). */
+async function runCel(label) {
+  const child = startChild('cel', 'taskset', pinned(opts.serverCore, [path.join(BENCH, 'cel.mjs')]), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const [code] = await once(child, 'exit');
+  const lines = out.trimEnd().split('\n');
+  if (code !== 0) throw new Error(`bench/cel.mjs exited ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`);
+  for (const line of lines.slice(0, -1)) progress(`    ${line.trim()}\n`);
+  return { label, ...JSON.parse(lines[lines.length - 1]) };
+}
+
+/** The `cel` scenario's targets (bench/cel.mjs CEL_TARGETS); a walk not refused with cost_exceeded fails. */
+function celTargets(c) {
+  if (!c) return [];
+  const failed = (t, note) => (note ? { ...t, pass: false, note } : t);
+  return [
+    failed(
+      check(
+        'celValidations',
+        'cel: ten restricted Pod Security validations, CPU per review (values made, budget, ten evaluations)',
+        c.validations?.cpuUsPerReview ?? null,
+        CEL_TARGETS.validationsCpuUs,
+        'µs',
+      ),
+      c.error,
+    ),
+    failed(
+      check(
+        'celCutOff',
+        'cel: a quadratic walk of the 40,000-container Pod refused with cost_exceeded, median wall time',
+        c.cutOff?.medianMs ?? null,
+        CEL_TARGETS.cutOffMs,
+        'ms',
+      ),
+      c.error ?? (c.cutOff && !c.cutOff.refused ? `not refused: ${c.cutOff.outcome}` : undefined),
+    ),
   ];
 }
 
@@ -1457,7 +1526,7 @@ async function defaultRun(shipped, certs) {
   const { raw, ratios, ratiosCpu, derived, targets } = evaluate(scenarioResults);
   // The ordinary-review gateways only: `large` reports its own memory (scenarios.large.memory).
   const gatewayRss = Object.entries(scenarioResults)
-    .filter(([key]) => !key.startsWith('raw') && key !== 'large')
+    .filter(([key]) => !key.startsWith('raw') && key !== 'large' && key !== 'cel')
     .map(([, r]) => r.peakRssMiB);
   const wallSeconds = round((Date.now() - startedAt.getTime()) / 1000, 1);
   targets.push(check('runTime', '`npm run bench` run time (this run, build included)', wallSeconds, 300, 's'));

@@ -1,0 +1,148 @@
+/**
+ * compile(): an expression, parsed and type-checked once, ready to evaluate (evaluate.ts) any number of times;
+ * or the reason it cannot be, with the position inside the expression, so that the configuration loader can
+ * add the file, line and field. Nothing an expression can name fails only at review time for want of it: an
+ * unknown variable, field of `variables`, function or overload, a function the apiserver has and this gateway
+ * has not, and a regular expression literal RE2 cannot compile are all refused here.
+ */
+import type { Environment } from '@marcbachmann/cel-js';
+import { type Declaration, DECLARATIONS, MAX_EXPRESSION_LENGTH, OVERRIDES, environmentFor } from './environment.js';
+import { instrument } from './instrument.js';
+import { type Position, positionAt } from './position.js';
+import { RegexError, compileRegex } from './regex.js';
+import { missingFunction, missingVariable } from './unavailable.js';
+
+export interface CompileOptions {
+  /** The top-level variables the expression may read (default: all of them). */
+  readonly declarations?: readonly Declaration[];
+  /** The names under `variables` (a policy's); undefined: no `variables` at all (a matchCondition). */
+  readonly variables?: readonly string[];
+  /** The type the result must have (`dyn`, which is only known at review time, is let through). */
+  readonly resultType?: 'bool' | 'string';
+}
+
+/** A compiled expression. Only evaluate() runs it. */
+export interface CelProgram {
+  readonly expression: string;
+  /** The result's type as the checker sees it: `bool`, `string`, `dyn`, `list<string>`, ... */
+  readonly resultType: string;
+  /** The engine's callable (evaluate.ts calls it inside a cost meter). */
+  readonly run: (activation: Readonly<Record<string, unknown>>) => unknown;
+}
+
+export interface CompileError {
+  /** parse_error, type_error, unavailable_function, invalid_regex, too_long, wrong_result_type, ... */
+  readonly code: string;
+  /** One line, without the expression itself. */
+  readonly message: string;
+  readonly position: Position;
+}
+
+export type CompileResult = { ok: true; program: CelProgram } | { ok: false; error: CompileError };
+
+type Parsed = ReturnType<Environment['parse']>;
+
+interface EngineError {
+  readonly name?: unknown;
+  readonly code?: unknown;
+  readonly message?: unknown;
+  readonly summary?: unknown;
+  readonly range?: { readonly start: number };
+}
+
+function failure(expression: string, code: string, message: string, offset: number): CompileResult {
+  return { ok: false, error: { code, message, position: positionAt(expression, offset) } };
+}
+
+/** The engine's error as ours: its one-line summary and where it points. */
+function fromEngine(expression: string, err: unknown, fallbackCode: string): CompileResult {
+  if (typeof err !== 'object' || err === null) throw err;
+  const e = err as EngineError;
+  const code = typeof e.name === 'string' && e.name === 'ParseError' ? 'parse_error' : fallbackCode;
+  const text = typeof e.summary === 'string' ? e.summary : typeof e.message === 'string' ? e.message : 'unknown error';
+  return failure(expression, code, text.split('\n')[0] ?? text, e.range?.start ?? 0);
+}
+
+interface SyntaxNode {
+  readonly op: string;
+  readonly args: unknown;
+  readonly start: number;
+}
+
+/** The nodes of a parsed (not yet checked) tree, in source order enough for "the first problem". */
+function* syntaxNodes(root: unknown): Generator<SyntaxNode> {
+  const stack: unknown[] = [root];
+  const seen = new Set<object>();
+  while (stack.length > 0) {
+    const x = stack.pop();
+    if (x === null || typeof x !== 'object' || seen.has(x)) continue;
+    seen.add(x);
+    if (Array.isArray(x)) stack.push(...(x as unknown[]).slice().reverse());
+    else if (typeof (x as { op?: unknown }).op === 'string' && 'meta' in x) {
+      const node = x as SyntaxNode & { meta: { alternate?: unknown; macro?: unknown } };
+      yield node;
+      stack.push(node.meta.macro, node.meta.alternate, node.args);
+    } else if (Object.getPrototypeOf(x) === Object.prototype)
+      stack.push(...Object.values(x as Record<string, unknown>));
+  }
+}
+
+/** The apiserver's checks the engine does not make: functions and variables we lack, regex literals. */
+function precheck(expression: string, root: unknown): CompileResult | undefined {
+  for (const node of syntaxNodes(root)) {
+    if (node.op === 'id' && typeof node.args === 'string') {
+      const missing = missingVariable(node.args);
+      if (missing) return failure(expression, 'unavailable_variable', missing, node.start);
+    }
+    if (node.op !== 'call' && node.op !== 'rcall') continue;
+    const name = (node.args as unknown[])[0] as string;
+    const args = (node.op === 'call' ? (node.args as unknown[])[1] : (node.args as unknown[])[2]) as SyntaxNode[];
+    const missing = missingFunction(name, args.length);
+    if (missing) return failure(expression, 'unavailable_function', missing, node.start);
+    if (name === 'matches' || name === 'find' || name === 'findAll') {
+      const pattern = node.op === 'call' ? args[1] : args[0];
+      if (pattern?.op === 'value' && typeof pattern.args === 'string') {
+        try {
+          compileRegex(pattern.args);
+        } catch (err) {
+          if (!(err instanceof RegexError)) throw err;
+          return failure(expression, 'invalid_regex', err.message, pattern.start);
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+export function compile(expression: string, options: CompileOptions = {}): CompileResult {
+  if (expression.length > MAX_EXPRESSION_LENGTH)
+    return failure(expression, 'too_long', `the expression is longer than ${MAX_EXPRESSION_LENGTH} characters`, 0);
+  const env = environmentFor(options.declarations ?? DECLARATIONS, options.variables);
+  let parsed: Parsed;
+  try {
+    parsed = env.parse(expression);
+  } catch (err) {
+    return fromEngine(expression, err, 'parse_error');
+  }
+  const pre = precheck(expression, parsed.ast);
+  if (pre) return pre;
+  const checked = parsed.check();
+  if (!checked.valid) return fromEngine(expression, checked.error, 'type_error');
+  const resultType = checked.type ?? 'dyn';
+  if (options.resultType !== undefined && resultType !== options.resultType && resultType !== 'dyn')
+    return failure(
+      expression,
+      'wrong_result_type',
+      `the expression gives ${resultType}, where ${options.resultType} is expected`,
+      0,
+    );
+  instrument(parsed.ast, OVERRIDES);
+  return {
+    ok: true,
+    program: Object.freeze({
+      expression,
+      resultType,
+      run: (activation: Readonly<Record<string, unknown>>): unknown => parsed(activation),
+    }),
+  };
+}
