@@ -12,6 +12,7 @@ import { applyPatchInPlace } from '../patch/apply.js';
 import { diffWritten } from '../patch/diff-written.js';
 import { trackObject, type TrackedSession } from '../patch/tracked-object.js';
 import { WorkingCopy } from '../patch/working-copy.js';
+import { WriteHistory } from '../patch/write-history.js';
 import { WrittenPaths, type ContainerPlace } from '../patch/written-paths.js';
 import { invokeStep, type StepResult } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, yieldIfLarge, type ReviewContext } from './review-context.js';
@@ -55,6 +56,8 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   /** Declared IfNeeded steps a later step changed something of that they read. */
   const stale = new Set<Step>();
   const invoked: Step[] = [];
+  /** A traced review's writes, for each step's own patch in its decision trace (write-history.ts). */
+  const history = ctx.observer.details ? new WriteHistory() : undefined;
 
   /** After `by` changed the working copy: the watched steps that now read something else are stale. */
   const changedBy = (by: Step) => {
@@ -93,6 +96,9 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
     const unusable = session?.close();
     if (unusable && !(outcome instanceof StepFailedError)) outcome = new StepFailedError('error', unusable);
     const ms = elapsedMs(ctx, started);
+    // Every session, even one that wrote nothing or is rolled back: the copies the working copy made in its
+    // place while it ran are how earlier steps' values are found again (write-history.ts).
+    const entry = session && history?.add(session);
 
     if (outcome instanceof StepFailedError || !outcome.allowed) {
       session?.rollback();
@@ -108,7 +114,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
     }
     watch(step);
     seenChanges.set(step, changes);
-    ctx.observer.approved(step, ms, wrote, round, outcome.patch);
+    ctx.observer.approved(step, ms, wrote, round, outcome.patch, wrote ? entry : undefined);
     return undefined;
   };
 
@@ -206,6 +212,7 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
       }
       // A step that wrote counts as a change even when its writes came to nothing, as on the working copy.
       const wrote = finished[i]!.session.writeCount > 0;
+      let entry: number | undefined;
       if (wrote) {
         // Recorded as the step made them (conflicts are told as serially), not as the merge applies them.
         const own = writesOnMerge(
@@ -218,13 +225,14 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
         const merge = trackObject(working, step.name);
         const ways = mergePatch(patch, working.root, supplies, (op) => applyPatchInPlace(merge.view, [op]));
         merge.close();
+        entry = history?.add(merge);
         changes++;
         recordWrites(ctx, step, written, (record) => [...ways, ...own].forEach((pointer) => record.record(pointer)));
         if (watched.length > 0) changedBy(step);
       }
       watch(step);
       seenChanges.set(step, changes);
-      ctx.observer.approved(step, ms, wrote, round, outcome.patch);
+      ctx.observer.approved(step, ms, wrote, round, outcome.patch, entry);
     }
     return undefined;
   };
@@ -270,14 +278,16 @@ export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promis
   leveled(undefined);
 
   // What was applied is visible on the object: the gateway's own write, after every step.
-  const stamped = stampExtensionsApplied(ctx, working, written);
+  const stamped = stampExtensionsApplied(ctx, working, written, history);
   if (stamped) working = stamped;
   if (!working || (changes === 0 && !stamped)) return APPROVED;
+  if (history) {
+    history.finish(working.root);
+    ctx.observer.writes = history;
+  }
   await yieldIfLarge(ctx);
   // Only what some step wrote can differ: diff those subtrees, not the whole object.
-  // A traced review notes which step each operation's write was (decision-trace.ts).
-  const owners = ctx.observer.details ? (ctx.observer.owners = []) : undefined;
-  const patch = diffWritten(request.object!, working.root, written, owners);
+  const patch = diffWritten(request.object!, working.root, written);
   return patch.length > 0 ? { allowed: true, patch } : APPROVED;
 }
 

@@ -297,7 +297,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         reports: observer.reports,
         details: observer.details!,
         namespaceLabels,
-        owners: observer.owners,
+        writes: observer.writes,
         conflicts: observer.conflicts,
         shadow: shadowTraced,
         shadowSteps: shadowTraced ? chain.shadowOf(phase).length : undefined,
