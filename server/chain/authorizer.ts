@@ -11,6 +11,8 @@ import { StepFailedError, errorMessage, type FailureReason } from '../base/error
 import { clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { Invocation, callWithin, type CallRules, type Called } from './invocation.js';
+import { failureMessage } from './policy.js';
 import { outcomeOfFailure } from './review-observer.js';
 import type { NamespaceLabelSource } from './reviewer.js';
 
@@ -39,78 +41,43 @@ type Settled =
   | { readonly verdict: AuthorizeVerdict; readonly ms: number }
   | { readonly failure: FailureReason; readonly message: string; readonly ms: number };
 
-class StepTimeout extends Error {}
-
-/** What a step is called with; its AbortController is made only if the step reads its signal. */
-class Invocation implements AuthorizeCall {
-  private controller: AbortController | undefined;
-
+/** What a step is called with (invocation.ts: its AbortController is made only if the step reads its signal). */
+class AuthorizeInvocation extends Invocation implements AuthorizeCall {
   constructor(
     readonly attributes: AuthorizationAttributes,
     readonly namespaceLabels: Readonly<Record<string, string>> | undefined,
-    readonly timeoutMs: number,
+    timeoutMs: number,
     readonly log: BindableLogger,
-  ) {}
-
-  get signal(): AbortSignal {
-    return (this.controller ??= new AbortController()).signal;
-  }
-
-  abort(): void {
-    this.controller?.abort();
+  ) {
+    super(timeoutMs);
   }
 }
+
+/** An authorize step's answer is its verdict as its adapter made it; its timeouts are worded for the reason. */
+const AUTHORIZE_RULES: CallRules<AuthorizeVerdict> = {
+  answer: (value) => value as AuthorizeVerdict,
+  late: (timeoutMs) => `no answer within ${timeoutMs} ms`,
+  overran: (ms) => `ran for ${Math.round(ms)} ms`,
+};
 
 export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
   const now = deps.now ?? (() => performance.now());
   const { metrics } = deps;
 
-  /**
-   * Calls one step. A synchronous step is settled at once, without a timer or an AbortController (unless it
-   * reads its signal); an asynchronous one is raced against its time.
-   */
+  /** Calls one step within its time (invocation.ts): synchronously when the step answers synchronously. */
   const call = (
     step: AuthorizeStep,
     attributes: AuthorizationAttributes,
     namespaceLabels: Readonly<Record<string, string>> | undefined,
   ): Settled | Promise<Settled> => {
     const started = now();
-    const failed = (err: unknown): Settled => ({
-      failure: err instanceof StepTimeout ? 'timeout' : err instanceof StepFailedError ? err.reason : 'error',
-      message: clip(errorMessage(err)),
-      ms: now() - started,
-    });
-    const invocation = new Invocation(attributes, namespaceLabels, step.timeoutMs, deps.log);
-    let result: AuthorizeVerdict | Promise<AuthorizeVerdict>;
-    try {
-      result = step.invoke(invocation);
-    } catch (err) {
-      return failed(err);
-    }
-    if (!(result instanceof Promise)) {
-      const ms = now() - started;
-      // A synchronous step cannot be interrupted: one that ran past its time counts as timed out.
-      return ms > step.timeoutMs
-        ? { failure: 'timeout', message: `ran for ${Math.round(ms)} ms`, ms }
-        : { verdict: result, ms };
-    }
-    const pending = result;
-    return new Promise<Settled>((resolve) => {
-      const timer = setTimeout(() => {
-        invocation.abort();
-        resolve(failed(new StepTimeout(`no answer within ${step.timeoutMs} ms`)));
-      }, step.timeoutMs);
-      pending.then(
-        (verdict) => {
-          clearTimeout(timer);
-          resolve({ verdict, ms: now() - started });
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          resolve(failed(err));
-        },
-      );
-    });
+    const settled = (called: Called<AuthorizeVerdict>): Settled =>
+      called instanceof StepFailedError
+        ? { failure: called.reason, message: clip(errorMessage(called)), ms: now() - started }
+        : { verdict: called, ms: now() - started };
+    const invocation = new AuthorizeInvocation(attributes, namespaceLabels, step.timeoutMs, deps.log);
+    const called = callWithin<AuthorizeInvocation, AuthorizeVerdict>(step, invocation, AUTHORIZE_RULES, now);
+    return called instanceof Promise ? called.then(settled) : settled(called);
   };
 
   /** Counts and logs how a call ended: every call, including those settled after the decision. */
@@ -135,11 +102,7 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
   const denialOf = (step: AuthorizeStep, settled: Settled): AuthorizeDecision | undefined => {
     if ('failure' in settled) {
       if (step.failurePolicy === 'Ignore') return undefined;
-      return {
-        denied: true,
-        step: step.name,
-        reason: `${step.source} "${step.name}" failed (${settled.failure}): ${settled.message}`,
-      };
+      return { denied: true, step: step.name, reason: failureMessage(step, settled.failure, settled.message) };
     }
     if (settled.verdict === undefined) return undefined;
     return { denied: true, step: step.name, reason: `${step.name}: ${clip(settled.verdict.deny)}` };

@@ -1,9 +1,8 @@
 /**
  * The decision trace of one review: each step in order with what it did and why (README "Explaining a
  * decision"). A review ends with a `TraceInput`, references to what the observer recorded while it ran (the
- * reports, a provider's returned patch, the final patch and the written node of each of its operations); the trace itself, and
- * everything costly in it — which rule excluded a step, whose write each operation of the patch is — is built
- * from them only when someone reads it.
+ * reports, a provider's returned patch, the phase's writes); the trace itself, and everything costly in it —
+ * which rule excluded a step, each step's own patch operations — is built from them only when someone reads it.
  */
 import { randomBytes } from 'node:crypto';
 import type { Decision } from '../admission/decision.js';
@@ -11,7 +10,7 @@ import { kindName, resourceName } from '../admission/kind-name.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
 import type { FailurePolicy, Mode } from '../config/step-options.js';
 import type { StepOutcome } from '../metrics/metrics.js';
-import { writersAt, type WrittenNode } from '../patch/written-paths.js';
+import type { WriteHistory } from '../patch/write-history.js';
 import type { Labels } from './label-selector.js';
 import { describeRule, explainMismatch } from './match-explanation.js';
 import type { PatchConflict, StepReport } from './review-observer.js';
@@ -40,8 +39,8 @@ export interface StepTrace {
   /** The review ended on this step's refusal. */
   readonly decided?: boolean;
   /**
-   * The JSON patch operations it contributed: a provider's as it returned them, an in-process step's as the
-   * review's patch carries its writes.
+   * The JSON patch operations it contributed: a provider's as it returned them, an in-process step's from the
+   * object as it found it to the object as it left it (values as it left them, whatever later steps did).
    */
   readonly patch?: readonly JsonPatchOperation[];
   /** Operations of its patch a kept trace left out (explain/trace-buffer.ts). */
@@ -98,6 +97,8 @@ export interface StepDetail {
   readonly step: Step;
   readonly message: string | undefined;
   readonly patch: readonly JsonPatchOperation[] | undefined;
+  /** Its writes' number in the phase's WriteHistory (TraceInput.writes), when it wrote and `patch` is not given. */
+  readonly written: number | undefined;
   /** Operations of `patch` left out when the input was made smaller to be kept. */
   readonly patchOpsOmitted?: number;
   readonly deadlineLeftMs: number | undefined;
@@ -121,10 +122,8 @@ export interface TraceInput {
   readonly reports: readonly StepReport[];
   readonly details: readonly StepDetail[];
   readonly namespaceLabels: Labels | undefined;
-  /** The written node each operation of the decision's patch was made at, for the mutate phase. */
-  readonly owners: readonly WrittenNode[] | undefined;
-  /** Instead of `owners` in a kept input: the writers of each operation of the decision's patch. */
-  readonly writers?: ReadonlyArray<readonly string[]> | undefined;
+  /** The mutate phase's writes: each step's own patch is worked out from them when the trace is built. */
+  readonly writes: WriteHistory | undefined;
   /** Operations of the decision's patch left out of a kept input. */
   readonly patchOpsOmitted?: number | undefined;
   readonly conflicts: ReadonlyMap<string, { readonly count: number; readonly first: PatchConflict }> | undefined;
@@ -172,7 +171,6 @@ export class ReviewedRequest {
 export function buildDecisionTrace(input: TraceInput): DecisionTrace {
   const { request, response, decision } = input;
   const warnings = response.warnings;
-  const patchOf = attributedPatch(decision, input);
   const decidedBy: string[] = [];
   // In chain order, reinvocations last: the validate phase reports its skipped steps before those it ran.
   const indexes = input.reports.map((_, i) => i);
@@ -185,7 +183,7 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
     const decided = detail?.decided === true;
     if (decided) decidedBy.push(report.step);
     const own = warnings?.filter((w) => w.startsWith(`${report.step}: `));
-    const patch = detail?.patch ?? patchOf.get(report.step);
+    const patch = detail?.patch ?? (detail?.written === undefined ? undefined : input.writes?.patchOf(detail.written));
     const reason =
       report.outcome === 'skipped' && report.reason && step?.matchSpec
         ? explainMismatch(report.reason, step.matchSpec, request, input.namespaceLabels)
@@ -244,20 +242,4 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
     steps,
     ...(input.shadow ? { shadow: input.shadow } : {}),
   };
-}
-
-/** The review's patch, each operation given to the step whose write it carries. */
-function attributedPatch(decision: Decision, input: TraceInput): Map<string, JsonPatchOperation[]> {
-  const byStep = new Map<string, JsonPatchOperation[]>();
-  const { owners, writers } = input;
-  if (!decision.patch || (!owners && !writers)) return byStep;
-  for (const [i, op] of decision.patch.entries()) {
-    const owner = owners?.[i];
-    for (const writer of writers ? (writers[i] ?? []) : owner ? writersAt(owner) : []) {
-      let ops = byStep.get(writer);
-      if (!ops) byStep.set(writer, (ops = []));
-      ops.push(op);
-    }
-  }
-  return byStep;
 }

@@ -11,6 +11,7 @@
 import type { KubeObject } from '../admission/types.js';
 import { trackObject } from '../patch/tracked-object.js';
 import { WorkingCopy } from '../patch/working-copy.js';
+import type { WriteHistory } from '../patch/write-history.js';
 import type { WrittenPaths } from '../patch/written-paths.js';
 import type { ChainExtensions } from './chain-extensions.js';
 import { EXTENSIONS_APPLIED_ANNOTATION, parseExtensionReferences } from './extension-references.js';
@@ -87,6 +88,7 @@ export function writeApplied(
   working: WorkingCopy<KubeObject> | undefined,
   written: WrittenPaths,
   value: string | undefined,
+  history?: WriteHistory,
 ): WorkingCopy<KubeObject> | undefined {
   const object = working?.root ?? original;
   if (currentValue(object) === value) return undefined;
@@ -107,6 +109,7 @@ export function writeApplied(
   }
   session.close();
   session.forEachWrite((place, key) => written.recordAt(place, key, WRITER));
+  history?.add(session);
   return copy;
 }
 
@@ -119,6 +122,7 @@ export function stampExtensionsApplied(
   ctx: ReviewContext,
   working: WorkingCopy<KubeObject> | undefined,
   written: WrittenPaths,
+  history?: WriteHistory,
 ): WorkingCopy<KubeObject> | undefined {
   const { request, extensions } = ctx;
   if (!extensions?.chain.optInMutates || !isPatchable(request) || request.subResource) return undefined;
@@ -129,5 +133,5 @@ export function stampExtensionsApplied(
     stored: request.operation === 'UPDATE' && request.oldObject ? currentValue(request.oldObject) : undefined,
     current: currentValue(working?.root ?? object),
   });
-  return writeApplied(object, working, written, value);
+  return writeApplied(object, working, written, value, history);
 }

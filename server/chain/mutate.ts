@@ -12,11 +12,13 @@ import { applyPatchInPlace } from '../patch/apply.js';
 import { diffWritten } from '../patch/diff-written.js';
 import { trackObject, type TrackedSession } from '../patch/tracked-object.js';
 import { WorkingCopy } from '../patch/working-copy.js';
+import { WriteHistory } from '../patch/write-history.js';
 import { WrittenPaths, type ContainerPlace } from '../patch/written-paths.js';
 import { invokeStep, type StepResult } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, yieldIfLarge, type ReviewContext } from './review-context.js';
 import type { PatchConflict } from './review-observer.js';
 import type { StepPlan } from './step-graph.js';
+import type { StepNotes } from './notes.js';
 import type { Step } from './step.js';
 import { firstWriteOutside, mergePatch, creationsOnTheWay, readsIn, writesOnMerge } from './write-set.js';
 import { HeldNotes } from './held-notes.js';
@@ -28,10 +30,20 @@ interface Finished {
   readonly step: Step;
   readonly copy: WorkingCopy<KubeObject>;
   readonly session: TrackedSession<KubeObject>;
-  readonly started: number;
   readonly ms: number;
   readonly outcome: StepResult;
 }
+
+/** An approved step's writes, on the working copy now: how to record them, and their number in the history. */
+interface StepWrites {
+  readonly record: (record: WriteRecorder) => void;
+  readonly entry: number | undefined;
+}
+
+type WriteRecorder = { record(pointer: string): void; recordAt(place: ContainerPlace, key: string): void };
+
+const isRefusal = (outcome: StepResult): outcome is Denial | StepFailedError =>
+  outcome instanceof StepFailedError || !outcome.allowed;
 
 /**
  * The phase's decision: the first denial that ends it, or allowed with the review's one patch. The plan's
@@ -39,246 +51,291 @@ interface Finished {
  * declared steps each work on a copy of the object as their level began, and their changes are merged in
  * chain order (step-graph.ts).
  */
-export async function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promise<Decision> {
-  const { request } = ctx;
-  const patchable = isPatchable(request);
-  let working: WorkingCopy<KubeObject> | undefined;
+export function runMutatePhase(plan: StepPlan, ctx: ReviewContext): Promise<Decision> {
+  return new MutatePhase(plan, ctx).run();
+}
+
+/**
+ * One review's mutate phase. Every step call has one life, on the working copy or on a copy of its own: it is
+ * invoked (`invoke`), its returned patch applied and its view closed (`closed`), and it is settled: a refusal
+ * by its mode and failurePolicy (`refused`), an approval with its writes recorded and counted (`approved`).
+ */
+class MutatePhase {
+  private readonly request: ReviewContext['request'];
+  private readonly patchable: boolean;
+  private working: WorkingCopy<KubeObject> | undefined;
   /** Which step wrote which JSON pointers: conflicts, and what the final diff compares. */
-  const written = new WrittenPaths();
-  let changes = 0;
-  const seenChanges = new Map<Step, number>();
+  private readonly written = new WrittenPaths();
+  /** How many step calls changed the working copy so far. */
+  private changes = 0;
+  /** `changes` when each step last ran: an undeclared IfNeeded step is reinvoked when it grew since. */
+  private readonly seenChanges = new Map<Step, number>();
   /**
    * Declared IfNeeded steps that ran, with what they read as the object is now (write-set.ts readsIn); empty
    * until one has run, so that no step's changes need to be looked at before.
    */
-  const watched: Array<{ readonly step: Step; reads: string }> = [];
+  private readonly watched: Array<{ readonly step: Step; reads: string }> = [];
   /** Declared IfNeeded steps a later step changed something of that they read. */
-  const stale = new Set<Step>();
-  const invoked: Step[] = [];
+  private readonly stale = new Set<Step>();
+  private readonly invoked: Step[] = [];
+  /** A traced review's writes, for each step's own patch in its decision trace (write-history.ts). */
+  private readonly history: WriteHistory | undefined;
 
-  /** After `by` changed the working copy: the watched steps that now read something else are stale. */
-  const changedBy = (by: Step) => {
-    for (const entry of watched) {
-      if (entry.step === by || stale.has(entry.step)) continue;
-      if (readsIn(working!.root, entry.step.declarations!.reads) !== entry.reads) stale.add(entry.step);
+  constructor(
+    private readonly plan: StepPlan,
+    private readonly ctx: ReviewContext,
+  ) {
+    this.request = ctx.request;
+    this.patchable = isPatchable(ctx.request);
+    this.history = ctx.observer.details ? new WriteHistory() : undefined;
+  }
+
+  async run(): Promise<Decision> {
+    const { ctx, request, patchable } = this;
+    for (const level of this.plan.levels) {
+      const runnable: Step[] = [];
+      for (const step of level) {
+        const skip =
+          skipReason(step, ctx) ??
+          (step.needsObject && !patchable ? `nothing to mutate on ${request.operation}` : undefined);
+        if (skip) ctx.observer.skipped(step, skip);
+        else runnable.push(step);
+      }
+      if (runnable.length === 0) continue;
+      this.invoked.push(...runnable);
+      await yieldIfLarge(ctx);
+      const ran = this.runLevel(runnable, 0);
+      const denial = ran instanceof Promise ? await ran : ran;
+      if (denial) return this.leveled(denial);
     }
-  };
-  /** Starts (or renews) watching what `step` reads, when it is a declared IfNeeded step. */
-  const watch = (step: Step) => {
-    const reads = step.declarations?.reads;
-    if (!reads || step.reinvocationPolicy !== 'IfNeeded' || !working) return;
-    const entry = watched.find((e) => e.step === step);
-    if (entry) entry.reads = readsIn(working.root, reads);
-    else watched.push({ step, reads: readsIn(working.root, reads) });
-  };
+    // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale — for a declared step,
+    // only when a later step changed something it reads.
+    for (const step of this.invoked) {
+      if (step.reinvocationPolicy !== 'IfNeeded') continue;
+      if (step.declarations ? !this.stale.has(step) : (this.seenChanges.get(step) ?? 0) === this.changes) continue;
+      const ran = this.runLevel([step], 1);
+      const denial = ran instanceof Promise ? await ran : ran;
+      if (denial) return this.leveled(denial);
+    }
+    this.leveled(undefined);
+
+    // What was applied is visible on the object: the gateway's own write, after every step.
+    const stamped = stampExtensionsApplied(ctx, this.working, this.written, this.history);
+    const working = stamped ?? this.working;
+    if (!working || (this.changes === 0 && !stamped)) return APPROVED;
+    if (this.history) {
+      this.history.finish(working.root);
+      ctx.observer.writes = this.history;
+    }
+    await yieldIfLarge(ctx);
+    // Only what some step wrote can differ: diff those subtrees, not the whole object.
+    const patch = diffWritten(request.object!, working.root, this.written);
+    return patch.length > 0 ? { allowed: true, patch } : APPROVED;
+  }
 
   /** Gives the reports their levels once the phase is over, when some level ran several steps. */
-  const leveled = <T>(result: T): T => {
-    if (plan.concurrent) ctx.observer.leveled(levelNames(plan));
+  private leveled<T>(result: T): T {
+    if (this.plan.concurrent) this.ctx.observer.leveled(levelNames(this.plan));
     return result;
-  };
+  }
+
+  /**
+   * Runs a level's steps: declared ones side by side on copies, an undeclared one (alone in its level) or those
+   * of a request whose object cannot change one after another. Synchronous while the steps answer synchronously.
+   */
+  private runLevel(steps: readonly Step[], round: number): Denial | undefined | Promise<Denial | undefined> {
+    return this.patchable && steps[0]!.declarations ? this.runOnCopies(steps, round) : this.runInTurn(steps, 0, round);
+  }
+
+  private runInTurn(
+    steps: readonly Step[],
+    from: number,
+    round: number,
+  ): Denial | undefined | Promise<Denial | undefined> {
+    for (let i = from; i < steps.length; i++) {
+      const ran = this.runStep(steps[i]!, round);
+      if (ran instanceof Promise) return ran.then((denial) => denial ?? this.runInTurn(steps, i + 1, round));
+      if (ran) return ran;
+    }
+    return undefined;
+  }
+
+  /** Calls `step` on `object` (a tracked view, or none), with its share of the deadline. */
+  private invoke(
+    step: Step,
+    object: KubeObject | undefined,
+    plainObject: KubeObject | undefined,
+    notes: StepNotes,
+  ): StepResult | Promise<StepResult> {
+    const { ctx, request } = this;
+    // One object literal of one shape: this runs for every step of every review.
+    const input = {
+      request,
+      object,
+      plainObject,
+      oldObject: request.oldObject,
+      notes,
+      logs: ctx.observer,
+      now: ctx.now,
+    };
+    return invokeStep(step, input, timeLeft(ctx, step));
+  }
+
+  /** How a call ended once the patch it returned is applied to its view and the view is closed. */
+  private closed(session: TrackedSession<KubeObject> | undefined, result: StepResult): StepResult {
+    let outcome = result;
+    if (!isRefusal(outcome) && outcome.patch?.length) {
+      outcome = applyReturnedPatch(session, outcome.patch, this.request.operation) ?? outcome;
+    }
+    const unusable = session?.close();
+    return unusable && !(outcome instanceof StepFailedError) ? new StepFailedError('error', unusable) : outcome;
+  }
+
+  /** A refusal (a denial or a failure) settled by the step's mode and failurePolicy: the denial that ends the phase. */
+  private refused(step: Step, round: number, ms: number, refusal: Denial | StepFailedError): Denial | undefined {
+    this.ran(step);
+    return settleRefusal(this.ctx, step, ms, refusal, round);
+  }
+
+  /** An approval: its writes, on the working copy now, recorded (conflicts) and counted as a change. */
+  private approved(step: Step, round: number, ms: number, decision: Decision, writes: StepWrites | undefined): void {
+    if (writes) {
+      this.changes++;
+      recordWrites(this.ctx, step, this.written, writes.record);
+      if (this.watched.length > 0) this.changedBy(step);
+    }
+    this.ran(step);
+    this.ctx.observer.approved(step, ms, writes !== undefined, round, decision.patch, writes?.entry);
+  }
+
+  /** `step` ran and has seen the working copy as it is now. */
+  private ran(step: Step): void {
+    this.watch(step);
+    this.seenChanges.set(step, this.changes);
+  }
+
+  /** After `by` changed the working copy: the watched steps that now read something else are stale. */
+  private changedBy(by: Step): void {
+    for (const entry of this.watched) {
+      if (entry.step === by || this.stale.has(entry.step)) continue;
+      if (readsIn(this.working!.root, entry.step.declarations!.reads) !== entry.reads) this.stale.add(entry.step);
+    }
+  }
+
+  /** Starts (or renews) watching what `step` reads, when it is a declared IfNeeded step. */
+  private watch(step: Step): void {
+    const reads = step.declarations?.reads;
+    const { working } = this;
+    if (!reads || step.reinvocationPolicy !== 'IfNeeded' || !working) return;
+    const entry = this.watched.find((e) => e.step === step);
+    if (entry) entry.reads = readsIn(working.root, reads);
+    else this.watched.push({ step, reads: readsIn(working.root, reads) });
+  }
+
+  /** Runs one undeclared step on the working copy; synchronous when the step answers synchronously. */
+  private runStep(step: Step, round: number): Denial | undefined | Promise<Denial | undefined> {
+    const { request } = this;
+    if (this.patchable) this.working ??= new WorkingCopy(request.object!);
+    const { working } = this;
+    const session = working ? trackObject(working, step.name) : undefined;
+    const started = this.ctx.now();
+    const result = this.invoke(step, session?.view, working?.root ?? request.object ?? undefined, this.ctx.notes);
+    return result instanceof Promise
+      ? result.then((settled) => this.settleOnWorkingCopy(step, round, session, started, settled))
+      : this.settleOnWorkingCopy(step, round, session, started, result);
+  }
 
   /** What an undeclared step's result does to the review: the denial that ends it, or undefined. */
-  const settle = (
+  private settleOnWorkingCopy(
     step: Step,
     round: number,
     session: TrackedSession<KubeObject> | undefined,
     started: number,
     result: StepResult,
-  ): Denial | undefined => {
-    let outcome = result;
-    if (!(outcome instanceof StepFailedError) && outcome.allowed && outcome.patch?.length) {
-      outcome = applyReturnedPatch(session, outcome.patch, request.operation) ?? outcome;
-    }
-    const unusable = session?.close();
-    if (unusable && !(outcome instanceof StepFailedError)) outcome = new StepFailedError('error', unusable);
-    const ms = elapsedMs(ctx, started);
-
-    if (outcome instanceof StepFailedError || !outcome.allowed) {
+  ): Denial | undefined {
+    const outcome = this.closed(session, result);
+    const ms = elapsedMs(this.ctx, started);
+    // Every session, even one that wrote nothing or is rolled back: the copies the working copy made in its
+    // place while it ran are how earlier steps' values are found again (write-history.ts).
+    const entry = session && this.history?.add(session);
+    if (isRefusal(outcome)) {
       session?.rollback();
-      watch(step);
-      seenChanges.set(step, changes);
-      return settleRefusal(ctx, step, ms, outcome, round);
+      return this.refused(step, round, ms, outcome);
     }
-    const wrote = session !== undefined && session.writeCount > 0;
-    if (wrote) {
-      changes++;
-      recordWrites(ctx, step, written, (record) => session.forEachWrite((place, key) => record.recordAt(place, key)));
-      if (watched.length > 0) changedBy(step);
-    }
-    watch(step);
-    seenChanges.set(step, changes);
-    ctx.observer.approved(step, ms, wrote, round, outcome.patch);
+    const writes: StepWrites | undefined =
+      session !== undefined && session.writeCount > 0
+        ? { record: (recorder) => session.forEachWrite((place, key) => recorder.recordAt(place, key)), entry }
+        : undefined;
+    this.approved(step, round, ms, outcome, writes);
     return undefined;
-  };
-
-  /** Runs one undeclared step on the working copy; synchronous when the step answers synchronously. */
-  const runStep = (step: Step, round: number): Denial | undefined | Promise<Denial | undefined> => {
-    if (patchable) working ??= new WorkingCopy(request.object!);
-    const session = working ? trackObject(working, step.name) : undefined;
-    const started = ctx.now();
-    const result = invokeStep(
-      step,
-      {
-        request,
-        object: session?.view,
-        plainObject: working?.root ?? request.object ?? undefined,
-        oldObject: request.oldObject,
-        notes: ctx.notes,
-        logs: ctx.observer,
-        now: ctx.now,
-      },
-      timeLeft(ctx, step),
-    );
-    return result instanceof Promise
-      ? result.then((settled) => settle(step, round, session, started, settled))
-      : settle(step, round, session, started, result);
-  };
+  }
 
   /** Starts a declared step on its own copy of `base`; what it returns, once it has. */
-  const startOnCopy = (step: Step, base: KubeObject, notes: HeldNotes): Finished | Promise<Finished> => {
+  private startOnCopy(step: Step, base: KubeObject, notes: HeldNotes): Finished | Promise<Finished> {
     const copy = new WorkingCopy(base);
     const session = trackObject(copy, step.name);
-    const started = ctx.now();
-    const result = invokeStep(
-      step,
-      {
-        request,
-        object: session.view,
-        plainObject: base,
-        oldObject: request.oldObject,
-        notes,
-        logs: ctx.observer,
-        now: ctx.now,
-      },
-      timeLeft(ctx, step),
-    );
+    const started = this.ctx.now();
+    const result = this.invoke(step, session.view, base, notes);
     // Closed as soon as it answers: a step that timed out cannot go on writing while the others run.
     const finish = (settled: StepResult): Finished => {
-      let outcome = settled;
-      if (!(outcome instanceof StepFailedError) && outcome.allowed && outcome.patch?.length) {
-        outcome = applyReturnedPatch(session, outcome.patch, request.operation) ?? outcome;
-      }
-      const unusable = session.close();
-      if (unusable && !(outcome instanceof StepFailedError)) outcome = new StepFailedError('error', unusable);
-      return { step, copy, session, started, ms: elapsedMs(ctx, started), outcome };
+      const outcome = this.closed(session, settled);
+      return { step, copy, session, ms: elapsedMs(this.ctx, started), outcome };
     };
     return result instanceof Promise ? result.then(finish) : finish(result);
-  };
+  }
 
   /**
    * Runs declared steps on copies of the object as it is now, all at once, then settles them in chain order:
    * each one's changes, kept to its supplies, are merged into the working copy.
    */
-  const runOnCopies = async (steps: readonly Step[], round: number): Promise<Denial | undefined> => {
-    working ??= new WorkingCopy(request.object!);
+  private async runOnCopies(steps: readonly Step[], round: number): Promise<Denial | undefined> {
+    const { ctx } = this;
+    const working = (this.working ??= new WorkingCopy(this.request.object!));
     const base = working.root;
     // Every step is started before any is awaited: that is what lets remote calls overlap. Their notes are held
     // and passed on in chain order, up to a denial: as many as the chain's order would have added.
     const notes = steps.map(() => new HeldNotes());
-    const finished = await Promise.all(steps.map((step, i) => Promise.resolve(startOnCopy(step, base, notes[i]!))));
+    const finished = await Promise.all(
+      steps.map((step, i) => Promise.resolve(this.startOnCopy(step, base, notes[i]!))),
+    );
     // Every patch, and its check against the supplies, against the level's base first: merging one edits the
     // working copy in place, `base` included.
     const patches = finished.map((f) => ownPatch(f, base));
     const outside = finished.map((f, i) => firstWriteOutside(patches[i]!, base, f.step.declarations!.supplies));
     const created = finished.map((f) => creationsOnTheWay(f.session.writes, base, f.step.declarations!.supplies));
     for (let i = 0; i < finished.length; i++) {
-      const { step, ms } = finished[i]!;
+      const { step, ms, session, copy } = finished[i]!;
       notes[i]!.passTo(ctx.notes);
       let outcome = finished[i]!.outcome;
       const patch = patches[i]!;
       const supplies = step.declarations!.supplies;
-      if (!(outcome instanceof StepFailedError) && outcome.allowed && patch.length > 0) {
-        if (outside[i] !== undefined) {
-          ctx.observer.wroteOutsideSupplies(step);
-          outcome = new StepFailedError(
-            'write_outside_supplies',
-            `wrote ${outside[i]}, outside its supplies (${supplies.pointers.join(', ') || 'none'})`,
-          );
-        }
+      if (!isRefusal(outcome) && patch.length > 0 && outside[i] !== undefined) {
+        ctx.observer.wroteOutsideSupplies(step);
+        outcome = new StepFailedError(
+          'write_outside_supplies',
+          `wrote ${outside[i]}, outside its supplies (${supplies.pointers.join(', ') || 'none'})`,
+        );
       }
-      if (outcome instanceof StepFailedError || !outcome.allowed) {
-        watch(step);
-        seenChanges.set(step, changes);
-        const denial = settleRefusal(ctx, step, ms, outcome, round);
+      if (isRefusal(outcome)) {
+        const denial = this.refused(step, round, ms, outcome);
         if (denial) return denial;
         continue;
       }
       // A step that wrote counts as a change even when its writes came to nothing, as on the working copy.
-      const wrote = finished[i]!.session.writeCount > 0;
-      if (wrote) {
+      let writes: StepWrites | undefined;
+      if (session.writeCount > 0) {
         // Recorded as the step made them (conflicts are told as serially), not as the merge applies them.
-        const own = writesOnMerge(
-          finished[i]!.session.writes,
-          created[i]!,
-          working.root,
-          finished[i]!.copy.root,
-          supplies,
-        );
+        const own = writesOnMerge(session.writes, created[i]!, working.root, copy.root, supplies);
         const merge = trackObject(working, step.name);
         const ways = mergePatch(patch, working.root, supplies, (op) => applyPatchInPlace(merge.view, [op]));
         merge.close();
-        changes++;
-        recordWrites(ctx, step, written, (record) => [...ways, ...own].forEach((pointer) => record.record(pointer)));
-        if (watched.length > 0) changedBy(step);
+        const entry = this.history?.add(merge);
+        writes = { record: (recorder) => [...ways, ...own].forEach((pointer) => recorder.record(pointer)), entry };
       }
-      watch(step);
-      seenChanges.set(step, changes);
-      ctx.observer.approved(step, ms, wrote, round, outcome.patch);
+      this.approved(step, round, ms, outcome, writes);
     }
     return undefined;
-  };
-
-  for (const level of plan.levels) {
-    const runnable: Step[] = [];
-    for (const step of level) {
-      const skip =
-        skipReason(step, ctx) ??
-        (step.needsObject && !patchable ? `nothing to mutate on ${request.operation}` : undefined);
-      if (skip) ctx.observer.skipped(step, skip);
-      else runnable.push(step);
-    }
-    if (runnable.length === 0) continue;
-    invoked.push(...runnable);
-    await yieldIfLarge(ctx);
-    let denial: Denial | undefined;
-    if (patchable && runnable[0]!.declarations) {
-      denial = await runOnCopies(runnable, 0);
-    } else {
-      // An undeclared step (alone in its level), or a request whose object cannot change: one after another.
-      for (const step of runnable) {
-        const ran = runStep(step, 0);
-        denial = ran instanceof Promise ? await ran : ran;
-        if (denial) break;
-      }
-    }
-    if (denial) return leveled(denial);
   }
-  // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale — for a declared step,
-  // only when a later step changed something it reads.
-  for (const step of invoked) {
-    if (step.reinvocationPolicy !== 'IfNeeded') continue;
-    if (step.declarations ? !stale.has(step) : (seenChanges.get(step) ?? 0) === changes) continue;
-    let denial: Denial | undefined;
-    if (patchable && step.declarations) denial = await runOnCopies([step], 1);
-    else {
-      const ran = runStep(step, 1);
-      denial = ran instanceof Promise ? await ran : ran;
-    }
-    if (denial) return leveled(denial);
-  }
-  leveled(undefined);
-
-  // What was applied is visible on the object: the gateway's own write, after every step.
-  const stamped = stampExtensionsApplied(ctx, working, written);
-  if (stamped) working = stamped;
-  if (!working || (changes === 0 && !stamped)) return APPROVED;
-  await yieldIfLarge(ctx);
-  // Only what some step wrote can differ: diff those subtrees, not the whole object.
-  // A traced review notes which step each operation's write was (decision-trace.ts).
-  const owners = ctx.observer.details ? (ctx.observer.owners = []) : undefined;
-  const patch = diffWritten(request.object!, working.root, written, owners);
-  return patch.length > 0 ? { allowed: true, patch } : APPROVED;
 }
 
 /** Step name → level, for the reports. */
@@ -338,7 +395,7 @@ function recordWrites(
   ctx: ReviewContext,
   step: Step,
   written: WrittenPaths,
-  visit: (record: { record(pointer: string): void; recordAt(place: ContainerPlace, key: string): void }) => void,
+  visit: (record: WriteRecorder) => void,
 ): void {
   let conflicts = 0;
   let first: PatchConflict | undefined;

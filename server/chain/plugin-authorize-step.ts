@@ -3,6 +3,7 @@ import { verbOf, type SelectorRequirement } from '../authorization/attributes.js
 import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
 import { compileAuthorizeMatch, type AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { Logger } from '../base/log.js';
+import { isThenable } from '../base/thenable.js';
 import type { AuthorizeContext, AuthorizeResult, PluginHandlers } from '../plugin-api/types.js';
 
 export interface PluginAuthorizeOptions {
@@ -74,9 +75,6 @@ function toVerdict(result: AuthorizeResult): AuthorizeVerdict {
   return { deny: result.message };
 }
 
-const isThenable = (value: unknown): value is PromiseLike<AuthorizeResult> =>
-  typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
-
 export function createPluginAuthorizeStep(options: PluginAuthorizeOptions): AuthorizeStep {
   const { authorize } = options;
   return {
@@ -89,7 +87,7 @@ export function createPluginAuthorizeStep(options: PluginAuthorizeOptions): Auth
     matchSpec: options.matchSpec,
     invoke(call) {
       const result = authorize(new PluginAuthorizeContext(call));
-      return isThenable(result) ? Promise.resolve(result).then(toVerdict) : toVerdict(result);
+      return isThenable<AuthorizeResult>(result) ? Promise.resolve(result).then(toVerdict) : toVerdict(result);
     },
     describe: () => ({
       name: options.name,

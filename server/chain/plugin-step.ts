@@ -2,6 +2,7 @@
 import { APPROVED, type Decision } from '../admission/decision.js';
 import type { JsonPatchOperation, KubeObject, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
+import { isThenable } from '../base/thenable.js';
 import type {
   MutateContext,
   MutateResult,
@@ -23,10 +24,6 @@ function toDecision(outcome: MutateResult): Decision {
   if (outcome === undefined || outcome === null) return APPROVED;
   if (Array.isArray(outcome)) return { allowed: true, patch: outcome as readonly JsonPatchOperation[] };
   return outcome as Verdict;
-}
-
-function isThenable<T>(value: unknown): value is PromiseLike<T> {
-  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
 
 /**

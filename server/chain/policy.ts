@@ -72,11 +72,7 @@ export function failureConsequence(
   if (effectiveFailurePolicy(step) === 'Fail') {
     return {
       kind: 'block',
-      denial: {
-        allowed: false,
-        message: `${step.source} "${step.name}" failed (${failure.reason}): ${message}`,
-        code: 500,
-      },
+      denial: { allowed: false, message: failureMessage(step, failure.reason, message), code: 500 },
     };
   }
   return {
@@ -85,4 +81,13 @@ export function failureConsequence(
     key: 'failed-open',
     value: `${failure.reason}: ${message}`,
   };
+}
+
+/** What refuses a request for a step's failure, in every chain: the step, the reason and what it said. */
+export function failureMessage(
+  step: Pick<GuardedStep, 'source' | 'name'>,
+  reason: FailureReason,
+  message: string,
+): string {
+  return `${step.source} "${step.name}" failed (${reason}): ${message}`;
 }

@@ -13,7 +13,7 @@ import type { BindableLogger, Logger } from '../base/log.js';
 import type { Metrics, StepOutcome } from '../metrics/metrics.js';
 import type { StepDetail } from './decision-trace.js';
 import type { StepLogs } from './invoke-step.js';
-import type { WrittenNode } from '../patch/written-paths.js';
+import type { WriteHistory } from '../patch/write-history.js';
 import { shown } from './policy.js';
 import type { ReviewTrace } from './review-trace.js';
 import type { Step } from './step.js';
@@ -69,8 +69,8 @@ export class ReviewObserver implements StepLogs {
   readonly reports: StepReport[] = [];
   /** Per report, what the decision trace adds (decision-trace.ts); only for a traced review. */
   readonly details: StepDetail[] | undefined;
-  /** The written node each operation of the mutate phase's patch was made at (traced reviews). */
-  owners: WrittenNode[] | undefined;
+  /** The mutate phase's writes, each step's own patch worked out from them when a trace is read (traced reviews). */
+  writes: WriteHistory | undefined;
   /** Each step's patch conflicts, for the trace. */
   conflicts: Map<string, { count: number; first: PatchConflict }> | undefined;
   private bound: BindableLogger | undefined;
@@ -106,17 +106,34 @@ export class ReviewObserver implements StepLogs {
 
   skipped(step: Step, reason: string): void {
     this.reports.push({ step: step.name, outcome: 'skipped', ms: 0, reason });
-    this.details?.push({ step, message: undefined, patch: undefined, deadlineLeftMs: undefined, decided: false });
+    this.details?.push({
+      step,
+      message: undefined,
+      patch: undefined,
+      written: undefined,
+      deadlineLeftMs: undefined,
+      decided: false,
+    });
     this.metrics.stepCalls.inc({ step: step.name, phase: this.phase, outcome: 'skipped' });
     this.trace?.stepSkipped(step, reason);
   }
 
-  /** `patch`: what a provider returned, for the trace (an in-process step's writes are found in `written`). */
-  approved(step: Step, ms: number, changed: boolean, round: number, patch?: readonly JsonPatchOperation[]): void {
+  /**
+   * For the trace: `patch`, what a provider returned; `written`, the number of the step's writes in the phase's
+   * WriteHistory, from which its own patch is worked out.
+   */
+  approved(
+    step: Step,
+    ms: number,
+    changed: boolean,
+    round: number,
+    patch?: readonly JsonPatchOperation[],
+    written?: number,
+  ): void {
     const outcome = changed ? 'patched' : 'allowed';
     // Every review reports each step: one object of one shape, not a spread of a conditional one.
     this.record(step, round ? { step: step.name, outcome, ms, round } : { step: step.name, outcome, ms });
-    if (this.details) this.detail(step, ms, undefined, step.source === 'provider' ? patch : undefined, false);
+    if (this.details) this.detail(step, ms, undefined, step.source === 'provider' ? patch : undefined, false, written);
   }
 
   /** `blocked`: the denial refuses the review (mode enforce). */
@@ -230,6 +247,7 @@ export class ReviewObserver implements StepLogs {
     message: string | undefined,
     patch: readonly JsonPatchOperation[] | undefined,
     decided: boolean,
+    written?: number,
   ): void {
     const clock = this.clock!;
     // One shape for every detail: this runs for every step of every traced review.
@@ -237,6 +255,7 @@ export class ReviewObserver implements StepLogs {
       step,
       message,
       patch: patch?.length ? patch : undefined,
+      written,
       deadlineLeftMs: Math.round((clock.deadline - clock.now() + ms) * 1000) / 1000,
       decided,
     });

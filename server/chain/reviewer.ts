@@ -149,6 +149,34 @@ export function runsShadow(chain: Chain, request: AdmissionRequest, selection: S
   );
 }
 
+/** What a review looks up before its phase runs (createReviewer's lookUp). */
+interface Lookups {
+  readonly namespaceLabels: Labels | undefined;
+  /** Undefined when neither the chain nor the object has references. */
+  readonly extensions: ReviewExtensions | undefined;
+  /** The references refuse the review (review-references.ts). */
+  readonly refusal: Denial | undefined;
+}
+
+const NO_LOOKUPS: Lookups = Object.freeze({ namespaceLabels: undefined, extensions: undefined, refusal: undefined });
+
+const labelsOnly = (namespaceLabels: Labels | undefined): Lookups =>
+  namespaceLabels ? { namespaceLabels, extensions: undefined, refusal: undefined } : NO_LOOKUPS;
+
+/** A review once answered, as its trace needs it (createReviewer's tracedEnd). */
+interface ReviewEnd {
+  readonly route: string;
+  readonly decision: Decision;
+  readonly response: AdmissionResponse;
+  readonly seconds: number;
+  /** Date.now() when the review started. */
+  readonly startedAt: number;
+  readonly traceId: string | undefined;
+  readonly incoming: IncomingHeaders | undefined;
+  readonly shadow: ShadowStepTrace[] | undefined;
+  readonly shadowSteps: number | undefined;
+}
+
 export function createReviewer(deps: ReviewerDeps): Reviewer {
   const now = deps.now ?? (() => performance.now());
   const { metrics } = deps;
@@ -163,7 +191,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     selection: StepSelection,
     value: unknown,
     notes: ReviewNotes,
-  ): Promise<{ labels: Labels | undefined; extensions: ReviewExtensions; refusal: Denial | undefined }> => {
+  ): Promise<Lookups> => {
     const object = objectReferences(value);
     const unchanged =
       value !== undefined && request.operation === 'UPDATE' && request.oldObject
@@ -199,7 +227,28 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       referenced: settled.referenced,
       setAside: settled.setAside,
     };
-    return { labels, extensions, refusal: settled.refusal };
+    return { namespaceLabels: labels, extensions, refusal: settled.refusal };
+  };
+
+  /**
+   * What a review looks up before its phase runs: its references settled with its namespace's labels when the
+   * object or the chain has references (settle), else the namespace's labels alone when some step's selector
+   * needs them. A cached namespace's labels come back as they are, without a microtask hop.
+   */
+  const lookUp = (
+    request: AdmissionRequest,
+    chain: Chain,
+    selection: StepSelection,
+    notes: ReviewNotes,
+  ): Lookups | Promise<Lookups> => {
+    // A chain without OptIn steps or conflict groups costs a review one annotation read, and no lookup.
+    const value = objectReferenceValue(request);
+    if (value !== undefined || chain.extensions.usesReferences) return settle(request, chain, selection, value, notes);
+    const namespace = chain.needsNamespaceLabels(selection.phase, selection.failurePolicy)
+      ? namespaceToLookUp(request)
+      : undefined;
+    const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
+    return found instanceof Promise ? found.then(labelsOnly) : labelsOnly(found);
   };
 
   /**
@@ -214,37 +263,68 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     }
   };
 
+  /**
+   * A traced review's end: the ReviewedRequest (its trace built when first read), the `decision-trace` audit
+   * annotation when the answer gets one, the review's log line, and the listeners told.
+   */
+  const tracedEnd = (
+    ctx: ReviewContext,
+    end: ReviewEnd,
+    listener: (reviewed: ReviewedRequest) => void,
+  ): ReviewResult => {
+    const { request, phase, observer } = ctx;
+    const { decision, response, seconds } = end;
+    const notable = isNotable(response);
+    const reviewed = new ReviewedRequest(request, response, decision, notable, {
+      request,
+      response,
+      decision,
+      route: end.route,
+      phase,
+      // With tracing on, the decision trace carries the OpenTelemetry trace's id: one id finds both.
+      traceId: end.traceId ?? observer.trace?.traceId ?? incomingTraceId(end.incoming),
+      startedAt: end.startedAt,
+      ms: Math.round(seconds * 1e6) / 1000,
+      reports: observer.reports,
+      details: observer.details!,
+      namespaceLabels: ctx.namespaceLabels,
+      writes: observer.writes,
+      conflicts: observer.conflicts,
+      shadow: end.shadow,
+      shadowSteps: end.shadowSteps,
+    });
+    if (deps.annotateTrace === 'all' || (deps.annotateTrace === 'notable' && notable)) {
+      // The notes' own map, made for this answer: added to in place.
+      (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(
+        request.uid,
+        traceIdOf(reviewed.traceInput),
+      );
+    }
+    observer.reviewed(end.route, response, decision.patch, seconds);
+    listener(reviewed);
+    return { decision, response, reports: observer.reports, reviewed };
+  };
+
   return {
     async review(request, selection, { timeoutMs, large = false, traceId, incoming } = {}) {
       const chain = deps.chain();
       const { phase, failurePolicy } = selection;
       const started = now();
       const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs);
-      const traced = deps.onReviewed !== undefined;
-      const startedAt = traced ? Date.now() : 0;
+      const listener = deps.onReviewed;
+      const startedAt = listener ? Date.now() : 0;
 
       const observer = new ReviewObserver(
         metrics,
         deps.log,
         request,
         phase,
-        traced ? { deadline: started + budget, now } : undefined,
+        listener ? { deadline: started + budget, now } : undefined,
         deps.tracing?.startReview(request, phase, selection.name, incoming),
       );
       const notes = new ReviewNotes();
-      let namespaceLabels: Labels | undefined;
-      let extensions: ReviewExtensions | undefined;
-      let refusal: Denial | undefined;
-      // A chain without OptIn steps or conflict groups costs a review one annotation read, and no lookup.
-      const value = objectReferenceValue(request);
-      if (value !== undefined || chain.extensions.usesReferences) {
-        ({ labels: namespaceLabels, extensions, refusal } = await settle(request, chain, selection, value, notes));
-      } else {
-        const namespace = chain.needsNamespaceLabels(phase, failurePolicy) ? namespaceToLookUp(request) : undefined;
-        // A cached namespace's labels come back as they are, without a microtask hop.
-        const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
-        namespaceLabels = found instanceof Promise ? await found : found;
-      }
+      const found = lookUp(request, chain, selection, notes);
+      const { namespaceLabels, extensions, refusal } = found instanceof Promise ? await found : found;
       const ctx: ReviewContext = {
         request,
         phase,
@@ -270,7 +350,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
       observer.notesDropped(ctx.notes.dropped());
       const seconds = (now() - started) / 1000;
       const shadow = deps.shadow && runsShadow(chain, request, selection) ? deps.shadow : undefined;
-      const shadowTraced: ShadowStepTrace[] | undefined = shadow && traced ? [] : undefined;
+      const shadowTraced: ShadowStepTrace[] | undefined = shadow && listener ? [] : undefined;
       shadow?.run({
         request,
         phase,
@@ -279,39 +359,22 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         namespaceLabels,
         ...(shadowTraced ? { traced: shadowTraced } : {}),
       });
-      if (!traced) {
+      if (!listener) {
         observer.reviewed(selection.name, response, decision.patch, seconds);
         return { decision, response, reports: observer.reports };
       }
-      const notable = isNotable(response);
-      const reviewed = new ReviewedRequest(request, response, decision, notable, {
-        request,
-        response,
-        decision,
+      const end: ReviewEnd = {
         route: selection.name,
-        phase,
-        // With tracing on, the decision trace carries the OpenTelemetry trace's id: one id finds both.
-        traceId: traceId ?? observer.trace?.traceId ?? incomingTraceId(incoming),
+        decision,
+        response,
+        seconds,
         startedAt,
-        ms: Math.round(seconds * 1e6) / 1000,
-        reports: observer.reports,
-        details: observer.details!,
-        namespaceLabels,
-        owners: observer.owners,
-        conflicts: observer.conflicts,
+        traceId,
+        incoming,
         shadow: shadowTraced,
         shadowSteps: shadowTraced ? chain.shadowOf(phase).length : undefined,
-      });
-      if (deps.annotateTrace === 'all' || (deps.annotateTrace === 'notable' && notable)) {
-        // The notes' own map, made for this answer: added to in place.
-        (response.auditAnnotations ??= {})[TRACE_ANNOTATION] = traceAnnotation(
-          request.uid,
-          traceIdOf(reviewed.traceInput),
-        );
-      }
-      observer.reviewed(selection.name, response, decision.patch, seconds);
-      deps.onReviewed(reviewed);
-      return { decision, response, reports: observer.reports, reviewed };
+      };
+      return tracedEnd(ctx, end, listener);
     },
   };
 }

@@ -3,7 +3,7 @@
  * the request without its object; every string clipped, saying so in the string itself (and `clipped` in the
  * trace); at most MAX_TRACED_OPS patch operations per step and for the review; their values (object content)
  * only when configured, redacted as a recording redacts them, each at most MAX_TRACED_VALUE_BYTES and all of a
- * trace's at most MAX_TRACED_VALUES_BYTES; who wrote each operation instead of the written-paths tree. What is
+ * trace's at most MAX_TRACED_VALUES_BYTES; each step's own operations instead of the phase's writes. What is
  * kept is counted (`bytes`, about what the heap holds for it), so that the buffer can hold its total under a
  * ceiling. The trace itself is built only when someone asks for it.
  */
@@ -21,7 +21,6 @@ import { traceIdOf } from '../chain/decision-trace.js';
 import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } from '../chain/match.js';
 import type { PatchConflict } from '../chain/review-observer.js';
 import { MAX_SHADOW_MESSAGE_CHARS, MAX_SHADOW_TRACED_OPS } from '../chain/shadow.js';
-import { writersAt } from '../patch/written-paths.js';
 import type { Redaction } from '../recording/redact.js';
 
 /** Patch operations kept per step and for the review; the rest are counted. */
@@ -219,19 +218,25 @@ function keptResponse(response: AdmissionResponse, k: Keeper): AdmissionResponse
   return kept;
 }
 
-/** The steps' details with their messages clipped and their patches kept small; the same array when nothing changes. */
-function keptDetails(details: readonly StepDetail[], k: Keeper): readonly StepDetail[] {
+/**
+ * The steps' details with their messages clipped and their patches kept small (an in-process step's worked out
+ * from the phase's writes, which are not kept); the same array when nothing changes.
+ */
+function keptDetails(details: readonly StepDetail[], writes: TraceInput['writes'], k: Keeper): readonly StepDetail[] {
   let kept = details;
   for (let i = 0; i < details.length; i++) {
     const detail = details[i]!;
     const message = detail.message === undefined ? undefined : k.text(detail.message, MAX_MESSAGE_CHARS);
-    if (!detail.patch && message === detail.message) continue;
+    const written = detail.written === undefined ? undefined : writes?.patchOf(detail.written);
+    const patch = detail.patch ?? (written?.length ? written : undefined);
+    if (!patch && detail.written === undefined && message === detail.message) continue;
     if (kept === details) kept = details.slice();
     (kept as StepDetail[])[i] = {
       step: detail.step,
       message,
-      patch: detail.patch ? k.ops(detail.patch) : undefined,
-      patchOpsOmitted: detail.patch ? Math.max(detail.patch.length - MAX_TRACED_OPS, 0) : undefined,
+      patch: patch ? k.ops(patch) : undefined,
+      written: undefined,
+      patchOpsOmitted: patch ? Math.max(patch.length - MAX_TRACED_OPS, 0) : undefined,
       deadlineLeftMs: detail.deadlineLeftMs,
       decided: detail.decided,
     };
@@ -267,7 +272,7 @@ export function keptInput(input: TraceInput, options: KeepOptions): KeptInput {
   // One object literal of one shape, no spreads: this runs for every review kept.
   const patch = input.decision.patch;
   const ops = patch?.length ? k.ops(patch) : undefined;
-  const { owners, reports } = input;
+  const { reports } = input;
   let withLabels = false;
   for (const report of reports) if (report.reason !== undefined && SELECTOR_SKIPS.has(report.reason)) withLabels = true;
   k.bytes += reports.length * STEP_BYTES + (input.shadowSteps ?? 0) * SHADOW_ENTRY_BYTES;
@@ -283,14 +288,13 @@ export function keptInput(input: TraceInput, options: KeepOptions): KeptInput {
     startedAt: input.startedAt,
     ms: input.ms,
     reports,
-    details: keptDetails(input.details, k),
+    details: keptDetails(input.details, input.writes, k),
     namespaceLabels,
-    owners: undefined,
+    writes: undefined,
     conflicts: keptConflicts(input.conflicts, k),
     // The same array: the shadow steps fill it in after the answer (their entries are counted above).
     shadow: input.shadow,
     shadowSteps: input.shadowSteps,
-    writers: ops && owners ? ops.map((_, i) => (owners[i] ? writersAt(owners[i]) : [])) : undefined,
     patchOpsOmitted: patch && patch.length > MAX_TRACED_OPS ? patch.length - MAX_TRACED_OPS : undefined,
   };
   return { input: kept, bytes: k.bytes, clipped: k.clipped };

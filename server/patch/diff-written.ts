@@ -42,37 +42,15 @@ function diffAt(pointer: string, before: unknown, after: unknown, ops: JsonPatch
  * every element a step shifted or replaced was itself written, so each written element is diffed on its
  * own — a container edited in place costs that container's fields, not a comparison of the whole list.
  */
-function diffNode(
-  node: WrittenNode,
-  pointer: string,
-  before: unknown,
-  after: unknown,
-  ops: JsonPatchOperation[],
-  owners: WrittenNode[] | undefined,
-) {
-  if (node.writer !== undefined || !node.firstChild) return diffOwned(node, pointer, before, after, ops, owners);
+function diffNode(node: WrittenNode, pointer: string, before: unknown, after: unknown, ops: JsonPatchOperation[]) {
+  if (node.writer !== undefined || !node.firstChild) return diffAt(pointer, before, after, ops);
   if ((Array.isArray(before) || Array.isArray(after)) && !sameLengthArrays(before, after)) {
-    return diffOwned(node, pointer, before, after, ops, owners);
+    return diffAt(pointer, before, after, ops);
   }
   for (let child: WrittenNode | undefined = node.firstChild; child; child = child.nextSibling) {
     const { key } = child;
-    diffNode(child, `${pointer}/${escapeSegment(key)}`, member(before, key), member(after, key), ops, owners);
+    diffNode(child, `${pointer}/${escapeSegment(key)}`, member(before, key), member(after, key), ops);
   }
-}
-
-/** diffAt, noting `node` as the place of each operation it made when `owners` is given. */
-function diffOwned(
-  node: WrittenNode,
-  pointer: string,
-  before: unknown,
-  after: unknown,
-  ops: JsonPatchOperation[],
-  owners: WrittenNode[] | undefined,
-): void {
-  if (!owners) return diffAt(pointer, before, after, ops);
-  const from = ops.length;
-  diffAt(pointer, before, after, ops);
-  for (let i = from; i < ops.length; i++) owners.push(node);
 }
 
 const sameLengthArrays = (a: unknown, b: unknown): boolean =>
@@ -80,14 +58,12 @@ const sameLengthArrays = (a: unknown, b: unknown): boolean =>
 
 /**
  * The patch from `original` to `current` when only the subtrees at the `written` pointers can differ.
- * Values in the patch are shared with `current`, which the caller no longer modifies. `owners`, when given,
- * receives for each operation the written node it was made at (whose writers it carries: writersAt).
+ * Values in the patch are shared with `current`, which the caller no longer modifies.
  */
 export function diffWritten(
   original: object,
   current: object,
   written: WrittenPaths | Iterable<string>,
-  owners?: WrittenNode[],
 ): JsonPatchOperation[] {
   let tree: WrittenNode;
   if (written instanceof WrittenPaths) tree = written.tree;
@@ -96,13 +72,9 @@ export function diffWritten(
     for (const pointer of written) paths.record(pointer, '');
     tree = paths.tree;
   }
-  if (tree.writer !== undefined) {
-    const whole = diffPatch(original, current);
-    if (owners) for (let i = 0; i < whole.length; i++) owners.push(tree);
-    return whole;
-  }
+  if (tree.writer !== undefined) return diffPatch(original, current);
   if (!tree.firstChild) return [];
   const ops: JsonPatchOperation[] = [];
-  diffNode(tree, '', original, current, ops, owners);
+  diffNode(tree, '', original, current, ops);
   return ops;
 }

@@ -33,6 +33,13 @@ export interface TrackedSession<T extends object> {
   close(): string | undefined;
   /** Restores every container the step wrote to. Call after close(). */
   rollback(): void;
+  /**
+   * What rollback() would do, done to `states` instead of the object: each container the step wrote to gets
+   * there (or has updated there) a shallow copy of what it held before the step, with the members the working
+   * copy replaced by copies of them as they were (after a rollback, only those). `states` holds the containers as
+   * a later state of the object had them (write-history.ts); a container it lacks is as it is now.
+   */
+  unapplyTo(states: Map<object, object>): void;
 }
 
 function isContainer(value: unknown): value is Container {
@@ -93,7 +100,9 @@ class Session<T extends object> implements TrackedSession<T> {
   /**
    * What rollback() replays backwards, four slots an entry: (container, key, whether it had the key, old
    * value) for a set; (container, SNAPSHOT, shallow copy, unused) before the first delete in a container,
-   * since deleting and re-adding a key would not restore the key order.
+   * since deleting and re-adding a key would not restore the key order; (container, REPLACED, key, the member
+   * it held and its copy) where the working copy put a copy of a member in its place (the same JSON: rollback
+   * leaves it, and keeps the entry for unapplyTo, which works back to the containers earlier steps wrote).
    */
   private readonly undo: unknown[] = [];
   private snapshotted: Set<Container> | undefined;
@@ -128,6 +137,7 @@ class Session<T extends object> implements TrackedSession<T> {
     this.views ??= new Map();
     // A child this session has a view of is already the copy's own, so own() hands it back as it is.
     const target = this.copy ? this.copy.own(holder, key, child) : child;
+    if (target !== child) this.replaced(holder, key, child, target);
     let view = this.views.get(target);
     if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, target, parent, key))));
     return view;
@@ -158,6 +168,12 @@ class Session<T extends object> implements TrackedSession<T> {
         ? `"${this.owner}" may not modify the object in the validate phase`
         : `"${this.owner}" modified the object after its step ended`,
     );
+  }
+
+  /** The working copy put `copy`, a copy of `previous`, at `holder[key]`. */
+  private replaced(holder: Container, key: string, previous: Container, copy: Container): void {
+    const replacement: Replacement = { previous, copy };
+    this.undo.push(holder, REPLACED, key, replacement);
   }
 
   rememberSet(target: Container, key: string | symbol): void {
@@ -192,7 +208,12 @@ class Session<T extends object> implements TrackedSession<T> {
       for (let i = 0; i < moved.length; i += 3) {
         const view = moved[i + 2] as ViewHandler;
         const from = { holder: view.parent!.target, key: view.key };
-        copy.settle(moved[i] as Container, moved[i + 1] as string, view.target, from, settled);
+        const holder = moved[i] as Record<string, unknown>;
+        const key = moved[i + 1] as string;
+        const there = holder[key];
+        copy.settle(holder, key, view.target, from, settled);
+        if (there === view.target && holder[key] !== there)
+          this.replaced(holder, key, view.target, holder[key] as Container);
       }
     }
     if (!this.reshaped) return undefined;
@@ -210,15 +231,50 @@ class Session<T extends object> implements TrackedSession<T> {
       const target = undo[i] as Record<string | symbol, unknown>;
       const key = undo[i + 1] as string | symbol;
       if (key === SNAPSHOT) restore(target, undo[i + 2] as Container);
+      else if (key === REPLACED) continue;
       else if (undo[i + 2]) setOwn(target, key, undo[i + 3]);
       else delete target[key];
     }
-    undo.length = 0;
+    let kept = 0;
+    for (let i = 0; i < undo.length; i += 4) {
+      if (undo[i + 1] !== REPLACED) continue;
+      for (let j = 0; j < 4; j++) undo[kept + j] = undo[i + j];
+      kept += 4;
+    }
+    undo.length = kept;
     this.snapshotted = undefined;
+  }
+
+  unapplyTo(states: Map<object, object>): void {
+    const { undo } = this;
+    for (let i = undo.length - 4; i >= 0; i -= 4) {
+      const target = undo[i] as Container;
+      const key = undo[i + 1] as string | symbol;
+      if (key === SNAPSHOT) {
+        states.set(target, shallowCopy(undo[i + 2] as Container));
+        continue;
+      }
+      let state = states.get(target) as Record<string | symbol, unknown> | undefined;
+      if (!state) states.set(target, (state = shallowCopy(target) as Record<string | symbol, unknown>));
+      if (key === REPLACED) {
+        // Only where the copy still is: a rolled-back step may have left there what stood before it.
+        const member = undo[i + 2] as string;
+        const { previous, copy } = undo[i + 3] as Replacement;
+        if (Object.hasOwn(state, member) && state[member] === copy) setOwn(state, member, previous);
+      } else if (undo[i + 2]) setOwn(state, key, undo[i + 3]);
+      else delete state[key];
+    }
   }
 }
 
 const SNAPSHOT = Symbol('snapshot');
+const REPLACED = Symbol('replaced');
+
+/** A member the working copy replaced with a copy of it. */
+interface Replacement {
+  readonly previous: Container;
+  readonly copy: Container;
+}
 
 function pointerOf(place: ContainerPlace): string {
   return place.parent ? `${pointerOf(place.parent)}/${escapeSegment(place.key)}` : '';

@@ -77,7 +77,8 @@ export class WorkingCopy<T extends object> {
 
 const memberOf = (holder: Container, key: string): unknown => (holder as Record<string, unknown>)[key];
 
-function setMember(holder: Container, key: string, value: unknown): void {
+/** `holder[key] = value` as a data property, "__proto__" included. */
+export function setMember(holder: Container, key: string, value: unknown): void {
   // An assignment to "__proto__" would set the prototype; JSON.parse makes it an own key, and so does this.
   if (key === '__proto__')
     Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });

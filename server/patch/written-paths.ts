@@ -67,22 +67,6 @@ export class WrittenNode {
 }
 
 /**
- * The steps whose writes a patch operation made at `node` carries (diff-written.ts says which node made it): its
- * writer, or every writer below it (an array diffed whole). For the decision trace, never the review path.
- */
-export function writersAt(node: WrittenNode): string[] {
-  if (node.writer !== undefined) return [node.writer];
-  const below = new Set<string>();
-  const stack: WrittenNode[] = [node];
-  while (stack.length > 0) {
-    const current = stack.pop()!;
-    if (current.writer !== undefined) below.add(current.writer);
-    for (let child = current.firstChild; child; child = child.nextSibling) stack.push(child);
-  }
-  return [...below];
-}
-
-/**
  * Called for each earlier write by another step that a new write replaces (at or below the new place):
  * the two escaped pointers and the earlier writer.
  */

@@ -338,6 +338,49 @@ validate: CREATE v1/Pod team-a/web by alice@example.com
       );
     });
 
+    it('credits each step with its own operations, values as it left them: one creates the labels, the next adds to them', async function () {
+      await writeFile(
+        config,
+        `
+chain:
+  - plugin: default-labels
+    settings: { labels: { admissiongateway.io/admitted: "true" } }
+  - plugin: default-labels
+    name: team-label
+    settings: { labels: { team: platform } }
+`,
+      );
+      const review = podCreate();
+      delete review.request!.object!.metadata!.labels;
+      const run = await runCliCaptured([
+        'review',
+        await file('pod.json', JSON.stringify(review)),
+        '--config',
+        config,
+        '--route',
+        'mutate',
+        '--explain',
+      ]);
+
+      assert.equal(run.code, 0);
+      const text = run.stdout.replace(/\d+(\.\d+)? ms/g, 'N ms').replace(/at \S+Z/g, 'at TIME');
+      assert.equal(
+        text,
+        `mutate: CREATE v1/Pod team-a/web by alice@example.com
+  uid ${UID}  trace ${UID.replace(/-/g, '')}  at TIME  N ms
+  ALLOWED
+  1. default-labels [plugin] patched N ms, N ms of deadline left
+       matched: rule 1 (CREATE, UPDATE on */* *)
+       patch: add /metadata/labels {"admissiongateway.io/admitted":"true"}
+  2. team-label [plugin] patched N ms, N ms of deadline left
+       matched: rule 1 (CREATE, UPDATE on */* *)
+       patch: add /metadata/labels/team "platform"
+  patch (1 operation):
+    add /metadata/labels {"admissiongateway.io/admitted":"true","team":"platform"}
+`,
+      );
+    });
+
     it("prints the traces as JSON with -o json, patch values included (the object is the caller's own)", async function () {
       const run = await runCliCaptured([
         'review',

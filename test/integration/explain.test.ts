@@ -339,6 +339,49 @@ chain:
     }
   });
 
+  it("keeps each step's own operations, values as it left them, when a later step adds to what an earlier one made", async () => {
+    const two = await startHarness({
+      yaml: `explain: { includeObjects: true, keep: all }
+chain:
+  - plugin: default-labels
+    settings: { labels: { admissiongateway.io/admitted: "true" } }
+  - plugin: default-labels
+    name: team-label
+    settings: { labels: { team: platform } }
+`,
+    });
+    try {
+      const review = unlabelledPod();
+      delete review.request!.object!.metadata!.labels;
+      await two.review('/mutate', review);
+      const trace = (await two.ops(`/explain/${UID}`)).body as {
+        patch: unknown;
+        steps: Array<{ step: string; patch?: unknown }>;
+      };
+      assert.deepEqual(
+        { patch: trace.patch, steps: trace.steps.map(({ step, patch }) => ({ step, patch })) },
+        {
+          patch: [
+            {
+              op: 'add',
+              path: '/metadata/labels',
+              value: { 'admissiongateway.io/admitted': 'true', team: 'platform' },
+            },
+          ],
+          steps: [
+            {
+              step: 'default-labels',
+              patch: [{ op: 'add', path: '/metadata/labels', value: { 'admissiongateway.io/admitted': 'true' } }],
+            },
+            { step: 'team-label', patch: [{ op: 'add', path: '/metadata/labels/team', value: 'platform' }] },
+          ],
+        },
+      );
+    } finally {
+      await two.close();
+    }
+  });
+
   it('keeps and annotates only notable reviews by default: refused, warned or annotated', async () => {
     const notable = await startHarness({
       yaml: `explain: { auditAnnotation: true }

@@ -72,9 +72,10 @@ describe('hostile input at the webhook server (real gateway over HTTPS)', functi
   });
 
   describe('a Pod of 80,000 containers through the shipped chain', function () {
-    it('gets every container its defaults in one patch (building it is linear: quadratic work would take minutes)', async function () {
+    it('gets every container its defaults in one patch, each step its own operations in the trace (building both is linear: quadratic work would take minutes)', async function () {
       const { readFile } = await import('node:fs/promises');
-      const h = await start(await readFile(SHIPPED_CONFIG, 'utf8'));
+      // Every review's trace kept, so that keeping this one is part of the review.
+      const h = await start(`${await readFile(SHIPPED_CONFIG, 'utf8')}\nexplain: { keep: all }\n`);
       const review = podWithContainers(80_000);
 
       const { response } = reviewOf(await h.post('/mutate?timeout=30s', review));
@@ -88,6 +89,30 @@ describe('hostile input at the webhook server (real gateway over HTTPS)', functi
         containers.every((c, i) => c.name === `c${i}` && JSON.stringify(c.resources) === JSON.stringify(defaults)),
       );
       assert.equal((pod.metadata as { labels: Record<string, string> }).labels['admissiongateway.io/admitted'], 'true');
+
+      // Its decision trace gives each step its own operations, the first of them kept.
+      const trace = (await h.ops(`/explain/${UID}`)).body as {
+        steps: Array<{ step: string; patch?: unknown[]; patchOpsOmitted?: number }>;
+      };
+      assert.deepEqual(
+        trace.steps
+          .filter((s) => s.patch)
+          .map(({ step, patch, patchOpsOmitted }) => ({ step, first: patch![0], ops: patch!.length, patchOpsOmitted })),
+        [
+          {
+            step: 'default-labels',
+            first: { op: 'add', path: '/metadata/labels/admissiongateway.io~1admitted' },
+            ops: 1,
+            patchOpsOmitted: undefined,
+          },
+          {
+            step: 'resource-defaults',
+            first: { op: 'add', path: '/spec/containers/0/resources' },
+            ops: 50,
+            patchOpsOmitted: 80_000 - 50,
+          },
+        ],
+      );
     });
   });
 

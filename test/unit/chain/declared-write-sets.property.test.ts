@@ -37,7 +37,7 @@ import type { BindableLogger } from '../../../server/base/log.js';
 import { createChain, type Chain } from '../../../server/chain/chain.js';
 import { compileMatch } from '../../../server/chain/match.js';
 import { createPluginSteps } from '../../../server/chain/plugin-step.js';
-import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
+import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../../server/chain/reviewer.js';
 import type { StepReport } from '../../../server/chain/review-observer.js';
 import { declarationFields } from '../../../server/chain/step-graph.js';
 import type { Step } from '../../../server/chain/step.js';
@@ -508,6 +508,8 @@ interface GatewayRun {
   readonly answer: Omit<AdmissionResponse, 'patch'>;
   /** The request object with the answer's patch applied, as the apiserver stores it. */
   readonly stored: unknown;
+  /** The request object with each step's own operations (the decision trace's) applied in the trace's order. */
+  readonly replayed: unknown;
   readonly reports: readonly StepReport[];
   readonly events: readonly CallEvent[];
   readonly calls: ReadonlyMap<string, number>;
@@ -620,6 +622,7 @@ async function runGateway(c: Case, withDeclarations: boolean, scheduler?: fc.Sch
     scheduler ? scheduler.schedule(Promise.resolve(), step) : Promise.resolve();
   const chain = createChain(c.steps.map((spec, i) => gatewayStep(spec, i, withDeclarations, pause, ran, events)));
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  const heard: ReviewedRequest[] = [];
   const reviewer = createReviewer({
     chain: () => chain,
     metrics,
@@ -627,6 +630,7 @@ async function runGateway(c: Case, withDeclarations: boolean, scheduler?: fc.Sch
     namespaceLabels: standaloneNamespaceLabels,
     deadlineMarginMs: 250,
     defaultTimeoutMs: 10_000,
+    onReviewed: (reviewed) => heard.push(reviewed),
   });
   const { apiVersion, request } = decodeReview(envelope(c.object));
   const reviewing = reviewer.review(request, selectionOf('mutate'));
@@ -647,7 +651,16 @@ async function runGateway(c: Case, withDeclarations: boolean, scheduler?: fc.Sch
   const outside = new Map(
     (await metrics.writesOutsideSupplies.get()).values.map((v) => [String(v.labels.step), v.value] as const),
   );
-  return { answer, stored, reports: result.reports, events, calls, chain, outside };
+  // Each step's own operations in the decision trace, applied in the order the trace lists them (the order they
+  // were merged in), give the stored object too.
+  const credited = heard[0]!.trace.steps.flatMap((step) => step.patch ?? []);
+  const replayed = jsonpatch.applyPatch(
+    structuredClone(c.object),
+    structuredClone(credited) as jsonpatch.Operation[],
+    true,
+    false,
+  ).newDocument;
+  return { answer, stored, replayed, reports: result.reports, events, calls, chain, outside };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -729,6 +742,9 @@ async function checkParallelEqualsSerial(c: Case, scheduler?: fc.Scheduler, prob
   if (!problems) assert.deepStrictEqual(leveled.chain.problems, [], 'a generated plan has no problems');
   assert.deepStrictEqual(leveled.answer, serial.answer, 'the answer');
   assert.deepStrictEqual(leveled.stored, serial.stored, 'the stored object');
+  if (leveled.answer.allowed) {
+    assert.deepStrictEqual(leveled.replayed, leveled.stored, "the trace's operations of each step, one after another");
+  }
   checkRun(c, leveled, runModel(c, true));
 }
 

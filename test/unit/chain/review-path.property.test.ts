@@ -19,7 +19,7 @@ import { createChain } from '../../../server/chain/chain.js';
 import { compileMatch } from '../../../server/chain/match.js';
 import { createPluginSteps } from '../../../server/chain/plugin-step.js';
 import type { BindableLogger } from '../../../server/base/log.js';
-import { createReviewer, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
+import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../../server/chain/reviewer.js';
 import type { StepReport } from '../../../server/chain/review-observer.js';
 import { selectionOf } from '../../../server/http/routes.js';
 import type { Step } from '../../../server/chain/step.js';
@@ -577,6 +577,8 @@ interface GatewayRun {
   readonly trace: ReadonlyArray<{ readonly step: string; readonly before: string }>;
   /** JSON of the working copy after the review; undefined when no step ran. */
   readonly working: string | undefined;
+  /** Each report's patch operations as the review's decision trace credits them (none: undefined). */
+  readonly traced: ReadonlyArray<readonly JsonPatchOperation[] | undefined>;
 }
 
 function envelope(c: Case): string {
@@ -667,6 +669,7 @@ async function runGateway(c: Case): Promise<GatewayRun> {
   const trace: Array<{ step: string; before: string }> = [];
   const raw: { root?: Container } = {};
   const chain = createChain(c.steps.map((spec, index) => gatewayStep(spec, index, trace, raw)));
+  const heard: ReviewedRequest[] = [];
   const reviewer = createReviewer({
     chain: () => chain,
     metrics,
@@ -674,6 +677,7 @@ async function runGateway(c: Case): Promise<GatewayRun> {
     namespaceLabels: standaloneNamespaceLabels,
     deadlineMarginMs: 250,
     defaultTimeoutMs: 10_000,
+    onReviewed: (reviewed) => heard.push(reviewed),
   });
   const { apiVersion, request } = decodeReview(envelope(c));
   let result;
@@ -695,6 +699,7 @@ async function runGateway(c: Case): Promise<GatewayRun> {
     reports: result.reports,
     trace,
     working: raw.root && JSON.stringify(raw.root),
+    traced: heard[0]!.trace.steps.filter((s) => s.outcome !== 'skipped').map((s) => s.patch),
   };
 }
 
@@ -983,6 +988,20 @@ async function check(c: Case): Promise<void> {
     assert.equal(after, trace[i]!.before, `${report.step} (round ${report.round ?? 0}) was not rolled back exactly`);
   });
 
+  // 6. The decision trace credits each invocation with its own operations: applied to the object it found, they
+  // give the object it left (what the next one found), values as it left them.
+  ran.forEach((report, i) => {
+    const found = trace[i]!.before;
+    const left = trace[i + 1]?.before ?? run.working!;
+    const ops = run.traced[i] ?? [];
+    const got = ops.length > 0 ? patched(found, ops) : parseBare(found);
+    assert.equal(
+      canonicalJson(ordinary(got)),
+      canonicalJson(ordinary(parseBare(left))),
+      `${report.step} (round ${report.round ?? 0}) is credited with ${JSON.stringify(ops)}`,
+    );
+  });
+
   // The same invocations as the model, each finding the object the model had at that point.
   assert.deepStrictEqual(
     ran.map((r, i) => ({
@@ -1067,6 +1086,27 @@ describe('review path (property)', function () {
           { edits: [{ kind: 'alias', target: 5, key: { fresh: 'labels' }, source: 2 }] },
           { edits: [{ kind: 'set', target: 6, key: { fresh: 'tier' }, value: '"web"' }] },
           {},
+        ]),
+      );
+    });
+
+    it("credits a step's write when a later step that writes nothing reached a copy of the container it wrote", async function () {
+      // Containers depth first: 0 = the object, 1 = /spec, 2 = /spec/list, 3 = /spec/list/0. The first two steps
+      // edit the element the working copy made; the third moves it and is rolled back, so the fourth, setting the
+      // value it already has, reaches a copy of it in its place.
+      await check(
+        caseOf({ spec: { list: [{ a: '1' }] } }, [
+          { edits: [{ kind: 'set', target: 3, key: { fresh: 'b' }, value: '"x"' }] },
+          { edits: [{ kind: 'set', target: 3, key: { existing: 0 }, value: '"2"' }] },
+          {
+            outcome: 'throw',
+            edits: [
+              { kind: 'push', target: 2, values: ['{"b":1}'] },
+              { kind: 'reverse', target: 2 },
+            ],
+          },
+          { edits: [{ kind: 'set', target: 3, key: { existing: 0 }, value: '"2"' }] },
+          { edits: [{ kind: 'set', target: 1, key: { fresh: 'x' }, value: '1' }] },
         ]),
       );
     });
