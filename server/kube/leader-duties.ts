@@ -1,7 +1,7 @@
 /**
  * What one replica does for all (today the periodic audit): started on the replica that holds the Lease of
  * kube.leaderElection, stopped when it loses the Lease or stops, and only then is the Lease released. The gauge
- * admission_gateway_leader{lease} says which replica it is.
+ * admission_gateway_leader{lease="<leaseName>"} says which replica it is.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -40,7 +40,8 @@ export function startLeaderDuties(options: LeaderDutiesOptions): LeaderDuties {
   const { config, duties, metrics, log } = options;
   const lock =
     options.lock ?? createLeaseLock(options.kc, { namespace: config.leaseNamespace, name: config.leaseName });
-  const lease = { lease: lock.description };
+  // The name from the config (bounded, like step names), not the namespace: no label carries a namespace.
+  const lease = { lease: config.leaseName };
   let running: { readonly name: string; stop(): Promise<void> }[] = [];
   metrics.leader.set(lease, 0);
   const elector = createLeaderElector({

@@ -1,12 +1,12 @@
 /**
  * Replicas share the work, on the real apiserver: gateways in cluster mode with the periodic audit on
  * (audit.intervalSeconds 1) and one Lease (kube.leaderElection, short timings: 4 s lease, 3 s renew deadline,
- * 0.5 s retry period) in a namespace of this file. Two run in this process (startE2EGateway), a third as a real
- * `serve` process, so it can die without a word (SIGKILL). Exactly one replica leads (admission_gateway_leader is
- * 1 there, 0 on the others, and the Lease names it); only it audits — the others log no audit run and export no
- * audit metric — and across all replicas runs end at least an interval apart; a leader that closes releases the
- * Lease and another leads and audits; a leader that dies is replaced once its Lease has expired, not before. The
- * shipped Role lets the gateway's ServiceAccount do all the election does.
+ * 0.5 s retry period) in a namespace of this file. Three run in this process in turn (startE2EGateway), one as a
+ * real `serve` process, so it can die without a word (SIGKILL). Exactly one replica leads
+ * (admission_gateway_leader is 1 there, 0 on the others, and the Lease names it); only it audits — the others log
+ * no audit run and export no audit metric — and across all replicas runs end at least an interval apart; a leader
+ * that closes releases the Lease and another leads and audits; a leader that dies is replaced once its Lease has
+ * expired, not before. The shipped Role lets the gateway's ServiceAccount do all the election does.
  */
 import assert from 'node:assert/strict';
 import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -68,9 +68,9 @@ interface Replica {
 const coordination = () => kubeConfig().makeApiClient(CoordinationV1Api);
 
 /** Parses the Prometheus text of a replica's /metrics for the two series this file reads. */
-function seriesOf(text: string, leaseNamespace: string) {
+function seriesOf(text: string) {
   return {
-    leader: metricValue(text, 'admission_gateway_leader', { lease: `${leaseNamespace}/${LEASE_NAME}` }),
+    leader: metricValue(text, 'admission_gateway_leader', { lease: LEASE_NAME }),
     lastAudit: metricValue(text, 'admission_gateway_audit_last_run_timestamp_seconds', { outcome: 'complete' }),
   };
 }
@@ -111,8 +111,8 @@ describe('leader election: replicas share the work', function () {
     const replica: Replica = {
       name,
       identity: () => eventually(`replica ${name} to start its election`, async () => identityIn(await gw.logLines())),
-      leaderGauge: async () => seriesOf(await gw.metrics(), leaseNamespace).leader,
-      lastAudit: async () => seriesOf(await gw.metrics(), leaseNamespace).lastAudit,
+      leaderGauge: async () => seriesOf(await gw.metrics()).leader,
+      lastAudit: async () => seriesOf(await gw.metrics()).lastAudit,
       auditRuns: async () => auditEnds(await gw.logLines()),
     };
     replicas.push(replica);
@@ -169,7 +169,7 @@ describe('leader election: replicas share the work', function () {
       startTimeoutMs: 60_000,
     });
     processes.set(name, gw);
-    const metrics = async () => seriesOf(await (await fetch(`${gw.ops}/metrics`)).text(), leaseNamespace);
+    const metrics = async () => seriesOf(await (await fetch(`${gw.ops}/metrics`)).text());
     const replica: Replica = {
       name,
       identity: () => eventually(`replica ${name} to start its election`, () => Promise.resolve(identityIn(gw.logs()))),

@@ -62,8 +62,8 @@ describe('startLeaderDuties()', function () {
     (await r.metrics.registry.getSingleMetricAsString('admission_gateway_leader'))
       .split('\n')
       .filter((line) => !line.startsWith('#'));
-  const leading = ['admission_gateway_leader{lease="admission-gateway/admission-gateway"} 1'];
-  const following = ['admission_gateway_leader{lease="admission-gateway/admission-gateway"} 0'];
+  const leading = ['admission_gateway_leader{lease="admission-gateway"} 1'];
+  const following = ['admission_gateway_leader{lease="admission-gateway"} 0'];
 
   beforeEach(function () {
     clock = new ManualClock();
