@@ -15,7 +15,14 @@ import type { PolicyReport, ReportResult } from '../../server/audit/reports.js';
 import { runCliCaptured } from '../helpers/cli.js';
 import { KUBECONFIG_ENV, core, eventually, randomSuffix } from './cluster.js';
 import { anyFailed, registryValue, startE2EGateway, type E2EGateway } from './gateway.js';
-import { REPORTS, installReportCrds, readReport, reportObjects, reportStatus } from './policy-reports.js';
+import {
+  REPORTS,
+  configMapsHaveTeam,
+  installReportCrds,
+  readReport,
+  reportObjects,
+  reportStatus,
+} from './policy-reports.js';
 
 const SUITE = 'audit';
 /** Ties this run's namespaces to its steps' selectors, so objects other files left are not audited. */
@@ -24,16 +31,7 @@ const run = randomSuffix();
 
 /** A step in warn mode on ConfigMaps of this run's namespaces, one on this run's namespaces themselves. */
 const CHAIN = [
-  {
-    plugin: 'require-labels',
-    name: 'configmaps-have-team',
-    mode: 'warn',
-    match: {
-      rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-      namespaceSelector: { matchLabels: { [RUN_LABEL]: run } },
-    },
-    settings: { labels: ['team'] },
-  },
+  configMapsHaveTeam(RUN_LABEL, run),
   {
     plugin: 'require-labels',
     name: 'namespaces-have-team',

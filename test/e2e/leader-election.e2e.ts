@@ -26,10 +26,10 @@ import { createLogger } from '../../server/base/log.js';
 import { startLeaderDuties } from '../../server/kube/leader-duties.js';
 import { createMetrics } from '../../server/metrics/metrics.js';
 import { REPO_ROOT } from '../helpers/cli.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { serveArgs, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { KUBECONFIG_ENV, core, eventually, kubeConfig, newKubeConfig, randomSuffix } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
-import { installReportCrds, readReport, reportStatus } from './policy-reports.js';
+import { configMapsHaveTeam, installReportCrds, readReport, reportStatus } from './policy-reports.js';
 
 const SUITE = 'leader-election';
 /** Ties this run's namespaces to the audited step's selector, so objects other files left are not audited. */
@@ -39,18 +39,8 @@ const LEASE_NAME = 'admission-gateway';
 const TIMING = { leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 0.5 };
 const INTERVAL_SECONDS = 1;
 
-const CHAIN = [
-  {
-    plugin: 'require-labels',
-    name: 'configmaps-have-team',
-    mode: 'warn',
-    match: {
-      rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-      namespaceSelector: { matchLabels: { [RUN_LABEL]: run } },
-    },
-    settings: { labels: ['team'] },
-  },
-];
+/** A step in warn mode on the ConfigMaps of this run's namespaces: what the leader audits. */
+const CHAIN = [configMapsHaveTeam(RUN_LABEL, run)];
 
 /** One gateway replica, in this process or a process of its own. */
 interface Replica {
@@ -151,20 +141,7 @@ describe('leader election: replicas share the work', function () {
     );
     const gw = await spawnGateway({
       command: process.execPath,
-      args: [
-        '--import',
-        'tsx',
-        path.join(REPO_ROOT, 'server', 'main.ts'),
-        'serve',
-        '--config',
-        configFile,
-        '--port',
-        '0',
-        '--ops-port',
-        '0',
-        '--health-port',
-        '0',
-      ],
+      args: ['--import', 'tsx', ...serveArgs(path.join(REPO_ROOT, 'server', 'main.ts'), configFile)],
       cwd: REPO_ROOT,
       startTimeoutMs: 60_000,
     });

@@ -1,6 +1,6 @@
 /**
  * The PolicyReport API the audit writes (wgpolicyk8s.io/v1alpha2): its CRDs from manifests/policy-reports/
- * installed unless there, and the reports read back as an operator reads them.
+ * installed unless there, the reports read back as an operator reads them, and a step to audit with.
  */
 import path from 'node:path';
 import { ApiextensionsV1Api, CustomObjectsApi, type V1CustomResourceDefinition } from '@kubernetes/client-node';
@@ -9,6 +9,23 @@ import { eventually, kubeConfig, readStatus } from './cluster.js';
 import { manifestDocuments, toModel } from './manifests.js';
 
 export const REPORTS = { group: 'wgpolicyk8s.io', version: 'v1alpha2' };
+
+/**
+ * The chain entry both audit files audit with: require-labels (`team`) in warn mode on the ConfigMaps of the
+ * namespaces labelled `label=value`, so objects other files left are not audited.
+ */
+export function configMapsHaveTeam(label: string, value: string) {
+  return {
+    plugin: 'require-labels',
+    name: 'configmaps-have-team',
+    mode: 'warn',
+    match: {
+      rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
+      namespaceSelector: { matchLabels: { [label]: value } },
+    },
+    settings: { labels: ['team'] },
+  };
+}
 
 export const reportObjects = () => kubeConfig().makeApiClient(CustomObjectsApi);
 

@@ -38,6 +38,15 @@ const record: LeaseRecord = {
   leaseTransitions: 4,
 };
 
+/** `record` as the apiserver gets it: MicroTime with six fractional digits. */
+const SENT_SPEC = {
+  holderIdentity: 'gw-0_1234',
+  leaseDurationSeconds: 15,
+  acquireTime: '2030-01-01T00:00:10.125000Z',
+  renewTime: '2030-01-01T00:00:12.250000Z',
+  leaseTransitions: 4,
+};
+
 describe('createLeaseLock() on the wire', function () {
   let api: StandInApiserver;
   let lock: LeaseLock;
@@ -90,13 +99,7 @@ describe('createLeaseLock() on the wire', function () {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: { name: 'admission-gateway', namespace: 'gw-system' },
-          spec: {
-            holderIdentity: 'gw-0_1234',
-            leaseDurationSeconds: 15,
-            acquireTime: '2030-01-01T00:00:10.125000Z',
-            renewTime: '2030-01-01T00:00:12.250000Z',
-            leaseTransitions: 4,
-          },
+          spec: SENT_SPEC,
         },
       ],
     );
@@ -125,13 +128,7 @@ describe('createLeaseLock() on the wire', function () {
             resourceVersion: '41',
             labels: { team: 'platform' },
           },
-          spec: {
-            holderIdentity: 'gw-0_1234',
-            leaseDurationSeconds: 15,
-            acquireTime: '2030-01-01T00:00:10.125000Z',
-            renewTime: '2030-01-01T00:00:12.250000Z',
-            leaseTransitions: 4,
-          },
+          spec: SENT_SPEC,
         },
       ],
     );
