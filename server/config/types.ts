@@ -94,6 +94,25 @@ export interface KubeConfigSection {
   readonly kubeconfig: string;
   /** The serving certificate kept in a Secret and rotated by the gateway (cluster mode only). */
   readonly certificate: ManagedCertificateConfig;
+  /** The Lease whose holder does what one replica does for all (cluster mode, with such work configured). */
+  readonly leaderElection: LeaderElectionConfig;
+}
+
+/**
+ * `kube.leaderElection`: the replicas elect one leader with a coordination.k8s.io/v1 Lease, as client-go's
+ * leaderelection does; the leader alone runs the periodic audit.
+ */
+export interface LeaderElectionConfig {
+  /** Default `admission-gateway`. */
+  readonly leaseName: string;
+  /** Default server.service.namespace. */
+  readonly leaseNamespace: string;
+  /** How long others wait after the leader's last renewal they saw before taking the Lease over. Default 15. */
+  readonly leaseDurationSeconds: number;
+  /** The leader stops leading when it could not renew for this long. Default 10. */
+  readonly renewDeadlineSeconds: number;
+  /** Time between two tries (to acquire, to renew). Default 2. */
+  readonly retryPeriodSeconds: number;
 }
 
 /** `kube.certificate`: the gateway keeps its serving certificate in a Secret (instead of server.tls files). */

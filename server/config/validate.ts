@@ -26,6 +26,7 @@ import type {
   EntryOptions,
   GatewayConfig,
   KubeConfigSection,
+  LeaderElectionConfig,
   ExplainConfig,
   LogConfig,
   RecordConfig,
@@ -153,7 +154,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
 }
 
 function readKube(r: Reader, value: unknown, serviceNamespace: string, baseDir: string): KubeConfigSection {
-  const m = r.map(value, 'kube', ['enabled', 'watchProviders', 'kubeconfig', 'certificate']);
+  const m = r.map(value, 'kube', ['enabled', 'watchProviders', 'kubeconfig', 'certificate', 'leaderElection']);
   let enabled: KubeConfigSection['enabled'] = 'auto';
   if (m.enabled !== undefined && m.enabled !== 'auto') {
     enabled = r.boolean(m.enabled, 'kube.enabled') ?? 'auto';
@@ -167,8 +168,57 @@ function readKube(r: Reader, value: unknown, serviceNamespace: string, baseDir: 
     watchProviders: r.boolean(m.watchProviders, 'kube.watchProviders') ?? true,
     kubeconfig: resolveFile(baseDir, r.string(m.kubeconfig, 'kube.kubeconfig') ?? ''),
     certificate,
+    leaderElection: readLeaderElection(r, m.leaderElection, serviceNamespace),
   };
 }
+
+/**
+ * client-go's leaderelection rules (NewLeaderElector): the leader gives up before others may take over
+ * (renewDeadline < leaseDuration), and a renewal can be tried more than once before its deadline
+ * (renewDeadline > 1.2 × retryPeriod, the jitter factor). Unset, the timings scale from leaseDuration as
+ * kube-controller-manager's 15/10/2 do.
+ */
+function readLeaderElection(r: Reader, value: unknown, serviceNamespace: string): LeaderElectionConfig {
+  const p = 'kube.leaderElection';
+  const m = r.map(value, p, [
+    'leaseName',
+    'leaseNamespace',
+    'leaseDurationSeconds',
+    'renewDeadlineSeconds',
+    'retryPeriodSeconds',
+  ]);
+  const leaseName = r.string(m.leaseName, `${p}.leaseName`) ?? 'admission-gateway';
+  if (!isDnsSubdomain(leaseName)) r.fail(`${p}.leaseName`, 'expected a DNS subdomain name', leaseName);
+  const leaseNamespace = r.string(m.leaseNamespace, `${p}.leaseNamespace`) ?? serviceNamespace;
+  if (!isDnsLabel(leaseNamespace)) r.fail(`${p}.leaseNamespace`, 'expected a namespace name', leaseNamespace);
+  // The Lease stores it as an integer.
+  const leaseDurationSeconds = r.integer(m.leaseDurationSeconds, `${p}.leaseDurationSeconds`, 1, 3600) ?? 15;
+  const renewDeadlineSeconds =
+    r.number(m.renewDeadlineSeconds, `${p}.renewDeadlineSeconds`, 0.1, 3600) ?? (leaseDurationSeconds * 2) / 3;
+  if (renewDeadlineSeconds >= leaseDurationSeconds) {
+    r.fail(
+      `${p}.renewDeadlineSeconds`,
+      `must be less than leaseDurationSeconds (${leaseDurationSeconds})`,
+      renewDeadlineSeconds,
+    );
+  }
+  const retryPeriodSeconds =
+    r.number(m.retryPeriodSeconds, `${p}.retryPeriodSeconds`, MIN_RETRY_PERIOD_SECONDS, 600) ??
+    Math.max(MIN_RETRY_PERIOD_SECONDS, renewDeadlineSeconds / 5);
+  if (renewDeadlineSeconds <= RETRY_JITTER * retryPeriodSeconds) {
+    r.fail(
+      `${p}.renewDeadlineSeconds`,
+      `must exceed ${RETRY_JITTER} × retryPeriodSeconds (${RETRY_JITTER * retryPeriodSeconds})`,
+      renewDeadlineSeconds,
+    );
+  }
+  return { leaseName, leaseNamespace, leaseDurationSeconds, renewDeadlineSeconds, retryPeriodSeconds };
+}
+
+/** Every replica reads the Lease once per retry period: no shorter, so a large Deployment stays a light load. */
+const MIN_RETRY_PERIOD_SECONDS = 0.2;
+/** client-go's JitterFactor: a try waits between one and 1 + this many retry periods. */
+export const RETRY_JITTER = 1.2;
 
 const OPS_AUTH: readonly OpsAuth[] = ['kube', 'none'];
 

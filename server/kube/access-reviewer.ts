@@ -4,33 +4,9 @@
  * that user may do. The gateway's ServiceAccount needs `create` on both, which the built-in ClusterRole
  * system:auth-delegator grants (manifests/ops-access-rbac.yaml).
  */
-import {
-  AuthenticationV1Api,
-  AuthorizationV1Api,
-  Observable,
-  type KubeConfig,
-  type RequestContext,
-  type ResponseContext,
-} from '@kubernetes/client-node';
+import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { AccessReviewer } from '../http/ops-access.js';
-
-type CallOptions = Parameters<AuthenticationV1Api['createTokenReview']>[1];
-
-/** Per-call options that make client-node's request abort with `signal` (its public middleware hook). */
-function abortedBy(signal: AbortSignal): CallOptions {
-  return {
-    middleware: [
-      {
-        pre(context: RequestContext) {
-          context.setSignal(signal);
-          return new Observable(Promise.resolve(context));
-        },
-        post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
-  };
-}
+import { abortedBy } from './abort-call.js';
 
 export function createKubeAccessReviewer(kc: KubeConfig): AccessReviewer {
   const authentication = kc.makeApiClient(AuthenticationV1Api);

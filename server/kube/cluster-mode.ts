@@ -3,11 +3,12 @@
  * AdmissionProviders watched into the chain, their status written back — references and the objects the
  * replicas served included — and their finalizers kept, readiness held until the first provider list has
  * synced, (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret, (with
- * audit.intervalSeconds) the periodic audit writing PolicyReports, and (server.opsAuth kube, the default here) the
- * ops port's callers authenticated and authorized by the apiserver.
+ * audit.intervalSeconds) the periodic audit writing PolicyReports — on the one replica elected leader with the
+ * Lease of kube.leaderElection — and (server.opsAuth kube, the default here) the ops port's callers authenticated
+ * and authorized by the apiserver.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startPeriodicAudit, type PeriodicAudit } from '../audit/periodic.js';
+import { startPeriodicAudit } from '../audit/periodic.js';
 import type { NamespaceLabelSource } from '../chain/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
 import type { ReadinessCheck } from '../http/health-app.js';
@@ -20,6 +21,7 @@ import type { CertificateSource } from '../tls/certificate-source.js';
 import { loadClientCA } from '../tls/serving-certificate.js';
 import { createKubeAccessReviewer } from './access-reviewer.js';
 import type { BackoffOptions } from './informer-runner.js';
+import { startLeaderDuties, type LeaderDuties, type LeaderDuty } from './leader-duties.js';
 import { createManagedCertificate, type RotationStep } from './managed-certificate.js';
 import { createNamespaceLabelCache } from './namespace-labels.js';
 import { createProviderWatcher, type ProviderWatcher } from './provider-watcher.js';
@@ -78,7 +80,7 @@ export function createClusterMode(
     onConnectionChange: connection('namespaces'),
   });
   let watcher: ProviderWatcher | undefined;
-  let periodicAudit: PeriodicAudit | undefined;
+  let leaderDuties: LeaderDuties | undefined;
   const watching = config.kube.watchProviders;
 
   // prepare() may create the Secret before the gateway (and its metrics) exist: counted at attach().
@@ -128,12 +130,27 @@ export function createClusterMode(
       for (const step of stepsBeforeAttach.splice(0)) metrics.certificateRotationSteps.inc({ step });
       managed?.start();
       void namespaces.runner.start();
+      // Work one replica does for all: elected only when there is some, so no replica writes a Lease for nothing.
+      const duties: LeaderDuty[] = [];
       if (config.audit.intervalSeconds > 0) {
-        periodicAudit = startPeriodicAudit({
+        duties.push({
+          name: 'periodic-audit',
+          start: () =>
+            startPeriodicAudit({
+              kc,
+              config,
+              chain: () => gateway.chains.current(),
+              namespaceLabels: namespaces,
+              metrics: gateway.metrics,
+              log,
+            }),
+        });
+      }
+      if (duties.length > 0) {
+        leaderDuties = startLeaderDuties({
           kc,
-          config,
-          chain: () => gateway.chains.current(),
-          namespaceLabels: namespaces,
+          config: config.kube.leaderElection,
+          duties,
           metrics: gateway.metrics,
           log,
         });
@@ -157,7 +174,7 @@ export function createClusterMode(
       void watcher.start();
     },
     async stop() {
-      await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop(), periodicAudit?.stop()]);
+      await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop(), leaderDuties?.stop()]);
     },
   };
 }

@@ -199,6 +199,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['step'] as const,
       registers,
     }),
+    leader: new Gauge({
+      name: `${METRIC_PREFIX}leader`,
+      help: 'Cluster mode with work only one replica does (the periodic audit): 1 while this replica holds the Lease and does it, else 0.',
+      labelNames: ['lease'] as const,
+      registers,
+    }),
     auditResults: new Gauge({
       name: `${METRIC_PREFIX}audit_results`,
       help: 'Periodic audit: objects of the last run by step and result (pass, fail, error): fail is what enforcing the step would refuse.',

@@ -10,32 +10,28 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ApiextensionsV1Api, CustomObjectsApi, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import type { PolicyReport, ReportResult } from '../../server/audit/reports.js';
 import { runCliCaptured } from '../helpers/cli.js';
-import { KUBECONFIG_ENV, core, eventually, kubeConfig, randomSuffix, readStatus } from './cluster.js';
+import { KUBECONFIG_ENV, core, eventually, randomSuffix } from './cluster.js';
 import { anyFailed, registryValue, startE2EGateway, type E2EGateway } from './gateway.js';
-import { manifestDocuments, toModel } from './manifests.js';
+import {
+  REPORTS,
+  configMapsHaveTeam,
+  installReportCrds,
+  readReport,
+  reportObjects,
+  reportStatus,
+} from './policy-reports.js';
 
 const SUITE = 'audit';
-const REPORTS = { group: 'wgpolicyk8s.io', version: 'v1alpha2' };
 /** Ties this run's namespaces to its steps' selectors, so objects other files left are not audited. */
 const RUN_LABEL = 'e2e.admissiongateway.io/audit-run';
 const run = randomSuffix();
 
 /** A step in warn mode on ConfigMaps of this run's namespaces, one on this run's namespaces themselves. */
 const CHAIN = [
-  {
-    plugin: 'require-labels',
-    name: 'configmaps-have-team',
-    mode: 'warn',
-    match: {
-      rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['configmaps'] }],
-      namespaceSelector: { matchLabels: { [RUN_LABEL]: run } },
-    },
-    settings: { labels: ['team'] },
-  },
+  configMapsHaveTeam(RUN_LABEL, run),
   {
     plugin: 'require-labels',
     name: 'namespaces-have-team',
@@ -50,26 +46,7 @@ const CHAIN = [
 
 const MISSING = 'missing required label: team';
 
-const objects = () => kubeConfig().makeApiClient(CustomObjectsApi);
-
-async function installCrds(): Promise<void> {
-  const api = kubeConfig().makeApiClient(ApiextensionsV1Api);
-  for (const file of ['crd-policyreports.yaml', 'crd-clusterpolicyreports.yaml']) {
-    const [crd] = (await manifestDocuments(path.join('policy-reports', file))) as [Record<string, unknown>];
-    const name = (crd.metadata as { name: string }).name;
-    if ((await readStatus(() => api.readCustomResourceDefinition({ name }))) === 404) {
-      await api.createCustomResourceDefinition({
-        body: toModel<V1CustomResourceDefinition>(crd, 'V1CustomResourceDefinition'),
-      });
-    }
-  }
-  await eventually('PolicyReports and ClusterPolicyReports to be served', async () =>
-    (await readStatus(() => objects().listClusterCustomObject({ ...REPORTS, plural: 'policyreports' }))) === 200 &&
-    (await readStatus(() => objects().listClusterCustomObject({ ...REPORTS, plural: 'clusterpolicyreports' }))) === 200
-      ? true
-      : undefined,
-  );
-}
+const objects = reportObjects;
 
 async function createNamespace(team: string | undefined): Promise<string> {
   const name = `audit-${randomSuffix()}`;
@@ -85,28 +62,6 @@ async function createConfigMap(namespace: string, name: string, team: string | u
   });
   return created.metadata!.uid!;
 }
-
-async function readReport(namespace: string | undefined): Promise<PolicyReport> {
-  const report: unknown =
-    namespace === undefined
-      ? await objects().getClusterCustomObject({
-          ...REPORTS,
-          plural: 'clusterpolicyreports',
-          name: 'admission-gateway',
-        })
-      : await objects().getNamespacedCustomObject({
-          ...REPORTS,
-          plural: 'policyreports',
-          namespace,
-          name: 'admission-gateway',
-        });
-  return report as PolicyReport;
-}
-
-const reportStatus = (namespace: string) =>
-  readStatus(() =>
-    objects().getNamespacedCustomObject({ ...REPORTS, plural: 'policyreports', namespace, name: 'admission-gateway' }),
-  );
 
 /** A result as the operator reads it: which step, what, which object, why. */
 const shortResult = (r: ReportResult) => ({
@@ -135,7 +90,7 @@ describe('audit: PolicyReports of the objects that exist', function () {
   };
 
   before(async function () {
-    await installCrds();
+    await installReportCrds();
     dir = await mkdtemp(path.join(os.tmpdir(), 'admission-gateway-e2e-audit-'));
     configFile = path.join(dir, 'gateway.yaml');
     await writeFile(

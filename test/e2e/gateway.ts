@@ -84,7 +84,10 @@ export interface E2EGatewayOptions {
   readonly clusterMode?: ClusterModeOptions;
   /** `server.tls.clientCAFile`: the gateway refuses callers without a client certificate that CA signed. */
   readonly clientCAFile?: string;
-  /** More `kube:` settings in cluster mode (e.g. `watchProviders: false`), over the suite's own. */
+  /**
+   * More `kube:` settings in cluster mode (e.g. `watchProviders: false`), over the suite's own (its own
+   * `leaderElection`: the Lease `e2e-<suite>` in namespace default, with the default timings).
+   */
   readonly kube?: Readonly<Record<string, unknown>>;
   /**
    * Serve where the e2e apiserver's authorization webhook calls: port AUTHZ_PORT, with the cluster's authz
@@ -213,7 +216,15 @@ export async function startE2EGateway(options: E2EGatewayOptions): Promise<E2EGa
       ...options.server,
     },
     kube: options.clusterMode
-      ? { enabled: true, watchProviders: true, kubeconfig: process.env[KUBECONFIG_ENV] ?? '', ...options.kube }
+      ? {
+          enabled: true,
+          watchProviders: true,
+          kubeconfig: process.env[KUBECONFIG_ENV] ?? '',
+          // With the periodic audit on, the gateway audits once it holds this Lease: one of its own per file, in a
+          // namespace every cluster has (the gateway's own does not exist here).
+          leaderElection: { leaseName: `e2e-${suite}`, leaseNamespace: 'default' },
+          ...options.kube,
+        }
       : { enabled: false },
     log: { level: 'debug' },
     ...(options.record ? { record: options.record } : {}),

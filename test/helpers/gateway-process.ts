@@ -111,6 +111,11 @@ export async function spawnLogged(options: SpawnGatewayOptions, message: string)
   }
 }
 
+/** `serve`'s command line after node's own options: the main module, the config, every port the system's choice. */
+export function serveArgs(main: string, configFile: string): string[] {
+  return [main, 'serve', '--config', configFile, '--port', '0', '--ops-port', '0', '--health-port', '0'];
+}
+
 /** Starts `serve` and resolves once it logs that it is serving; rejects (and kills it) otherwise. */
 export async function spawnGateway(options: SpawnGatewayOptions): Promise<GatewayProcess> {
   const started = await spawnLogged(options, 'admission-gateway serving');

@@ -15,7 +15,7 @@ import { generateCertificates, writeCertificates, type CertificateBundle } from 
 import { podCreate } from '../fixtures/reviews/index.js';
 import { startGatedProvider, type GatedProvider } from '../helpers/gated-provider.js';
 import { startHarness } from '../helpers/gateway-harness.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { serveArgs, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { KeepAliveConnection, type Outcome } from '../helpers/keepalive-client.js';
 import { startLoad, type LoadRecord } from '../helpers/review-load.js';
 import { eventually } from '../helpers/wait.js';
@@ -112,20 +112,7 @@ chain:
     );
     gateway = await spawnGateway({
       command: process.execPath,
-      args: [
-        '--import',
-        'tsx',
-        MAIN,
-        'serve',
-        '--config',
-        file,
-        '--port',
-        '0',
-        '--ops-port',
-        '0',
-        '--health-port',
-        '0',
-      ],
+      args: ['--import', 'tsx', ...serveArgs(MAIN, file)],
       cwd: ROOT,
     });
     return gateway;

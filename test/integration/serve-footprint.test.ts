@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateCertificates, writeCertificates } from '../../certs/generate.js';
-import { spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
+import { serveArgs, spawnGateway, type GatewayProcess } from '../helpers/gateway-process.js';
 import { importLogOptions, packagesIn } from '../helpers/loaded-packages.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -52,19 +52,7 @@ describe('admission-gateway serve without a cluster', function () {
     const log = join(dir, 'imports.log');
     gateway = await spawnGateway({
       command: process.execPath,
-      args: [
-        ...importLogOptions(log),
-        MAIN,
-        'serve',
-        '--config',
-        config,
-        '--port',
-        '0',
-        '--ops-port',
-        '0',
-        '--health-port',
-        '0',
-      ],
+      args: [...importLogOptions(log), ...serveArgs(MAIN, config)],
       cwd: ROOT,
     });
     assert.equal((await fetch(`${gateway.health}/readyz`)).status, 200);

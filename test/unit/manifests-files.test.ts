@@ -21,6 +21,8 @@ import type {
   V1MutatingWebhookConfiguration,
   V1Namespace,
   V1PodDisruptionBudget,
+  V1PolicyRule,
+  V1Role,
   V1RoleBinding,
   V1Service,
   V1ServiceAccount,
@@ -72,6 +74,64 @@ interface NetworkPolicyWire {
     }>;
   };
 }
+
+/** A request as RBAC sees it: `name` is empty for a create (the apiserver authorizes it before the name exists). */
+interface RbacRequest {
+  readonly verb: string;
+  readonly apiGroup: string;
+  readonly resource: string;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** Whether RBAC's rule matching lets `rule` allow `request` (wildcards, and resourceNames only with a name). */
+function ruleAllows(rule: V1PolicyRule, request: RbacRequest): boolean {
+  const has = (list: readonly string[] | undefined, value: string) =>
+    (list ?? []).includes('*') || (list ?? []).includes(value);
+  const names = rule.resourceNames ?? [];
+  return (
+    has(rule.verbs, request.verb) &&
+    has(rule.apiGroups, request.apiGroup) &&
+    has(rule.resources, request.resource) &&
+    (names.length === 0 || (request.name !== '' && names.includes(request.name)))
+  );
+}
+
+/**
+ * Whether the documents' RBAC lets the ServiceAccount `account` make `request`: the rules of every ClusterRole bound
+ * to it by a ClusterRoleBinding, and of every Role or ClusterRole bound by a RoleBinding in the request's namespace.
+ */
+function rbacAllows(
+  docs: readonly ManifestDocument[],
+  account: { readonly name: string; readonly namespace: string },
+  request: RbacRequest,
+): boolean {
+  const boundHere = (subjects: RbacV1SubjectList) =>
+    (subjects ?? []).some(
+      (s) => s.kind === 'ServiceAccount' && s.name === account.name && s.namespace === account.namespace,
+    );
+  const roles = docs.map((d) => d.object as unknown as V1Role & { kind: string });
+  const rulesOf = (kind: string, name: string, namespace: string | undefined) =>
+    roles
+      .filter(
+        (r) =>
+          r.kind === kind &&
+          r.metadata?.name === name &&
+          (kind === 'ClusterRole' || r.metadata?.namespace === namespace),
+      )
+      .flatMap((r) => r.rules ?? []);
+  const rules = [
+    ...all<V1ClusterRoleBinding>(docs, 'ClusterRoleBinding')
+      .filter((b) => boundHere(b.subjects))
+      .flatMap((b) => rulesOf('ClusterRole', b.roleRef.name, undefined)),
+    ...all<V1RoleBinding>(docs, 'RoleBinding')
+      .filter((b) => b.metadata?.namespace === request.namespace && boundHere(b.subjects))
+      .flatMap((b) => rulesOf(b.roleRef.kind, b.roleRef.name, request.namespace)),
+  ];
+  return rules.some((rule) => ruleAllows(rule, request));
+}
+
+type RbacV1SubjectList = V1RoleBinding['subjects'];
 
 /** ClusterRoles every cluster has (the apiserver keeps them): a binding may refer to them without shipping them. */
 const BUILT_IN_CLUSTER_ROLES = new Set(['system:auth-delegator']);
@@ -519,6 +579,35 @@ describe('manifests/ files', function () {
         !all<V1ClusterRole>(base, 'ClusterRole').some(
           (r) => r.metadata!.name === 'admission-gateway' && r.rules!.some((rule) => rule.nonResourceURLs),
         ),
+      );
+    });
+
+    it('the gateway may read, create and renew the Lease of its leader election, and nothing more on Leases', function () {
+      const account = one<V1ServiceAccount>(base, 'ServiceAccount').metadata as { name: string; namespace: string };
+      const { leaseName, leaseNamespace } = config.kube.leaderElection;
+      const lease = { apiGroup: 'coordination.k8s.io', resource: 'leases', namespace: leaseNamespace };
+      const allowed = (verb: string, name: string) => rbacAllows(base, account, { ...lease, verb, name });
+      assert.deepEqual(
+        {
+          get: allowed('get', leaseName),
+          create: allowed('create', ''),
+          update: allowed('update', leaseName),
+          patch: allowed('patch', leaseName),
+          delete: allowed('delete', leaseName),
+          list: allowed('list', ''),
+          watch: allowed('watch', ''),
+          'update another Lease': allowed('update', 'kube-scheduler'),
+        },
+        {
+          get: true,
+          create: true,
+          update: true,
+          patch: false,
+          delete: false,
+          list: false,
+          watch: false,
+          'update another Lease': false,
+        },
       );
     });
 

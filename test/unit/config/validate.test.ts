@@ -63,6 +63,13 @@ describe('parseConfigText()', () => {
           overlapSeconds: 900,
           resyncSeconds: 30,
         },
+        leaderElection: {
+          leaseName: 'admission-gateway',
+          leaseNamespace: 'admission-gateway',
+          leaseDurationSeconds: 15,
+          renewDeadlineSeconds: 10,
+          retryPeriodSeconds: 2,
+        },
       });
       assert.deepEqual(config.log, { level: 'info' });
       assert.deepEqual(config.chain, []);
