@@ -73,6 +73,8 @@ describe('hostile input at the webhook server (real gateway over HTTPS)', functi
 
   describe('a Pod of 80,000 containers through the shipped chain', function () {
     it('gets every container its defaults in one patch, each step its own operations in the trace (building both is linear: quadratic work would take minutes)', async function () {
+      // Seconds on a quiet machine, more on a loaded one; quadratic work would still be far past this.
+      this.timeout(60_000);
       const { readFile } = await import('node:fs/promises');
       // Every review's trace kept, so that keeping this one is part of the review.
       const h = await start(`${await readFile(SHIPPED_CONFIG, 'utf8')}\nexplain: { keep: all }\n`);
