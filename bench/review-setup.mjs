@@ -11,7 +11,7 @@ export async function reviewSetup(root, yaml) {
   const load = loaderFor(root);
   const { Registry } = await load('node_modules/prom-client/index.js');
   const pino = (await load('node_modules/pino/pino.js')).default;
-  const { createReviewer, standaloneNamespaceLabels } = await load('dist/server/chain/reviewer.js');
+  const { createReviewer, standaloneNamespaceLabels } = await load('dist/server/dispatch/reviewer.js');
   // Checkouts from before the chain of a config left the composition root keep it in gateway.js.
   const { createChainForConfig } = await load('dist/server/providers/configured-chain.js').catch(() =>
     load('dist/server/gateway.js'),

@@ -18,7 +18,7 @@ import {
   type NamespaceLabelSource,
   type ReviewedRequest,
   type Reviewer,
-} from './chain/reviewer.js';
+} from './dispatch/reviewer.js';
 import type { GatewayConfig } from './config/types.js';
 import { createChainForConfig, type ProviderChains } from './providers/configured-chain.js';
 import type { ProviderRuntime, ProviderRuntimeDeps } from './providers/provider-runtime.js';
@@ -31,9 +31,9 @@ import { opsAuthMiddleware } from './http/ops-auth.js';
 import { TraceBuffer } from './explain/trace-buffer.js';
 import { Recorder, openRecording } from './recording/recorder.js';
 import { compileRedaction } from './recording/redact.js';
-import { ShadowRunner } from './chain/shadow.js';
+import { ShadowRunner } from './dispatch/shadow.js';
 import { createWebhookApp } from './http/webhook-app.js';
-import { createAuthorizer } from './chain/authorizer.js';
+import { createAuthorizer } from './dispatch/authorizer.js';
 import { compileExclusions, exclusionsFor } from './authorization/exclusions.js';
 import { drainServer } from './http/drain.js';
 import { ByteBudget } from './http/byte-budget.js';

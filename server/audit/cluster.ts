@@ -11,8 +11,8 @@
 import type { ConfigurationOptions, CoreV1Api, KubeConfig, ObservableMiddleware } from '@kubernetes/client-node';
 import type { KubeObject } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
-import type { Labels } from '../chain/label-selector.js';
-import type { NamespaceLabelSource } from '../chain/reviewer.js';
+import type { Labels } from '../steps/label-selector.js';
+import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,

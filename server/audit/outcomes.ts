@@ -12,10 +12,10 @@
  *   not apply to the object if enforced, and a `skip` for every object some other step matches would bury the
  *   results that matter.
  */
-import type { DecisionTrace } from '../chain/decision-trace.js';
-import { shown } from '../chain/policy.js';
-import type { StepReport } from '../chain/review-observer.js';
-import { DRY_RUN_WITH_SIDE_EFFECTS } from '../chain/skip.js';
+import type { DecisionTrace } from '../trace/decision-trace.js';
+import { shown } from '../steps/policy.js';
+import type { StepReport } from '../trace/step-report.js';
+import { DRY_RUN_WITH_SIDE_EFFECTS } from '../steps/skip-reasons.js';
 
 export type PolicyResult = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
 

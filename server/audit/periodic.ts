@@ -10,7 +10,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import type { Logger } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
-import type { NamespaceLabelSource } from '../chain/reviewer.js';
+import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { audit, auditReviewLog } from './audit.js';

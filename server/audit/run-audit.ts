@@ -14,9 +14,9 @@ import type { AdmissionRequest, KubeObject, Match, UserInfo } from '../admission
 import { requestForObject } from '../admission/request-for-object.js';
 import type { BindableLogger } from '../base/log.js';
 import { createChain, type Chain } from '../chain/chain.js';
-import { effectiveFailurePolicy } from '../chain/policy.js';
-import { createReviewer, type NamespaceLabelSource, type Reviewer } from '../chain/reviewer.js';
-import type { Step } from '../chain/step.js';
+import { effectiveFailurePolicy } from '../steps/policy.js';
+import { createReviewer, type NamespaceLabelSource, type Reviewer } from '../dispatch/reviewer.js';
+import type { Step } from '../steps/step.js';
 import type { AuditConfig } from '../config/types.js';
 import { selectionOf } from '../http/routes.js';
 import { ALWAYS_EXCLUDED, EXCLUDE_LABEL } from '../manifests/render.js';

@@ -7,8 +7,8 @@
 import type { Logger } from '../base/log.js';
 import type { ProviderEntry } from '../config/types.js';
 import { createChain, type Chain } from './chain.js';
-import type { StepSource } from './step-source.js';
-import type { Step } from './step.js';
+import type { StepSource } from '../steps/step-source.js';
+import type { Step } from '../steps/step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 
 export interface ChainManagerDeps<R extends StepSource> {

@@ -11,15 +11,16 @@ import { resolveStepOptions, type FailurePolicy } from '../config/step-options.j
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
-import { attachmentOf, indexExtensions, type ChainExtensions } from './chain-extensions.js';
-import { compileMatch } from './match.js';
+import { attachmentOf, indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
+import { compileMatch } from '../steps/match.js';
 import { createPluginSteps } from './plugin-step.js';
 import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
-import { effectiveFailurePolicy } from './policy.js';
-import { declarationFields, planSteps, type PlanProblem, type StepPlan } from './step-graph.js';
-import type { Step } from './step.js';
+import { effectiveFailurePolicy } from '../steps/policy.js';
+import { declarationFields } from '../steps/declarations.js';
+import { planSteps, type PlanProblem, type StepPlan } from '../steps/step-graph.js';
+import type { Step } from '../steps/step.js';
 
 /** Which of the chain's steps a review runs: a phase's, or only those of one effective failure policy. */
 export interface StepSelection {

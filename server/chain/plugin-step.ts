@@ -11,8 +11,8 @@ import type {
   ValidateContext,
   Verdict,
 } from '../plugin-api/types.js';
-import { describeAttachment } from './chain-extensions.js';
-import type { Step, StepInvocation, StepPlacement } from './step.js';
+import { describeAttachment } from '../extensions/chain-extensions.js';
+import type { Step, StepInvocation, StepPlacement } from '../steps/step.js';
 
 /** The chain entry's resolved settings for one plugin (config defaults and the plugin's own applied). */
 export interface PluginStepOptions extends StepPlacement {

@@ -9,7 +9,12 @@ import { availablePlugins } from '../../plugins/index.js';
 import { createLogger, type BindableLogger, type LogLevel } from '../base/log.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { Chain } from '../chain/chain.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest, type Reviewer } from '../chain/reviewer.js';
+import {
+  createReviewer,
+  standaloneNamespaceLabels,
+  type ReviewedRequest,
+  type Reviewer,
+} from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { createChainForConfig, type ProviderChains } from '../providers/configured-chain.js';

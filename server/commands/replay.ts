@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { AdmissionRequest } from '../admission/types.js';
 import { escapeControl } from '../base/limits.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
-import type { ReviewResult } from '../chain/reviewer.js';
+import type { ReviewResult } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
 import { OfflineAnswers, offlineChain } from '../recording/offline-steps.js';

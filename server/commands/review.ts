@@ -11,7 +11,7 @@ import { errorMessage } from '../base/errors.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
-import type { ReviewResult, ReviewedRequest } from '../chain/reviewer.js';
+import type { ReviewResult, ReviewedRequest } from '../dispatch/reviewer.js';
 import { renderTrace } from '../explain/render-trace.js';
 import type { KeptTrace } from '../explain/trace-buffer.js';
 import type { GatewayConfig } from '../config/types.js';

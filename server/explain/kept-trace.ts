@@ -16,11 +16,11 @@ import type {
   KubeObject,
 } from '../admission/types.js';
 import { MAX_ECHO_CHARS, MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
-import type { StepDetail, TraceInput } from '../chain/decision-trace.js';
-import { traceIdOf } from '../chain/decision-trace.js';
-import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } from '../chain/match.js';
-import type { PatchConflict } from '../chain/review-observer.js';
-import { MAX_SHADOW_MESSAGE_CHARS, MAX_SHADOW_TRACED_OPS } from '../chain/shadow.js';
+import type { TraceInput } from '../trace/decision-trace.js';
+import { traceIdOf } from '../trace/decision-trace.js';
+import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } from '../steps/match.js';
+import type { PatchConflict, StepDetail } from '../trace/step-report.js';
+import { MAX_SHADOW_MESSAGE_CHARS, MAX_SHADOW_TRACED_OPS } from '../dispatch/shadow.js';
 import type { Redaction } from '../recording/redact.js';
 
 /** Patch operations kept per step and for the review; the rest are counted. */

@@ -4,8 +4,8 @@
  * together; the oldest make room. A review is found by its uid or its trace id through an index, not a scan.
  */
 import { kindName } from '../admission/kind-name.js';
-import type { DecisionTrace, ReviewedRequest } from '../chain/decision-trace.js';
-import { buildDecisionTrace, traceIdOf } from '../chain/decision-trace.js';
+import type { DecisionTrace, ReviewedRequest } from '../trace/decision-trace.js';
+import { buildDecisionTrace, traceIdOf } from '../trace/decision-trace.js';
 import type { Redaction } from '../recording/redact.js';
 import { keptInput, type KeptInput } from './kept-trace.js';
 

@@ -16,7 +16,7 @@ import {
 } from '../authorization/subject-access-review.js';
 import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
-import type { Authorizer } from '../chain/authorizer.js';
+import type { Authorizer } from '../dispatch/authorizer.js';
 import { BudgetExceededError } from './byte-budget.js';
 import { closesConnection, readBody } from './read-body.js';
 import { answer, type ReviewServices, type ReviewState } from './review-middleware.js';

@@ -11,7 +11,7 @@ import { errored } from '../admission/responses.js';
 import { parseTimeoutParam } from '../admission/timeout.js';
 import { ADMISSION_V1, type AdmissionResponse } from '../admission/types.js';
 import type { BindableLogger } from '../base/log.js';
-import type { Reviewer } from '../chain/reviewer.js';
+import type { Reviewer } from '../dispatch/reviewer.js';
 import type { StepSelection } from '../chain/chain.js';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import { errorMessage } from '../base/errors.js';

@@ -19,7 +19,7 @@ import {
 } from './review-middleware.js';
 import { ROUTES } from './routes.js';
 import { runAuthorize } from './authorize-middleware.js';
-import type { Authorizer } from '../chain/authorizer.js';
+import type { Authorizer } from '../dispatch/authorizer.js';
 
 export interface WebhookAppDeps extends ReviewServices {
   /** The authorize chain: with it, POST /authorize answers SubjectAccessReviews. */

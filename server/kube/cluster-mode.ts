@@ -9,7 +9,7 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startPeriodicAudit } from '../audit/periodic.js';
-import type { NamespaceLabelSource } from '../chain/reviewer.js';
+import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
 import type { ReadinessCheck } from '../http/health-app.js';
 import type { OpsAccessOptions } from '../http/ops-access.js';

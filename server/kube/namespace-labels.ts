@@ -10,9 +10,9 @@ import {
   NO_REFERENCES,
   parseExtensionReferences,
   type ExtensionReferences,
-} from '../chain/extension-references.js';
-import type { Labels } from '../chain/label-selector.js';
-import type { NamespaceLabelSource } from '../chain/reviewer.js';
+} from '../extensions/extension-references.js';
+import type { Labels } from '../steps/label-selector.js';
+import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { Logger } from '../base/log.js';
 import { isDnsLabel } from '../config/names.js';
 import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';

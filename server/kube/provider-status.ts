@@ -13,7 +13,7 @@ import type {
   ProviderReferences,
   ProviderResolution,
 } from './admission-provider.js';
-import { EXTENSIONS_ANNOTATION } from '../chain/extension-references.js';
+import { EXTENSIONS_ANNOTATION } from '../extensions/extension-references.js';
 import { FORCE_DELETE_ANNOTATION, REFERENCED_FINALIZER } from './provider-finalizer.js';
 import type { ReferencingNamespaces } from './reference-index.js';
 

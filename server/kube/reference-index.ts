@@ -4,7 +4,7 @@
  * MAX_EXTENSION_REFERENCES), never a scan of the cluster. Namespace annotations are anyone's to write who can
  * edit a namespace, so what is kept is what parseExtensionReferences already bounded.
  */
-import type { ExtensionReferences } from '../chain/extension-references.js';
+import type { ExtensionReferences } from '../extensions/extension-references.js';
 
 /** The first namespaces of a reference, sorted, and how many more there are. */
 export interface ReferencingNamespaces {

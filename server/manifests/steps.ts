@@ -5,8 +5,8 @@
  * and checked rather than trusted.
  */
 import type { Chain } from '../chain/chain.js';
-import { effectiveFailurePolicy } from '../chain/policy.js';
-import type { Step } from '../chain/step.js';
+import { effectiveFailurePolicy } from '../steps/policy.js';
+import type { Step } from '../steps/step.js';
 import type { Match } from '../admission/types.js';
 import type { RenderStep } from './render.js';
 

@@ -20,7 +20,7 @@ import { ConfigError, errorMessage } from '../base/errors.js';
 import { bufferedStdout, createLogger, type BindableLogger } from '../base/log.js';
 import { createChain, pluginEntrySteps } from '../chain/chain.js';
 import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels } from '../chain/reviewer.js';
+import { createReviewer, standaloneNamespaceLabels } from '../dispatch/reviewer.js';
 import { connectionFieldsOf, readConnectionBounds } from '../config/connection-bounds.js';
 import { Reader } from '../config/reader.js';
 import { readTracing, type TracingSettings } from '../config/tracing.js';

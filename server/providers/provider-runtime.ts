@@ -5,11 +5,11 @@
  * its steps fail through their failurePolicy until it is discovered.
  */
 import type { Match, Phase } from '../admission/types.js';
-import { attachmentOf } from '../chain/chain-extensions.js';
-import { compileMatch } from '../chain/match.js';
-import type { StepSource } from '../chain/step-source.js';
-import { declarationFields } from '../chain/step-graph.js';
-import type { Step } from '../chain/step.js';
+import { attachmentOf } from '../extensions/chain-extensions.js';
+import { compileMatch } from '../steps/match.js';
+import type { StepSource } from '../steps/step-source.js';
+import { declarationFields } from '../steps/declarations.js';
+import type { Step } from '../steps/step.js';
 import { resolveStepOptions } from '../config/step-options.js';
 import type { ProviderEntry } from '../config/types.js';
 import { loadTlsMaterial } from '../tls/serving-certificate.js';

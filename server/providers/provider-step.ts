@@ -1,8 +1,8 @@
 /** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
 import type { AdmissionApiVersion, Phase } from '../admission/types.js';
 import type { Decision } from '../admission/decision.js';
-import { describeAttachment } from '../chain/chain-extensions.js';
-import type { Step, StepPlacement } from '../chain/step.js';
+import { describeAttachment } from '../extensions/chain-extensions.js';
+import type { Step, StepPlacement } from '../steps/step.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
 

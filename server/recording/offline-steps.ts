@@ -8,8 +8,8 @@
 import { APPROVED, type Decision } from '../admission/decision.js';
 import { StepFailedError, type FailureReason } from '../base/errors.js';
 import { createChain, type Chain } from '../chain/chain.js';
-import { denialConsequence, failureConsequence } from '../chain/policy.js';
-import type { Step } from '../chain/step.js';
+import { denialConsequence, failureConsequence } from '../steps/policy.js';
+import type { Step } from '../steps/step.js';
 import type { RecordedReview } from './recorded-review.js';
 
 const FAILURES: Readonly<Record<string, FailureReason>> = {

@@ -9,7 +9,7 @@ import { decodeReview } from '../admission/codec.js';
 import { ADMISSION_V1, type AdmissionRequest, type JsonPatchOperation, type Phase } from '../admission/types.js';
 import { FAILURE_REASONS as FAILURE_REASON_LIST, type FailureReason } from '../base/errors.js';
 import { MAX_NESTING_DEPTH, nestsDeeperThan } from '../base/limits.js';
-import type { ReviewedRequest } from '../chain/reviewer.js';
+import type { ReviewedRequest } from '../dispatch/reviewer.js';
 import { STEP_OUTCOMES, type StepOutcome } from '../metrics/metrics.js';
 import type { Redaction } from './redact.js';
 

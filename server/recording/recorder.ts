@@ -13,7 +13,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from '../base/log.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
-import type { ReviewedRequest } from '../chain/reviewer.js';
+import type { ReviewedRequest } from '../dispatch/reviewer.js';
 import { locateConfigError } from '../config/field-positions.js';
 import type { GatewayConfig, RecordConfig } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';

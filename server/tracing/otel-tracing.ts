@@ -1,5 +1,5 @@
 /**
- * The chain's tracer (chain/review-trace.ts) made with the OpenTelemetry SDK: a span per review, continued
+ * The chain's tracer (trace/review-trace.ts) made with the OpenTelemetry SDK: a span per review, continued
  * from the caller's W3C `traceparent`, and a span per step invocation below it, whose trace context a provider
  * step sends on. Spans are batched (BatchSpanProcessor) and exported as OTLP/HTTP JSON. Loaded only when
  * tracing is configured (start-tracing.ts), so that a gateway without it never loads the SDK.
@@ -39,10 +39,10 @@ import type { StepFailedError } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
 import { packageVersion } from '../base/version.js';
-import { shown } from '../chain/policy.js';
-import type { StepReport } from '../chain/review-observer.js';
-import type { IncomingHeaders, ReviewTrace, ReviewTracer } from '../chain/review-trace.js';
-import type { Step } from '../chain/step.js';
+import { shown } from '../steps/policy.js';
+import type { StepReport } from '../trace/step-report.js';
+import type { IncomingHeaders, ReviewTrace, ReviewTracer } from '../trace/review-trace.js';
+import type { Step } from '../steps/step.js';
 import type { TracingConfig } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
 

@@ -19,7 +19,7 @@ import {
   type AdmissionProvider,
   type Condition,
 } from '../../server/kube/admission-provider.js';
-import { EXTENSIONS_ANNOTATION } from '../../server/chain/extension-references.js';
+import { EXTENSIONS_ANNOTATION } from '../../server/extensions/extension-references.js';
 import {
   FORCE_DELETE_ANNOTATION,
   GATEWAY_FIELD_MANAGER,

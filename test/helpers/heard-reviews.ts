@@ -8,7 +8,7 @@ import { createLogger } from '../../server/base/log.js';
 import { buildPluginSteps, createChain } from '../../server/chain/chain.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { createPluginRegistry } from '../../server/chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../server/chain/reviewer.js';
+import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../server/dispatch/reviewer.js';
 import { parseConfigText } from '../../server/config/load.js';
 import { selectionOf, type Route } from '../../server/http/routes.js';
 import { createMetrics } from '../../server/metrics/metrics.js';

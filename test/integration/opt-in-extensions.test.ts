@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { AdmissionResponse, AdmissionReview, KubeObject } from '../../server/admission/types.js';
-import { parseExtensionReferences } from '../../server/chain/extension-references.js';
-import type { Labels } from '../../server/chain/label-selector.js';
-import type { NamespaceLabelSource } from '../../server/chain/reviewer.js';
+import { parseExtensionReferences } from '../../server/extensions/extension-references.js';
+import type { Labels } from '../../server/steps/label-selector.js';
+import type { NamespaceLabelSource } from '../../server/dispatch/reviewer.js';
 import type { JsonPatchOperation } from '../../server/plugin-api/index.js';
 import { podCreate, podDelete, podUpdate, requestOf } from '../fixtures/reviews/index.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';

@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { Agent } from 'undici';
 import { generateCertificates, writeCertificates } from '../../certs/generate.js';
 import type { AdmissionReview } from '../../server/admission/types.js';
-import type { Reviewer } from '../../server/chain/reviewer.js';
+import type { Reviewer } from '../../server/dispatch/reviewer.js';
 import { ByteBudget } from '../../server/http/byte-budget.js';
 import { createWebhookApp } from '../../server/http/webhook-app.js';
 import { createLogger } from '../../server/base/log.js';

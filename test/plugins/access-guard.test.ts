@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import plugin, { RESTRICTED_LABEL } from '../../plugins/access-guard.js';
 import type { AdmissionRequest } from '../../server/plugin-api/index.js';
-import { authorizeWith, matches, runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
+import { authorizeWith, matches, runPlugin, settingsOf } from '../../server/plugin-testing/index.js';
 
 const RESTRICTED = { 'kubernetes.io/metadata.name': 'vault', [RESTRICTED_LABEL]: 'true' };
 const OPEN = { 'kubernetes.io/metadata.name': 'web' };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import plugin from '../../plugins/default-labels.js';
 import { edited, namespaceCreate, podCreate, podUpdate, requestOf, setAt } from '../fixtures/reviews/index.js';
-import { runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
+import { runPlugin, settingsOf } from '../../server/plugin-testing/index.js';
 
 const settings = {
   labels: { 'app.kubernetes.io/managed-by': 'admission-gateway', team: 'platform' },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 import plugin from '../../plugins/image-policy.js';
 import { on, type AdmissionRequest } from '../../server/plugin-api/index.js';
-import { matches, runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
+import { matches, runPlugin, settingsOf } from '../../server/plugin-testing/index.js';
 import {
   cronjobCreate,
   deploymentCreate,

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import plugin from '../../plugins/require-labels.js';
 import { deploymentCreate, podCreate, podDelete, podUpdate, requestOf, setAt } from '../fixtures/reviews/index.js';
-import { runPlugin, settingsOf } from '../../server/plugin-api/testing/index.js';
+import { runPlugin, settingsOf } from '../../server/plugin-testing/index.js';
 import { on, type AdmissionRequest } from '../../server/plugin-api/index.js';
 
 /** The user's answer when the plugin refuses: its message, prefixed with the plugin's name. */
@@ -23,7 +23,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 async function denialInOwnProcess(pattern: string, value: string, timeoutMs: number): Promise<unknown> {
   const script = `
     import plugin from './plugins/require-labels.ts';
-    import { runPlugin } from './server/plugin-api/testing/index.ts';
+    import { runPlugin } from './server/plugin-testing/index.ts';
     import { podCreate, requestOf, setAt } from './test/fixtures/reviews/index.ts';
     const request = requestOf(podCreate());
     setAt(request.object, 'metadata.labels.team', ${JSON.stringify(value)});

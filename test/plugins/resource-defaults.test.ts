@@ -11,7 +11,7 @@ import {
 } from '../fixtures/reviews/index.js';
 import { POD_SPEC_RESOURCES } from '../helpers/pod-resources.js';
 import type { AdmissionRequest, JsonPatchOperation } from '../../server/plugin-api/index.js';
-import { runPlugin, settingsOf, type PluginRun } from '../../server/plugin-api/testing/index.js';
+import { runPlugin, settingsOf, type PluginRun } from '../../server/plugin-testing/index.js';
 
 const DEFAULTED = { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } };
 

@@ -20,7 +20,7 @@ import type {
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { availablePlugins } from '../../plugins/index.js';
-import { compileSelector } from '../../server/chain/label-selector.js';
+import { compileSelector } from '../../server/steps/label-selector.js';
 import { servedPlugins } from '../../server/commands/provider.js';
 import { parseCommandLine, type Values } from '../../server/commands/usage.js';
 import { parseConfigText } from '../../server/config/load.js';

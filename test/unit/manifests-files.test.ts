@@ -30,7 +30,7 @@ import type {
   V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
-import { compileSelector } from '../../server/chain/label-selector.js';
+import { compileSelector } from '../../server/steps/label-selector.js';
 import { parseConfigText } from '../../server/config/load.js';
 import type { GatewayConfig } from '../../server/config/types.js';
 import type { LabelSelector } from '../../server/plugin-api/types.js';

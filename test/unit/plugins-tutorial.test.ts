@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { format, resolveConfig } from 'prettier';
 import { parse } from 'yaml';
 import type { Plugin } from '../../server/plugin-api/index.js';
-import { settingsOf } from '../../server/plugin-api/testing/index.js';
+import { settingsOf } from '../../server/plugin-testing/index.js';
 import { availablePlugins } from '../../plugins/index.js';
 import { identifierOf, shippedPluginNames } from '../helpers/shipped-plugins.js';
 

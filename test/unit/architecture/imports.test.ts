@@ -1,11 +1,12 @@
 /**
  * The source reads one way: no folder of server/ imports, directly or through others, a folder that imports it
- * back, and no folder imports the composition root (server/gateway.ts, cli.ts, main.ts: the files directly in
- * server/), which gets what it wires passed in.
+ * back, no file imports, directly or through others, a file of its own folder that imports it back (in server/
+ * and plugins/), and no folder imports the composition root (server/gateway.ts, cli.ts, main.ts: the files
+ * directly in server/), which gets what it wires passed in.
  *
- * Each folder is a node (a subfolder is a node of its own: `server/plugin-api/testing/` is not
- * `server/plugin-api/`); an edge is any static `import` or `export … from` of a relative path, `import type`
- * included: a cycle of types is still a cycle for whoever reads the code.
+ * Each folder of server/ is a node, with whatever lies below it (a subfolder is part of its folder, so that a
+ * module cannot step out of a cycle by moving one floor down); an edge is any static `import` or `export … from`
+ * of a relative path, `import type` included: a cycle of types is still a cycle for whoever reads the code.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -40,22 +41,49 @@ interface FolderImport {
   readonly to: string;
 }
 
-/** A file's folder below server/ ('' for server/ itself). */
-const folderOf = (file: string): string => (path.posix.dirname(file) === '.' ? '' : path.posix.dirname(file));
+/** A file's top folder below server/ ('' for server/ itself). */
+const folderOf = (file: string): string => (file.includes('/') ? file.slice(0, file.indexOf('/')) : '');
 
 /** A folder's name for messages. */
 const folderName = (dir: string): string => (dir === '' ? 'server/' : dir);
+
+/** The module a relative specifier of `file` names: its path in the same tree, `.js` read as `.ts`. */
+const targetOf = (file: string, specifier: string): string =>
+  path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier)).replace(/\.js$/, '.ts');
 
 /** Every import between modules of server/ (those of modules outside it left out). */
 function importsBetween(files: ReadonlyMap<string, string>): FolderImport[] {
   const found: FolderImport[] = [];
   for (const [file, text] of files) {
     for (const specifier of relativeImports(file, text)) {
-      const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), specifier));
+      const target = targetOf(file, specifier);
       if (!target.startsWith('../')) found.push({ file, specifier, from: folderOf(file), to: folderOf(target) });
     }
   }
   return found;
+}
+
+/**
+ * Each cycle of imports between the files of one folder (`files`: paths relative to the tree's root, with `/`,
+ * mapped to their text), each file with the name it takes the next one by.
+ */
+export function fileCycles(files: ReadonlyMap<string, string>, tree: string): string[] {
+  const edges = new Map<string, Map<string, string>>();
+  for (const [file, text] of files) {
+    const out = new Map<string, string>();
+    for (const specifier of relativeImports(file, text)) {
+      const target = targetOf(file, specifier);
+      if (files.has(target) && path.posix.dirname(target) === path.posix.dirname(file)) out.set(target, specifier);
+    }
+    edges.set(file, out);
+  }
+  return cyclesOf(edges).map((cycle) => {
+    const hops = cycle.map(
+      (file, i) => `${tree}${file} imports ${edges.get(file)!.get(cycle[(i + 1) % cycle.length]!)!}`,
+    );
+    const folder = path.posix.dirname(cycle[0]!);
+    return `import cycle inside ${tree}${folder === '.' ? '' : `${folder}/`}: ${hops.join('; ')}`;
+  });
 }
 
 /** The folders each folder imports, each with the first import that shows it. */
@@ -91,7 +119,7 @@ export function importProblems(files: ReadonlyMap<string, string>): string[] {
       `import cycle between folders: ${[...cycle, cycle[0]!].map(folderName).join(' → ')} (${hops.join('; ')})`,
     );
   }
-  return problems;
+  return [...problems, ...fileCycles(files, 'server/')];
 }
 
 /**
@@ -158,14 +186,17 @@ function shortestLoop(
   return [start];
 }
 
-function serverFiles(): Map<string, string> {
+/** The TypeScript files below `root`, by their path relative to it. */
+function filesBelow(root: string): Map<string, string> {
   const files = new Map<string, string>();
-  for (const entry of readdirSync(SERVER, { recursive: true, encoding: 'utf8' })) {
+  for (const entry of readdirSync(root, { recursive: true, encoding: 'utf8' })) {
     const file = entry.split(path.sep).join('/');
-    if (file.endsWith('.ts')) files.set(file, readFileSync(path.join(SERVER, entry), 'utf8'));
+    if (file.endsWith('.ts')) files.set(file, readFileSync(path.join(root, entry), 'utf8'));
   }
   return files;
 }
+
+const serverFiles = (): Map<string, string> => filesBelow(SERVER);
 
 describe('imports between the folders of server/', () => {
   it('form no cycle, and no folder imports the composition root', function () {
@@ -173,6 +204,12 @@ describe('imports between the folders of server/', () => {
     const files = serverFiles();
     assert.ok(files.has('chain/chain.ts') && files.has('gateway.ts'), [...files.keys()].join(', '));
     assert.deepEqual(importProblems(files), []);
+  });
+
+  it('and of plugins/ form no cycle inside a folder', () => {
+    const files = filesBelow(path.join(SERVER, '../plugins'));
+    assert.ok(files.has('index.ts'), [...files.keys()].join(', '));
+    assert.deepEqual(fileCycles(files, 'plugins/'), []);
   });
 
   it('are the ones docs/architecture.md lists for each folder', () => {
@@ -209,13 +246,45 @@ describe('imports between the folders of server/', () => {
       );
     });
 
-    it('takes a subfolder as a folder of its own, and ignores imports from outside server/', () => {
+    it('takes a subfolder as part of its folder, and ignores imports from outside server/', () => {
       assert.deepEqual(
         check({
           'chain/step.ts': "import type { Plugin } from '../plugin-api/types.js';",
           'plugin-api/types.ts': "import { x } from '../../plugins/index.js';",
           'plugin-api/testing/harness.ts': "import { step } from '../../chain/step.js';\nimport '../types.js';",
         }),
+        [
+          'import cycle between folders: chain → plugin-api → chain ' +
+            '(server/chain/step.ts imports ../plugin-api/types.js; ' +
+            'server/plugin-api/testing/harness.ts imports ../../chain/step.js)',
+        ],
+      );
+      assert.deepEqual(
+        check({
+          'chain/step.ts': "import type { Plugin } from '../plugin-api/types.js';",
+          'plugin-api/types.ts': "import { x } from '../../plugins/index.js';",
+          'plugin-testing/harness.ts': "import { step } from '../chain/step.js';\nimport '../plugin-api/types.js';",
+        }),
+        [],
+      );
+    });
+
+    it('names a cycle between the files of one folder, and only within a folder', () => {
+      assert.deepEqual(
+        check({
+          'steps/step.ts': "import type { Plan } from './step-graph.js';\nimport { x } from '../trace/x.js';",
+          'steps/step-graph.ts': "import type { Step } from './step.js';",
+          'trace/x.ts': "import type { Step } from '../steps/step.js';",
+        }),
+        [
+          'import cycle between folders: steps → trace → steps ' +
+            '(server/steps/step.ts imports ../trace/x.js; server/trace/x.ts imports ../steps/step.js)',
+          'import cycle inside server/steps/: server/steps/step-graph.ts imports ./step.js; ' +
+            'server/steps/step.ts imports ./step-graph.js',
+        ],
+      );
+      assert.deepEqual(
+        check({ 'steps/a.ts': "import { b } from './b.js';", 'steps/b.ts': "import { c } from '../trace/c.js';" }),
         [],
       );
     });

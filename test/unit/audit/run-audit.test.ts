@@ -14,7 +14,7 @@ import type { PolicyReport } from '../../../server/audit/reports.js';
 import { runAudit, type AuditDeps } from '../../../server/audit/run-audit.js';
 import type { AuditTarget, DiscoveredGroup, DiscoveredResource } from '../../../server/audit/targets.js';
 import type { Chain } from '../../../server/chain/chain.js';
-import type { Labels } from '../../../server/chain/label-selector.js';
+import type { Labels } from '../../../server/steps/label-selector.js';
 import type { AuditConfig } from '../../../server/config/types.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import { createChainForConfig } from '../../../server/providers/configured-chain.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MAX_EXTENSION_REFERENCES, parseExtensionReferences } from '../../../server/chain/extension-references.js';
+import { MAX_EXTENSION_REFERENCES, parseExtensionReferences } from '../../../server/extensions/extension-references.js';
 
 describe('parseExtensionReferences() (the admissiongateway.io/extensions annotation)', () => {
   it('reads comma-separated names, trimmed, in order, without duplicates', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { KubeObject } from '../../../server/admission/types.js';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
-import { appliedValue, writeApplied } from '../../../server/chain/extensions-applied.js';
+import { appliedValue, writeApplied } from '../../../server/dispatch/extensions-applied.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { diffWritten } from '../../../server/patch/diff-written.js';

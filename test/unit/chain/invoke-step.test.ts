@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { invokeStep, type InvocationInput, type StepResult } from '../../../server/chain/invoke-step.js';
-import { ReviewNotes } from '../../../server/chain/notes.js';
-import { compileMatch } from '../../../server/chain/match.js';
+import { invokeStep, type InvocationInput, type StepResult } from '../../../server/dispatch/invoke-step.js';
+import { ReviewNotes } from '../../../server/dispatch/notes.js';
+import { compileMatch } from '../../../server/steps/match.js';
 import type { Decision } from '../../../server/admission/decision.js';
-import type { Step, StepInvocation } from '../../../server/chain/step.js';
+import type { Step, StepInvocation } from '../../../server/steps/step.js';
 import { StepFailedError } from '../../../server/base/errors.js';
 import { podCreate } from '../../fixtures/reviews/index.js';
 

@@ -1,8 +1,8 @@
 /** The words a decision trace gives for a skip: each agrees with the matcher that decided it. */
 import assert from 'node:assert/strict';
 import type { AdmissionRequest, Match } from '../../../server/admission/types.js';
-import { compileMatch } from '../../../server/chain/match.js';
-import { describeRule, explainMismatch } from '../../../server/chain/match-explanation.js';
+import { compileMatch } from '../../../server/steps/match.js';
+import { describeRule, explainMismatch } from '../../../server/trace/match-explanation.js';
 import { requestOf, podCreate } from '../../fixtures/reviews/index.js';
 
 const pod = (): AdmissionRequest => requestOf(podCreate());

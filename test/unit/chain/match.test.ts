@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { Labels } from '../../../server/chain/label-selector.js';
-import { compileMatch, namespaceToLookUp } from '../../../server/chain/match.js';
+import type { Labels } from '../../../server/steps/label-selector.js';
+import { compileMatch, namespaceToLookUp } from '../../../server/steps/match.js';
 import type { AdmissionRequest, Match } from '../../../server/plugin-api/types.js';
 
 function request(overrides: Partial<AdmissionRequest> = {}): AdmissionRequest {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ReviewNotes, annotationKey } from '../../../server/chain/notes.js';
+import { ReviewNotes, annotationKey } from '../../../server/dispatch/notes.js';
 
 describe('ReviewNotes', () => {
   describe('warnings', () => {

@@ -10,7 +10,7 @@ import {
   effectiveFailurePolicy,
   failureConsequence,
   type Consequence,
-} from '../../../server/chain/policy.js';
+} from '../../../server/steps/policy.js';
 
 const step = (mode: Mode, failurePolicy: FailurePolicy) => ({
   name: 'checker',

@@ -16,13 +16,13 @@ import { Registry } from 'prom-client';
 import { decodeReview, encodeReview } from '../../../server/admission/codec.js';
 import type { AdmissionResponse } from '../../../server/admission/types.js';
 import { createChain } from '../../../server/chain/chain.js';
-import { compileMatch } from '../../../server/chain/match.js';
+import { compileMatch } from '../../../server/steps/match.js';
 import { createPluginSteps } from '../../../server/chain/plugin-step.js';
 import type { BindableLogger } from '../../../server/base/log.js';
-import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../../server/chain/reviewer.js';
-import type { StepReport } from '../../../server/chain/review-observer.js';
+import { createReviewer, standaloneNamespaceLabels, type ReviewedRequest } from '../../../server/dispatch/reviewer.js';
+import type { StepReport } from '../../../server/trace/step-report.js';
 import { selectionOf } from '../../../server/http/routes.js';
-import type { Step } from '../../../server/chain/step.js';
+import type { Step } from '../../../server/steps/step.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import {
   deny,

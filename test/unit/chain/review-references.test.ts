@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { AdmissionRequest } from '../../../server/admission/types.js';
 import { buildPluginEntries, createChain, type Chain } from '../../../server/chain/chain.js';
-import { parseExtensionReferences, NO_REFERENCES } from '../../../server/chain/extension-references.js';
+import { parseExtensionReferences, NO_REFERENCES } from '../../../server/extensions/extension-references.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import {
   namespaceOfReferences,
@@ -9,7 +9,7 @@ import {
   settleReferences,
   whyNotApplies,
   type SettledReferences,
-} from '../../../server/chain/review-references.js';
+} from '../../../server/extensions/review-references.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { allow, definePlugin } from '../../../server/plugin-api/index.js';
 import { namespaceCreate, podCreate, podDelete, podUpdate, requestOf } from '../../fixtures/reviews/index.js';

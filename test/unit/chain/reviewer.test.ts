@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import { createReviewer, givesReferenceWarnings, standaloneNamespaceLabels } from '../../../server/chain/reviewer.js';
+import {
+  createReviewer,
+  givesReferenceWarnings,
+  standaloneNamespaceLabels,
+} from '../../../server/dispatch/reviewer.js';
 import { selectionOf } from '../../../server/http/routes.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { createLogger } from '../../../server/base/log.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { JsonPatchOperation } from '../../../server/admission/types.js';
-import { WriteSet, covers, firstWriteOutside, overlaps, segmentsOf } from '../../../server/chain/write-set.js';
+import { WriteSet, covers, firstWriteOutside, overlaps, segmentsOf } from '../../../server/steps/write-set.js';
 
 const pod = {
   metadata: { name: 'web', labels: { app: 'web' } },

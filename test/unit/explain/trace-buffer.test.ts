@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { AdmissionRequest } from '../../../server/admission/types.js';
-import { ReviewedRequest } from '../../../server/chain/decision-trace.js';
+import { ReviewedRequest } from '../../../server/trace/decision-trace.js';
 import { MAX_TRACED_VALUES_BYTES } from '../../../server/explain/kept-trace.js';
 import { TraceBuffer, type TraceBufferOptions } from '../../../server/explain/trace-buffer.js';
 import { definePlugin } from '../../../server/plugin-api/index.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { boundedLookup } from '../../../server/kube/namespace-labels.js';
-import type { Labels } from '../../../server/chain/label-selector.js';
+import type { Labels } from '../../../server/steps/label-selector.js';
 
 /** A GET that answers when the test says so, recording the names asked for. */
 function pendingReads() {

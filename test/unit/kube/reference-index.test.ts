@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { MAX_EXTENSION_REFERENCES, parseExtensionReferences } from '../../../server/chain/extension-references.js';
+import { MAX_EXTENSION_REFERENCES, parseExtensionReferences } from '../../../server/extensions/extension-references.js';
 import { createReferenceIndex, smallest } from '../../../server/kube/reference-index.js';
 
 const refs = (annotation: string) => parseExtensionReferences(annotation);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { AdmissionRequest, RuleWithOperations } from '../../../server/plugin-api/types.js';
-import { compileMatch } from '../../../server/chain/match.js';
+import { compileMatch } from '../../../server/steps/match.js';
 import { resourceCovers, unionRules } from '../../../server/manifests/rules.js';
 
 const rule = (

@@ -8,7 +8,7 @@ import {
   type KubeObject,
   type Plugin,
 } from '../../../server/plugin-api/index.js';
-import { matches, reviewOf } from '../../../server/plugin-api/testing/index.js';
+import { matches, reviewOf } from '../../../server/plugin-testing/index.js';
 
 /** The plain JSON a webhook configuration would hold. */
 const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value));

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { allow, definePlugin, deny, on, podSpecResources, type KubeObject } from '../../../server/plugin-api/index.js';
-import { reviewOf, runPlugin } from '../../../server/plugin-api/testing/index.js';
+import { reviewOf, runPlugin } from '../../../server/plugin-testing/index.js';
 
 /** A Pod's fields type-check, every one of them optional. */
 const podNames = definePlugin({

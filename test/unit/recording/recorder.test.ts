@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { availablePlugins } from '../../../plugins/index.js';
 import { createLogger } from '../../../server/base/log.js';
-import type { ReviewedRequest } from '../../../server/chain/reviewer.js';
+import type { ReviewedRequest } from '../../../server/dispatch/reviewer.js';
 import type { RecordConfig } from '../../../server/config/types.js';
 import { createMetrics, type Metrics } from '../../../server/metrics/metrics.js';
 import { recordedReviewOf } from '../../../server/recording/recorded-review.js';

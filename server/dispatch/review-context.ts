@@ -6,12 +6,12 @@
 import type { Denial } from '../admission/decision.js';
 import type { AdmissionRequest, Phase } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
-import type { Labels } from './label-selector.js';
+import type { Labels } from '../steps/label-selector.js';
 import type { ReviewNotes } from './notes.js';
-import { denialConsequence, failureConsequence, type Consequence } from './policy.js';
-import type { ReviewExtensions } from './review-references.js';
+import { denialConsequence, failureConsequence, type Consequence } from '../steps/policy.js';
+import type { ReviewExtensions } from '../extensions/review-references.js';
 import type { ReviewObserver } from './review-observer.js';
-import type { Step } from './step.js';
+import type { Step } from '../steps/step.js';
 
 export interface ReviewContext {
   readonly request: AdmissionRequest;

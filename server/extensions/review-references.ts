@@ -21,14 +21,14 @@ import {
   parseExtensionReferences,
   type ExtensionReferences,
 } from './extension-references.js';
-import type { Labels } from './label-selector.js';
+import type { Labels } from '../steps/label-selector.js';
 import {
   NAMESPACE_SELECTOR_DOES_NOT_MATCH,
   OBJECT_SELECTOR_DOES_NOT_MATCH,
   RULES_DO_NOT_MATCH,
   isNamespaceResource,
-} from './match.js';
-import { DRY_RUN_WITH_SIDE_EFFECTS, mutatesNothing } from './skip.js';
+} from '../steps/match.js';
+import { DRY_RUN_WITH_SIDE_EFFECTS, mutatesNothing } from '../steps/skip-reasons.js';
 
 /** What the review's phase knows of its references (ReviewContext.extensions). */
 export interface ReviewExtensions {

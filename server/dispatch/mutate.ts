@@ -16,14 +16,15 @@ import { WriteHistory } from '../patch/write-history.js';
 import { WrittenPaths, type ContainerPlace } from '../patch/written-paths.js';
 import { invokeStep, type StepResult } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, yieldIfLarge, type ReviewContext } from './review-context.js';
-import type { PatchConflict } from './review-observer.js';
-import type { StepPlan } from './step-graph.js';
+import type { PatchConflict } from '../trace/step-report.js';
+import type { StepPlan } from '../steps/step-graph.js';
 import type { StepNotes } from './notes.js';
-import type { Step } from './step.js';
-import { firstWriteOutside, mergePatch, creationsOnTheWay, readsIn, writesOnMerge } from './write-set.js';
+import type { Step } from '../steps/step.js';
+import { firstWriteOutside, mergePatch, creationsOnTheWay, readsIn, writesOnMerge } from '../steps/write-set.js';
 import { HeldNotes } from './held-notes.js';
 import { stampExtensionsApplied } from './extensions-applied.js';
-import { isPatchable, skipReason } from './skip.js';
+import { isPatchable } from '../steps/skip-reasons.js';
+import { skipReason } from './skip.js';
 
 /** A declared step's call, finished: the copy it worked on and how it ended. */
 interface Finished {

@@ -8,10 +8,10 @@ import type { KubeObject } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { readOnlyView } from '../patch/tracked-object.js';
-import { Invocation, callWithin, type CallRules } from './invocation.js';
+import { Invocation, callWithin, type CallRules } from '../steps/invocation.js';
 import type { StepNotes } from './notes.js';
-import type { ReviewTrace } from './review-trace.js';
-import type { Step, StepInvocation } from './step.js';
+import type { ReviewTrace } from '../trace/review-trace.js';
+import type { Step, StepInvocation } from '../steps/step.js';
 
 /** What an invocation comes to: the step's decision, or its failure with the reason. */
 export type StepResult = Decision | StepFailedError;

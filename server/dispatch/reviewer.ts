@@ -8,25 +8,26 @@ import { answerTo } from '../admission/responses.js';
 import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/types.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { Chain, StepSelection } from './chain.js';
-import { ReviewedRequest, traceIdOf } from './decision-trace.js';
-import { EXTENSIONS_ANNOTATION, NO_REFERENCES, type ExtensionReferences } from './extension-references.js';
-import type { Labels } from './label-selector.js';
-import { namespaceToLookUp } from './match.js';
+import type { Chain, StepSelection } from '../chain/chain.js';
+import { ReviewedRequest, traceIdOf } from '../trace/decision-trace.js';
+import { EXTENSIONS_ANNOTATION, NO_REFERENCES, type ExtensionReferences } from '../extensions/extension-references.js';
+import type { Labels } from '../steps/label-selector.js';
+import { namespaceToLookUp } from '../steps/match.js';
 import { runMutatePhase } from './mutate.js';
 import { ReviewNotes } from './notes.js';
 import type { ReviewContext } from './review-context.js';
-import { ReviewObserver, type StepReport } from './review-observer.js';
-import { incomingTraceId, type IncomingHeaders, type ReviewTracer } from './review-trace.js';
+import { ReviewObserver } from './review-observer.js';
+import type { ShadowStepTrace, StepReport } from '../trace/step-report.js';
+import { incomingTraceId, type IncomingHeaders, type ReviewTracer } from '../trace/review-trace.js';
 import {
   namespaceOfReferences,
   objectReferenceValue,
   objectReferences,
   settleReferences,
   type ReviewExtensions,
-} from './review-references.js';
-import type { ShadowRun, ShadowStepTrace } from './shadow.js';
-import type { Step } from './step.js';
+} from '../extensions/review-references.js';
+import type { ShadowRun } from './shadow.js';
+import type { Step } from '../steps/step.js';
 import { runValidatePhase } from './validate.js';
 
 /** Where namespaceSelector labels come from: an informer cache in cluster mode, a stand-in otherwise. */

@@ -5,7 +5,7 @@
  * production. What it returns is what the apiserver would get and store.
  *
  * ```ts
- * import { reviewOf, runPlugin } from '../../server/plugin-api/testing/index.js';
+ * import { reviewOf, runPlugin } from '../../server/plugin-testing/index.js';
  * const result = await runPlugin(maxReplicas, reviewOf(deployment), { settings: { max: 10 } });
  * assert.deepEqual(result.denial, { message: 'max-replicas: spec.replicas: 12 is more than the 10 allowed', code: 403 });
  * ```
@@ -13,18 +13,18 @@
 import jsonpatch from 'fast-json-patch';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { requestForObject, type RequestForObjectOptions } from '../../admission/request-for-object.js';
-import { buildPluginEntries, buildPluginSteps, createChain } from '../../chain/chain.js';
-import { createAuthorizer } from '../../chain/authorizer.js';
-import { DEFAULT_EXCLUSIONS, compileExclusions } from '../../authorization/exclusions.js';
-import type { Labels } from '../../chain/label-selector.js';
-import { compileMatch } from '../../chain/match.js';
-import { createPluginRegistry } from '../../chain/plugin-registry.js';
-import { createReviewer, type ReviewResult } from '../../chain/reviewer.js';
-import type { BindableLogger } from '../../base/log.js';
-import { validateConfig } from '../../config/validate.js';
-import { createMetrics } from '../../metrics/metrics.js';
-import { toMatch, type MatchSpec } from '../match-builder.js';
+import { requestForObject, type RequestForObjectOptions } from '../admission/request-for-object.js';
+import { buildPluginEntries, buildPluginSteps, createChain } from '../chain/chain.js';
+import { createAuthorizer } from '../dispatch/authorizer.js';
+import { DEFAULT_EXCLUSIONS, compileExclusions } from '../authorization/exclusions.js';
+import type { Labels } from '../steps/label-selector.js';
+import { compileMatch } from '../steps/match.js';
+import { createPluginRegistry } from '../chain/plugin-registry.js';
+import { createReviewer, type ReviewResult } from '../dispatch/reviewer.js';
+import type { BindableLogger } from '../base/log.js';
+import { validateConfig } from '../config/validate.js';
+import { createMetrics } from '../metrics/metrics.js';
+import { toMatch, type MatchSpec } from '../plugin-api/match-builder.js';
 import type {
   AdmissionRequest,
   FailurePolicy,
@@ -35,7 +35,7 @@ import type {
   Plugin,
   ReinvocationPolicy,
   SelectorRequirement,
-} from '../types.js';
+} from '../plugin-api/types.js';
 
 /** The chain entry the plugin runs as: what a `gateway.yaml` entry would say. */
 export interface EntryOptions {

@@ -11,11 +11,9 @@ import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } f
 import type { FailurePolicy, Mode } from '../config/step-options.js';
 import type { StepOutcome } from '../metrics/metrics.js';
 import type { WriteHistory } from '../patch/write-history.js';
-import type { Labels } from './label-selector.js';
+import type { Labels } from '../steps/label-selector.js';
 import { describeRule, explainMismatch } from './match-explanation.js';
-import type { PatchConflict, StepReport } from './review-observer.js';
-import type { ShadowStepTrace } from './shadow.js';
-import type { Step } from './step.js';
+import type { PatchConflict, ShadowStepTrace, StepDetail, StepReport } from './step-report.js';
 
 /** One step of the trace, in the order the review reached it. */
 export interface StepTrace {
@@ -90,20 +88,6 @@ export interface DecisionTrace {
   readonly steps: readonly StepTrace[];
   /** The shadow steps' calls (README "Shadow steps"): filled in as each finishes, after the answer. */
   readonly shadow?: readonly ShadowStepTrace[];
-}
-
-/** What the observer keeps per report beyond the log line's fields, when the review is traced. */
-export interface StepDetail {
-  readonly step: Step;
-  readonly message: string | undefined;
-  readonly patch: readonly JsonPatchOperation[] | undefined;
-  /** Its writes' number in the phase's WriteHistory (TraceInput.writes), when it wrote and `patch` is not given. */
-  readonly written: number | undefined;
-  /** Operations of `patch` left out when the input was made smaller to be kept. */
-  readonly patchOpsOmitted?: number;
-  readonly deadlineLeftMs: number | undefined;
-  /** Its refusal is in the answer (a denial in mode enforce, a failure not let through). */
-  readonly decided: boolean;
 }
 
 export interface TraceInput {

@@ -13,13 +13,13 @@ import { trackObject } from '../patch/tracked-object.js';
 import { WorkingCopy } from '../patch/working-copy.js';
 import type { WriteHistory } from '../patch/write-history.js';
 import type { WrittenPaths } from '../patch/written-paths.js';
-import type { ChainExtensions } from './chain-extensions.js';
-import { EXTENSIONS_APPLIED_ANNOTATION, parseExtensionReferences } from './extension-references.js';
-import { effectiveFailurePolicy } from './policy.js';
+import type { ChainExtensions } from '../extensions/chain-extensions.js';
+import { EXTENSIONS_APPLIED_ANNOTATION, parseExtensionReferences } from '../extensions/extension-references.js';
+import { effectiveFailurePolicy } from '../steps/policy.js';
 import type { ReviewContext } from './review-context.js';
-import type { ReviewExtensions } from './review-references.js';
-import { isPatchable } from './skip.js';
-import type { Step } from './step.js';
+import type { ReviewExtensions } from '../extensions/review-references.js';
+import { isPatchable } from '../steps/skip-reasons.js';
+import type { Step } from '../steps/step.js';
 
 /** Who the written paths say wrote the annotation (never a step's name: those are DNS labels). */
 const WRITER = 'admission-gateway/extensions-applied';

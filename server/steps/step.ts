@@ -9,7 +9,7 @@ import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../co
 import type { StepDeclarations } from '../config/step-declarations.js';
 import type { Attach } from '../config/types.js';
 import type { CompiledMatch } from './match.js';
-import type { Declarations } from './step-graph.js';
+import type { Declarations } from './declarations.js';
 
 /** What one invocation of a step receives. */
 export interface StepInvocation {

@@ -1,26 +1,7 @@
 /** Why a step does not run for a review: shared by both dispatchers. */
-import type { AdmissionRequest } from '../admission/types.js';
 import type { ReviewContext } from './review-context.js';
-import type { Step } from './step.js';
-
-/** Dry-run promises no side effects; a step that declares some cannot honour that (apiserver semantics). */
-export const DRY_RUN_WITH_SIDE_EFFECTS = 'dry-run request and the step has side effects';
-/** An `OptIn` step whose extension the review does not reference (README "Opt-in providers"). */
-export const NOT_REFERENCED =
-  'attach: OptIn, and neither the object nor its namespace references it in admissiongateway.io/extensions';
-
-/** Operations whose object cannot be patched (the apiserver refuses such patches). */
-const UNPATCHABLE = new Set(['DELETE', 'CONNECT']);
-
-/** Whether the request has an object the mutate phase may change: CREATE and UPDATE (not DELETE, CONNECT). */
-export function isPatchable(request: AdmissionRequest): boolean {
-  return !!request.object && !UNPATCHABLE.has(request.operation);
-}
-
-/** A step that edits the object (an in-process mutator) and a request with none it may edit. */
-export function mutatesNothing(step: Step, request: AdmissionRequest): boolean {
-  return step.needsObject && !isPatchable(request);
-}
+import { DRY_RUN_WITH_SIDE_EFFECTS, NOT_REFERENCED } from '../steps/skip-reasons.js';
+import type { Step } from '../steps/step.js';
 
 /** Why an `OptIn` step does not run for this review (its extension not referenced, or set aside), if it does not. */
 function optInSkipReason(step: Step, ctx: ReviewContext): string | undefined {

@@ -5,14 +5,14 @@
  */
 import type { AdmissionRequest, LabelSelector, Match, RuleWithOperations } from '../admission/types.js';
 import { clip } from '../base/limits.js';
-import { compileSelector, type Labels } from './label-selector.js';
+import { compileSelector, type Labels } from '../steps/label-selector.js';
 import {
   NAMESPACE_SELECTOR_DOES_NOT_MATCH,
   OBJECT_SELECTOR_DOES_NOT_MATCH,
   RULES_DO_NOT_MATCH,
   compileMatch,
   namespaceLabelsFromObject,
-} from './match.js';
+} from '../steps/match.js';
 
 /** Rules and requirements named at most; labels shown at most. */
 const MAX_NAMED = 8;

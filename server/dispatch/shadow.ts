@@ -13,19 +13,18 @@ import { errorMessage } from '../base/errors.js';
 import { MAX_ECHO_CHARS, clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
 import { createMetrics, type Metrics, type StepOutcome } from '../metrics/metrics.js';
-import type { Labels } from './label-selector.js';
+import type { Labels } from '../steps/label-selector.js';
 import { runMutatePhase } from './mutate.js';
 import { ReviewNotes } from './notes.js';
 import type { ReviewContext } from './review-context.js';
 import { ReviewObserver } from './review-observer.js';
-import { planSteps } from './step-graph.js';
-import type { Step } from './step.js';
+import { planSteps } from '../steps/step-graph.js';
+import type { Step } from '../steps/step.js';
 import { runValidatePhase } from './validate.js';
+import type { Disagreement, ShadowStepTrace } from '../trace/step-report.js';
 
 /** Shadow step calls in flight at most, across reviews; more are dropped (`shadow_calls_total{outcome="dropped"}`). */
 export const MAX_SHADOW_CALLS = 64;
-
-export type Disagreement = 'would_deny' | 'would_allow' | 'patch_differs';
 
 /**
  * What one shadow step's entry of a decision trace holds at most (the trace buffer counts it against its
@@ -34,20 +33,6 @@ export type Disagreement = 'would_deny' | 'would_allow' | 'patch_differs';
  */
 export const MAX_SHADOW_MESSAGE_CHARS = 1024;
 export const MAX_SHADOW_TRACED_OPS = 10;
-
-/** One shadow step's call, as the decision trace shows it. */
-export interface ShadowStepTrace {
-  readonly step: string;
-  readonly outcome: StepOutcome | 'dropped';
-  readonly ms?: number;
-  readonly disagreement?: Disagreement;
-  /** Its denial's or failure's message. */
-  readonly message?: string;
-  /** A mutating shadow step's operations the answer's patch does not have: op and path, no object content. */
-  readonly patch?: ReadonlyArray<{ readonly op: string; readonly path: string }>;
-  /** Operations of `patch` left out (past MAX_SHADOW_TRACED_OPS). */
-  readonly patchOpsOmitted?: number;
-}
 
 export interface ShadowRun {
   readonly request: AdmissionRequest;

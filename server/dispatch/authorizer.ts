@@ -11,8 +11,8 @@ import { StepFailedError, errorMessage, type FailureReason } from '../base/error
 import { clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { Invocation, callWithin, type CallRules, type Called } from './invocation.js';
-import { failureMessage } from './policy.js';
+import { Invocation, callWithin, type CallRules, type Called } from '../steps/invocation.js';
+import { failureMessage } from '../steps/policy.js';
 import { outcomeOfFailure } from './review-observer.js';
 import type { NamespaceLabelSource } from './reviewer.js';
 

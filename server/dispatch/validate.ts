@@ -8,7 +8,7 @@ import { readOnlyView } from '../patch/tracked-object.js';
 import { invokeStep } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, type ReviewContext } from './review-context.js';
 import { skipReason } from './skip.js';
-import type { Step } from './step.js';
+import type { Step } from '../steps/step.js';
 
 /** The phase's decision: allowed, or denied with every refusal joined. */
 export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContext): Promise<Decision> {

@@ -5,7 +5,7 @@
  */
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { Attach, EntryOptions } from '../config/types.js';
-import type { Step } from './step.js';
+import type { Step } from '../steps/step.js';
 
 export interface ChainExtension {
   readonly name: string;

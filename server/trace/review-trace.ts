@@ -5,8 +5,8 @@
  */
 import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
-import type { StepReport } from './review-observer.js';
-import type { Step } from './step.js';
+import type { StepReport } from './step-report.js';
+import type { Step } from '../steps/step.js';
 
 /** The headers of the webhook request, read for the caller's W3C trace context (`traceparent`, `tracestate`). */
 export type IncomingHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;

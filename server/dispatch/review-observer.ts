@@ -7,39 +7,15 @@ import type { Denial } from '../admission/decision.js';
 import { kindName } from '../admission/kind-name.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
-import type { Mode } from '../config/step-options.js';
 import { MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
 import type { BindableLogger, Logger } from '../base/log.js';
 import type { Metrics, StepOutcome } from '../metrics/metrics.js';
-import type { StepDetail } from './decision-trace.js';
+import type { PatchConflict, StepDetail, StepReport } from '../trace/step-report.js';
 import type { StepLogs } from './invoke-step.js';
 import type { WriteHistory } from '../patch/write-history.js';
-import { shown } from './policy.js';
-import type { ReviewTrace } from './review-trace.js';
-import type { Step } from './step.js';
-
-export interface StepReport {
-  readonly step: string;
-  readonly outcome: StepOutcome;
-  readonly ms: number;
-  /** Why it was skipped, or the failure reason. */
-  readonly reason?: string;
-  /** 1 for a reinvocation (reinvocationPolicy IfNeeded). */
-  readonly round?: number;
-  /** The failure was ignored (failurePolicy Ignore, or mode warn/audit). */
-  readonly failedOpen?: boolean;
-  /** A denial that did not refuse: the step's mode (warn or audit), read beside the answer that allowed. */
-  readonly mode?: Exclude<Mode, 'enforce'>;
-  /** The level it ran in, when some level of the mutate phase ran several steps at once (step-graph.ts). */
-  readonly level?: number;
-}
-
-/** The first path a step overwrote, and whose write it was. */
-export interface PatchConflict {
-  readonly path: string;
-  readonly earlier: string;
-  readonly earlierPath: string;
-}
+import { shown } from '../steps/policy.js';
+import type { ReviewTrace } from '../trace/review-trace.js';
+import type { Step } from '../steps/step.js';
 
 const NONE: ReadonlySet<string> = new Set();
 
