@@ -21,7 +21,7 @@ import type { Step } from './step.js';
 export interface StepTrace {
   readonly step: string;
   readonly phase: Phase;
-  readonly source: 'plugin' | 'provider';
+  readonly source: 'plugin' | 'provider' | 'policy';
   readonly mode: Mode;
   readonly failurePolicy: FailurePolicy;
   readonly outcome: StepOutcome;
