@@ -117,7 +117,7 @@ describe('runPolicy()', () => {
     const inv = invocation(request);
     const outcomes = policies.map((spec) => runPolicy(spec, inv));
     const failed = outcomes.filter((o) => o instanceof StepFailedError);
-    assert.equal(outcomes[0]?.allowed, true);
+    assert.deepEqual(outcomes[0], { allowed: true });
     assert.ok(failed.length > 0, 'the review budget ran out');
     assert.ok(failed.every((f) => f.reason === 'cost_exceeded'));
   });
