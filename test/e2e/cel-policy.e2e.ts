@@ -2,25 +2,7 @@ import assert from 'node:assert/strict';
 import { apiError, core, randomSuffix, readStatus, statusOf } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { webAndAgentPod } from './objects.js';
-
-/** The README's example ("Policies in CEL"). */
-const CHAIN = `
-- policy: memory-limits
-  match: { rules: [ { operations: [CREATE, UPDATE], apiGroups: [''], apiVersions: [v1], resources: [pods] } ] }
-  matchConditions:
-    - name: not-kube-system
-      expression: request.namespace != 'kube-system'
-  variables:
-    - name: containers
-      expression: object.spec.containers + object.spec.?initContainers.orValue([])
-  validations:
-    - expression: variables.containers.all(c, c.?resources.?limits.?memory.hasValue())
-      messageExpression: "'every container needs a memory limit: ' + variables.containers.filter(c, !c.?resources.?limits.?memory.hasValue()).map(c, c.name).join(', ')"
-      reason: Invalid
-  auditAnnotations:
-    - key: containers
-      valueExpression: string(size(variables.containers))
-`;
+import { MEMORY_LIMITS_CHAIN } from '../fixtures/memory-limits-policy.js';
 
 describe('a policy step written in CEL through a real kube-apiserver', function () {
   let gw: E2EGateway | undefined;
@@ -30,7 +12,7 @@ describe('a policy step written in CEL through a real kube-apiserver', function 
   before(async function () {
     gw = await startE2EGateway({
       suite: 'cel-policy',
-      chain: CHAIN,
+      chain: MEMORY_LIMITS_CHAIN,
       validating: [
         {
           name: 'validate',

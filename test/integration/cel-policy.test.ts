@@ -1,29 +1,12 @@
 import assert from 'node:assert/strict';
+import { MEMORY_LIMITS_CHAIN } from '../fixtures/memory-limits-policy.js';
 import { edited, podCreate } from '../fixtures/reviews/index.js';
 import { reviewOf, startHarness, type Harness } from '../helpers/gateway-harness.js';
 
 const UID = '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21';
 
-/** The README's example ("Policies in CEL"), as an operator would write it. */
-const MEMORY_LIMITS = `
-chain:
-  - policy: memory-limits
-    failurePolicy: Fail
-    match: { rules: [ { operations: [CREATE, UPDATE], apiGroups: [''], apiVersions: [v1], resources: [pods] } ] }
-    matchConditions:
-      - name: not-kube-system
-        expression: request.namespace != 'kube-system'
-    variables:
-      - name: containers
-        expression: object.spec.containers + object.spec.?initContainers.orValue([])
-    validations:
-      - expression: variables.containers.all(c, c.?resources.?limits.?memory.hasValue())
-        messageExpression: "'every container needs a memory limit: ' + variables.containers.filter(c, !c.?resources.?limits.?memory.hasValue()).map(c, c.name).join(', ')"
-        reason: Invalid
-    auditAnnotations:
-      - key: containers
-        valueExpression: string(size(variables.containers))
-`;
+/** The README's example, as an operator would write it. */
+const MEMORY_LIMITS = `chain:${MEMORY_LIMITS_CHAIN}`;
 
 /** A quadratic walk, which the cost budget cuts off on a large Pod. */
 const QUADRATIC = (failurePolicy: string) => `
