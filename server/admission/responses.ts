@@ -33,6 +33,8 @@ function reasonFor(code: number): string | undefined {
   switch (code) {
     case 400:
       return 'BadRequest';
+    case 401:
+      return 'Unauthorized';
     case 403:
       return 'Forbidden';
     case 408:

@@ -53,6 +53,7 @@ export const FAILURE_REASONS = [
   'http_status',
   'invalid_response',
   'breaker_open',
+  'cost_exceeded',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
 

@@ -14,6 +14,7 @@ import type { PluginHandlers } from '../plugin-api/types.js';
 import { attachmentOf, indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
 import { compileMatch } from '../steps/match.js';
 import { createPluginSteps } from './plugin-step.js';
+import { createPolicyStep } from './policy-entry-step.js';
 import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
@@ -211,13 +212,19 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
   return { steps, authorize };
 }
 
-/** Builds the steps of the config's plugin entries (provider entries are runtimes: see chain-manager.ts). */
+/** Builds the steps of the config's plugin and policy entries (provider entries are runtimes: chain-manager.ts). */
 export function buildPluginEntries(
   entries: readonly ChainEntry[],
   registry: PluginRegistry,
   file: string,
 ): PluginEntrySteps {
-  const built = entries.flatMap((entry) => (entry.kind === 'plugin' ? [pluginEntrySteps(entry, registry, file)] : []));
+  const built = entries.flatMap((entry) =>
+    entry.kind === 'plugin'
+      ? [pluginEntrySteps(entry, registry, file)]
+      : entry.kind === 'policy'
+        ? [{ steps: [createPolicyStep(entry)], authorize: [] }]
+        : [],
+  );
   return { steps: built.flatMap((b) => b.steps), authorize: built.flatMap((b) => b.authorize) };
 }
 

@@ -9,6 +9,7 @@ import type { LocateField } from './field-positions.js';
 import type { StepDeclarations } from './step-declarations.js';
 import type { StepOptions } from './step-options.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
+import type { PolicySpec } from '../policy/policy-spec.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -251,7 +252,14 @@ export interface ProviderEntry extends EntryOptions {
   readonly admissionReviewVersions: readonly ReviewVersion[];
 }
 
-export type ChainEntry = PluginEntry | ProviderEntry;
+/** A validation written in CEL (README "Policies in CEL"): its expressions compiled when the file loads. */
+export interface PolicyEntry extends EntryOptions {
+  readonly kind: 'policy';
+  readonly policy: string;
+  readonly spec: PolicySpec;
+}
+
+export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry;
 
 export interface GatewayConfig {
   /** The file it was read from ('(embedded default)' when none). */

@@ -19,6 +19,7 @@ import { Reader, childPath, urlForMessage } from './reader.js';
 import { readStepOptions } from './step-options.js';
 import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import { readTracing } from './tracing.js';
+import { POLICY_FIELDS, readPolicySpec } from './policy-entry.js';
 import type {
   AuditConfig,
   ChainEntry,
@@ -55,8 +56,10 @@ const ENTRY_FIELDS = [
   ...DECLARATION_FIELDS,
   ...ATTACH_FIELDS,
 ];
-/** The key that makes a chain entry a plugin or a provider. */
-const ENTRY_KINDS = ['plugin', 'provider'];
+/** A policy validates: it takes no settings and writes nothing. */
+const NOT_FOR_POLICIES: readonly string[] = ['settings', 'sideEffects', 'reinvocationPolicy', ...DECLARATION_FIELDS];
+/** The key that makes a chain entry a plugin, a provider or a policy. */
+const ENTRY_KINDS = ['plugin', 'provider', 'policy'];
 const PROVIDER_FIELDS = [
   ...ENTRY_FIELDS,
   'provider',
@@ -519,14 +522,27 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   if (typeof value !== 'object' || value === null || Array.isArray(value)) r.fail(p, 'expected a map', value);
   const raw = value as Record<string, unknown>;
   const order = 10 * (index + 1);
-  if ((raw.plugin === undefined) === (raw.provider === undefined)) {
-    // With neither, a misspelt `plugin:` or `provider:` is the likely cause: name it.
+  const kinds = ENTRY_KINDS.filter((kind) => raw[kind] !== undefined);
+  if (kinds.length !== 1) {
+    // With none, a misspelt `plugin:`, `provider:` or `policy:` is the likely cause: name it.
     const misspelt =
-      raw.plugin === undefined
-        ? Object.keys(raw).find((key) => !PROVIDER_FIELDS.includes(key) && closestName(key, ENTRY_KINDS))
+      kinds.length === 0
+        ? Object.keys(raw).find(
+            (key) => !PROVIDER_FIELDS.includes(key) && !POLICY_FIELDS.includes(key) && closestName(key, ENTRY_KINDS),
+          )
         : undefined;
     if (misspelt !== undefined) r.fail(childPath(p, misspelt), `unknown field${didYouMean(misspelt, ENTRY_KINDS)}`);
-    r.fail(p, 'expected exactly one of plugin (an in-process plugin name) or provider (a remote provider name)');
+    r.fail(
+      p,
+      'expected exactly one of plugin (an in-process plugin name), provider (a remote provider name) or policy (a policy written in CEL)',
+    );
+  }
+  if (raw.policy !== undefined) {
+    const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !NOT_FOR_POLICIES.includes(f))]);
+    const policy = r.requiredString(m.policy, `${p}.policy`);
+    if (m.match === undefined) r.fail(`${p}.match`, 'is required (the requests the policy is for)');
+    const entry = { kind: 'policy' as const, policy, ...readEntryOptions(r, m, p, policy, order) };
+    return { ...entry, ...readShadow(r, m, p), spec: readPolicySpec(r, m, p) };
   }
   if (raw.plugin !== undefined) {
     const m = r.map(raw, p, ['plugin', ...ENTRY_FIELDS]);

@@ -34,7 +34,7 @@ export interface RecordedAnswer {
 /** What one step did for the review. */
 export interface RecordedStep {
   readonly step: string;
-  readonly source: 'plugin' | 'provider';
+  readonly source: 'plugin' | 'provider' | 'policy';
   readonly outcome: StepOutcome;
   /** The denial's message, or the failure's. */
   readonly message?: string;
@@ -179,7 +179,8 @@ export function parseRecordedReview(line: string, routes: readonly string[]): Re
   const steps = parsed.steps.map((s: unknown, i): RecordedStep => {
     const where = `steps[${i}]`;
     if (!isRecord(s) || typeof s.step !== 'string') fail(`${where}.step must be a step name`);
-    if (s.source !== 'plugin' && s.source !== 'provider') fail(`${where}.source must be plugin or provider`);
+    if (s.source !== 'plugin' && s.source !== 'provider' && s.source !== 'policy')
+      fail(`${where}.source must be plugin, provider or policy`);
     if (typeof s.outcome !== 'string' || !OUTCOMES.has(s.outcome)) fail(`${where}.outcome is not a step outcome`);
     const stepMessage = optionalString(s, 'message', where);
     if (s.reason !== undefined && (typeof s.reason !== 'string' || !FAILURE_REASONS.has(s.reason))) {

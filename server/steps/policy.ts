@@ -10,7 +10,7 @@ import type { FailurePolicy, Mode } from '../config/step-options.js';
 /** What the rules need to know of a step. */
 export interface GuardedStep {
   readonly name: string;
-  readonly source: 'plugin' | 'provider';
+  readonly source: 'plugin' | 'provider' | 'policy';
   readonly mode: Mode;
   readonly failurePolicy: FailurePolicy;
 }

@@ -38,7 +38,7 @@ export type StepStatus = Readonly<Record<string, unknown>>;
 
 export interface Step {
   readonly name: string;
-  readonly source: 'plugin' | 'provider';
+  readonly source: 'plugin' | 'provider' | 'policy';
   readonly phase: Phase;
   readonly match: CompiledMatch;
   readonly failurePolicy: FailurePolicy;

@@ -19,7 +19,7 @@ import type { PatchConflict, ShadowStepTrace, StepDetail, StepReport } from './s
 export interface StepTrace {
   readonly step: string;
   readonly phase: Phase;
-  readonly source: 'plugin' | 'provider';
+  readonly source: 'plugin' | 'provider' | 'policy';
   readonly mode: Mode;
   readonly failurePolicy: FailurePolicy;
   readonly outcome: StepOutcome;

@@ -98,7 +98,7 @@ describe('parseRecordedReview()', () => {
     );
     assert.equal(
       refusal(line({ steps: [{ step: 'a', source: 'x', outcome: 'allowed' }] })),
-      'steps[0].source must be plugin or provider',
+      'steps[0].source must be plugin, provider or policy',
     );
     assert.equal(
       refusal(line({ steps: [{ step: 'a', source: 'plugin', outcome: 'maybe' }] })),

@@ -1,0 +1,53 @@
+/**
+ * A `policy` chain entry's body as compiled when the configuration loads: the field names of the apiserver's
+ * ValidatingAdmissionPolicy, each expression already a program (server/cel/).
+ */
+import type { CelProgram } from '../cel/index.js';
+
+/** `validations[].reason`: the status reason the refusal carries, as the apiserver's. */
+export type ValidationReason = 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
+
+export const VALIDATION_REASONS: readonly ValidationReason[] = [
+  'Unauthorized',
+  'Forbidden',
+  'Invalid',
+  'RequestEntityTooLarge',
+];
+
+/** The HTTP code of each reason (metav1.StatusReason's). */
+export const REASON_CODES: Readonly<Record<ValidationReason, number>> = {
+  Unauthorized: 401,
+  Forbidden: 403,
+  Invalid: 422,
+  RequestEntityTooLarge: 413,
+};
+
+export interface PolicyCondition {
+  readonly name: string;
+  readonly program: CelProgram;
+}
+
+export interface PolicyVariable {
+  readonly name: string;
+  readonly program: CelProgram;
+}
+
+export interface PolicyValidation {
+  readonly program: CelProgram;
+  readonly message?: string;
+  readonly messageProgram?: CelProgram;
+  /** Default Invalid, as the apiserver's. */
+  readonly reason: ValidationReason;
+}
+
+export interface PolicyAuditAnnotation {
+  readonly key: string;
+  readonly program: CelProgram;
+}
+
+export interface PolicySpec {
+  readonly matchConditions: readonly PolicyCondition[];
+  readonly variables: readonly PolicyVariable[];
+  readonly validations: readonly PolicyValidation[];
+  readonly auditAnnotations: readonly PolicyAuditAnnotation[];
+}
