@@ -19,7 +19,7 @@ export interface Failure {
   readonly note?: string;
 }
 
-/** Differences of `patched` reported by name; the rest are counted. */
+/** Differences of `patched`, warnings and patch operations reported by name; the rest are counted. */
 export const MAX_REPORTED_DIFFERENCES = 20;
 /** Characters of one value shown. */
 const MAX_SHOWN_CHARS = 240;
@@ -31,6 +31,12 @@ export function shown(value: unknown): string {
 }
 
 const expectedText = (pattern: TextPattern): string => `to ${pattern.describe}`;
+
+/** At most MAX_REPORTED_DIFFERENCES lines of a list, and how many more there are. */
+function bounded(lines: readonly string[]): string[] {
+  const more = lines.length - MAX_REPORTED_DIFFERENCES;
+  return more > 0 ? [...lines.slice(0, MAX_REPORTED_DIFFERENCES), `… and ${more} more`] : [...lines];
+}
 
 /** The texts matched by `patterns` one to one (each pattern its own text), and what is left of both. */
 function matchTexts(patterns: readonly TextPattern[], texts: readonly string[]) {
@@ -52,9 +58,9 @@ function warningFailures(expected: readonly TextPattern[], mode: MatchMode, actu
   return [
     {
       field: 'warnings',
-      expected: expected.length === 0 ? ['(none)'] : unmatched.map((p) => `a warning ${expectedText(p)}`),
+      expected: expected.length === 0 ? ['(none)'] : bounded(unmatched.map((p) => `a warning ${expectedText(p)}`)),
       // Wanting a subset, what was there helps; wanting the whole, what is too much.
-      actual: (whole ? unused : actual).map(shown),
+      actual: bounded((whole ? unused : actual).map(shown)),
     },
   ];
 }
@@ -113,8 +119,8 @@ function patchFailure(expected: readonly unknown[], actual: readonly unknown[]):
   const inOrder = missing.length === 0 && extra.length === 0;
   return {
     field: inOrder ? 'patch (the same operations in another order)' : 'patch',
-    expected: (inOrder ? expected : missing).map(shown),
-    actual: (inOrder ? actual : extra).map(shown),
+    expected: bounded((inOrder ? expected : missing).map(shown)),
+    actual: bounded((inOrder ? actual : extra).map(shown)),
   };
 }
 

@@ -5,7 +5,7 @@
  * relative to the files, as the config is. A suite too large for one file (MAX_CASES_WRITTEN cases or
  * MAX_WRITTEN_BYTES) is split into numbered files, each well within what a test file may hold.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import type { CaseAnswer } from './case-answer.js';
@@ -51,7 +51,7 @@ function caseText(testCase: TestCase, answer: CaseAnswer): string {
 export interface PinnedSuites {
   /** The folder written into. */
   readonly dir: string;
-  /** File names start with it: `<base>.test.yaml`, or `<base>-<n>.test.yaml` when split. */
+  /** File names start with it: `<base>.test.yaml`, or `<base>-001.test.yaml`, … when split. */
   readonly base: string;
   /** A comment heading each file. */
   readonly comment: string;
@@ -60,49 +60,89 @@ export interface PinnedSuites {
   readonly recording: string;
   /** The config's provider entries: each answers from the recording. */
   readonly providers: readonly string[];
-  readonly cases: ReadonlyArray<{ readonly testCase: TestCase; readonly answer: CaseAnswer }>;
+  /** Cases per file; MAX_CASES_WRITTEN unless a test says fewer. */
+  readonly maxCases?: number;
 }
 
-/** Writes the files; returns their paths. */
-export async function writePinnedSuites(o: PinnedSuites): Promise<string[]> {
-  const relative = (file: string) => path.relative(o.dir, file).split(path.sep).join('/');
-  const header = stringify(
-    {
-      apiVersion: TEST_API_VERSION,
-      kind: TEST_KIND,
-      config: relative(o.config),
-      ...(o.providers.length > 0
-        ? { providers: Object.fromEntries(o.providers.map((name) => [name, { from: relative(o.recording) }])) }
-        : {}),
-    },
-    YAML_OPTIONS,
-  );
-  const chunks: string[][] = [];
-  let bytes = 0;
-  for (const { testCase, answer } of o.cases) {
-    const text = caseText(testCase, answer);
-    const size = Buffer.byteLength(text);
-    const last = chunks.at(-1);
-    if (!last || last.length >= MAX_CASES_WRITTEN || bytes + size > MAX_WRITTEN_BYTES) {
-      chunks.push([text]);
-      bytes = size;
-    } else {
-      last.push(text);
-      bytes += size;
-    }
+/** Files would replace others: the message names the first. */
+export class ExistingSuiteError extends Error {
+  constructor(readonly file: string) {
+    super(`${file} already exists: remove it, or write into another folder`);
+    this.name = 'ExistingSuiteError';
   }
-  await mkdir(o.dir, { recursive: true });
-  const width = String(chunks.length).length;
-  const written: string[] = [];
-  for (const [i, chunk] of chunks.entries()) {
-    const name = chunks.length === 1 ? o.base : `${o.base}-${String(i + 1).padStart(width, '0')}`;
-    const file = path.join(o.dir, `${name}.test.yaml`);
+}
+
+/**
+ * Writes pinned cases as they come, a file each time one is full, so that a recording of any length is turned
+ * into files holding only one file's cases at a time. Files are numbered as they are written; when there is one
+ * only, it is renamed `<base>.test.yaml` at the end. A folder already holding files of those names is refused
+ * before anything is written, rather than mixing old files with new ones.
+ */
+export class PinnedSuiteWriter {
+  private readonly header: string;
+  private cases: string[] = [];
+  private bytes = 0;
+  private readonly written: string[] = [];
+
+  private constructor(private readonly o: PinnedSuites) {
+    const relative = (file: string) => path.relative(o.dir, file).split(path.sep).join('/');
     const comment = o.comment
       .split('\n')
       .map((line) => `# ${line}`)
       .join('\n');
-    await writeFile(file, `${comment}\n${header}cases:\n${chunk.join('')}`);
-    written.push(file);
+    const header = stringify(
+      {
+        apiVersion: TEST_API_VERSION,
+        kind: TEST_KIND,
+        config: relative(o.config),
+        ...(o.providers.length > 0
+          ? { providers: Object.fromEntries(o.providers.map((name) => [name, { from: relative(o.recording) }])) }
+          : {}),
+      },
+      YAML_OPTIONS,
+    );
+    this.header = `${comment}\n${header}cases:\n`;
   }
-  return written;
+
+  /** A writer into `o.dir` (created when missing), refused when the folder has files of its names. */
+  static async open(o: PinnedSuites): Promise<PinnedSuiteWriter> {
+    await mkdir(o.dir, { recursive: true });
+    const ours = new RegExp(`^${o.base.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}(-\\d+)?\\.test\\.yaml$`);
+    const existing = (await readdir(o.dir)).filter((name) => ours.test(name)).sort();
+    if (existing[0] !== undefined) throw new ExistingSuiteError(path.join(o.dir, existing[0]));
+    return new PinnedSuiteWriter(o);
+  }
+
+  async add(testCase: TestCase, answer: CaseAnswer): Promise<void> {
+    const text = caseText(testCase, answer);
+    const size = Buffer.byteLength(text);
+    if (
+      this.cases.length >= (this.o.maxCases ?? MAX_CASES_WRITTEN) ||
+      (this.cases.length > 0 && this.bytes + size > MAX_WRITTEN_BYTES)
+    ) {
+      await this.flush();
+    }
+    this.cases.push(text);
+    this.bytes += size;
+  }
+
+  /** Writes what is left; returns the files written. */
+  async finish(): Promise<string[]> {
+    if (this.cases.length > 0) await this.flush();
+    if (this.written.length === 1) {
+      const single = path.join(this.o.dir, `${this.o.base}.test.yaml`);
+      await rename(this.written[0]!, single);
+      this.written[0] = single;
+    }
+    return this.written;
+  }
+
+  private async flush(): Promise<void> {
+    const number = String(this.written.length + 1).padStart(3, '0');
+    const file = path.join(this.o.dir, `${this.o.base}-${number}.test.yaml`);
+    await writeFile(file, `${this.header}${this.cases.join('')}`);
+    this.written.push(file);
+    this.cases = [];
+    this.bytes = 0;
+  }
 }

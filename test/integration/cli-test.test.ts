@@ -10,11 +10,10 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DOMParser, type Element } from '@xmldom/xmldom';
-import type { AdmissionReview } from '../../server/admission/types.js';
 import { REPO_ROOT, configFolderPerTest, runCliCaptured, type CliRun } from '../helpers/cli.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { startHarness, type Harness } from '../helpers/gateway-harness.js';
-import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+import { numberedPodCreate } from '../fixtures/reviews/index.js';
 
 const EXAMPLE_CONFIG = join(REPO_ROOT, 'examples/policy-tests/gateway.yaml');
 
@@ -473,16 +472,6 @@ chain:
       gateway = provider = undefined;
     });
 
-    /** A Pod create named `name`, its uid made from `n`. */
-    function podReview(n: number, name: string, labels: Record<string, string>): AdmissionReview {
-      const review = podCreate();
-      const request = requestOf(review);
-      request.uid = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-      request.name = name;
-      request.object!.metadata = { ...request.object!.metadata, name, labels };
-      return review;
-    }
-
     /** The chain recorded: a labeller (patches) and a checker (denies) as providers, and require-labels. */
     const chain = (p: FakeProvider, checkerMode: string, label: string) => `
 chain:
@@ -512,8 +501,8 @@ chain:
         [1, 'web', { team: 'payments' }],
         [2, 'bare', {}],
       ] as const) {
-        await gateway.review('/mutate', podReview(n, name, labels));
-        await gateway.review('/validate', podReview(n, name, labels));
+        await gateway.review('/mutate', numberedPodCreate(n, name, labels));
+        await gateway.review('/validate', numberedPodCreate(n, name, labels));
       }
       await gateway.gateway.close();
       await p.close();
@@ -594,6 +583,18 @@ cases:
 `,
         stderr: '',
       });
+
+      // Written again into the same folder: refused before anything is written, the files as they were.
+      const again = await runCliCaptured(
+        ['test', '--from-recording', 'recording.ndjson', '--write', 'pinned', '--config', 'gateway.yaml'],
+        { cwd: dir },
+      );
+      assert.deepEqual(again, {
+        code: 2,
+        stdout: '',
+        stderr: `admission-gateway test: --write: ${join(dir, 'pinned/recording.test.yaml')} already exists: remove it, or write into another folder\n`,
+      });
+      assert.equal(await readFile(join(dir, 'pinned/recording.test.yaml'), 'utf8'), text);
 
       // The candidate enforces the checker and no longer requires a team: two answers change.
       await writeFile(join(dir, 'candidate.yaml'), candidate('enforce', 'app'));
