@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { CEL_TARGETS } from './cel-targets.mjs';
 import { LARGE, largeReport, runLarge } from './large.mjs';
+import { POLICY_TESTS, policyTestsReport, runPolicyTests } from './policy-tests.mjs';
 import {
   Connection,
   answerChecks,
@@ -53,8 +54,8 @@ const HELP = `usage: npm run bench [-- options]
   --connections N      closed-loop keep-alive connections (default 16)
   --extra N            extra trivial plugins in the "plugins+N" scenario (default 8)
   --only LIST          comma-separated scenario keys to run (raw and rawDeferred run too with any
-                       scenario the ratios compare with them, i.e. not with "large" or "parallelProviders"
-                       alone; parallelProviders brings parallelProvidersUndeclared)
+                       scenario the ratios compare with them, i.e. not with "large", "policyTests" or
+                       "parallelProviders" alone; parallelProviders brings parallelProvidersUndeclared)
                        --only authorize: POST /authorize (SubjectAccessReviews) with its own raw baseline
                        (rawAuthorize) and two information scenarios; not part of the default run
   --soak S             instead of the default run: the plugin chain at --soak-rate for S seconds,
@@ -215,6 +216,29 @@ const round = (v, digits = 2) => (v === null || v === undefined ? null : Math.ro
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
 const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 const pinned = (core, args) => ['-c', String(core), process.execPath, ...args];
+
+/**
+ * Runs `node dist/server/main.js ARGS` pinned to the server core, as a tracked child; resolves with its exit code
+ * and what it wrote.
+ */
+async function runCommand(args) {
+  const child = startChild(
+    'command',
+    'taskset',
+    pinned(opts.serverCore, [path.join(ROOT, 'dist/server/main.js'), ...args]),
+    {
+      cwd: tmp,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+  // 'close', not 'exit': the output may still be arriving when the process exits.
+  const [code] = await once(child, 'close');
+  return { code, stdout, stderr };
+}
 
 function tail(file, lines = 15) {
   try {
@@ -518,7 +542,8 @@ async function loadgen(cfg, { onStart } = {}) {
     announced = true;
     onStart(JSON.parse(out.slice(0, out.indexOf('\n'))).scheduleStart);
   });
-  const [code] = await once(child, 'exit');
+  // 'close', not 'exit': the output may still be arriving when the process exits.
+  const [code] = await once(child, 'close');
   if (code !== 0) throw new Error(`load generator exited with ${code}`);
   return JSON.parse(out.trim().split('\n').pop());
 }
@@ -781,9 +806,39 @@ function evaluate(s) {
     ...parallelTargets(s.parallelProviders, s.parallelProvidersUndeclared),
     ...largeTargets(s.large),
     ...celTargets(s.cel),
+    ...policyTestsTargets(s.policyTests),
     ...authorizeTargets(s, ratios),
   ];
   return { raw, ratios, ratiosCpu, derived, targets };
+}
+
+/**
+ * `admission-gateway test` over POLICY_TESTS.cases cases, whole runs: the best within POLICY_TESTS.limitS. A run
+ * that did not pass every case fails it whatever its time. The issue's ten CEL validations cannot be part of the
+ * suite until test files can name CEL policies: n/a, saying so.
+ */
+function policyTestsTargets(r) {
+  if (!r) return [];
+  const timed = check(
+    'policyTests',
+    `admission-gateway test: ${POLICY_TESTS.cases} cases over the gateway.yaml chain, whole run (best of ${POLICY_TESTS.runs})`,
+    r.bestS ?? null,
+    POLICY_TESTS.limitS,
+    's',
+  );
+  return [
+    r.error ? { ...timed, pass: false, note: r.error.split('\n')[0].slice(0, 160) } : timed,
+    {
+      id: 'policyTestsCel',
+      description: `admission-gateway test: the same plus ${POLICY_TESTS.celValidations} CEL validations`,
+      value: null,
+      limit: POLICY_TESTS.limitS,
+      unit: 's',
+      comparison: '<=',
+      pass: null,
+      note: 'waits for CEL: test files cannot name CEL policies yet',
+    },
+  ];
 }
 
 /** The POST /authorize scenarios compared with the raw SubjectAccessReview server. */
@@ -1096,6 +1151,10 @@ function printReport(results) {
     console.log(
       `  40,000-container quadratic walk: ${c.outcome}; ${c.runsMs.join(', ')} ms (median CPU ${c.medianCpuMs} ms)`,
     );
+  }
+  if (s.policyTests) {
+    console.log('\nPolicy tests (admission-gateway test, pinned to the server core)');
+    for (const line of policyTestsReport(s.policyTests)) console.log(line);
   }
   if (s.large) {
     console.log(`\nLarge reviews (gateway.yaml chain; answer times measured by the client, one connection)`);
@@ -1417,6 +1476,13 @@ function scenarios(shipped, certs) {
       run: (label) => runCel(label),
     },
     {
+      key: 'policyTests',
+      label: `admission-gateway test: ${POLICY_TESTS.cases} policy test cases over the gateway.yaml chain, ${POLICY_TESTS.runs} whole runs`,
+      comparedWithRaw: false,
+      run: (label) =>
+        runPolicyTests({ label, dir: tmp, configFile: path.join(ROOT, 'gateway.yaml'), run: runCommand, progress }),
+    },
+    {
       // Last: its 6.7 MiB reviews and the page cache they leave must not disturb the ratio scenarios.
       key: 'large',
       label:
@@ -1526,7 +1592,7 @@ async function defaultRun(shipped, certs) {
   const { raw, ratios, ratiosCpu, derived, targets } = evaluate(scenarioResults);
   // The ordinary-review gateways only: `large` reports its own memory (scenarios.large.memory).
   const gatewayRss = Object.entries(scenarioResults)
-    .filter(([key]) => !key.startsWith('raw') && key !== 'large' && key !== 'cel')
+    .filter(([key]) => !key.startsWith('raw') && key !== 'large' && key !== 'cel' && key !== 'policyTests')
     .map(([, r]) => r.peakRssMiB);
   const wallSeconds = round((Date.now() - startedAt.getTime()) / 1000, 1);
   targets.push(check('runTime', '`npm run bench` run time (this run, build included)', wallSeconds, 300, 's'));

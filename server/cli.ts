@@ -1,7 +1,7 @@
 /**
- * The `admission-gateway` command line: serve, certs, review, replay, manifests, provider, openapi, audit, version.
- * Exit codes: 0 ok,
- * 1 runtime failure, 2 bad usage or invalid config (with a message naming the file and field), 3 a refused
+ * The `admission-gateway` command line: serve, certs, review, replay, manifests, provider, openapi, audit, test,
+ * version. Exit codes: 0 ok, 1 runtime failure or a failed test case, 2 bad usage or invalid config or test file
+ * (with a message naming the file and field), 3 a refused
  * review or a newly denied replay with --exit-code, 4 a replay answered differently with --exit-code.
  */
 import path from 'node:path';
@@ -20,6 +20,8 @@ import { auditCommand, runAuditCommand } from './commands/audit.js';
 import { runProvider } from './commands/provider.js';
 import { replayCommand, runReplay } from './commands/replay.js';
 import { reviewCommand, runReview } from './commands/review.js';
+import { runTests, testCommand } from './commands/test.js';
+import { writeRecordedTests } from './commands/test-from-recording.js';
 import { HELP, UsageError, parseCommandLine, type Values } from './commands/usage.js';
 import { loadKubeConfig } from './kube/kube-config.js';
 import { runManifests } from './manifests/command.js';
@@ -207,6 +209,17 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
           exitCode: values['exit-code'],
         });
         return await runReplay(replay, await configFrom(values, io), io);
+      }
+      case 'test': {
+        const command = testCommand(args, {
+          output: values.output,
+          config: values.config,
+          fromRecording: values['from-recording'],
+          write: values.write,
+        });
+        return command.fromRecording
+          ? await writeRecordedTests(command.fromRecording, await configFrom(values, io), io)
+          : await runTests(command, io);
       }
       case 'openapi':
         if (args.length > 0) throw new UsageError(`openapi: unexpected argument "${args[0]}"`);

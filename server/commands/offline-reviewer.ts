@@ -1,8 +1,8 @@
 /**
- * What the offline commands (`review`, `replay`, `audit`) run a config's chain with: its logger, metrics and
- * chain, and (`review`, `replay`) run a config's chain with: no cluster (namespace
- * selectors see only the name label, as without one), the config's deadline settings; a decision trace for
- * `onReviewed` when given (`review --explain`).
+ * What the offline commands (`review`, `replay`, `audit`, `test`) run a config's chain with: its logger, metrics
+ * and chain, and (`review`, `replay`, `test`) the reviewer they run it with: no cluster (namespace selectors see
+ * only the name label, as without one, unless `test` says a namespace's labels), the config's deadline
+ * settings; a decision trace for `onReviewed` when given (`review --explain`).
  */
 import { Registry } from 'prom-client';
 import { availablePlugins } from '../../plugins/index.js';
@@ -12,20 +12,25 @@ import type { Chain } from '../chain/chain.js';
 import {
   createReviewer,
   standaloneNamespaceLabels,
+  type NamespaceLabelSource,
   type ReviewedRequest,
   type Reviewer,
 } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
-import { createChainForConfig, type ProviderChains } from '../providers/configured-chain.js';
+import { createChainForConfig, type ConfiguredChainDeps, type ProviderChains } from '../providers/configured-chain.js';
 
 /** Warnings and errors only, unless the config asks for debug (or for less): the command's output is the result. */
 const commandLogLevel = (level: LogLevel): LogLevel => (level === 'info' ? 'warn' : level);
 
-/** The chain of `config` for a command: logs on standard error in serve's format, metrics of its own. */
+/**
+ * The chain of `config` for a command: logs on standard error in serve's format, metrics of its own; its
+ * providers' calls go through `providerDispatcher` when given (`test`).
+ */
 export async function commandChain(
   config: GatewayConfig,
   io: { readonly stderr: (text: string) => void; readonly plugins?: readonly AnyPlugin[] | undefined },
+  { providerDispatcher }: Pick<ConfiguredChainDeps, 'providerDispatcher'> = {},
 ): Promise<{ log: BindableLogger; metrics: Metrics; chains: ProviderChains }> {
   const log = createLogger(commandLogLevel(config.log.level), { write: io.stderr });
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
@@ -33,6 +38,7 @@ export async function commandChain(
     metrics,
     log,
     onChain: () => undefined,
+    ...(providerDispatcher ? { providerDispatcher } : {}),
   });
   return { log, metrics, chains };
 }
@@ -44,13 +50,15 @@ export function offlineReviewer(
     readonly metrics: Metrics;
     readonly config: GatewayConfig;
     readonly onReviewed?: ((reviewed: ReviewedRequest) => void) | undefined;
+    /** Where namespace labels come from; without a cluster, only the name label. */
+    readonly namespaceLabels?: NamespaceLabelSource | undefined;
   },
 ): Reviewer {
   return createReviewer({
     chain: () => chain,
     metrics: deps.metrics,
     log: deps.log,
-    namespaceLabels: standaloneNamespaceLabels,
+    namespaceLabels: deps.namespaceLabels ?? standaloneNamespaceLabels,
     deadlineMarginMs: deps.config.server.deadlineMarginMs,
     defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
     ...(deps.onReviewed ? { onReviewed: deps.onReviewed } : {}),

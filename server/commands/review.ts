@@ -15,10 +15,10 @@ import type { ReviewResult, ReviewedRequest } from '../dispatch/reviewer.js';
 import { renderTrace } from '../explain/render-trace.js';
 import type { KeptTrace } from '../explain/trace-buffer.js';
 import type { GatewayConfig } from '../config/types.js';
-import { ROUTES, selectionOf, type Route } from '../http/routes.js';
+import { ROUTES, type Route } from '../http/routes.js';
 import { type Metrics } from '../metrics/metrics.js';
-import { applyPatchInPlace } from '../patch/apply.js';
 import type { AdmissionRequest } from '../admission/types.js';
+import { reviewAsApiserver } from '../policy-test/apiserver-review.js';
 import { commandChain, offlineReviewer } from './offline-reviewer.js';
 import { reviewInput } from './review-input.js';
 import { EXIT_DENIED, UsageError } from './usage.js';
@@ -123,18 +123,14 @@ async function reviewOnChain(
     onReviewed?: (reviewed: ReviewedRequest) => void;
   },
 ): Promise<{ output: unknown; allowed: boolean }> {
-  const reviewer = offlineReviewer(chain, deps);
-  if (route !== 'all') {
-    const result = await reviewer.review(request, selectionOf(route));
-    return { output: printable(result, apiVersion), allowed: result.response.allowed };
-  }
-  const mutated = await reviewer.review(request, selectionOf('mutate'));
-  const output: Record<string, unknown> = { mutate: printable(mutated, apiVersion) };
-  if (!mutated.response.allowed) return { output: { ...output, allowed: false }, allowed: false };
-  // The apiserver validates the object as mutated; do the same.
-  const object = request.object ? structuredClone(request.object) : request.object;
-  if (object && mutated.decision.patch) applyPatchInPlace(object, mutated.decision.patch);
-  const validated = await reviewer.review({ ...request, object }, selectionOf('validate'));
-  const allowed = validated.response.allowed;
-  return { output: { ...output, validate: printable(validated, apiVersion), allowed }, allowed };
+  const { mutate, validate, allowed } = await reviewAsApiserver(offlineReviewer(chain, deps), request, route);
+  if (route !== 'all') return { output: printable((mutate ?? validate)!, apiVersion), allowed };
+  return {
+    output: {
+      ...(mutate ? { mutate: printable(mutate, apiVersion) } : {}),
+      ...(validate ? { validate: printable(validate, apiVersion) } : {}),
+      allowed,
+    },
+    allowed,
+  };
 }

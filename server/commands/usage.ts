@@ -28,6 +28,7 @@ export const COMMANDS = [
   'provider',
   'openapi',
   'audit',
+  'test',
   'version',
 ] as const;
 export type Command = (typeof COMMANDS)[number];
@@ -87,6 +88,8 @@ export const OPTIONS = {
   step: { type: 'string' },
   'dry-run': { type: 'boolean' },
   offline: { type: 'boolean' },
+  'from-recording': { type: 'string' },
+  write: { type: 'string' },
 } satisfies ParseArgsConfig['options'];
 
 type OptionName = keyof typeof OPTIONS;
@@ -126,6 +129,7 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   ],
   openapi: [],
   audit: ['step', 'dry-run', 'output', 'exit-code', 'kubeconfig'],
+  test: ['output', 'from-recording', 'write'],
   manifests: [
     'ca',
     'service',
@@ -168,11 +172,13 @@ commands:
   provider  serve plugins as a remote provider (a handler per phase, discovery), registered if asked
   openapi   print the OpenAPI 3.1 document of the remote provider protocol
   audit     run the validating steps over the cluster's existing objects, write PolicyReports
+  test      run policy tests (test files of cases and expected answers) through the configured chain offline
   version   print the version (also --version, -v)
 
 Run "admission-gateway <command> --help" for a command's options.
-Exit codes: 0 ok, 1 runtime failure, 2 bad usage or invalid config, 3 refused (review, audit --exit-code) or newly
-denied (replay --exit-code), 4 answered differently (replay --exit-code).`,
+Exit codes: 0 ok, 1 runtime failure or a failed test case (test), 2 bad usage or invalid config or test file,
+3 refused (review, audit --exit-code) or newly denied (replay --exit-code), 4 answered differently (replay
+--exit-code).`,
   serve: `usage: admission-gateway serve [--config FILE] [--port N] [--ops-port N] [--health-port N] [--log-level LEVEL]
 
 ${CONFIG_OPTION}
@@ -298,6 +304,26 @@ ${CONFIG_OPTION}
 Exit codes: 0 replayed (whatever the differences, without --exit-code), 1 runtime failure, 2 bad usage,
 config or recording (the message names the line), ${EXIT_DENIED} newly denied, ${EXIT_CHANGED} answered differently (with
 --exit-code).`,
+  test: `usage: admission-gateway test [PATH...] [--config FILE] [--output text|junit|json]
+       admission-gateway test --from-recording RECORDING --write DIR [--config FILE]
+
+Runs policy tests: a test file (kind AdmissionTest, docs/policy-tests.md) names a config, what its remote
+providers answer and its cases, each a request and what is expected of the answer. Every case is reviewed
+through the config's chain as serve reviews it, both phases as the apiserver calls them (mutate, the patch
+applied, then validate) unless the case names one route; remote providers are answered from the test file
+(inline or from a recording), never called. A PATH is a test file, or a folder searched for *.test.yaml
+(default: the current folder).
+
+  --config FILE       run every test file against this config instead of the one it names
+  --output, -o FORMAT text (default: PASS or FAIL per case, a diff for each failure), junit (JUnit XML) or json
+  --from-recording RECORDING --write DIR
+                      instead of running tests, write test files into DIR pinning today's decisions: a case per
+                      review of the recording (record:), on the route that answered it, its providers answering
+                      what the recording says, expecting what the config (--config, env GATEWAY_CONFIG, default
+                      gateway.yaml) answers now
+
+Exit codes: 0 every case passed (or the files were written), 1 a case failed, 2 bad usage, or a test file,
+config or recording that cannot be used (the message names the file, its line and the field).`,
   manifests: `usage: admission-gateway manifests [--config FILE] [--service NAMESPACE/NAME[:PORT] | --url https://HOST[:PORT]]
                                    [--ca FILE | --no-ca-bundle] [--name NAME] [--output yaml|json]
                                    [--namespace-label KEY=VALUE]... [--exclude-namespace NAME]... [--all-resources]

@@ -12,15 +12,15 @@ import { validateConfig } from './validate.js';
 export const EMBEDDED_CONFIG = '(embedded default)';
 
 /**
- * Parses YAML text; every error names the line and column (of the field, or where the syntax breaks).
- * `inFile` maps a position in `text` to one in `file` when the text is embedded in it (a ConfigMap).
+ * The value of one YAML document and where each of its fields is written; a syntax error is a ConfigError
+ * naming its line and column. `inFile` maps a position in `text` to one in `file` when the text is embedded in
+ * it (a ConfigMap). What gateway.yaml and `admission-gateway test`'s files are read with.
  */
-export function parseConfigText(
+export function parseYamlText(
   text: string,
   file: string,
-  baseDir: string,
   inFile: (position: SourcePosition) => SourcePosition = (position) => position,
-): GatewayConfig {
+): { value: unknown; locateField: LocateField } {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
   const first = doc.errors[0];
@@ -32,8 +32,22 @@ export function parseConfigText(
     const position = locate(fieldPath);
     return position && inFile(position);
   };
+  return { value: doc.toJS() as unknown, locateField };
+}
+
+/**
+ * Parses YAML text; every error names the line and column (of the field, or where the syntax breaks).
+ * `inFile` maps a position in `text` to one in `file` when the text is embedded in it (a ConfigMap).
+ */
+export function parseConfigText(
+  text: string,
+  file: string,
+  baseDir: string,
+  inFile?: (position: SourcePosition) => SourcePosition,
+): GatewayConfig {
+  const { value, locateField } = parseYamlText(text, file, inFile);
   try {
-    return { ...validateConfig(doc.toJS(), file, baseDir), locateField };
+    return { ...validateConfig(value, file, baseDir), locateField };
   } catch (err) {
     throw locateConfigError(err, file, locateField);
   }

@@ -3,6 +3,7 @@
  * exit 2) and a runtime per provider entry, owned by a chain manager. What `serve`, `review` and `manifests`
  * all run on.
  */
+import type { Dispatcher } from 'undici';
 import type { Logger } from '../base/log.js';
 import { buildPluginEntries, type Chain, type PluginEntrySteps } from '../chain/chain.js';
 import { createChainManager, type ChainManager } from '../chain/chain-manager.js';
@@ -26,6 +27,11 @@ export interface ConfiguredChainDeps {
   readonly discovery?: ProviderRuntimeDeps['discovery'];
   /** Called when a provider's status may have changed (for AdmissionProvider status). */
   readonly onProviderChange?: (runtime: ProviderRuntime) => void;
+  /**
+   * What a provider entry's calls go through instead of a connection pool of its own: `admission-gateway test`
+   * answers them from its test file through undici's MockAgent.
+   */
+  readonly providerDispatcher?: (entry: ProviderEntry) => Dispatcher | undefined;
 }
 
 export async function createChainForConfig(
@@ -55,6 +61,7 @@ export async function createChainForConfig(
         log: deps.log,
         onChange,
         ...(deps.discovery ? { discovery: deps.discovery } : {}),
+        ...(deps.providerDispatcher ? { dispatcher: deps.providerDispatcher(entry) } : {}),
       }),
     onChain: deps.onChain,
     ...(deps.onProviderChange ? { onProviderChange: deps.onProviderChange } : {}),

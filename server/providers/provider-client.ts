@@ -6,6 +6,7 @@
  * reason.
  */
 import { randomUUID } from 'node:crypto';
+import type { Dispatcher } from 'undici';
 import type { AdmissionApiVersion, AdmissionRequest, KubeObject } from '../admission/types.js';
 import { downConvertRequest } from '../protocol/conversion.js';
 import { ProviderCallError, errorMessage } from '../base/errors.js';
@@ -157,7 +158,11 @@ function requestTarget(path: string): string {
   );
 }
 
-export function createProviderClient(target: ProviderTarget): ProviderClient {
+/** `dispatcher`: what the calls go through instead of a connection pool of the client's own (provider-transport.ts). */
+export function createProviderClient(
+  target: ProviderTarget,
+  { dispatcher }: { readonly dispatcher?: Dispatcher | undefined } = {},
+): ProviderClient {
   const url = new URL(target.url);
   if (url.protocol !== 'https:') throw new Error(`provider URL ${target.url} is not https`);
   const limit = target.maxResponseBytes ?? MAX_RESPONSE_BYTES;
@@ -168,6 +173,7 @@ export function createProviderClient(target: ProviderTarget): ProviderClient {
     maxConnections: target.maxConnections ?? MAX_CONNECTIONS,
     maxQueued: target.maxQueuedCalls ?? MAX_QUEUED_CALLS,
     maxBodyBytes: limit,
+    ...(dispatcher ? { dispatcher } : {}),
   });
   const basePath = url.pathname || '/';
   const baseTarget = requestTarget(basePath);

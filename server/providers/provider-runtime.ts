@@ -4,6 +4,7 @@
  * change. Discovery failures never throw: the provider is reported not ready, retried with backoff, and
  * its steps fail through their failurePolicy until it is discovered.
  */
+import type { Dispatcher } from 'undici';
 import type { Match, Phase } from '../admission/types.js';
 import { attachmentOf } from '../extensions/chain-extensions.js';
 import { compileMatch } from '../steps/match.js';
@@ -49,6 +50,8 @@ export interface ProviderRuntimeDeps {
   readonly onChange: (runtime: ProviderRuntime) => void;
   /** Discovery retry backoff and refresh; shortened in tests. */
   readonly discovery?: { initialBackoffMs?: number; maxBackoffMs?: number; refreshMs?: number };
+  /** What the provider's calls go through instead of a connection pool of its own (provider-transport.ts). */
+  readonly dispatcher?: Dispatcher | undefined;
 }
 
 /** A provider as a source of the chain's steps, with its status (`/chain`, the AdmissionProvider's status). */
@@ -93,13 +96,16 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   const clientCert = await loadClientCert(entry);
   const settings = entry.settings as Record<string, string> | undefined;
   const entryVersion = chooseReviewVersion(entry.admissionReviewVersions);
-  const client: ProviderClient = createProviderClient({
-    url,
-    apiVersion: reviewApiVersion(entryVersion),
-    ...(ca ? { ca } : {}),
-    ...(clientCert ? { clientCert } : {}),
-    ...(settings ? { settings } : {}),
-  });
+  const client: ProviderClient = createProviderClient(
+    {
+      url,
+      apiVersion: reviewApiVersion(entryVersion),
+      ...(ca ? { ca } : {}),
+      ...(clientCert ? { clientCert } : {}),
+      ...(settings ? { settings } : {}),
+    },
+    { dispatcher: deps.dispatcher },
+  );
 
   const breaker: ProviderBreaker = createProviderBreaker(entry.name, entry.circuitBreaker, {
     metrics: deps.metrics,

@@ -2,10 +2,11 @@
  * HTTPS/1.1 to one provider: an undici Pool of keep-alive connections (ProviderConnection), each request
  * a ProviderExchange, and CallSlots bounding how many calls it holds and how many wait. TLS trusts only
  * the provider's CA bundle when one is given, presents a client certificate for mTLS, and sends SNI for a
- * host name (none for an IP address, which is checked against the certificate's IP SANs).
+ * host name (none for an IP address, which is checked against the certificate's IP SANs). Given a dispatcher
+ * (`admission-gateway test` passes undici's MockAgent), the calls go through it instead, bounded the same way.
  */
 import net from 'node:net';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { CallSlots } from './call-slots.js';
 import { ProviderConnection } from './provider-connection.js';
 import { ProviderExchange, abortedError, type ExchangeResult } from './provider-exchange.js';
@@ -29,6 +30,11 @@ export interface TransportOptions {
   readonly maxQueued: number;
   /** Largest body read for a 200. */
   readonly maxBodyBytes: number;
+  /**
+   * Sends the calls through this dispatcher instead of a Pool of the transport's own; its owner closes it. The
+   * seam by which `admission-gateway test` answers providers without a network (an undici MockAgent).
+   */
+  readonly dispatcher?: Dispatcher;
 }
 
 export interface TransportRequest {
@@ -56,9 +62,9 @@ function closedError(): Error {
   return err;
 }
 
-export function createProviderTransport(o: TransportOptions): ProviderTransport {
+function createPool(o: TransportOptions): Pool {
   const host = o.url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const pool = new Pool(o.url.origin, {
+  return new Pool(o.url.origin, {
     connections: o.maxConnections,
     pipelining: 1,
     allowH2: false,
@@ -73,6 +79,11 @@ export function createProviderTransport(o: TransportOptions): ProviderTransport 
     maxHeaderSize: MAX_RESPONSE_HEAD_BYTES,
     factory: (origin, options) => new ProviderConnection(origin, options),
   });
+}
+
+export function createProviderTransport(o: TransportOptions): ProviderTransport {
+  const pool = o.dispatcher ?? createPool(o);
+  const origin = o.url.origin;
   const slots = new CallSlots(o.maxConnections, o.maxQueued);
   const release = () => slots.release();
   let closed: Promise<void> | undefined;
@@ -85,6 +96,8 @@ export function createProviderTransport(o: TransportOptions): ProviderTransport 
     }
     return new Promise((resolve, reject) => {
       const dispatch = {
+        // A Pool has its origin; a dispatcher given in its place (an Agent, a MockAgent) is told it.
+        origin,
         method: request.method,
         path: request.path,
         headers: request.headers as string[],
@@ -105,7 +118,7 @@ export function createProviderTransport(o: TransportOptions): ProviderTransport 
       return slots.acquire(request.signal, abortedError).then(() => send(request));
     },
     close() {
-      closed ??= slots.drained().then(() => pool.close());
+      closed ??= slots.drained().then(() => (o.dispatcher ? undefined : pool.close()));
       return closed;
     },
   };

@@ -12,18 +12,10 @@ import type { AdmissionReview, KubeObject } from '../../server/admission/types.j
 import { runCliCaptured } from '../helpers/cli.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { startHarness, type Harness } from '../helpers/gateway-harness.js';
-import { podCreate, requestOf } from '../fixtures/reviews/index.js';
+import { numberedPodCreate } from '../fixtures/reviews/index.js';
 import { eventually } from '../helpers/wait.js';
 
-/** A Pod create named `name` in team-a with `labels`, its uid made from `n`. */
-function podReview(n: number, name: string, labels: Record<string, string>): AdmissionReview {
-  const review = podCreate();
-  const request = requestOf(review);
-  request.uid = `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
-  request.name = name;
-  request.object!.metadata = { ...request.object!.metadata, name, labels };
-  return review;
-}
+const podReview = numberedPodCreate;
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
