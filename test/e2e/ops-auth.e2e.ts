@@ -35,6 +35,12 @@ function json(answer: Answer): unknown {
   return JSON.parse(answer.body) as unknown;
 }
 
+/** The ops port's 403 to `user`. */
+function forbidden(user: string): { status: number; body: unknown } {
+  const error = `forbidden: user "${user}" may not get this path (RBAC nonResourceURLs; README "Metrics reference")`;
+  return { status: 403, body: { error } };
+}
+
 const rbac = (): RbacAuthorizationV1Api => kubeConfig().makeApiClient(RbacAuthorizationV1Api);
 
 /** The shipped ClusterRole `name` from manifests/ops-access-rbac.yaml. */
@@ -184,15 +190,7 @@ describe('ops port authenticated and authorized by the apiserver (server.opsAuth
     assert.equal(metrics.status, 200, metrics.body);
     assert.match(metrics.body, /^# HELP admission_gateway_requests_total /m);
     const explain = await get('/explain', serviceAccountToken);
-    assert.deepEqual(
-      { status: explain.status, body: json(explain) },
-      {
-        status: 403,
-        body: {
-          error: `forbidden: user "${serviceAccountUser}" may not get this path (RBAC nonResourceURLs; README "Metrics reference")`,
-        },
-      },
-    );
+    assert.deepEqual({ status: explain.status, body: json(explain) }, forbidden(serviceAccountUser));
   });
 
   it('serves the traces and the chain to the user bound to the trace reader role, and refuses it /metrics', async function () {
@@ -209,15 +207,7 @@ describe('ops port authenticated and authorized by the apiserver (server.opsAuth
     assert.equal(explain.status, 200, explain.body);
     assert.ok(Array.isArray((JSON.parse(explain.body) as { reviews: unknown }).reviews), explain.body);
     const metrics = await get('/metrics', token);
-    assert.deepEqual(
-      { status: metrics.status, body: json(metrics) },
-      {
-        status: 403,
-        body: {
-          error: `forbidden: user "${TEST_USERS.operator.name}" may not get this path (RBAC nonResourceURLs; README "Metrics reference")`,
-        },
-      },
-    );
+    assert.deepEqual({ status: metrics.status, body: json(metrics) }, forbidden(TEST_USERS.operator.name));
   });
 
   it('counts every decision, and asks the apiserver once per token and path while the answer is kept', async function () {
