@@ -224,7 +224,8 @@ export interface CircuitBreakerConfig {
   readonly rollingWindowMs: number;
 }
 
-export interface ServiceReference {
+/** A provider's Service as the gateway calls it, port and path resolved (provider-sdk's is as written). */
+export interface ResolvedServiceReference {
   readonly namespace: string;
   readonly name: string;
   readonly port: number;
@@ -238,7 +239,7 @@ export interface ProviderEntry extends EntryCommon {
   readonly kind: 'provider';
   readonly provider: string;
   readonly url?: string;
-  readonly service?: ServiceReference;
+  readonly service?: ResolvedServiceReference;
   readonly phases: readonly ProviderPhase[];
   /** The requests its authorize phase sees (with `authorize` in phases). */
   readonly authorizeMatch?: AuthorizeMatch;

@@ -36,7 +36,7 @@ import type {
   ProviderEntry,
   ProviderPhase,
   ServerConfig,
-  ServiceReference,
+  ResolvedServiceReference,
 } from './types.js';
 
 export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
@@ -439,7 +439,7 @@ export function readCircuitBreaker(r: Reader, value: unknown, p: string): Circui
   };
 }
 
-function readService(r: Reader, value: unknown, p: string): ServiceReference {
+function readService(r: Reader, value: unknown, p: string): ResolvedServiceReference {
   const m = r.map(value, p, ['namespace', 'name', 'port', 'path'], false);
   const servicePath = r.string(m.path, `${p}.path`) ?? '/';
   if (!servicePath.startsWith('/') || servicePath.includes('?') || servicePath.includes('#')) {
