@@ -67,7 +67,7 @@ export interface ProviderAuthorizeCall {
 
 export interface ProviderClient {
   call(call: ProviderCall): Promise<ProviderAnswer>;
-  /** POSTs a SubjectAccessReview (authorization.k8s.io/v1) to the URL; its verdict. */
+  /** POSTs a SubjectAccessReview (authorization.k8s.io/v1) to the URL; its decision. */
   authorize(call: ProviderAuthorizeCall): Promise<AuthorizeDecision>;
   /** GET `<url>/<path>` for discovery; returns the parsed JSON body. `signal` cancels it early (on close). */
   getJson(path: string, timeoutMs: number, signal?: AbortSignal): Promise<unknown>;
