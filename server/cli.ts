@@ -19,7 +19,7 @@ import { packageVersion } from './base/version.js';
 import { auditCommand, runAuditCommand } from './commands/audit.js';
 import { runProvider } from './commands/provider.js';
 import { replayCommand, runReplay } from './commands/replay.js';
-import { reviewCommand, runReview } from './commands/review.js';
+import { reviewCommand, runReviewCommand } from './commands/review.js';
 import { runTests, testCommand } from './commands/test.js';
 import { writeRecordedTests } from './commands/test-from-recording.js';
 import { HELP, UsageError, parseCommandLine, type Values } from './commands/usage.js';
@@ -231,7 +231,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
           explain: values.explain === true,
           output: values.output,
         });
-        return await runReview(review, await configFrom(values, io), io);
+        return await runReviewCommand(review, await configFrom(values, io), io);
       }
     }
   } catch (err) {

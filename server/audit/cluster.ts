@@ -13,14 +13,8 @@ import type { KubeObject } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
-import {
-  MANAGED_BY,
-  MANAGED_BY_LABEL,
-  REPORT_GROUP,
-  REPORT_NAME,
-  REPORT_VERSION,
-  type PolicyReport,
-} from './reports.js';
+import { MANAGED_BY, MANAGED_BY_LABEL } from '../base/managed-by.js';
+import { REPORT_GROUP, REPORT_NAME, REPORT_VERSION, type PolicyReport } from './reports.js';
 import type { AuditTarget, DiscoveredGroup, DiscoveredResource } from './targets.js';
 
 export interface ListedPage {

@@ -19,8 +19,8 @@ import { DRY_RUN_WITH_SIDE_EFFECTS } from '../steps/skip-reasons.js';
 
 export type PolicyResult = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
 
-/** One step's result for one object. */
-export interface StepResult {
+/** One step's PolicyReport result for one object. */
+export interface StepPolicyResult {
   readonly step: string;
   readonly result: PolicyResult;
   readonly message?: string;
@@ -42,8 +42,8 @@ export function stepMessages(trace: DecisionTrace | undefined): Map<string, stri
 export function stepResults(
   reports: readonly StepReport[],
   messages: ReadonlyMap<string, string> | undefined,
-): StepResult[] {
-  const results: StepResult[] = [];
+): StepPolicyResult[] {
+  const results: StepPolicyResult[] = [];
   for (const report of reports) {
     const message = messages?.get(report.step);
     switch (report.outcome) {

@@ -86,8 +86,8 @@ async function readSource(command: ReviewCommand, io: ReviewIO): Promise<string>
   }
 }
 
-/** Runs the review; returns the exit code. */
-export async function runReview(command: ReviewCommand, config: GatewayConfig, io: ReviewIO): Promise<number> {
+/** Runs the `review` command: reviews the input offline and prints the answer; returns the exit code. */
+export async function runReviewCommand(command: ReviewCommand, config: GatewayConfig, io: ReviewIO): Promise<number> {
   const input = reviewInput(await readSource(command, io), command.source);
   if (input.wrapped) io.stderr(`admission-gateway review: reviewing the ${input.wrapped}\n`);
   const { log, metrics, chains } = await commandChain(config, io);

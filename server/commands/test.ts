@@ -23,7 +23,7 @@ import { RecordedAnswers, chainForCases } from '../policy-test/recorded-answers.
 import { runSuite, type SuiteResult } from '../policy-test/run-suite.js';
 import type { TestSuite } from '../policy-test/suite.js';
 import { renderSuite, renderSummary } from '../policy-test/text-report.js';
-import { summarise } from '../policy-test/test-summary.js';
+import { summariseTests } from '../policy-test/test-summary.js';
 import { commandChain, offlineReviewer } from './offline-reviewer.js';
 import { UsageError } from './usage.js';
 
@@ -150,7 +150,7 @@ export async function runTests(command: TestCommand, io: TestIO): Promise<number
     results.push(result);
     if (command.output === 'text') io.stdout(renderSuite(result));
   }
-  const summary = summarise(results);
+  const summary = summariseTests(results);
   if (command.output === 'text') io.stdout(renderSummary(summary));
   else io.stdout(command.output === 'junit' ? renderJunit(results, summary) : renderJson(results, summary));
   return summary.failed > 0 ? 1 : 0;

@@ -182,8 +182,8 @@ export interface TracingConfig {
   readonly maxExportBatchSize: number;
 }
 
-/** Options every chain entry accepts (absent step options: the plugin's default, then the gateway's). */
-export interface EntryOptions extends StepOptions, StepDeclarations {
+/** What every chain entry holds, of any kind (absent step options: the plugin's default, then the gateway's). */
+export interface EntryCommon extends StepOptions, StepDeclarations {
   /** Step name; defaults to the plugin or provider name. Needed to run one plugin twice. */
   readonly name: string;
   readonly match?: Match;
@@ -208,7 +208,7 @@ export interface EntryOptions extends StepOptions, StepDeclarations {
 
 export type Attach = 'Always' | 'OptIn';
 
-export interface PluginEntry extends EntryOptions {
+export interface PluginEntry extends EntryCommon {
   readonly kind: 'plugin';
   readonly plugin: string;
 }
@@ -224,7 +224,8 @@ export interface CircuitBreakerConfig {
   readonly rollingWindowMs: number;
 }
 
-export interface ServiceReference {
+/** A provider's Service as the gateway calls it, port and path resolved (provider-sdk's is as written). */
+export interface ResolvedServiceReference {
   readonly namespace: string;
   readonly name: string;
   readonly port: number;
@@ -234,11 +235,11 @@ export interface ServiceReference {
 /** What a remote provider is called for: the admission phases, and the authorize chain (POST /authorize). */
 export type ProviderPhase = 'mutate' | 'validate' | 'authorize';
 
-export interface ProviderEntry extends EntryOptions {
+export interface ProviderEntry extends EntryCommon {
   readonly kind: 'provider';
   readonly provider: string;
   readonly url?: string;
-  readonly service?: ServiceReference;
+  readonly service?: ResolvedServiceReference;
   readonly phases: readonly ProviderPhase[];
   /** The requests its authorize phase sees (with `authorize` in phases). */
   readonly authorizeMatch?: AuthorizeMatch;
@@ -253,7 +254,7 @@ export interface ProviderEntry extends EntryOptions {
 }
 
 /** A validation written in CEL (README "Policies in CEL"): its expressions compiled when the file loads. */
-export interface PolicyEntry extends EntryOptions {
+export interface PolicyEntry extends EntryCommon {
   readonly kind: 'policy';
   readonly policy: string;
   readonly spec: PolicySpec;

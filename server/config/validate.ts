@@ -24,7 +24,7 @@ import type {
   AuditConfig,
   ChainEntry,
   CircuitBreakerConfig,
-  EntryOptions,
+  EntryCommon,
   GatewayConfig,
   KubeConfigSection,
   LeaderElectionConfig,
@@ -36,7 +36,7 @@ import type {
   ProviderEntry,
   ProviderPhase,
   ServerConfig,
-  ServiceReference,
+  ResolvedServiceReference,
 } from './types.js';
 
 export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
@@ -385,7 +385,7 @@ function readRecord(r: Reader, value: unknown, baseDir: string): RecordConfig {
   };
 }
 
-function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryOptions {
+function readEntryCommon(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryCommon {
   const stepName = r.string(m.name, childPath(p, 'name')) ?? name;
   // Step names become metric labels, annotation keys and URL-safe identifiers.
   if (!isDnsLabel(stepName)) {
@@ -439,7 +439,7 @@ export function readCircuitBreaker(r: Reader, value: unknown, p: string): Circui
   };
 }
 
-function readService(r: Reader, value: unknown, p: string): ServiceReference {
+function readService(r: Reader, value: unknown, p: string): ResolvedServiceReference {
   const m = r.map(value, p, ['namespace', 'name', 'port', 'path'], false);
   const servicePath = r.string(m.path, `${p}.path`) ?? '/';
   if (!servicePath.startsWith('/') || servicePath.includes('?') || servicePath.includes('#')) {
@@ -480,7 +480,7 @@ export function readProviderFields(
   r: Reader,
   m: Record<string, unknown>,
   p: string,
-): Omit<ProviderEntry, keyof EntryOptions | 'kind' | 'provider'> {
+): Omit<ProviderEntry, keyof EntryCommon | 'kind' | 'provider'> {
   if ((m.url === undefined) === (m.service === undefined)) r.fail(p, 'expected exactly one of url or service');
   const phases = r.stringList(m.phases, `${p}.phases`) ?? ['mutate', 'validate'];
   if (phases.length === 0) r.fail(`${p}.phases`, 'expected mutate, validate and/or authorize');
@@ -541,13 +541,13 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
     const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !NOT_FOR_POLICIES.includes(f))]);
     const policy = r.requiredString(m.policy, `${p}.policy`);
     if (m.match === undefined) r.fail(`${p}.match`, 'is required (the requests the policy is for)');
-    const entry = { kind: 'policy' as const, policy, ...readEntryOptions(r, m, p, policy, order) };
+    const entry = { kind: 'policy' as const, policy, ...readEntryCommon(r, m, p, policy, order) };
     return { ...entry, ...readShadow(r, m, p), spec: readPolicySpec(r, m, p) };
   }
   if (raw.plugin !== undefined) {
     const m = r.map(raw, p, ['plugin', ...ENTRY_FIELDS]);
     const plugin = r.requiredString(m.plugin, `${p}.plugin`);
-    return { kind: 'plugin', plugin, ...readEntryOptions(r, m, p, plugin, order), ...readShadow(r, m, p) };
+    return { kind: 'plugin', plugin, ...readEntryCommon(r, m, p, plugin, order), ...readShadow(r, m, p) };
   }
   const m = r.map(raw, p, PROVIDER_FIELDS);
   const provider = r.requiredString(m.provider, `${p}.provider`);
@@ -557,7 +557,7 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   return {
     kind: 'provider',
     provider,
-    ...readEntryOptions(r, m, p, provider, order),
+    ...readEntryCommon(r, m, p, provider, order),
     ...fields,
     ...readShadow(r, m, p, fields.phases),
     ...(clientCert

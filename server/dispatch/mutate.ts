@@ -242,12 +242,12 @@ class MutatePhase {
     const started = this.ctx.now();
     const result = this.invoke(step, session?.view, working?.root ?? request.object ?? undefined, this.ctx.notes);
     return result instanceof Promise
-      ? result.then((settled) => this.settleOnWorkingCopy(step, round, session, started, settled))
-      : this.settleOnWorkingCopy(step, round, session, started, result);
+      ? result.then((settled) => this.finishOnWorkingCopy(step, round, session, started, settled))
+      : this.finishOnWorkingCopy(step, round, session, started, result);
   }
 
   /** What an undeclared step's result does to the review: the denial that ends it, or undefined. */
-  private settleOnWorkingCopy(
+  private finishOnWorkingCopy(
     step: Step,
     round: number,
     session: TrackedSession<KubeObject> | undefined,

@@ -20,7 +20,7 @@ export interface ReviewContext {
   readonly deadline: number;
   readonly namespaceLabels: Labels | undefined;
   /**
-   * The opt-in extensions the review references, settled (review-references.ts); undefined when the chain
+   * The opt-in extensions the review references, resolved (review-references.ts); undefined when the chain
    * has no `OptIn` step nor conflict group and the object references nothing.
    */
   readonly extensions: ReviewExtensions | undefined;

@@ -23,7 +23,7 @@ import {
   namespaceOfReferences,
   objectReferenceValue,
   objectReferences,
-  settleReferences,
+  resolveReferences,
   type ReviewExtensions,
 } from '../extensions/review-references.js';
 import type { ShadowRun } from './shadow.js';
@@ -183,10 +183,10 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   const { metrics } = deps;
 
   /**
-   * The references of a review, settled (review-references.ts), and the namespace's labels: its references
+   * The references of a review, resolved (review-references.ts), and the namespace's labels: its references
    * and labels come from one lookup, both asked for before either is awaited.
    */
-  const settle = async (
+  const lookUpReferences = async (
     request: AdmissionRequest,
     chain: Chain,
     selection: StepSelection,
@@ -214,27 +214,27 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     const namespace = fromNamespace instanceof Promise ? await fromNamespace : fromNamespace;
     const labels = foundLabels instanceof Promise ? await foundLabels : foundLabels;
     const warn = (nameAnything(object) || nameAnything(namespace)) && givesReferenceWarnings(chain, request, selection);
-    const settled = settleReferences({
+    const resolved = resolveReferences({
       request,
       chain: chain.extensions,
       sources: { object, unchanged, namespaceName, namespace },
       namespaceLabels: labels,
       warn,
     });
-    for (const warning of settled.warnings) notes.warn(EXTENSIONS_ANNOTATION, warning);
+    for (const warning of resolved.warnings) notes.warn(EXTENSIONS_ANNOTATION, warning);
     const extensions: ReviewExtensions = {
       chain: chain.extensions,
       failurePolicy: selection.failurePolicy,
-      referenced: settled.referenced,
-      setAside: settled.setAside,
+      referenced: resolved.referenced,
+      setAside: resolved.setAside,
     };
-    return { namespaceLabels: labels, extensions, refusal: settled.refusal };
+    return { namespaceLabels: labels, extensions, refusal: resolved.refusal };
   };
 
   /**
-   * What a review looks up before its phase runs: its references settled with its namespace's labels when the
-   * object or the chain has references (settle), else the namespace's labels alone when some step's selector
-   * needs them. A cached namespace's labels come back as they are, without a microtask hop.
+   * What a review looks up before its phase runs: its references resolved with its namespace's labels when the
+   * object or the chain has references (lookUpReferences), else the namespace's labels alone when some step's
+   * selector needs them. A cached namespace's labels come back as they are, without a microtask hop.
    */
   const lookUp = (
     request: AdmissionRequest,
@@ -244,7 +244,8 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   ): Lookups | Promise<Lookups> => {
     // A chain without OptIn steps or conflict groups costs a review one annotation read, and no lookup.
     const value = objectReferenceValue(request);
-    if (value !== undefined || chain.extensions.usesReferences) return settle(request, chain, selection, value, notes);
+    if (value !== undefined || chain.extensions.usesReferences)
+      return lookUpReferences(request, chain, selection, value, notes);
     const namespace = chain.needsNamespaceLabels(selection.phase, selection.failurePolicy)
       ? namespaceToLookUp(request)
       : undefined;

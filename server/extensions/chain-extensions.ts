@@ -4,7 +4,7 @@
  * the request path, so a review that reads references looks each name up once.
  */
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
-import type { Attach, EntryOptions } from '../config/types.js';
+import type { Attach, EntryCommon } from '../config/types.js';
 import type { Step } from '../steps/step.js';
 
 export interface ChainExtension {
@@ -40,7 +40,7 @@ export interface ChainExtensions {
 }
 
 /** A step placement's attachment fields, from its chain entry (`extension` for discovered handlers too). */
-export function attachmentOf(entry: Pick<EntryOptions, 'name' | 'attach' | 'conflictGroup'>): {
+export function attachmentOf(entry: Pick<EntryCommon, 'name' | 'attach' | 'conflictGroup'>): {
   readonly extension: string;
   readonly attach: Attach;
   readonly conflictGroup: string | undefined;

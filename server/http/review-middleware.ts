@@ -41,7 +41,8 @@ export interface ReviewState {
   review?: DecodedReview;
 }
 
-export type ReviewContext = ParameterizedContext<ReviewState, ReviewServices>;
+/** The Koa context of one review request (the review's own context is dispatch/review-context.ts). */
+export type ReviewKoaContext = ParameterizedContext<ReviewState, ReviewServices>;
 export type ReviewMiddleware = Middleware<ReviewState, ReviewServices>;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -151,14 +152,14 @@ export function runReviewWith(
 }
 
 /** Writes a JSON answer. */
-export function answer(ctx: ReviewContext, status: number, body: string | Buffer): void {
+export function answer(ctx: ReviewKoaContext, status: number, body: string | Buffer): void {
   ctx.status = status;
   // Set as a header, not `ctx.type`, which would look the type up in the mime table on every answer.
   ctx.set('Content-Type', JSON_TYPE);
   ctx.body = body;
 }
 
-function answerError(ctx: ReviewContext, err: unknown): void {
+function answerError(ctx: ReviewKoaContext, err: unknown): void {
   const { metrics, log } = ctx;
   const route = ctx.path.slice(1);
   const decodeError = err instanceof ReviewDecodeError ? err : undefined;

@@ -76,7 +76,7 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
   const deltasOf = (name: string): ReadonlyMap<number, number> => pending.get(name) ?? new Map<number, number>();
 
   /** Takes what a successful write (or a drop) carried off the pending counts; later counts stay. */
-  const settle = (name: string, carried: ReadonlyMap<number, number>) => {
+  const deductCarried = (name: string, carried: ReadonlyMap<number, number>) => {
     const left = pending.get(name);
     if (!left) return;
     for (const [window, count] of carried) {
@@ -110,7 +110,7 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
 
   /** Drops what was carried for a provider that is gone, and its bookkeeping unless more came meanwhile. */
   function forget(name: string, carried: ReadonlyMap<number, number>): void {
-    settle(name, carried);
+    deductCarried(name, carried);
     failures.delete(name);
     if (!pending.has(name)) lastFlush.delete(name);
   }
@@ -150,7 +150,7 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
         o.log.warn({ provider: name, objects: dropped }, 'objects served in a window that has ended: not counted');
       }
       if (!next) {
-        settle(name, carried);
+        deductCarried(name, carried);
         return;
       }
       const resourceVersion = resource.metadata.resourceVersion;
@@ -161,7 +161,7 @@ export function createServedCounter(o: ServedCounterOptions): ServedCounter {
       }
       try {
         await o.store.write(name, resourceVersion, next);
-        settle(name, carried);
+        deductCarried(name, carried);
         failures.delete(name);
         return;
       } catch (err) {

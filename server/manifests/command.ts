@@ -23,7 +23,7 @@ import {
 } from './authorization-command.js';
 import { catchAllFailWarnings } from './catch-all-warning.js';
 import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
-import { toJson, toYaml } from './output.js';
+import { toJsonList, toYaml } from './output.js';
 import { SINCE, atLeast, formatKubeVersion, type KubeVersion } from './kube-version.js';
 import {
   EXCLUDE_LABEL,
@@ -225,5 +225,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
       }),
     });
   }
-  deps.stdout(options.output === 'json' ? toJson(objects) : toYaml(objects, header(options, deps, excluded, caBundle)));
+  deps.stdout(
+    options.output === 'json' ? toJsonList(objects) : toYaml(objects, header(options, deps, excluded, caBundle)),
+  );
 }

@@ -17,6 +17,7 @@ import { requestForObject, type RequestForObjectOptions } from '../admission/req
 import { buildPluginEntries, buildPluginSteps, createChain } from '../chain/chain.js';
 import { createAuthorizer } from '../dispatch/authorizer.js';
 import { DEFAULT_EXCLUSIONS, compileExclusions } from '../authorization/exclusions.js';
+import type { AuthorizeDecision } from '../authorization/authorize-step.js';
 import type { Labels } from '../steps/label-selector.js';
 import { compileMatch } from '../steps/match.js';
 import { createPluginRegistry } from '../chain/plugin-registry.js';
@@ -230,7 +231,7 @@ export interface AuthorizeRequest {
 }
 
 /** What the authorize chain answered: the reason the user sees in the 403, or no opinion. */
-export type AuthorizeRun = { readonly denied: true; readonly reason: string } | { readonly denied: false };
+export type AuthorizeRun = AuthorizeDecision;
 
 /**
  * Asks a chain of this plugin alone about `request` (POST /authorize), through the gateway's own authorize
