@@ -96,13 +96,21 @@ export function evaluate(program: CelProgram, values: Activation, budget: CostBu
   let value: unknown;
   let error: unknown;
   let threw = false;
+  // The engine makes an Error for every missing key or bad operand, and all() and exists() absorb one per
+  // element: capturing a stack trace for each would make an expression failing on every element of a long list
+  // many times slower than its cost limit allows for. Nobody reads those stacks (describe() keeps the message).
+  const stackTraceLimit = Error.stackTraceLimit;
+  if (outer === undefined) Error.stackTraceLimit = 0;
   try {
     value = program.run(values);
   } catch (err) {
     threw = true;
     error = err;
   } finally {
-    if (outer === undefined) endMeter();
+    if (outer === undefined) {
+      endMeter();
+      Error.stackTraceLimit = stackTraceLimit;
+    }
   }
   const cost = Math.max(0, before - Math.max(meter.remaining, 0));
   if (outer === undefined) budget.remaining -= cost;
