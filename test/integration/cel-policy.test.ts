@@ -101,6 +101,53 @@ describe('a policy step written in CEL, through the real gateway', function () {
     );
   });
 
+  it('runs as a shadow step beside the live chain: counted, would_deny, in the trace and /chain, never in the answer', async function () {
+    harness = await startHarness({
+      yaml: `explain: { keep: all }\nchain:${MEMORY_LIMITS_CHAIN.replace('- policy: memory-limits\n', '- policy: memory-limits\n  shadow: true\n')}`,
+    });
+    const review = podWithContainers([{ name: 'sidecar', image: 'envoy' }]);
+
+    const answer = reviewOf(await harness.post('/validate', review));
+
+    assert.deepEqual(answer.response, { uid: UID, allowed: true });
+    // The shadow call settles after the answer.
+    for (
+      let i = 0;
+      i < 50 &&
+      !(await harness.metric('admission_gateway_shadow_calls_total', { step: 'memory-limits', outcome: 'denied' }));
+      i++
+    )
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(
+      await harness.metric('admission_gateway_shadow_disagreements_total', {
+        step: 'memory-limits',
+        kind: 'would_deny',
+      }),
+      1,
+    );
+    const trace = (await harness.ops(`/explain/${UID}`)).body as { steps: unknown[]; shadow: unknown };
+    assert.deepEqual(
+      [trace.steps, trace.shadow],
+      [
+        [],
+        [
+          {
+            step: 'memory-limits',
+            outcome: 'denied',
+            ms: (trace.shadow as Array<{ ms: number }>)[0]!.ms,
+            disagreement: 'would_deny',
+            message: 'memory-limits: every container needs a memory limit: sidecar',
+          },
+        ],
+      ],
+    );
+    const chain = (await harness.ops('/chain')).body as { validate: Record<string, unknown>[] };
+    assert.deepEqual(
+      chain.validate.map((s) => [s.name, s.source, s.shadow]),
+      [['memory-limits', 'policy', true]],
+    );
+  });
+
   describe('on a 40,000-container Pod, an expression that walks it quadratically', function () {
     const containers = Array.from({ length: 40_000 }, (_, i) => ({ name: `c${i}`, image: 'nginx' }));
 
