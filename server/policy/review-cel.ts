@@ -28,6 +28,7 @@ function create(request: AdmissionRequest): ReviewCel {
     valuesFor(object) {
       if (values === undefined || madeFor !== (object ?? null)) {
         madeFor = object ?? null;
+        // Throws CelValueError for an object nested past what CEL is handed: the step fails with it.
         values = activation({ object, oldObject: request.oldObject, request: requestValue(request) });
       }
       return values;

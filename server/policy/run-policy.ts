@@ -136,7 +136,13 @@ class RunRecord {
 export function evaluatePolicy(spec: PolicySpec, inv: PolicyInvocation): PolicyRun {
   const cel = reviewCel(inv.request);
   const record = new RunRecord(spec, cel);
-  const base = cel.valuesFor(inv.plainObject);
+  let base: Activation;
+  try {
+    base = cel.valuesFor(inv.plainObject);
+  } catch (err) {
+    // CelValueError: an object nested past what CEL is handed.
+    return record.done(new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`));
+  }
   for (let i = 0; i < spec.matchConditions.length; i++) {
     const condition = spec.matchConditions[i]!;
     const result = evaluate(condition.program, base, cel.budget);
