@@ -73,7 +73,7 @@ export function policy() {
     const values = cel.activation({ object });
     const budget = cel.createCostBudget();
     const variables = cel.lazyVariables(containers, () => values, budget);
-    const withVariables = { ...values, variables };
+    const withVariables = cel.withVariables(values, variables);
     return rules.map((rule) => cel.evaluate(rule, withVariables, budget));
   };
 }

@@ -33,7 +33,11 @@ export interface StepPolicyResult {
 export function stepMessages(trace: DecisionTrace | undefined): Map<string, string> {
   const messages = new Map<string, string>();
   for (const step of trace?.steps ?? []) {
-    if (step.message !== undefined) messages.set(step.step, shown(step.message));
+    if (step.message === undefined) continue;
+    // A policy step's refusal names its validation, as its failure names the expression that failed.
+    const decided = step.policy?.decidedBy;
+    const validation = step.outcome === 'denied' && decided?.result === 'false' ? `${decided.field}: ` : '';
+    messages.set(step.step, shown(`${validation}${step.message}`));
   }
   return messages;
 }

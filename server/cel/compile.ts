@@ -26,6 +26,8 @@ export interface CelProgram {
   readonly expression: string;
   /** The result's type as the checker sees it: `bool`, `string`, `dyn`, `list<string>`, ... */
   readonly resultType: string;
+  /** The names under `variables` it reads itself (not those its variables read), in order of first use. */
+  readonly variablesRead: readonly string[];
   /** The engine's callable (evaluate.ts calls it inside a cost meter). */
   readonly run: (activation: Readonly<Record<string, unknown>>) => unknown;
 }
@@ -114,6 +116,17 @@ function precheck(expression: string, root: unknown): CompileResult | undefined 
   return undefined;
 }
 
+/** The fields of `variables` the tree selects (`variables.x`, `variables.?x`). */
+function variablesReadBy(root: unknown): string[] {
+  const names = new Set<string>();
+  for (const node of syntaxNodes(root)) {
+    if (node.op !== '.' && node.op !== '.?') continue;
+    const [target, field] = node.args as [SyntaxNode, unknown];
+    if (target.op === 'id' && target.args === 'variables' && typeof field === 'string') names.add(field);
+  }
+  return [...names];
+}
+
 export function compile(expression: string, options: CompileOptions = {}): CompileResult {
   if (expression.length > MAX_EXPRESSION_LENGTH)
     return failure(expression, 'too_long', `the expression is longer than ${MAX_EXPRESSION_LENGTH} characters`, 0);
@@ -136,12 +149,14 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
       `the expression gives ${resultType}, where ${options.resultType} is expected`,
       0,
     );
+  const variablesRead = options.variables === undefined ? [] : variablesReadBy(parsed.ast);
   instrument(parsed.ast, OVERRIDES);
   return {
     ok: true,
     program: Object.freeze({
       expression,
       resultType,
+      variablesRead,
       run: (activation: Readonly<Record<string, unknown>>): unknown => parsed(activation),
     }),
   };

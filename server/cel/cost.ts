@@ -42,7 +42,8 @@ export class CostExceededError extends Error {
   readonly code = 'cost_exceeded';
 }
 
-interface Meter {
+/** What one evaluation may still spend (the outermost of nested ones: see metered()). */
+export interface Meter {
   remaining: number;
   exceeded: boolean;
   /** Made when first needed: an Error captures a stack trace, too slow to make for every evaluation. */
@@ -74,6 +75,27 @@ export function checkBudget(): void {
   if (meter !== undefined && meter.remaining < 0) throw exceeded(meter);
 }
 
+/**
+ * The one meter of the outermost evaluation: evaluations are synchronous, so one is under way at a time, and
+ * reusing it makes none per evaluation.
+ */
+const outermost: Meter = { remaining: 0, exceeded: false };
+
+/** The meter under way, if an evaluation is (one starting now runs inside it: meterUnderWay() first). */
+export const meterUnderWay = (): Meter | undefined => current;
+
+/** Starts an outermost evaluation with `limit` units; its meter is good until the next one starts. */
+export function startMeter(limit: number): Meter {
+  outermost.remaining = limit;
+  outermost.exceeded = false;
+  return (current = outermost);
+}
+
+/** Ends the outermost evaluation. */
+export function endMeter(): void {
+  current = undefined;
+}
+
 export interface Metered<T> {
   /** Set unless the evaluation threw. */
   readonly outcome: { ok: true; value: T } | { ok: false; error: unknown };
@@ -91,16 +113,15 @@ export interface Metered<T> {
  */
 export function metered<T>(limit: number, fn: () => T): Metered<T> {
   const outer = current;
-  const meter: Meter = outer ?? { remaining: limit, exceeded: false };
+  const meter = outer ?? startMeter(limit);
   const before = meter.remaining;
-  if (outer === undefined) current = meter;
   let outcome: Metered<T>['outcome'];
   try {
     outcome = { ok: true, value: fn() };
   } catch (error) {
     outcome = { ok: false, error };
   } finally {
-    if (outer === undefined) current = undefined;
+    if (outer === undefined) endMeter();
   }
   return {
     outcome,

@@ -5,7 +5,8 @@
 import { StepFailedError } from '../base/errors.js';
 import { resolveStepOptions } from '../config/step-options.js';
 import type { PolicyEntry } from '../config/types.js';
-import { runPolicy } from '../policy/run-policy.js';
+import { keepPolicyRun } from '../policy/policy-runs.js';
+import { evaluatePolicy } from '../policy/run-policy.js';
 import { attachmentOf, describeAttachment } from '../extensions/chain-extensions.js';
 import { compileMatch } from '../steps/match.js';
 import type { Step } from '../steps/step.js';
@@ -32,9 +33,11 @@ export function createPolicyStep(entry: PolicyEntry): Step {
     needsObject: false,
     ...(entry.shadow ? { shadow: true } : {}),
     invoke(inv) {
-      const outcome = runPolicy(spec, inv);
-      if (outcome instanceof StepFailedError) throw outcome;
-      return outcome;
+      const run = evaluatePolicy(spec, inv);
+      // For the decision trace, read only if someone reads it (explain-policy.ts).
+      keepPolicyRun(inv.request, entry.name, run);
+      if (run.outcome instanceof StepFailedError) throw run.outcome;
+      return run.outcome;
     },
     describe: () => ({
       name: entry.name,

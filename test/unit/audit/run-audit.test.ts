@@ -226,6 +226,47 @@ describe('runAudit', function () {
     });
   });
 
+  it('names the validation of a policy step that refused, or the expression that failed, in its result', async function () {
+    const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+    const chains = await createChainForConfig(
+      parseConfig(`
+server: { service: { namespace: gateway-ns, name: admission-gateway } }
+chain:
+  - policy: team-label
+    match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }] }
+    validations:
+      - expression: "true"
+      - expression: has(object.metadata.labels) && 'team' in object.metadata.labels
+        message: every ConfigMap needs a team label
+  - policy: broken-policy
+    match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }] }
+    validations: [{ expression: object.metadata.missing == 'x' }]
+`),
+      [...availablePlugins],
+      { metrics, log: silent, onChain: () => undefined },
+    );
+    try {
+      const cluster = new MemoryCluster({
+        configmaps: [object('cm-ok', 'ns1', { team: 'a' }), object('cm-bad', 'ns1')],
+      });
+      const run = await runAudit(deps(cluster, { chain: chains.current() }));
+      const broken = {
+        step: 'broken-policy',
+        result: 'error',
+        message: 'error: validations[0]: No such key: missing (at column 17)',
+      };
+      assert.deepEqual(Object.fromEntries(run.objects.map((o) => [o.ref.name, o.results])), {
+        'cm-ok': [{ step: 'team-label', result: 'pass' }, broken],
+        'cm-bad': [
+          { step: 'team-label', result: 'fail', message: 'validations[1]: every ConfigMap needs a team label' },
+          broken,
+        ],
+      });
+    } finally {
+      await chains.close();
+    }
+  });
+
   it('stops a resource at maxObjectsPerResource and the run at maxObjects, saying so', async function () {
     const perResource = new MemoryCluster(ITEMS);
     const run = await runAudit(deps(perResource, { limits: { ...LIMITS, maxObjectsPerResource: 2 } }));

@@ -122,3 +122,20 @@ describe('runPolicy()', () => {
     assert.ok(failed.every((f) => f.reason === 'cost_exceeded'));
   });
 });
+
+describe('runPolicy() on an object nested past what CEL is handed', () => {
+  it('fails the step with reason error, saying why', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 1001; i++) deep = { a: deep };
+    const request = requestOf(podCreate());
+    const outcome = run(
+      '    validations: [{ expression: "true" }]\n',
+      invocation({ ...request, object: { ...request.object!, spec: deep as object } }),
+    );
+    assert.ok(outcome instanceof StepFailedError);
+    assert.deepEqual(
+      [outcome.reason, outcome.message],
+      ['error', 'the request cannot be handed to CEL: the value nests deeper than 1000 levels'],
+    );
+  });
+});
