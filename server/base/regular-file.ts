@@ -5,7 +5,7 @@
  * start hangs; a mistaken path to a large file is read whole. Each is refused before the gateway starts,
  * with the reason (the caller adds which file and what it was for).
  */
-import { constants } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 
@@ -42,5 +42,29 @@ export async function readRegularFile(file: string, maxBytes: number): Promise<B
     return buffer.subarray(0, length);
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * readRegularFile() for a caller that cannot wait (a chain built synchronously at start): the same checks, the
+ * same errors.
+ */
+export function readRegularFileSync(file: string, maxBytes: number): Buffer {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new Error(`not a regular file (${kindOf(stats)})`);
+    if (stats.size > maxBytes) throw new Error(`larger than ${maxBytes} bytes (${stats.size})`);
+    const buffer = Buffer.alloc(stats.size + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const bytesRead = readSync(fd, buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > stats.size) throw new Error('changed while it was read');
+    return buffer.subarray(0, length);
+  } finally {
+    closeSync(fd);
   }
 }
