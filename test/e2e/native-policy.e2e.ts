@@ -4,7 +4,8 @@
  * `admissionPolicies` entry's files, bound to the gateway's namespace; a seeded corpus of objects is created
  * (dry run) in both, and every answer must agree: the decision, the HTTP code, the refusal in the apiserver's
  * words and the warnings. On a cluster without ValidatingAdmissionPolicy (1.20) the same files enforce
- * through the gateway.
+ * through the gateway. A CEL library function of the gateway's made to answer wrongly (quantity's compareTo never
+ * positive, isSorted skipping its first pair) makes the comparison fail, naming the objects.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -162,7 +163,15 @@ describe('native admission policies: the gateway and the apiserver agree on a ge
     this.timeout(300_000);
     const corpus = generateCorpus(SEED, CORPUS_SIZE);
     const disagreements: object[] = [];
-    const seen = { allowed: 0, denied: 0, warned: 0, oneRefusal: 0, severalRefusals: 0, failedExpressions: 0 };
+    const seen = {
+      allowed: 0,
+      denied: 0,
+      warned: 0,
+      oneRefusal: 0,
+      severalRefusals: 0,
+      failedExpressions: 0,
+      failedExpressionsReported: 0,
+    };
     for (const object of corpus) {
       const name = (object.body.metadata as { name: string }).name;
       const [native, gateway] = await Promise.all([
@@ -184,12 +193,14 @@ describe('native admission policies: the gateway and the apiserver agree on a ge
       if (native.warnings.length > 0) seen.warned++;
       if (gateway.refusals.length > 1) seen.severalRefusals++;
       else if (gateway.refusals.length === 1) seen.oneRefusal++;
-      if (native.refusals.some((r) => r.includes('resulted in error'))) seen.failedExpressions++;
+      if (gateway.refusals.some((r) => r.includes('resulted in error'))) seen.failedExpressions++;
+      // Compared word for word only where the apiserver chose to report that refusal.
+      if (native.refusals.some((r) => r.includes('resulted in error'))) seen.failedExpressionsReported++;
     }
     assert.deepEqual(disagreements, [], `${disagreements.length} disagreements`);
     // The corpus reaches every kind of answer, or agreeing would prove little.
     assert.ok(
-      seen.allowed >= 20 && seen.oneRefusal >= 40 && seen.warned >= 3 && seen.failedExpressions >= 1,
+      seen.allowed >= 20 && seen.oneRefusal >= 40 && seen.warned >= 3 && seen.failedExpressions >= 10,
       JSON.stringify(seen),
     );
     this.test!.title += ` (${JSON.stringify(seen)})`;
