@@ -15,6 +15,7 @@ import { attachmentOf, indexExtensions, type ChainExtensions } from '../extensio
 import { compileMatch } from '../steps/match.js';
 import { createPluginSteps } from './plugin-step.js';
 import { createPolicyStep } from './policy-entry-step.js';
+import { buildNativeSteps } from '../native-policy/native-steps.js';
 import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
@@ -223,7 +224,9 @@ export function buildPluginEntries(
       ? [pluginEntrySteps(entry, registry, file)]
       : entry.kind === 'policy'
         ? [{ steps: [createPolicyStep(entry)], authorize: [] }]
-        : [],
+        : entry.kind === 'admissionPolicies'
+          ? [{ steps: buildNativeSteps(entry, file), authorize: [] }]
+          : [],
   );
   return { steps: built.flatMap((b) => b.steps), authorize: built.flatMap((b) => b.authorize) };
 }

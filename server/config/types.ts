@@ -260,7 +260,21 @@ export interface PolicyEntry extends EntryCommon {
   readonly spec: PolicySpec;
 }
 
-export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry;
+/**
+ * ValidatingAdmissionPolicies and their bindings as the apiserver takes them, read from files (README "Native
+ * admission policies"): each bound policy a validate step at the entry's place.
+ */
+export interface NativePoliciesEntry extends EntryOptions {
+  readonly kind: 'admissionPolicies';
+  /** The entry's name (also `name`): its steps are `<name>/<policy>/<binding>`. */
+  readonly admissionPolicies: string;
+  /** Absolute paths of the YAML files and folders (a folder's `*.yaml`, `*.yml` and `*.json` files). */
+  readonly files: readonly string[];
+  /** Policies read from the cluster: not yet supported, always false. */
+  readonly fromCluster: false;
+}
+
+export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry | NativePoliciesEntry;
 
 export interface GatewayConfig {
   /** The file it was read from ('(embedded default)' when none). */

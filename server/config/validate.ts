@@ -20,6 +20,7 @@ import { readStepOptions } from './step-options.js';
 import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import { readTracing } from './tracing.js';
 import { POLICY_FIELDS, readPolicySpec } from './policy-entry.js';
+import { readNativePoliciesEntry } from './native-policies-entry.js';
 import type {
   AuditConfig,
   ChainEntry,
@@ -59,7 +60,7 @@ const ENTRY_FIELDS = [
 /** A policy validates: it takes no settings and writes nothing. */
 const NOT_FOR_POLICIES: readonly string[] = ['settings', 'sideEffects', 'reinvocationPolicy', ...DECLARATION_FIELDS];
 /** The key that makes a chain entry a plugin, a provider or a policy. */
-const ENTRY_KINDS = ['plugin', 'provider', 'policy'];
+const ENTRY_KINDS = ['plugin', 'provider', 'policy', 'admissionPolicies'];
 const PROVIDER_FIELDS = [
   ...ENTRY_FIELDS,
   'provider',
@@ -534,9 +535,10 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
     if (misspelt !== undefined) r.fail(childPath(p, misspelt), `unknown field${didYouMean(misspelt, ENTRY_KINDS)}`);
     r.fail(
       p,
-      'expected exactly one of plugin (an in-process plugin name), provider (a remote provider name) or policy (a policy written in CEL)',
+      'expected exactly one of plugin (an in-process plugin name), provider (a remote provider name), policy (a policy written in CEL) or admissionPolicies (ValidatingAdmissionPolicies from files)',
     );
   }
+  if (raw.admissionPolicies !== undefined) return readNativePoliciesEntry(r, raw, p, order, baseDir);
   if (raw.policy !== undefined) {
     const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !NOT_FOR_POLICIES.includes(f))]);
     const policy = r.requiredString(m.policy, `${p}.policy`);

@@ -75,11 +75,13 @@ class AdmissionInvocation extends Invocation implements StepInvocation {
   }
 
   get warn(): (message: string) => void {
-    return (this.boundWarn ??= (message) => this.input.notes.stepWarn(this.stepOf.name, message));
+    return (this.boundWarn ??= (message) =>
+      this.input.notes.stepWarn(this.stepOf.name, message, this.stepOf.ownWords === true));
   }
 
   get annotate(): (key: string, value: string) => void {
-    return (this.boundAnnotate ??= (key, value) => this.input.notes.stepAnnotate(this.stepOf.name, key, value));
+    return (this.boundAnnotate ??= (key, value) =>
+      this.input.notes.stepAnnotate(this.stepOf.name, key, value, this.stepOf.ownWords === true));
   }
 
   /**

@@ -74,6 +74,11 @@ export interface Step {
   breakerState?(): string;
   /** Runs beside the live chain after the answer, never changing it (shadow.ts). */
   readonly shadow?: boolean;
+  /**
+   * The step's denials, warnings and audit annotation keys are passed on as it writes them, without its name in
+   * front: a native admission policy's, which read as the apiserver writes them (server/native-policy/).
+   */
+  readonly ownWords?: boolean;
 }
 
 /** How a chain entry is placed and guarded: what plugin and provider steps share. */

@@ -1,0 +1,56 @@
+/**
+ * The params a binding hands its policy, from the objects of the entry's files (generic.CollectParams in the
+ * apiserver, which reads them from the cluster: not yet done here). A policy without paramKind, or a binding
+ * without paramRef, runs once with `params` null; a paramRef by name runs with that object, by selector with
+ * every object it selects, each a run of its own. A kind is namespaced when Kubernetes serves it so, or when
+ * one of its objects in the files has a namespace.
+ */
+import type { KubeObject } from '../admission/types.js';
+import { builtInKind } from '../admission/built-in-kinds.js';
+import { compileSelector } from '../steps/label-selector.js';
+import type { NativeBinding, NativePolicy, ParamKind } from './native-objects.js';
+
+/** The params of one binding for a request in `namespace`: the objects (null: none asked), or the error. */
+export type ParamsOutcome = { readonly params: readonly (KubeObject | null)[] } | { readonly error: string };
+
+const NO_PARAMS: ParamsOutcome = { params: [null] };
+
+function ofKind(objects: readonly KubeObject[], kind: ParamKind): KubeObject[] {
+  return objects.filter((o) => o.apiVersion === kind.apiVersion && o.kind === kind.kind);
+}
+
+function isNamespaced(kind: ParamKind, objects: readonly KubeObject[]): boolean {
+  const group = kind.apiVersion.includes('/') ? kind.apiVersion.slice(0, kind.apiVersion.indexOf('/')) : '';
+  return builtInKind(group, kind.kind)?.namespaced ?? objects.some((o) => !!o.metadata?.namespace);
+}
+
+/** A function giving the params of `binding` for a request's namespace; computed once per binding. */
+export function paramsOfBinding(
+  policy: NativePolicy,
+  binding: NativeBinding,
+  objects: readonly KubeObject[],
+): (namespace: string) => ParamsOutcome {
+  const { paramKind } = policy;
+  const ref = binding.paramRef;
+  if (!paramKind || !ref) return () => NO_PARAMS;
+  const candidates = ofKind(objects, paramKind);
+  const namespaced = isNamespaced(paramKind, candidates);
+  if (ref.namespace && !namespaced)
+    return () => ({ error: 'paramRef.namespace must not be provided for a cluster-scoped `paramKind`' });
+  const selector = ref.selector ? compileSelector(ref.selector) : undefined;
+  return (requestNamespace) => {
+    let inScope = candidates;
+    if (namespaced) {
+      const namespace = ref.namespace || requestNamespace;
+      if (!namespace)
+        return { error: 'cannot use namespaced paramRef in policy binding that matches cluster-scoped resources' };
+      inScope = candidates.filter((o) => o.metadata?.namespace === namespace);
+    }
+    const params = selector
+      ? inScope.filter((o) => selector((o.metadata?.labels as Record<string, string> | undefined) ?? {}))
+      : inScope.filter((o) => o.metadata?.name === ref.name);
+    if (params.length === 0 && ref.parameterNotFoundAction === 'Deny')
+      return { error: 'no params found for policy binding with `Deny` parameterNotFoundAction' };
+    return { params };
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * ValidatingAdmissionPolicies, their bindings and the objects their params name, as read from an
+ * `admissionPolicies` entry's files: checked, and every expression compiled (read-objects.ts).
+ */
+import type { AdmissionRequest, KubeObject } from '../admission/types.js';
+import type { FailurePolicy } from '../config/step-options.js';
+import type { PolicySpec } from '../policy/policy-spec.js';
+import type { LabelSelector, RuleWithOperations } from '../admission/types.js';
+import type { Labels } from '../steps/label-selector.js';
+
+export type ValidationAction = 'Deny' | 'Warn' | 'Audit';
+export const VALIDATION_ACTIONS: readonly ValidationAction[] = ['Deny', 'Warn', 'Audit'];
+
+/** A rule with the names it is limited to (NamedRuleWithOperations). */
+export interface NamedRule extends RuleWithOperations {
+  readonly resourceNames?: readonly string[];
+}
+
+/** MatchResources as written (a policy's matchConstraints, a binding's matchResources). */
+export interface MatchResources {
+  readonly resourceRules: readonly NamedRule[];
+  readonly excludeResourceRules: readonly NamedRule[];
+  readonly namespaceSelector: LabelSelector;
+  readonly objectSelector: LabelSelector;
+  readonly matchPolicy: 'Exact' | 'Equivalent';
+}
+
+/** MatchResources compiled: why a request is not selected, or undefined when it is. */
+export type ResourceMatcher = (request: AdmissionRequest, namespaceLabels: Labels | undefined) => string | undefined;
+
+export interface ParamKind {
+  readonly apiVersion: string;
+  readonly kind: string;
+}
+
+export interface ParamRef {
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly selector?: LabelSelector;
+  readonly parameterNotFoundAction: 'Allow' | 'Deny';
+}
+
+export interface NativePolicy {
+  readonly name: string;
+  readonly failurePolicy: FailurePolicy;
+  readonly matchConstraints: MatchResources;
+  readonly paramKind?: ParamKind;
+  /** matchConditions, variables, validations and auditAnnotations, compiled. */
+  readonly spec: PolicySpec;
+}
+
+export interface NativeBinding {
+  readonly name: string;
+  readonly policyName: string;
+  readonly validationActions: readonly ValidationAction[];
+  /** Absent: every request the policy matches. */
+  readonly matchResources?: MatchResources;
+  readonly paramRef?: ParamRef;
+}
+
+/** Everything the files hold: the policies, bindings and other objects (the candidates for params). */
+export interface NativePolicySet {
+  readonly policies: readonly NativePolicy[];
+  readonly bindings: readonly NativeBinding[];
+  readonly objects: readonly KubeObject[];
+}

@@ -1,0 +1,188 @@
+/**
+ * The validate step of one binding of a native policy: the policy's and the binding's matching, the policy
+ * evaluated for each of the binding's params (validate-policy.ts), and its decisions acted on as the binding's
+ * validationActions say, in the apiserver's words (native-words.ts): Deny refuses with the first, Warn warns
+ * and Audit annotates for each. The step's mode is what its actions come to (Deny: enforce, else Warn: warn,
+ * else audit), its failurePolicy the policy's: they settle only the step's own failures (a timeout).
+ */
+import { APPROVED, type Decision } from '../admission/decision.js';
+import type { AdmissionRequest, KubeObject, Match } from '../admission/types.js';
+import { StepFailedError } from '../base/errors.js';
+import { toCel, type Activation } from '../cel/index.js';
+import type { Mode } from '../config/step-options.js';
+import { REASON_CODES } from '../policy/policy-spec.js';
+import { reviewCel } from '../policy/review-cel.js';
+import type { CompiledMatch } from '../steps/match.js';
+import type { Step } from '../steps/step.js';
+import { paramsOfBinding } from './binding-params.js';
+import { compileMatchResources } from './match-resources.js';
+import type { NativeBinding, NativePolicy, ValidationAction } from './native-objects.js';
+import {
+  auditAnnotationKey,
+  bindingConfigurationError,
+  deniedRequest,
+  validationFailedWarning,
+  VALIDATION_FAILURE_KEY,
+  validationFailureValue,
+} from './native-words.js';
+import { validatePolicy, type PolicyDecision } from './validate-policy.js';
+
+/** Where a binding's steps sit in the chain, and their time. */
+export interface NativeStepPlacement {
+  /** The entry's name: also the steps' extension. */
+  readonly entry: string;
+  readonly order: number;
+  readonly timeoutMs: number;
+}
+
+/** The mode a binding's actions come to (a step in warn or audit mode never blocks). */
+export function modeOf(actions: readonly ValidationAction[]): Mode {
+  return actions.includes('Deny') ? 'enforce' : actions.includes('Warn') ? 'warn' : 'audit';
+}
+
+/** The policy's rules as a webhook's (what the rendered webhook configurations must let through). */
+function matchSpecOf(policy: NativePolicy): Match {
+  return { rules: policy.matchConstraints.resourceRules.map(({ resourceNames: _names, ...rule }) => rule) };
+}
+
+function compiledMatch(policy: NativePolicy, binding: NativeBinding): CompiledMatch {
+  const byPolicy = compileMatchResources(policy.matchConstraints);
+  const byBinding = binding.matchResources ? compileMatchResources(binding.matchResources) : undefined;
+  const rules = policy.matchConstraints.resourceRules.map((rule) =>
+    compileMatchResources({
+      resourceRules: [rule],
+      excludeResourceRules: [],
+      namespaceSelector: {},
+      objectSelector: {},
+      matchPolicy: policy.matchConstraints.matchPolicy,
+    }),
+  );
+  const ruleIndex = (request: AdmissionRequest): number =>
+    rules.findIndex((rule) => rule.matches(request, undefined) === undefined);
+  return {
+    matches: (request, labels) => byPolicy.matches(request, labels) ?? byBinding?.matches(request, labels),
+    rulesMatch: (request) => ruleIndex(request) >= 0,
+    needsNamespaceLabels: byPolicy.needsNamespaceLabels || (byBinding?.needsNamespaceLabels ?? false),
+    ruleIndex,
+  };
+}
+
+/** The binding's decisions for the request: for each of its params, the policy's. */
+function decide(
+  policy: NativePolicy,
+  params: ReturnType<typeof paramsOfBinding>,
+  request: AdmissionRequest,
+  object: KubeObject | undefined,
+): { decisions: PolicyDecision[]; annotations: { key: string; value: string }[] } {
+  const cel = reviewCel(request);
+  let base: Activation;
+  try {
+    base = cel.valuesFor(object);
+  } catch (err) {
+    throw new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`);
+  }
+  const found = params(request.namespace ?? '');
+  if ('error' in found) {
+    const decisions: PolicyDecision[] =
+      policy.failurePolicy === 'Fail'
+        ? [{ evaluation: 'error', message: bindingConfigurationError(found.error), reason: 'Invalid', index: 0 }]
+        : [];
+    return { decisions, annotations: [] };
+  }
+  const decisions: PolicyDecision[] = [];
+  const annotations: { key: string; value: string }[] = [];
+  for (const param of found.params) {
+    const values = param === null ? base : { ...base, params: toCel(param) };
+    const result = validatePolicy(policy.spec, policy.failurePolicy, values, cel.budget);
+    decisions.push(...result.decisions);
+    annotations.push(...result.annotations);
+  }
+  return { decisions, annotations };
+}
+
+/** The step of `binding` of `policy`, with the params the entry's files hold. */
+export function createNativeStep(
+  policy: NativePolicy,
+  binding: NativeBinding,
+  objects: readonly KubeObject[],
+  placement: NativeStepPlacement,
+): Step {
+  const name = `${placement.entry}/${policy.name}/${binding.name}`;
+  const actions = binding.validationActions;
+  const mode = modeOf(actions);
+  const matchSpec = matchSpecOf(policy);
+  const params = paramsOfBinding(policy, binding, objects);
+  return {
+    name,
+    source: 'policy',
+    phase: 'validate',
+    match: compiledMatch(policy, binding),
+    matchSpec,
+    failurePolicy: policy.failurePolicy,
+    timeoutMs: placement.timeoutMs,
+    mode,
+    sideEffects: 'None',
+    reinvocationPolicy: 'Never',
+    order: placement.order,
+    extension: placement.entry,
+    attach: 'Always',
+    needsObject: false,
+    ownWords: true,
+    invoke(inv): Decision {
+      const { decisions, annotations } = decide(policy, params, inv.request, inv.plainObject);
+      let denial: Decision = APPROVED;
+      let audited = false;
+      for (const decision of decisions) {
+        for (const action of actions) {
+          if (action === 'Deny' && denial.allowed) {
+            const message = deniedRequest(policy.name, binding.name, decision.message);
+            denial = { allowed: false, message, code: REASON_CODES[decision.reason] };
+          } else if (action === 'Warn') {
+            inv.warn(validationFailedWarning(policy.name, binding.name, decision.message));
+          } else if (action === 'Audit' && !audited) {
+            // The apiserver keeps the first value of its one key.
+            audited = true;
+            inv.annotate(
+              VALIDATION_FAILURE_KEY,
+              validationFailureValue({
+                message: decision.message,
+                policy: policy.name,
+                binding: binding.name,
+                expressionIndex: decision.index,
+                validationActions: actions,
+              }),
+            );
+          }
+        }
+      }
+      for (const { key, value } of annotations) inv.annotate(auditAnnotationKey(policy.name, key), value);
+      return denial;
+    },
+    describe: () => ({
+      name,
+      source: 'admissionPolicies',
+      admissionPolicies: placement.entry,
+      policy: policy.name,
+      binding: binding.name,
+      validationActions: actions,
+      phase: 'validate',
+      order: placement.order,
+      mode,
+      failurePolicy: policy.failurePolicy,
+      timeoutSeconds: placement.timeoutMs / 1000,
+      match: matchSpec,
+      ...(policy.spec.matchConditions.length > 0
+        ? {
+            matchConditions: policy.spec.matchConditions.map((c) => ({
+              name: c.name,
+              expression: c.program.expression,
+            })),
+          }
+        : {}),
+      validations: policy.spec.validations.length,
+      ...(policy.spec.auditAnnotations.length > 0
+        ? { auditAnnotations: policy.spec.auditAnnotations.map((a) => a.key) }
+        : {}),
+    }),
+  };
+}

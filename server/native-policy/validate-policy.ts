@@ -1,0 +1,150 @@
+/**
+ * One policy evaluated for one request and one params value, with the apiserver's semantics
+ * (admission/plugin/policy/validating/validator.go): matchConditions (any false: nothing to say; errors and no
+ * false: the failurePolicy decides), then every validation — each false one is a Deny decision with its
+ * message, each that fails an error decision the failurePolicy makes a Deny or lets pass — then every
+ * auditAnnotation. What the decisions do (Deny, Warn, Audit) is the binding's: native-step.ts.
+ */
+import {
+  evaluate,
+  lazyVariables,
+  type Activation,
+  type CelProgram,
+  type CostBudget,
+  type EvalResult,
+} from '../cel/index.js';
+import type { FailurePolicy } from '../config/step-options.js';
+import type { PolicySpec, PolicyValidation, ValidationReason } from '../policy/policy-spec.js';
+
+/** The longest message a messageExpression may give (celconfig.MaxEvaluatedMessageExpressionSizeBytes). */
+export const MAX_MESSAGE_EXPRESSION_BYTES = 5 * 1024;
+/** An audit annotation's value is cut to this many bytes, as the apiserver cuts it. */
+export const MAX_AUDIT_ANNOTATION_VALUE_BYTES = 10 * 1024;
+
+export interface PolicyDecision {
+  /** Deny: the binding's validationActions apply; an error under failurePolicy Ignore gives no decision. */
+  readonly evaluation: 'deny' | 'error';
+  readonly message: string;
+  /** The status reason of a failed validation; an error's is Invalid. */
+  readonly reason: ValidationReason;
+  /** The validation's index (the validation_failure annotation names it). */
+  readonly index: number;
+}
+
+export interface PolicyResult {
+  readonly decisions: readonly PolicyDecision[];
+  readonly annotations: readonly { readonly key: string; readonly value: string }[];
+}
+
+const NOTHING: PolicyResult = { decisions: [], annotations: [] };
+
+/** The engine's words for a failure, as cel-go writes the ones it shares ("no such key: x"). */
+function celError(result: Extract<EvalResult, { ok: false }>): string {
+  return result.message.replace(/^No such key: (?!index out of bounds)/, 'no such key: ');
+}
+
+/** What the apiserver says of an expression that failed. */
+export function expressionError(expression: string, result: Extract<EvalResult, { ok: false }>): string {
+  if (result.reason === 'cost_exceeded')
+    return 'validation failed due to running out of cost budget, no further validation rules will be run';
+  return `expression '${expression}' resulted in error: ${celError(result)}`;
+}
+
+/** What a CEL value's type is called in the apiserver's messages. */
+function celTypeName(value: unknown): string {
+  if (value === null) return 'null_type';
+  if (typeof value === 'bigint') return 'int';
+  if (typeof value === 'number') return 'double';
+  if (typeof value === 'boolean') return 'bool';
+  if (Array.isArray(value)) return 'list';
+  if (value instanceof Map) return 'map';
+  return typeof value === 'object' ? 'map' : typeof value;
+}
+
+function byteLength(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+function failureMessage(validation: PolicyValidation, values: Activation, budget: CostBudget): string {
+  if (validation.messageProgram) {
+    const result = evaluate(validation.messageProgram, values, budget);
+    if (result.ok && typeof result.value === 'string') {
+      const text = result.value.trim();
+      if (text !== '' && byteLength(text) <= MAX_MESSAGE_EXPRESSION_BYTES && !text.includes('\n')) return text;
+    }
+  }
+  const message = validation.message?.trim() ?? '';
+  return message !== '' ? message : `failed expression: ${validation.program.expression.trim()}`;
+}
+
+/** matchConditions: true when the policy applies, false when not, or the error the failurePolicy settles. */
+function conditionsMatch(spec: PolicySpec, values: Activation, budget: CostBudget): boolean | string {
+  const errors: string[] = [];
+  for (const condition of spec.matchConditions) {
+    const result = evaluate(condition.program, values, budget);
+    if (!result.ok) errors.push(expressionError(condition.program.expression, result));
+    else if (result.value === false) return false;
+  }
+  if (errors.length === 0) return true;
+  // utilerrors.NewAggregate's words: one error as it is, several in brackets.
+  return errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]`;
+}
+
+function cut(text: string, maxBytes: number): string {
+  if (byteLength(text) <= maxBytes) return text;
+  return Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8');
+}
+
+/** Evaluates `spec` on `base` (the request's values with `params` set) under `failurePolicy`. */
+export function validatePolicy(
+  spec: PolicySpec,
+  failurePolicy: FailurePolicy,
+  base: Activation,
+  budget: CostBudget,
+): PolicyResult {
+  const onError = (message: string, index = 0): PolicyDecision[] =>
+    failurePolicy === 'Fail' ? [{ evaluation: 'error', message, reason: 'Invalid', index }] : [];
+  const matched = conditionsMatch(spec, base, budget);
+  if (matched === false) return NOTHING;
+  if (typeof matched === 'string') return { decisions: onError(matched), annotations: [] };
+
+  const programs = new Map<string, CelProgram>(spec.variables.map((v) => [v.name, v.program]));
+  const values: Activation = { ...base, variables: lazyVariables(programs, () => values, budget) };
+  const decisions: PolicyDecision[] = [];
+  for (const [index, validation] of spec.validations.entries()) {
+    const result = evaluate(validation.program, values, budget);
+    if (!result.ok) {
+      // Out of budget, the apiserver runs nothing more of the policy: this is its one decision.
+      if (result.reason === 'cost_exceeded')
+        return { decisions: onError(expressionError(validation.program.expression, result)), annotations: [] };
+      decisions.push(...onError(expressionError(validation.program.expression, result), index));
+    } else if (result.value !== true) {
+      // As cel-go's `!= types.True`: a result that is not true, of whatever type, fails the validation.
+      decisions.push({
+        evaluation: 'deny',
+        message: failureMessage(validation, values, budget),
+        reason: validation.reason,
+        index,
+      });
+    }
+  }
+  const annotations: { key: string; value: string }[] = [];
+  for (const annotation of spec.auditAnnotations) {
+    const result = evaluate(annotation.program, values, budget);
+    if (!result.ok) {
+      decisions.push(...onError(expressionError(annotation.program.expression, result)));
+    } else if (typeof result.value === 'string') {
+      const value = result.value.trim();
+      if (value !== '') annotations.push({ key: annotation.key, value: cut(value, MAX_AUDIT_ANNOTATION_VALUE_BYTES) });
+    } else if (result.value !== null) {
+      // Whatever the failurePolicy: a wrong type is the policy's mistake, not a failure to evaluate.
+      decisions.push({
+        evaluation: 'error',
+        message: `valueExpression '${annotation.program.expression}' resulted in unsupported return type: ${celTypeName(result.value)}. Return type must be either string or null.`,
+        reason: 'Invalid',
+        index: 0,
+      });
+    }
+  }
+  return { decisions, annotations };
+}

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseConfigText } from '../../../server/config/load.js';
+import type { NativePoliciesEntry } from '../../../server/config/types.js';
+import { buildNativeSteps } from '../../../server/native-policy/native-steps.js';
+
+const POLICY = (expression: string) => `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: p
+spec:
+  matchConstraints:
+    resourceRules:
+      - { operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }
+  validations:
+    - expression: ${expression}
+`;
+
+const BINDING = (actions: string) => `---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: { name: b }
+spec: { policyName: p, validationActions: ${actions} }
+`;
+
+describe('admissionPolicies entries: what their files may hold', function () {
+  let dir: string;
+
+  beforeEach(async function () {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'native-steps-'));
+  });
+
+  afterEach(async function () {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** The steps of an entry reading `text` from dir/policies.yaml, or the error's message. */
+  async function build(text: string): Promise<string> {
+    await writeFile(path.join(dir, 'policies.yaml'), text);
+    const config = parseConfigText(
+      'chain:\n  - admissionPolicies: native\n    files: [policies.yaml]\n',
+      path.join(dir, 'gateway.yaml'),
+      dir,
+    );
+    try {
+      return buildNativeSteps(config.chain[0] as NativePoliciesEntry, config.file)
+        .map((s) => `${s.name} ${s.mode}`)
+        .join(', ');
+    } catch (err) {
+      return (err as Error).message.replace(`${dir}/`, '');
+    }
+  }
+
+  it('makes one step per binding, its mode from the binding’s validationActions', async function () {
+    assert.equal(await build(POLICY("object.metadata.name != 'x'") + BINDING('[Warn, Audit]')), 'native/p/b warn');
+  });
+
+  it('refuses an expression that does not compile, naming the policy file, line and field', async function () {
+    assert.equal(
+      await build(POLICY("object.metadata.name.nope('x')") + BINDING('[Deny]')),
+      "policies.yaml:10:7: spec.validations[0].expression: found no matching overload for 'dyn.nope(string)' (at column 1 of the expression)",
+    );
+  });
+
+  it('refuses a binding with both Deny and Warn, as the apiserver does', async function () {
+    assert.match(
+      await build(POLICY('1 == 1') + BINDING('[Deny, Warn]')),
+      /^policies\.yaml:\d+:\d+: spec\.validationActions: must not contain both Deny and Warn/,
+    );
+  });
+
+  it('refuses a MutatingAdmissionPolicy as not yet supported', async function () {
+    assert.match(
+      await build(
+        'apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\nmetadata: { name: m }\n',
+      ),
+      /^policies\.yaml:2:1: kind: MutatingAdmissionPolicy is not yet supported/,
+    );
+  });
+
+  it('refuses fromCluster: true when the configuration loads', function () {
+    assert.throws(
+      () =>
+        parseConfigText(
+          'chain:\n  - admissionPolicies: native\n    files: [p]\n    fromCluster: true\n',
+          'gateway.yaml',
+          dir,
+        ),
+      /gateway\.yaml:4:5: chain\[0\]\.fromCluster: not yet supported/,
+    );
+  });
+});
