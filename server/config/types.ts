@@ -264,7 +264,7 @@ export interface PolicyEntry extends EntryCommon {
  * ValidatingAdmissionPolicies and their bindings as the apiserver takes them, read from files (README "Native
  * admission policies"): each bound policy a validate step at the entry's place.
  */
-export interface NativePoliciesEntry extends EntryOptions {
+export interface NativePoliciesEntry extends EntryCommon {
   readonly kind: 'admissionPolicies';
   /** The entry's name (also `name`): its steps are `<name>/<policy>/<binding>`. */
   readonly admissionPolicies: string;

@@ -31,12 +31,12 @@ export interface PolicyDecision {
   readonly index: number;
 }
 
-export interface PolicyResult {
+export interface NativePolicyResult {
   readonly decisions: readonly PolicyDecision[];
   readonly annotations: readonly { readonly key: string; readonly value: string }[];
 }
 
-const NOTHING: PolicyResult = { decisions: [], annotations: [] };
+const NOTHING: NativePolicyResult = { decisions: [], annotations: [] };
 
 /** The engine's words for a failure, as cel-go writes the ones it shares ("no such key: x"). */
 function celError(result: Extract<EvalResult, { ok: false }>): string {
@@ -101,7 +101,7 @@ export function validatePolicy(
   failurePolicy: FailurePolicy,
   base: Activation,
   budget: CostBudget,
-): PolicyResult {
+): NativePolicyResult {
   const onError = (message: string, index = 0): PolicyDecision[] =>
     failurePolicy === 'Fail' ? [{ evaluation: 'error', message, reason: 'Invalid', index }] : [];
   const matched = conditionsMatch(spec, base, budget);

@@ -192,6 +192,6 @@ export function evaluatePolicy(spec: PolicySpec, inv: PolicyInvocation): PolicyR
 }
 
 /** Evaluates the policy for one invocation: its decision, or the failure of one of its expressions. */
-export function runPolicy(spec: PolicySpec, inv: PolicyInvocation): Decision | StepFailedError {
+export function policyOutcome(spec: PolicySpec, inv: PolicyInvocation): Decision | StepFailedError {
   return evaluatePolicy(spec, inv).outcome;
 }

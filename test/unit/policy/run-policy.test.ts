@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AdmissionRequest } from '../../../server/admission/types.js';
 import { StepFailedError } from '../../../server/base/errors.js';
 import type { PolicyEntry } from '../../../server/config/types.js';
-import { runPolicy, type PolicyInvocation } from '../../../server/policy/run-policy.js';
+import { policyOutcome, type PolicyInvocation } from '../../../server/policy/run-policy.js';
 import { parseConfig } from '../../helpers/config.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
 
@@ -27,9 +27,9 @@ function invocation(request: AdmissionRequest = requestOf(podCreate())): PolicyI
   };
 }
 
-const run = (body: string, inv = invocation()) => runPolicy(specs(body)[0]!, inv);
+const run = (body: string, inv = invocation()) => policyOutcome(specs(body)[0]!, inv);
 
-describe('runPolicy()', () => {
+describe('policyOutcome()', () => {
   it('allows when every validation holds', () => {
     assert.deepEqual(run('    validations: [{ expression: "object.kind == \'Pod\'" }]\n'), { allowed: true });
   });
@@ -115,7 +115,7 @@ describe('runPolicy()', () => {
       "    validations: [{ expression: \"object.spec.containers.all(c, c.name.size() > 1 && c.name.startsWith('c') && c.name != 'x' && c.name != 'y')\" }]\n";
     const policies = specs(...Array.from({ length: 12 }, () => walk));
     const inv = invocation(request);
-    const outcomes = policies.map((spec) => runPolicy(spec, inv));
+    const outcomes = policies.map((spec) => policyOutcome(spec, inv));
     const failed = outcomes.filter((o) => o instanceof StepFailedError);
     assert.deepEqual(outcomes[0], { allowed: true });
     assert.ok(failed.length > 0, 'the review budget ran out');
