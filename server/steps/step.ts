@@ -6,7 +6,6 @@ import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
-import type { StepDeclarations } from '../config/step-declarations.js';
 import type { Attach } from '../config/types.js';
 import type { CompiledMatch } from './match.js';
 import type { Declarations } from './declarations.js';
@@ -75,26 +74,3 @@ export interface Step {
   /** Runs beside the live chain after the answer, never changing it (shadow.ts). */
   readonly shadow?: boolean;
 }
-
-/** How a chain entry is placed and guarded: what plugin and provider steps share. */
-export type StepPlacement = Pick<
-  Step,
-  | 'name'
-  | 'match'
-  | 'failurePolicy'
-  | 'timeoutMs'
-  | 'mode'
-  | 'sideEffects'
-  | 'reinvocationPolicy'
-  | 'order'
-  | 'declarations'
-  | 'extension'
-  | 'attach'
-  | 'conflictGroup'
-  | 'shadow'
-> & {
-  /** The match as written, for /chain. */
-  readonly matchSpec: Match;
-  /** The declarations as written, for /chain. */
-  readonly declared?: StepDeclarations;
-};
