@@ -29,9 +29,6 @@ export function createPolicyStep(entry: PolicyEntry): Step {
       phase: 'validate',
       order: entry.order,
       ...describePlacement(placement, 'validate'),
-      ...(spec.matchConditions.length > 0
-        ? { matchConditions: spec.matchConditions.map((c) => ({ name: c.name, expression: c.program.expression })) }
-        : {}),
       validations: spec.validations.length,
       ...(spec.auditAnnotations.length > 0 ? { auditAnnotations: spec.auditAnnotations.map((a) => a.key) } : {}),
     }),

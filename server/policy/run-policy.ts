@@ -1,6 +1,6 @@
 /**
- * A `policy` chain entry's evaluation, with the semantics of the apiserver's ValidatingAdmissionPolicy:
- * matchConditions all true or the policy has nothing to say; validations in order, the first false one refuses
+ * A `policy` chain entry's evaluation, with the semantics of the apiserver's ValidatingAdmissionPolicy (its
+ * matchConditions, every entry's, are the dispatchers' to evaluate): validations in order, the first false one refuses
  * with its message and reason; auditAnnotations as the step's annotations; an expression that fails or runs out
  * of cost budget is the step's failure (StepFailedError), which the chain settles by its failurePolicy.
  */
@@ -15,7 +15,7 @@ import { reviewCel, type ReviewCel } from './review-cel.js';
 export const MAX_POLICY_MESSAGE_CHARS = 5 * 1024;
 
 /** An expression that did not give a value: the step fails, naming the field and where in the expression. */
-function failed(field: string, result: Extract<EvalResult, { ok: false }>): StepFailedError {
+export function failed(field: string, result: Extract<EvalResult, { ok: false }>): StepFailedError {
   const at = result.position ? ` (at column ${result.position.column})` : '';
   return new StepFailedError(
     result.reason === 'cost_exceeded' ? 'cost_exceeded' : 'error',
@@ -23,7 +23,7 @@ function failed(field: string, result: Extract<EvalResult, { ok: false }>): Step
   );
 }
 
-function notBool(field: string, value: unknown): StepFailedError {
+export function notBool(field: string, value: unknown): StepFailedError {
   return new StepFailedError('error', `${field}: expected a bool result, got ${typeof value}`);
 }
 
@@ -60,13 +60,6 @@ export function runPolicy(spec: PolicySpec, inv: PolicyInvocation): Decision | S
     base = cel.valuesFor(inv.plainObject);
   } catch (err) {
     return new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`);
-  }
-  for (const [i, condition] of spec.matchConditions.entries()) {
-    const result = evaluate(condition.program, base, cel.budget);
-    const field = `matchConditions[${i}] (${condition.name})`;
-    if (!result.ok) return failed(field, result);
-    if (typeof result.value !== 'boolean') return notBool(field, result.value);
-    if (!result.value) return APPROVED;
   }
   const programs = new Map<string, CelProgram>(spec.variables.map((v) => [v.name, v.program]));
   const values: Activation = { ...base, variables: lazyVariables(programs, () => values, cel.budget) };

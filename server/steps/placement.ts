@@ -28,6 +28,7 @@ export type StepPlacement = Pick<
   | 'attach'
   | 'conflictGroup'
   | 'shadow'
+  | 'matchConditions'
 > & {
   /** The match as written, for /chain. */
   readonly matchSpec: Match;
@@ -63,6 +64,7 @@ export function placeEntry(
     attach: entry.attach ?? 'Always',
     conflictGroup: entry.conflictGroup,
     ...(entry.shadow ? { shadow: true } : {}),
+    ...(entry.matchConditions ? { matchConditions: entry.matchConditions } : {}),
     ...declarationFields(of.handler ?? entry),
   };
 }
@@ -85,6 +87,7 @@ export function placedFields(p: StepPlacement, phase: Phase): StepPlacement {
     attach: p.attach,
     conflictGroup: p.conflictGroup,
     ...(p.shadow ? { shadow: true } : {}),
+    ...(p.matchConditions ? { matchConditions: p.matchConditions } : {}),
     ...(mutating && p.declarations ? { declarations: p.declarations } : {}),
   };
 }
@@ -110,6 +113,9 @@ export function describePlacement(p: StepPlacement, phase: Phase): Record<string
     sideEffects: p.sideEffects,
     reinvocationPolicy: mutating ? p.reinvocationPolicy : 'Never',
     match: p.matchSpec,
+    ...(p.matchConditions
+      ? { matchConditions: p.matchConditions.map((c) => ({ name: c.name, expression: c.program.expression })) }
+      : {}),
     ...(mutating && p.declared ? p.declared : {}),
     ...describeAttachment(p),
     ...(p.shadow ? { shadow: true } : {}),

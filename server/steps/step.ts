@@ -6,6 +6,7 @@ import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
+import type { MatchCondition } from '../config/match-conditions.js';
 import type { Attach } from '../config/types.js';
 import type { CompiledMatch } from './match.js';
 import type { Declarations } from './declarations.js';
@@ -73,4 +74,6 @@ export interface Step {
   breakerState?(): string;
   /** Runs beside the live chain after the answer, never changing it (shadow.ts). */
   readonly shadow?: boolean;
+  /** CEL conditions that must all be true for the step to run, else it is skipped (dispatch/match-conditions.ts). */
+  readonly matchConditions?: readonly MatchCondition[];
 }
