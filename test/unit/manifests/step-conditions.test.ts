@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
+import type { RuleWithOperations } from '../../../server/plugin-api/types.js';
 import {
   renderWebhookConfigurations,
   stepConditionNotes,
@@ -8,7 +9,7 @@ import {
 } from '../../../server/manifests/render.js';
 import { toYaml } from '../../../server/manifests/output.js';
 
-const PODS = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
+const PODS: RuleWithOperations = { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] };
 
 function step(
   name: string,
