@@ -7,12 +7,11 @@
 import type { Phase } from '../admission/types.js';
 import { didYouMeanOrKnown } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
-import { resolveStepOptions, type FailurePolicy } from '../config/step-options.js';
+import type { FailurePolicy } from '../config/step-options.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
-import { attachmentOf, indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
-import { compileMatch } from '../steps/match.js';
+import { indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
 import { createPluginSteps } from './plugin-step.js';
 import { createPolicyStep } from './policy-entry-step.js';
 import { buildNativeSteps } from '../native-policy/native-steps.js';
@@ -20,7 +19,7 @@ import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
 import { effectiveFailurePolicy } from '../steps/policy.js';
-import { declarationFields } from '../steps/declarations.js';
+import { placeEntry } from '../steps/placement.js';
 import { planSteps, type PlanProblem, type StepPlan } from '../steps/step-graph.js';
 import type { Step } from '../steps/step.js';
 
@@ -179,20 +178,8 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
   if (authorizeHook && !plugin.authorizeMatch) {
     throw new ConfigError(file, entry.path, `plugin "${plugin.name}" returned authorize but has no authorizeMatch`);
   }
-  const { timeoutSeconds, ...options } = resolveStepOptions(entry, plugin.defaults);
-  const matchSpec = entry.match ?? plugin.match;
-  const steps = createPluginSteps(plugin, {
-    name: entry.name,
-    match: compileMatch(matchSpec),
-    matchSpec,
-    ...options,
-    timeoutMs: timeoutSeconds * 1000,
-    order: entry.order,
-    ...attachmentOf(entry),
-    ...(entry.shadow ? { shadow: true } : {}),
-    ...declarationFields(entry),
-    handlers,
-  });
+  const placement = placeEntry(entry, { match: entry.match ?? plugin.match, defaults: plugin.defaults });
+  const steps = createPluginSteps(plugin, { ...placement, handlers });
   // The authorize chain has no shadow: a shadow entry's authorize hook is not run.
   const authorize =
     authorizeHook && !entry.shadow
@@ -203,8 +190,8 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
             description: plugin.description,
             order: entry.order,
             // A step that may not block (warn, audit) fails open here too.
-            failurePolicy: options.mode === 'enforce' ? options.failurePolicy : 'Ignore',
-            timeoutMs: timeoutSeconds * 1000,
+            failurePolicy: effectiveFailurePolicy(placement),
+            timeoutMs: placement.timeoutMs,
             matchSpec: plugin.authorizeMatch!,
             authorize: authorizeHook,
           }),

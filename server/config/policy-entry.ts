@@ -1,25 +1,22 @@
 /**
- * Reads a `policy` chain entry's body (matchConditions, variables, validations, auditAnnotations) from
- * gateway.yaml and compiles every expression, so that a mistake is refused when the configuration loads: the
- * error names the field and, through the loader, the file and line; its message says where in the expression.
+ * Reads a `policy` chain entry's body (variables, validations, auditAnnotations; its matchConditions are every
+ * entry's, match-conditions.ts) from gateway.yaml and compiles every expression, so that a mistake is refused when
+ * the configuration loads: the error names the field and, through the loader, the file and line; its message says
+ * where in the expression.
  */
-import { compile, type CelProgram, type CompileOptions } from '../cel/index.js';
+import { boundedList, program, uniqueName } from './cel-field.js';
 import { isQualifiedName, QUALIFIED_NAME_RULE } from './names.js';
 import { childPath, type Reader } from './reader.js';
 import {
   VALIDATION_REASONS,
   type PolicyAuditAnnotation,
-  type PolicyCondition,
   type PolicySpec,
   type PolicyValidation,
   type PolicyVariable,
 } from '../policy/policy-spec.js';
 
 /** The entry's fields besides the common ones; `mutations` is named so that it is refused as such. */
-export const POLICY_FIELDS = ['policy', 'matchConditions', 'variables', 'validations', 'auditAnnotations', 'mutations'];
-
-/** As many as the apiserver accepts on a webhook or a policy. */
-export const MAX_MATCH_CONDITIONS = 64;
+export const POLICY_FIELDS = ['policy', 'variables', 'validations', 'auditAnnotations', 'mutations'];
 /** Bounds of our own: each is compiled once and may run on every review. */
 export const MAX_VARIABLES = 64;
 export const MAX_VALIDATIONS = 64;
@@ -27,41 +24,6 @@ export const MAX_AUDIT_ANNOTATIONS = 20;
 
 /** A variable is read as `variables.<name>`: a CEL identifier. */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-function boundedList(r: Reader, value: unknown, path: string, max: number): unknown[] {
-  const list = r.list(value, path) ?? [];
-  if (list.length > max) r.fail(path, `expected at most ${max} items, got ${list.length}`);
-  return list;
-}
-
-/** Compiles `expression` or fails at its field, saying where in it the problem is. */
-function program(r: Reader, value: unknown, path: string, options: CompileOptions): CelProgram {
-  const expression = r.requiredString(value, path);
-  const result = compile(expression, options);
-  if (result.ok) return result.program;
-  const { position, message } = result.error;
-  const where = expression.includes('\n')
-    ? `line ${position.line}, column ${position.column}`
-    : `column ${position.column}`;
-  return r.fail(path, `${message} (at ${where} of the expression)`);
-}
-
-function uniqueName(r: Reader, seen: Set<string>, name: string, path: string): void {
-  if (seen.has(name)) r.fail(path, `the name "${name}" is already used in this list`);
-  seen.add(name);
-}
-
-function readMatchConditions(r: Reader, value: unknown, p: string): PolicyCondition[] {
-  const seen = new Set<string>();
-  return boundedList(r, value, p, MAX_MATCH_CONDITIONS).map((item, i) => {
-    const at = childPath(p, i);
-    const m = r.map(item, at, ['name', 'expression'], false);
-    const name = r.requiredString(m.name, childPath(at, 'name'));
-    if (!isQualifiedName(name)) r.fail(childPath(at, 'name'), `expected a name of ${QUALIFIED_NAME_RULE}`, name);
-    uniqueName(r, seen, name, childPath(at, 'name'));
-    return { name, program: program(r, m.expression, childPath(at, 'expression'), { resultType: 'bool' }) };
-  });
-}
 
 function readVariables(r: Reader, value: unknown, p: string): PolicyVariable[] {
   const names: string[] = [];
@@ -124,12 +86,11 @@ export function readPolicySpec(r: Reader, m: Record<string, unknown>, p: string)
       childPath(p, 'mutations'),
       'not yet supported: a policy entry validates only (write a mutating plugin or provider meanwhile)',
     );
-  const matchConditions = readMatchConditions(r, m.matchConditions, childPath(p, 'matchConditions'));
   const variables = readVariables(r, m.variables, childPath(p, 'variables'));
   const names = variables.map((v) => v.name);
   const validations = readValidations(r, m.validations, childPath(p, 'validations'), names);
   const auditAnnotations = readAuditAnnotations(r, m.auditAnnotations, childPath(p, 'auditAnnotations'), names);
   if (validations.length === 0 && auditAnnotations.length === 0)
     r.fail(p, 'expected validations or auditAnnotations: a policy entry without either does nothing');
-  return { matchConditions, variables, validations, auditAnnotations };
+  return { variables, validations, auditAnnotations };
 }

@@ -6,8 +6,7 @@ import type { ReviewVersion } from '../protocol/versions.js';
 import type { Match } from '../admission/types.js';
 import type { LogLevel } from '../base/log.js';
 import type { LocateField } from './field-positions.js';
-import type { StepDeclarations } from './step-declarations.js';
-import type { StepOptions } from './step-options.js';
+import type { StepFields } from './entry-fields.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { PolicySpec } from '../policy/policy-spec.js';
 
@@ -182,8 +181,8 @@ export interface TracingConfig {
   readonly maxExportBatchSize: number;
 }
 
-/** What every chain entry holds, of any kind (absent step options: the plugin's default, then the gateway's). */
-export interface EntryCommon extends StepOptions, StepDeclarations {
+/** Options every chain entry accepts (absent step options: the plugin's default, then the gateway's). */
+export interface EntryCommon extends StepFields {
   /** Step name; defaults to the plugin or provider name. Needed to run one plugin twice. */
   readonly name: string;
   readonly match?: Match;
@@ -192,21 +191,9 @@ export interface EntryCommon extends StepOptions, StepDeclarations {
   readonly order: number;
   /** Field path of the entry, for error messages. */
   readonly path: string;
-  /**
-   * `OptIn`: the entry's steps run only for requests whose object or namespace names the entry in the
-   * annotation `admissiongateway.io/extensions` (README, "Opt-in providers"). Default `Always`.
-   */
-  readonly attach?: Attach;
-  /** At most one entry of a conflict group may be referenced by one object. */
-  readonly conflictGroup?: string;
-  /**
-   * The entry's steps run beside the live chain after the answer, and never change it; their disagreements are
-   * counted (README "Shadow steps").
-   */
-  readonly shadow?: boolean;
 }
 
-export type Attach = 'Always' | 'OptIn';
+export type { Attach } from './attachment.js';
 
 export interface PluginEntry extends EntryCommon {
   readonly kind: 'plugin';

@@ -6,8 +6,8 @@
 import { closestName, didYouMean } from '../base/did-you-mean.js';
 import { REVIEW_VERSIONS } from '../protocol/versions.js';
 import { readReviewVersions } from './review-versions.js';
-import { DECLARATION_FIELDS, readStepDeclarations } from './step-declarations.js';
-import { ATTACH_FIELDS, readAttachment } from './attachment.js';
+import { DECLARATION_FIELDS } from './step-declarations.js';
+import { STEP_FIELDS, readStepFields, type StepFieldsContext } from './entry-fields.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
@@ -16,8 +16,6 @@ import { CONNECTION_FIELDS, readConnectionBounds } from './connection-bounds.js'
 import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath, urlForMessage } from './reader.js';
-import { readStepOptions } from './step-options.js';
-import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import { readTracing } from './tracing.js';
 import { POLICY_FIELDS, readPolicySpec } from './policy-entry.js';
 import { readNativePoliciesEntry } from './native-policies-entry.js';
@@ -44,19 +42,7 @@ export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 
 export const CONFIG_KIND = 'GatewayConfig';
 
-const ENTRY_FIELDS = [
-  'name',
-  'match',
-  'failurePolicy',
-  'timeoutSeconds',
-  'mode',
-  'sideEffects',
-  'reinvocationPolicy',
-  'settings',
-  ...SHADOW_FIELDS,
-  ...DECLARATION_FIELDS,
-  ...ATTACH_FIELDS,
-];
+const ENTRY_FIELDS = ['name', 'match', 'settings', ...STEP_FIELDS];
 /** A policy validates: it takes no settings and writes nothing. */
 const NOT_FOR_POLICIES: readonly string[] = ['settings', 'sideEffects', 'reinvocationPolicy', ...DECLARATION_FIELDS];
 /** The key that makes a chain entry a plugin, a provider or a policy. */
@@ -386,7 +372,14 @@ function readRecord(r: Reader, value: unknown, baseDir: string): RecordConfig {
   };
 }
 
-function readEntryCommon(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryCommon {
+function readEntryCommon(
+  r: Reader,
+  m: Record<string, unknown>,
+  p: string,
+  name: string,
+  order: number,
+  context: StepFieldsContext = {},
+): EntryCommon {
   const stepName = r.string(m.name, childPath(p, 'name')) ?? name;
   // Step names become metric labels, annotation keys and URL-safe identifiers.
   if (!isDnsLabel(stepName)) {
@@ -402,9 +395,7 @@ function readEntryCommon(r: Reader, m: Record<string, unknown>, p: string, name:
     order,
     path: p,
     ...(match ? { match } : {}),
-    ...readStepOptions(r, m, p),
-    ...readStepDeclarations(r, m, p),
-    ...readAttachment(r, m, p),
+    ...readStepFields(r, m, p, context),
     ...(m.settings !== undefined ? { settings: m.settings } : {}),
   };
 }
@@ -543,13 +534,12 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
     const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !NOT_FOR_POLICIES.includes(f))]);
     const policy = r.requiredString(m.policy, `${p}.policy`);
     if (m.match === undefined) r.fail(`${p}.match`, 'is required (the requests the policy is for)');
-    const entry = { kind: 'policy' as const, policy, ...readEntryCommon(r, m, p, policy, order) };
-    return { ...entry, ...readShadow(r, m, p), spec: readPolicySpec(r, m, p) };
+    return { kind: 'policy', policy, ...readEntryCommon(r, m, p, policy, order), spec: readPolicySpec(r, m, p) };
   }
   if (raw.plugin !== undefined) {
     const m = r.map(raw, p, ['plugin', ...ENTRY_FIELDS]);
     const plugin = r.requiredString(m.plugin, `${p}.plugin`);
-    return { kind: 'plugin', plugin, ...readEntryCommon(r, m, p, plugin, order), ...readShadow(r, m, p) };
+    return { kind: 'plugin', plugin, ...readEntryCommon(r, m, p, plugin, order) };
   }
   const m = r.map(raw, p, PROVIDER_FIELDS);
   const provider = r.requiredString(m.provider, `${p}.provider`);
@@ -559,9 +549,8 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   return {
     kind: 'provider',
     provider,
-    ...readEntryCommon(r, m, p, provider, order),
+    ...readEntryCommon(r, m, p, provider, order, { phases: fields.phases }),
     ...fields,
-    ...readShadow(r, m, p, fields.phases),
     ...(clientCert
       ? {
           clientCert: {

@@ -20,10 +20,12 @@ import type { PatchConflict } from '../trace/step-report.js';
 import type { StepPlan } from '../steps/step-graph.js';
 import type { StepNotes } from './notes.js';
 import type { Step } from '../steps/step.js';
+import type { MatchCondition } from '../config/match-conditions.js';
 import { firstWriteOutside, mergePatch, creationsOnTheWay, readsIn, writesOnMerge } from '../steps/write-set.js';
 import { HeldNotes } from './held-notes.js';
 import { stampExtensionsApplied } from './extensions-applied.js';
 import { isPatchable } from '../steps/skip-reasons.js';
+import { checkConditions } from './match-conditions.js';
 import { skipReason } from './skip.js';
 
 /** A declared step's call, finished: the copy it worked on and how it ended. */
@@ -98,9 +100,14 @@ class MutatePhase {
       for (const step of level) {
         const skip =
           skipReason(step, ctx) ??
-          (step.needsObject && !patchable ? `nothing to mutate on ${request.operation}` : undefined);
-        if (skip) ctx.observer.skipped(step, skip);
-        else runnable.push(step);
+          (step.needsObject && !patchable ? `nothing to mutate on ${request.operation}` : undefined) ??
+          (step.matchConditions ? this.conditions(step.matchConditions) : undefined);
+        if (typeof skip === 'string') ctx.observer.skipped(step, skip);
+        else if (skip) {
+          // Not invoked: settled as a failure, without the bookkeeping of a step that ran.
+          const denial = settleRefusal(ctx, step, 0, skip, 0);
+          if (denial) return this.leveled(denial);
+        } else runnable.push(step);
       }
       if (runnable.length === 0) continue;
       this.invoked.push(...runnable);
@@ -159,6 +166,12 @@ class MutatePhase {
       if (ran) return ran;
     }
     return undefined;
+  }
+
+  /** A step's matchConditions, on the object as the earlier steps left it. */
+  private conditions(conditions: readonly MatchCondition[]): string | StepFailedError | undefined {
+    const object = this.working?.root ?? this.request.object ?? undefined;
+    return checkConditions(conditions, this.request, object, this.changes);
   }
 
   /** Calls `step` on `object` (a tracked view, or none), with its share of the deadline. */

@@ -29,6 +29,7 @@ import {
   EXCLUDE_LABEL,
   excludedNamespaces,
   renderWebhookConfigurations,
+  stepConditionNotes,
   webhookTimeoutSeconds,
   type RenderStep,
   type WebhookTarget,
@@ -169,7 +170,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
   const admissionNotes = checkAdmissionConfig(options.admission, config);
   const { admission: steps, authorize } = await resolveSteps(deps);
   const caBundle = await readCaBundle(options, deps);
-  const objects = renderWebhookConfigurations(steps, {
+  const renderOptions = {
     name: options.name,
     target,
     caBundle,
@@ -180,7 +181,9 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
     deadlineMarginMs: config.server.deadlineMarginMs,
     defaultTimeoutSeconds: config.server.defaultTimeoutSeconds,
     kubeVersion: options.kubeVersion,
-  });
+  };
+  const objects = renderWebhookConfigurations(steps, renderOptions);
+  for (const text of stepConditionNotes(steps, renderOptions)) note(deps, text);
   for (const warning of catchAllFailWarnings(steps, options.allResources)) note(deps, warning);
   for (const text of admissionNotes) note(deps, text);
   if (runTimeProviders(config) && !options.allResources) {

@@ -4,6 +4,7 @@
  */
 import type { AdmissionRequest, KubeObject } from '../admission/types.js';
 import type { FailurePolicy } from '../config/step-options.js';
+import type { MatchCondition } from '../config/match-conditions.js';
 import type { PolicySpec } from '../policy/policy-spec.js';
 import type { LabelSelector, RuleWithOperations } from '../admission/types.js';
 import type { Labels } from '../steps/label-selector.js';
@@ -40,13 +41,21 @@ export interface ParamRef {
   readonly parameterNotFoundAction: 'Allow' | 'Deny';
 }
 
+/**
+ * A policy's expressions: its matchConditions are its own (they may read `params`, and their errors are joined as
+ * the apiserver joins them), not a chain entry's.
+ */
+export interface NativePolicySpec extends PolicySpec {
+  readonly matchConditions: readonly MatchCondition[];
+}
+
 export interface NativePolicy {
   readonly name: string;
   readonly failurePolicy: FailurePolicy;
   readonly matchConstraints: MatchResources;
   readonly paramKind?: ParamKind;
   /** matchConditions, variables, validations and auditAnnotations, compiled. */
-  readonly spec: PolicySpec;
+  readonly spec: NativePolicySpec;
 }
 
 export interface NativeBinding {

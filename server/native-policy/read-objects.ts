@@ -9,6 +9,7 @@ import type { KubeObject } from '../admission/types.js';
 import { ConfigError } from '../base/errors.js';
 import { readLabelSelector, readRule } from '../config/match-schema.js';
 import { isDnsSubdomain } from '../config/names.js';
+import { CONDITION_DECLARATIONS, readMatchConditions } from '../config/match-conditions.js';
 import { readPolicySpec } from '../config/policy-entry.js';
 import { childPath, Reader } from '../config/reader.js';
 import type { PolicyDocument } from './policy-files.js';
@@ -109,7 +110,13 @@ function readPolicy(r: Reader, doc: Record<string, unknown>): NativePolicy {
     failurePolicy: r.oneOf(spec.failurePolicy, 'spec.failurePolicy', ['Fail', 'Ignore'] as const) ?? 'Fail',
     matchConstraints: readMatchResources(r, spec.matchConstraints, 'spec.matchConstraints', true),
     ...(paramKind ? { paramKind } : {}),
-    spec: readPolicySpec(r, spec, 'spec'),
+    spec: {
+      ...readPolicySpec(r, spec, 'spec'),
+      // A policy's conditions may read its params, as the apiserver's do.
+      matchConditions:
+        readMatchConditions(r, spec.matchConditions, 'spec.matchConditions', [...CONDITION_DECLARATIONS, 'params']) ??
+        [],
+    },
   };
 }
 

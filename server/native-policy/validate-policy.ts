@@ -14,7 +14,8 @@ import {
   type EvalResult,
 } from '../cel/index.js';
 import type { FailurePolicy } from '../config/step-options.js';
-import type { PolicySpec, PolicyValidation, ValidationReason } from '../policy/policy-spec.js';
+import type { PolicyValidation, ValidationReason } from '../policy/policy-spec.js';
+import type { NativePolicySpec } from './native-objects.js';
 
 /** The longest message a messageExpression may give (celconfig.MaxEvaluatedMessageExpressionSizeBytes). */
 export const MAX_MESSAGE_EXPRESSION_BYTES = 5 * 1024;
@@ -78,7 +79,7 @@ function failureMessage(validation: PolicyValidation, values: Activation, budget
 }
 
 /** matchConditions: true when the policy applies, false when not, or the error the failurePolicy settles. */
-function conditionsMatch(spec: PolicySpec, values: Activation, budget: CostBudget): boolean | string {
+function conditionsMatch(spec: NativePolicySpec, values: Activation, budget: CostBudget): boolean | string {
   const errors: string[] = [];
   for (const condition of spec.matchConditions) {
     const result = evaluate(condition.program, values, budget);
@@ -97,7 +98,7 @@ function cut(text: string, maxBytes: number): string {
 
 /** Evaluates `spec` on `base` (the request's values with `params` set) under `failurePolicy`. */
 export function validatePolicy(
-  spec: PolicySpec,
+  spec: NativePolicySpec,
   failurePolicy: FailurePolicy,
   base: Activation,
   budget: CostBudget,

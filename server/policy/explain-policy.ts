@@ -62,10 +62,6 @@ export interface ExplainOptions {
 
 function programOf(spec: PolicySpec, ref: ExpressionRef): { program: CelProgram; field: string } {
   switch (ref.list) {
-    case 'matchConditions': {
-      const c = spec.matchConditions[ref.index]!;
-      return { program: c.program, field: `matchConditions[${ref.index}] (${c.name})` };
-    }
     case 'validations':
       return { program: spec.validations[ref.index]!.program, field: `validations[${ref.index}]` };
     case 'auditAnnotations': {

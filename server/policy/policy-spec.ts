@@ -1,6 +1,7 @@
 /**
  * A `policy` chain entry's body as compiled when the configuration loads: the field names of the apiserver's
- * ValidatingAdmissionPolicy, each expression already a program (server/cel/).
+ * ValidatingAdmissionPolicy, each expression already a program (server/cel/). Its matchConditions are every
+ * chain entry's (config/match-conditions.ts), which the dispatchers evaluate.
  */
 import type { CelProgram } from '../cel/index.js';
 
@@ -22,11 +23,6 @@ export const REASON_CODES: Readonly<Record<ValidationReason, number>> = {
   RequestEntityTooLarge: 413,
 };
 
-export interface PolicyCondition {
-  readonly name: string;
-  readonly program: CelProgram;
-}
-
 export interface PolicyVariable {
   readonly name: string;
   readonly program: CelProgram;
@@ -46,7 +42,6 @@ export interface PolicyAuditAnnotation {
 }
 
 export interface PolicySpec {
-  readonly matchConditions: readonly PolicyCondition[];
   readonly variables: readonly PolicyVariable[];
   readonly validations: readonly PolicyValidation[];
   readonly auditAnnotations: readonly PolicyAuditAnnotation[];

@@ -8,8 +8,11 @@ import { activation, createCostBudget, type Activation, type CostBudget } from '
 
 export interface ReviewCel {
   readonly budget: CostBudget;
-  /** The values for `object`; made again only when a step sees another object than the last one. */
-  valuesFor(object: KubeObject | undefined): Activation;
+  /**
+   * The values for `object`; made again only when a step sees another object than the last one, or the same one
+   * at another `version` (the mutate phase edits its working copy in place: it passes its count of changes).
+   */
+  valuesFor(object: KubeObject | undefined, version?: number): Activation;
 }
 
 const reviews = new WeakMap<AdmissionRequest, ReviewCel>();
@@ -22,12 +25,14 @@ function requestValue(request: AdmissionRequest): Omit<AdmissionRequest, 'object
 
 function create(request: AdmissionRequest): ReviewCel {
   let madeFor: KubeObject | null | undefined;
+  let madeAt = 0;
   let values: Activation | undefined;
   return {
     budget: createCostBudget(),
-    valuesFor(object) {
-      if (values === undefined || madeFor !== (object ?? null)) {
+    valuesFor(object, version = 0) {
+      if (values === undefined || madeFor !== (object ?? null) || madeAt !== version) {
         madeFor = object ?? null;
+        madeAt = version;
         // Throws CelValueError for an object nested past what CEL is handed: the step fails with it.
         values = activation({ object, oldObject: request.oldObject, request: requestValue(request) });
       }

@@ -1,6 +1,6 @@
 /**
- * A `policy` chain entry's evaluation, with the semantics of the apiserver's ValidatingAdmissionPolicy:
- * matchConditions all true or the policy has nothing to say; validations in order, the first false one refuses
+ * A `policy` chain entry's evaluation, with the semantics of the apiserver's ValidatingAdmissionPolicy (its
+ * matchConditions, every entry's, are the dispatchers' to evaluate): validations in order, the first false one refuses
  * with its message and reason; auditAnnotations as the step's annotations; an expression that fails or runs out
  * of cost budget is the step's failure (StepFailedError), which the chain settles by its failurePolicy.
  */
@@ -24,7 +24,7 @@ export const MAX_POLICY_MESSAGE_CHARS = 5 * 1024;
 
 /** Which expression of a policy: `validations[2]`, `matchConditions[0] (name)`, `auditAnnotations[1] (key)`. */
 export interface ExpressionRef {
-  readonly list: 'matchConditions' | 'validations' | 'auditAnnotations';
+  readonly list: 'validations' | 'auditAnnotations';
   readonly index: number;
 }
 
@@ -48,7 +48,7 @@ export interface PolicyRun {
 }
 
 /** An expression that did not give a value: the step fails, naming the field and where in the expression. */
-function failed(field: string, result: Extract<EvalResult, { ok: false }>): StepFailedError {
+export function failed(field: string, result: Extract<EvalResult, { ok: false }>): StepFailedError {
   const at = result.position ? ` (at column ${result.position.column})` : '';
   return new StepFailedError(
     result.reason === 'cost_exceeded' ? 'cost_exceeded' : 'error',
@@ -56,7 +56,7 @@ function failed(field: string, result: Extract<EvalResult, { ok: false }>): Step
   );
 }
 
-function notBool(field: string, value: unknown): StepFailedError {
+export function notBool(field: string, value: unknown): StepFailedError {
   return new StepFailedError('error', `${field}: expected a bool result, got ${typeof value}`);
 }
 
@@ -142,15 +142,6 @@ export function evaluatePolicy(spec: PolicySpec, inv: PolicyInvocation): PolicyR
   } catch (err) {
     // CelValueError: an object nested past what CEL is handed.
     return record.done(new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`));
-  }
-  for (let i = 0; i < spec.matchConditions.length; i++) {
-    const condition = spec.matchConditions[i]!;
-    const result = evaluate(condition.program, base, cel.budget);
-    const field = `matchConditions[${i}] (${condition.name})`;
-    if (!result.ok || result.value !== true) record.decided({ list: 'matchConditions', index: i }, result);
-    if (!result.ok) return record.done(failed(field, result));
-    if (typeof result.value !== 'boolean') return record.done(notBool(field, result.value));
-    if (!result.value) return record.done(APPROVED);
   }
   const variables = lazyVariables(programsOf(spec), () => values, cel.budget);
   const values = withVariables(base, variables);

@@ -6,7 +6,7 @@ import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
-import type { StepDeclarations } from '../config/step-declarations.js';
+import type { MatchCondition } from '../config/match-conditions.js';
 import type { Attach } from '../config/types.js';
 import type { CompiledMatch } from './match.js';
 import type { Declarations } from './declarations.js';
@@ -79,27 +79,6 @@ export interface Step {
    * front: a native admission policy's, which read as the apiserver writes them (server/native-policy/).
    */
   readonly ownWords?: boolean;
+  /** CEL conditions that must all be true for the step to run, else it is skipped (dispatch/match-conditions.ts). */
+  readonly matchConditions?: readonly MatchCondition[];
 }
-
-/** How a chain entry is placed and guarded: what plugin and provider steps share. */
-export type StepPlacement = Pick<
-  Step,
-  | 'name'
-  | 'match'
-  | 'failurePolicy'
-  | 'timeoutMs'
-  | 'mode'
-  | 'sideEffects'
-  | 'reinvocationPolicy'
-  | 'order'
-  | 'declarations'
-  | 'extension'
-  | 'attach'
-  | 'conflictGroup'
-  | 'shadow'
-> & {
-  /** The match as written, for /chain. */
-  readonly matchSpec: Match;
-  /** The declarations as written, for /chain. */
-  readonly declared?: StepDeclarations;
-};

@@ -23,7 +23,7 @@ describe('a policy chain entry', () => {
     assert.equal(entry.order, 10);
     assert.deepEqual(
       {
-        matchConditions: entry.spec.matchConditions.map((c) => [c.name, c.program.expression]),
+        matchConditions: entry.matchConditions?.map((c) => [c.name, c.program.expression]),
         variables: entry.spec.variables.map((v) => [v.name, v.program.expression]),
         validations: entry.spec.validations.map((v) => [v.program.expression, v.message, v.reason]),
         auditAnnotations: entry.spec.auditAnnotations.map((a) => [a.key, a.program.expression]),
@@ -124,7 +124,7 @@ describe('a policy chain entry', () => {
     [
       'settings on a policy',
       policy('    settings: {}\n    validations: [{ expression: "true" }]\n'),
-      'gateway.yaml:4:5: chain[0].settings: unknown field (known: policy, matchConditions, variables, validations, auditAnnotations, mutations, name, match, failurePolicy, timeoutSeconds, mode, shadow, attach, conflictGroup)',
+      'gateway.yaml:4:5: chain[0].settings: unknown field (known: policy, variables, validations, auditAnnotations, mutations, name, match, failurePolicy, timeoutSeconds, mode, shadow, attach, conflictGroup, matchConditions)',
     ],
     [
       'an entry that is both a plugin and a policy',

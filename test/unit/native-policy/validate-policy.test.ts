@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { activation, compile, createCostBudget, type CelProgram } from '../../../server/cel/index.js';
-import type { PolicySpec } from '../../../server/policy/policy-spec.js';
+import type { NativePolicySpec } from '../../../server/native-policy/native-objects.js';
 import { validatePolicy } from '../../../server/native-policy/validate-policy.js';
 
 function program(expression: string): CelProgram {
@@ -9,7 +9,7 @@ function program(expression: string): CelProgram {
   return result.program;
 }
 
-const spec = (fields: Partial<PolicySpec>): PolicySpec => ({
+const spec = (fields: Partial<NativePolicySpec>): NativePolicySpec => ({
   matchConditions: [],
   variables: [],
   validations: [],

@@ -68,25 +68,11 @@ describe('policyOutcome()', () => {
     assert.deepEqual(decision, { allowed: false, message: 'x'.repeat(5 * 1024), code: 422 });
   });
 
-  it('has nothing to say when a matchCondition is false, and evaluates nothing else', () => {
-    const inv = invocation();
-    const decision = run(
-      '    matchConditions: [{ name: never, expression: "false" }]\n    validations: [{ expression: "false" }]\n    auditAnnotations: [{ key: k, valueExpression: "\'v\'" }]\n',
-      inv,
-    );
-    assert.deepEqual([decision, inv.annotations], [{ allowed: true }, []]);
-  });
-
-  it('fails with reason error when a matchCondition or validation cannot be evaluated', () => {
-    for (const body of [
-      '    matchConditions: [{ name: m, expression: "object.missing == 1" }]\n    validations: [{ expression: "true" }]\n',
-      '    validations: [{ expression: "object.missing == 1" }]\n',
-    ]) {
-      const failure = run(body);
-      assert.ok(failure instanceof StepFailedError);
-      assert.equal(failure.reason, 'error');
-      assert.match(failure.message, /^(matchConditions\[0\] \(m\)|validations\[0\]): /);
-    }
+  it('fails with reason error when a validation cannot be evaluated', () => {
+    const failure = run('    validations: [{ expression: "object.missing == 1" }]\n');
+    assert.ok(failure instanceof StepFailedError);
+    assert.equal(failure.reason, 'error');
+    assert.match(failure.message, /^validations\[0\]: /);
   });
 
   it('annotates with each auditAnnotation, skipping null, also when it refuses', () => {
