@@ -20,7 +20,7 @@ import {
 import { celList } from './cel-literal.js';
 import { SINCE, atLeast, type KubeVersion } from './kube-version.js';
 import { unionRules } from './rules.js';
-import { stepConditions, type MatchCondition } from './step-conditions.js';
+import { stepConditions, type WebhookMatchCondition } from './step-conditions.js';
 
 /** What the renderer needs of one resolved step. */
 export interface RenderStep {
@@ -33,7 +33,7 @@ export interface RenderStep {
   readonly sideEffects: SideEffects;
   readonly reinvocationPolicy: ReinvocationPolicy;
   /** The step's matchConditions as written (step-conditions.ts). */
-  readonly matchConditions?: readonly MatchCondition[];
+  readonly matchConditions?: readonly WebhookMatchCondition[];
 }
 
 /** Where the apiserver reaches the gateway. */
@@ -91,7 +91,7 @@ export interface WebhookClientConfig {
   readonly caBundle?: string;
 }
 
-export type { MatchCondition };
+export type { WebhookMatchCondition };
 
 export interface RenderedWebhook {
   readonly name: string;
@@ -108,7 +108,7 @@ export interface RenderedWebhook {
    * From Kubernetes 1.30: the excluded namespaces and Leases, by name, without a label anyone must set; and the
    * steps' own conditions when every step behind the webhook has some (step-conditions.ts).
    */
-  readonly matchConditions?: readonly MatchCondition[];
+  readonly matchConditions?: readonly WebhookMatchCondition[];
 }
 
 export interface RenderedConfiguration {
@@ -173,7 +173,7 @@ export function namespaceSelector(options: RenderOptions): LabelSelector {
  * so the Namespace objects are excluded too), and Leases wherever they are — node heartbeats and leader
  * elections, the most frequent writes of a cluster, which no step should ever delay.
  */
-export function matchConditions(options: RenderOptions): MatchCondition[] | undefined {
+export function matchConditions(options: RenderOptions): WebhookMatchCondition[] | undefined {
   if (!atLeast(options.kubeVersion, SINCE.webhookMatchConditions)) return undefined;
   const excluded = excludedNamespaces(options.gatewayNamespace, options.excludeNamespaces);
   return [

@@ -9,7 +9,7 @@ import type { FailurePolicy } from '../config/step-options.js';
 import { SINCE, atLeast, type KubeVersion } from './kube-version.js';
 
 /** A webhook's CEL match condition: the apiserver calls the webhook only when every one is true. */
-export interface MatchCondition {
+export interface WebhookMatchCondition {
   readonly name: string;
   readonly expression: string;
 }
@@ -21,7 +21,7 @@ interface Plan {
   readonly steps: readonly {
     readonly name: string;
     readonly failurePolicy: FailurePolicy;
-    readonly matchConditions?: readonly MatchCondition[] | undefined;
+    readonly matchConditions?: readonly WebhookMatchCondition[] | undefined;
   }[];
 }
 
@@ -32,11 +32,11 @@ export const STEPS_CONDITION = 'steps-match';
 const WEBHOOK_DECLARATIONS: readonly Declaration[] = ['object', 'oldObject', 'request'];
 
 export type StepConditions =
-  | { readonly condition: MatchCondition; readonly why?: undefined }
+  | { readonly condition: WebhookMatchCondition; readonly why?: undefined }
   | { readonly condition?: undefined; readonly why: string }
   | undefined;
 
-const conjunction = (conditions: readonly MatchCondition[]): string =>
+const conjunction = (conditions: readonly WebhookMatchCondition[]): string =>
   conditions.map((c) => `(${c.expression})`).join(' && ');
 
 /** The webhook's condition for `plan`'s steps; the reason when it cannot be rendered; undefined when none is due. */
