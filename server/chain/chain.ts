@@ -14,7 +14,7 @@ import type { PluginHandlers } from '../plugin-api/types.js';
 import { attachmentOf, indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
 import { compileMatch } from '../steps/match.js';
 import { createPluginSteps } from './plugin-step.js';
-import { createPolicyStep } from './policy-entry-step.js';
+import { createPolicySteps } from './policy-entry-step.js';
 import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
@@ -222,7 +222,7 @@ export function buildPluginEntries(
     entry.kind === 'plugin'
       ? [pluginEntrySteps(entry, registry, file)]
       : entry.kind === 'policy'
-        ? [{ steps: [createPolicyStep(entry)], authorize: [] }]
+        ? [{ steps: createPolicySteps(entry), authorize: [] }]
         : [],
   );
   return { steps: built.flatMap((b) => b.steps), authorize: built.flatMap((b) => b.authorize) };

@@ -1,6 +1,6 @@
 /**
- * The validate step of a `policy` chain entry (README "Policies in CEL"): its placement like any entry's, its
- * decision from server/policy/.
+ * The steps of a `policy` chain entry (README "Policies in CEL"): its validate step, with its placement like any
+ * entry's and its decision from server/policy/, and the mutate step of its `mutations` (policy-mutate-step.ts).
  */
 import { StepFailedError } from '../base/errors.js';
 import { resolveStepOptions } from '../config/step-options.js';
@@ -9,6 +9,16 @@ import { runPolicy } from '../policy/run-policy.js';
 import { attachmentOf, describeAttachment } from '../extensions/chain-extensions.js';
 import { compileMatch } from '../steps/match.js';
 import type { Step } from '../steps/step.js';
+import { createPolicyMutateStep } from './policy-mutate-step.js';
+
+/** A policy entry's steps: a mutate step when it has mutations, a validate step when it validates or annotates. */
+export function createPolicySteps(entry: PolicyEntry): Step[] {
+  const { spec } = entry;
+  return [
+    ...((spec.mutations?.length ?? 0) > 0 ? [createPolicyMutateStep(entry)] : []),
+    ...(spec.validations.length > 0 || spec.auditAnnotations.length > 0 ? [createPolicyStep(entry)] : []),
+  ];
+}
 
 /** The validate step of a `policy` chain entry. */
 export function createPolicyStep(entry: PolicyEntry): Step {

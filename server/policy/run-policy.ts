@@ -15,7 +15,7 @@ import { reviewCel, type ReviewCel } from './review-cel.js';
 export const MAX_POLICY_MESSAGE_CHARS = 5 * 1024;
 
 /** An expression that did not give a value: the step fails, naming the field and where in the expression. */
-function failed(field: string, result: Extract<EvalResult, { ok: false }>): StepFailedError {
+export function failed(field: string, result: Extract<EvalResult, { ok: false }>): StepFailedError {
   const at = result.position ? ` (at column ${result.position.column})` : '';
   return new StepFailedError(
     result.reason === 'cost_exceeded' ? 'cost_exceeded' : 'error',
@@ -52,6 +52,18 @@ export interface PolicyInvocation {
   readonly annotate: (key: string, value: string) => void;
 }
 
+/** Whether every matchCondition is true (the policy has something to say), or the failure of one. */
+export function matchConditionsHold(spec: PolicySpec, values: Activation, cel: ReviewCel): boolean | StepFailedError {
+  for (const [i, condition] of spec.matchConditions.entries()) {
+    const result = evaluate(condition.program, values, cel.budget);
+    const field = `matchConditions[${i}] (${condition.name})`;
+    if (!result.ok) return failed(field, result);
+    if (typeof result.value !== 'boolean') return notBool(field, result.value);
+    if (!result.value) return false;
+  }
+  return true;
+}
+
 /** Evaluates the policy for one invocation: its decision, or the failure of one of its expressions. */
 export function runPolicy(spec: PolicySpec, inv: PolicyInvocation): Decision | StepFailedError {
   const cel = reviewCel(inv.request);
@@ -61,13 +73,8 @@ export function runPolicy(spec: PolicySpec, inv: PolicyInvocation): Decision | S
   } catch (err) {
     return new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`);
   }
-  for (const [i, condition] of spec.matchConditions.entries()) {
-    const result = evaluate(condition.program, base, cel.budget);
-    const field = `matchConditions[${i}] (${condition.name})`;
-    if (!result.ok) return failed(field, result);
-    if (typeof result.value !== 'boolean') return notBool(field, result.value);
-    if (!result.value) return APPROVED;
-  }
+  const holds = matchConditionsHold(spec, base, cel);
+  if (holds !== true) return holds === false ? APPROVED : holds;
   const programs = new Map<string, CelProgram>(spec.variables.map((v) => [v.name, v.program]));
   const values: Activation = { ...base, variables: lazyVariables(programs, () => values, cel.budget) };
   let decision: Decision = APPROVED;
