@@ -7,6 +7,7 @@ import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../../../server/dispatch/reviewer.js';
 import { selectionOf } from '../../../server/http/routes.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
+import { LOG_SHIPPER_CHAIN, TEAM_LABEL_CHAIN } from '../../fixtures/mutation-policies.js';
 import { parseConfig } from '../../helpers/config.js';
 import { applyPatch, decodePatch } from '../../helpers/patch.js';
 import { deploymentCreate, podCreate, requestOf } from '../../fixtures/reviews/index.js';
@@ -263,5 +264,47 @@ describe('policy mutations', () => {
       ),
     );
     assert.deepEqual({ allowed: response.allowed, patch: response.patch }, { allowed: true, patch: undefined });
+  });
+});
+
+describe("the README's example mutating policies", () => {
+  it('team-label (JSONPatch) labels a Pod with its namespace, creating the labels map when there is none', async () => {
+    const request = requestOf(podCreate());
+    delete request.object!.metadata!.labels;
+    const { ops, object } = patchOf(await mutate(TEAM_LABEL_CHAIN, request), request);
+    assert.deepEqual(ops, [{ op: 'add', path: '/metadata/labels', value: { 'acme.io/team': 'team-a' } }]);
+    assert.deepEqual(object.metadata?.labels, { 'acme.io/team': 'team-a' });
+  });
+
+  it('log-shipper (ApplyConfiguration) merges into the container of that name, keeping what it has', async () => {
+    const request = requestOf(podCreate());
+    request.object!.metadata!.annotations = { 'acme.io/ship-logs': 'true' };
+    const { ops, object } = patchOf(await mutate(LOG_SHIPPER_CHAIN, request), request);
+    assert.deepEqual(ops, [{ op: 'add', path: '/spec/containers/1/env', value: [{ name: 'POD_NAME', value: 'web' }] }]);
+    const shipper = (object.spec as { containers: Array<Record<string, unknown>> }).containers[1]!;
+    assert.deepEqual(
+      [shipper.name, shipper.args, shipper.env],
+      ['log-shipper', ['--input=/var/log/nginx', '--output=loki:3100'], [{ name: 'POD_NAME', value: 'web' }]],
+    );
+  });
+});
+
+describe('a mutating policy with declared write sets', () => {
+  const label = jsonPatch('[JSONPatch{op: "add", path: "/metadata/labels/x", value: "y"}]');
+
+  it('applies what it writes inside its supplies', async () => {
+    const request = requestOf(podCreate());
+    const response = await mutate(policy('declared', `    supplies: [/metadata/labels/x]\n${label}`), request);
+    assert.deepEqual(patchOf(response, request).ops, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }]);
+  });
+
+  it('fails with write_outside_supplies when it writes elsewhere', async () => {
+    const response = await mutate(policy('declared', `    supplies: [/metadata/annotations]\n${label}`));
+    assert.deepEqual(response.status, {
+      code: 500,
+      reason: 'InternalError',
+      message:
+        'policy "declared" failed (write_outside_supplies): wrote /metadata/labels/x, outside its supplies (/metadata/annotations)',
+    });
   });
 });
