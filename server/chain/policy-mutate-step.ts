@@ -8,13 +8,11 @@ import { APPROVED, type Decision } from '../admission/decision.js';
 import type { JsonPatchOperation } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import { clip } from '../base/limits.js';
-import { resolveStepOptions } from '../config/step-options.js';
 import type { PolicyEntry } from '../config/types.js';
-import { attachmentOf, describeAttachment } from '../extensions/chain-extensions.js';
 import { runMutations } from '../policy/mutations.js';
 import { declarationFields } from '../steps/declarations.js';
-import { compileMatch } from '../steps/match.js';
 import type { Step } from '../steps/step.js';
+import { policyStepBase } from './policy-step-base.js';
 
 /** Operations a would-patch note names at most. */
 const NAMED_OPERATIONS = 5;
@@ -28,56 +26,24 @@ function summary(patch: readonly JsonPatchOperation[]): string {
 
 /** The mutate step of a policy entry that has `mutations`. */
 export function createPolicyMutateStep(entry: PolicyEntry): Step {
-  const { timeoutSeconds, ...options } = resolveStepOptions(entry);
-  const matchSpec = entry.match!;
   const { spec } = entry;
-  const attachment = attachmentOf(entry);
+  const base = policyStepBase(entry, 'mutate');
+  const { mode } = base.fields;
   const { declarations, declared } = declarationFields(entry);
   return {
-    name: entry.name,
-    source: 'policy',
-    phase: 'mutate',
-    match: compileMatch(matchSpec),
-    matchSpec,
-    failurePolicy: options.failurePolicy,
-    timeoutMs: timeoutSeconds * 1000,
-    mode: options.mode,
-    sideEffects: 'None',
-    reinvocationPolicy: options.reinvocationPolicy,
-    order: entry.order,
-    ...attachment,
+    ...base.fields,
     ...(declarations ? { declarations } : {}),
     // Nothing to mutate on a DELETE or CONNECT: the step is skipped, as a mutating plugin is.
     needsObject: true,
-    ...(entry.shadow ? { shadow: true } : {}),
     invoke(inv): Decision {
       const patch = runMutations(spec, inv);
       if (patch instanceof StepFailedError) throw patch;
       if (patch.length === 0) return APPROVED;
-      if (options.mode === 'enforce') return { allowed: true, patch };
-      if (options.mode === 'warn') inv.warn(`would patch ${summary(patch)} (mode warn: not applied)`);
+      if (mode === 'enforce') return { allowed: true, patch };
+      if (mode === 'warn') inv.warn(`would patch ${summary(patch)} (mode warn: not applied)`);
       else inv.annotate('would-patch', summary(patch));
       return APPROVED;
     },
-    describe: () => ({
-      name: entry.name,
-      source: 'policy',
-      policy: entry.policy,
-      phase: 'mutate',
-      order: entry.order,
-      mode: options.mode,
-      failurePolicy: options.failurePolicy,
-      timeoutSeconds,
-      sideEffects: 'None',
-      reinvocationPolicy: options.reinvocationPolicy,
-      match: matchSpec,
-      ...(spec.matchConditions.length > 0
-        ? { matchConditions: spec.matchConditions.map((c) => ({ name: c.name, expression: c.program.expression })) }
-        : {}),
-      mutations: (spec.mutations ?? []).map((m) => m.patchType),
-      ...(declared ?? {}),
-      ...describeAttachment(attachment),
-      ...(entry.shadow ? { shadow: true } : {}),
-    }),
+    describe: () => base.describe({ mutations: (spec.mutations ?? []).map((m) => m.patchType), ...(declared ?? {}) }),
   };
 }
