@@ -308,3 +308,23 @@ describe('a mutating policy with declared write sets', () => {
     });
   });
 });
+
+describe('a mutating policy with reinvocationPolicy IfNeeded', () => {
+  const copy = (reinvocation: string): string =>
+    policy(
+      'copy',
+      `    reinvocationPolicy: ${reinvocation}\n${jsonPatch('[JSONPatch{op: "add", path: "/metadata/labels/copy", value: object.metadata.labels.?src.orValue("none")}]')}`,
+    ) + policy('source', jsonPatch('[JSONPatch{op: "add", path: "/metadata/labels/src", value: "set-later"}]'));
+
+  it('runs again when a later step changed the object, and sees the change', async () => {
+    const request = requestOf(podCreate());
+    const { object } = patchOf(await mutate(copy('IfNeeded'), request), request);
+    assert.deepEqual(object.metadata?.labels, { app: 'web', team: 'payments', copy: 'set-later', src: 'set-later' });
+  });
+
+  it('with Never, keeps what it saw', async () => {
+    const request = requestOf(podCreate());
+    const { object } = patchOf(await mutate(copy('Never'), request), request);
+    assert.deepEqual(object.metadata?.labels, { app: 'web', team: 'payments', copy: 'none', src: 'set-later' });
+  });
+});
