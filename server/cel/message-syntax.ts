@@ -4,7 +4,8 @@
  * `Object{spec: Object.spec{replicas: 3}}`). Before compiling, a tokenizer finds each construction and writes it as
  * the map literal it evaluates to (`{"op": dyn("add"), …}`: each value `dyn`, as a message's fields may have
  * different types and a literal map's may not). Every offset of the rewritten text maps back to the user's text,
- * so that an error points where the user wrote it (docs/decisions.md, "Message construction in CEL").
+ * so that an error points where the user wrote it (docs/decisions.md, "Message construction in CEL: rewritten to
+ * map literals before compiling").
  */
 
 /** Which constructions an expression may write. */
