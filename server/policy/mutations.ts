@@ -21,6 +21,7 @@ import {
 import { applyPatchInPlace } from '../patch/apply.js';
 import { applyConfigurationPatch, ApplyConfigurationError } from './apply-configuration.js';
 import { mergeSchemaFor } from './merge-schema.js';
+import { copyAlong } from './path-copy.js';
 import type { PolicyMutation, PolicySpec } from './policy-spec.js';
 import { requestValue, reviewCel, type ReviewCel } from './review-cel.js';
 import { failed, matchConditionsHold } from './run-policy.js';
@@ -111,7 +112,7 @@ export function runMutations(spec: PolicySpec, inv: MutationInvocation): JsonPat
     if (ops.length === 0) continue;
     if (all.length + ops.length > MAX_MUTATION_OPERATIONS)
       return new StepFailedError('invalid_patch', `${field}: more than ${MAX_MUTATION_OPERATIONS} operations in all`);
-    const next: KubeObject = structuredClone(current);
+    const next = copyAlong(current, ops);
     try {
       // Values of their own: an operation's value put in place must not be what a later operation edits.
       applyPatchInPlace(next, structuredClone(ops));

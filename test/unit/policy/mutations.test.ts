@@ -6,6 +6,7 @@ import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { createReviewer, standaloneNamespaceLabels } from '../../../server/dispatch/reviewer.js';
 import { selectionOf } from '../../../server/http/routes.js';
+import { runMutations } from '../../../server/policy/mutations.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import { LOG_SHIPPER_CHAIN, TEAM_LABEL_CHAIN } from '../../fixtures/mutation-policies.js';
 import { parseConfig } from '../../helpers/config.js';
@@ -326,5 +327,44 @@ describe('a mutating policy with reinvocationPolicy IfNeeded', () => {
     const request = requestOf(podCreate());
     const { object } = patchOf(await mutate(copy('Never'), request), request);
     assert.deepEqual(object.metadata?.labels, { app: 'web', team: 'payments', copy: 'none', src: 'set-later' });
+  });
+});
+
+describe('runMutations()', () => {
+  it('leaves the object it was given as it was, however many mutations edit it', () => {
+    const [entry] = parseConfig(
+      `chain:\n${policy(
+        'edits',
+        '    mutations:\n' +
+          '      - patchType: JSONPatch\n' +
+          '        jsonPatch: { expression: \'[JSONPatch{op: "add", path: "/spec/containers/-", value: {"name": "x"}}, JSONPatch{op: "remove", path: "/metadata/labels/app"}]\' }\n' +
+          '      - patchType: ApplyConfiguration\n' +
+          '        applyConfiguration: { expression: \'Object{spec: Object.spec{containers: [Object.spec.containers{name: "x", image: "y"}, Object.spec.containers{name: "web", image: "z"}]}}\' }\n',
+      )}`,
+    ).chain;
+    assert.ok(entry?.kind === 'policy');
+    const request = requestOf(podCreate());
+    const before = structuredClone(request.object);
+    const ops = runMutations(entry.spec, { request, plainObject: request.object! });
+    assert.deepEqual(request.object, before);
+    assert.ok(Array.isArray(ops));
+    const after = applyPatch(request.object!, ops);
+    assert.deepEqual(
+      [
+        (after.spec as { containers: Array<{ name: string; image?: string }> }).containers.map((c) => [
+          c.name,
+          c.image,
+        ]),
+        after.metadata?.labels,
+      ],
+      [
+        [
+          ['web', 'z'],
+          ['log-shipper', 'ghcr.io/acme/log-shipper:2.1.0'],
+          ['x', 'y'],
+        ],
+        { team: 'payments' },
+      ],
+    );
   });
 });
