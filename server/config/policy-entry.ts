@@ -38,7 +38,7 @@ function boundedList(r: Reader, value: unknown, path: string, max: number): unkn
 }
 
 /** Compiles `expression` or fails at its field, saying where in it the problem is. */
-export function program(r: Reader, value: unknown, path: string, options: CompileOptions): CelProgram {
+function program(r: Reader, value: unknown, path: string, options: CompileOptions): CelProgram {
   const expression = r.requiredString(value, path);
   const result = compile(expression, options);
   if (result.ok) return result.program;
