@@ -138,7 +138,7 @@ function readMutations(r: Reader, value: unknown, p: string, variables: readonly
     const body = r.map(m[field], childPath(at, field), ['expression'], false);
     const compiled = program(r, body.expression, childPath(childPath(at, field), 'expression'), {
       variables,
-      messages: patchType === 'JSONPatch' ? 'jsonPatch' : 'applyConfiguration',
+      messages: field,
     });
     return { patchType, program: compiled };
   });
