@@ -1,7 +1,7 @@
 /**
  * The CEL environment: @marcbachmann/cel-js with the options and libraries the apiserver's base environment has
  * (optional types, homogeneous aggregate literals, the strings, lists, sets, regex, URL, IP, CIDR, quantity,
- * semver and format libraries), and the variables an expression may read. Building one is slow (milliseconds),
+ * semver, format and JSON Patch libraries), and the variables an expression may read. Building one is slow (milliseconds),
  * so the base is built once and each set of declared variables once.
  */
 import { Environment } from '@marcbachmann/cel-js';
@@ -17,6 +17,7 @@ import { ipLibrary } from './ip.js';
 import { urlLibrary } from './urls.js';
 import { semverLibrary } from './semver.js';
 import { formatLibrary } from './format.js';
+import { jsonPatchLibrary } from './jsonpatch.js';
 
 /** The top-level variables an expression may be given, as the apiserver names them. */
 export const DECLARATIONS = ['object', 'oldObject', 'request', 'params', 'namespaceObject'] as const;
@@ -36,6 +37,7 @@ const LIBRARIES: readonly Library[] = [
   quantityLibrary,
   semverLibrary,
   formatLibrary,
+  jsonPatchLibrary,
 ];
 
 /** The engine's functions the libraries implement instead (regex's `matches`). */

@@ -71,7 +71,9 @@ function describe(program: CelProgram, error: unknown, cost: number): EvalResult
       reason: 'error',
       code: typeof e.code === 'string' ? e.code : error instanceof CelValueError ? 'invalid_value' : 'internal_error',
       message: text.split('\n')[0] ?? text,
-      position: e.range ? positionAt(program.expression, e.range.start) : undefined,
+      position: e.range
+        ? positionAt(program.expression, program.originOf?.(e.range.start) ?? e.range.start)
+        : undefined,
       cost,
     };
   }

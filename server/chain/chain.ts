@@ -13,7 +13,7 @@ import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
 import { indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
 import { createPluginSteps } from './plugin-step.js';
-import { createPolicyStep } from './policy-entry-step.js';
+import { createPolicySteps } from './policy-entry-step.js';
 import { buildNativeSteps } from '../native-policy/native-steps.js';
 import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
@@ -210,7 +210,7 @@ export function buildPluginEntries(
     entry.kind === 'plugin'
       ? [pluginEntrySteps(entry, registry, file)]
       : entry.kind === 'policy'
-        ? [{ steps: [createPolicyStep(entry)], authorize: [] }]
+        ? [{ steps: createPolicySteps(entry), authorize: [] }]
         : entry.kind === 'admissionPolicies'
           ? [{ steps: buildNativeSteps(entry, file), authorize: [] }]
           : [],

@@ -43,8 +43,9 @@ export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 export const CONFIG_KIND = 'GatewayConfig';
 
 const ENTRY_FIELDS = ['name', 'match', 'settings', ...STEP_FIELDS];
-/** A policy validates: it takes no settings and writes nothing. */
+/** A policy takes no settings and has no side effects; only one with `mutations` writes, and may say what. */
 const NOT_FOR_POLICIES: readonly string[] = ['settings', 'sideEffects', 'reinvocationPolicy', ...DECLARATION_FIELDS];
+const NOT_FOR_MUTATING_POLICIES: readonly string[] = ['settings', 'sideEffects'];
 /** The key that makes a chain entry a plugin, a provider or a policy. */
 const ENTRY_KINDS = ['plugin', 'provider', 'policy', 'admissionPolicies'];
 const PROVIDER_FIELDS = [
@@ -531,7 +532,8 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   }
   if (raw.admissionPolicies !== undefined) return readNativePoliciesEntry(r, raw, p, order, baseDir);
   if (raw.policy !== undefined) {
-    const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !NOT_FOR_POLICIES.includes(f))]);
+    const notFor = raw.mutations === undefined ? NOT_FOR_POLICIES : NOT_FOR_MUTATING_POLICIES;
+    const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !notFor.includes(f))]);
     const policy = r.requiredString(m.policy, `${p}.policy`);
     if (m.match === undefined) r.fail(`${p}.match`, 'is required (the requests the policy is for)');
     return { kind: 'policy', policy, ...readEntryCommon(r, m, p, policy, order), spec: readPolicySpec(r, m, p) };

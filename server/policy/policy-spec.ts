@@ -1,7 +1,7 @@
 /**
  * A `policy` chain entry's body as compiled when the configuration loads: the field names of the apiserver's
- * ValidatingAdmissionPolicy, each expression already a program (server/cel/). Its matchConditions are every
- * chain entry's (config/match-conditions.ts), which the dispatchers evaluate.
+ * ValidatingAdmissionPolicy and MutatingAdmissionPolicy, each expression already a program (server/cel/). Its
+ * matchConditions are every chain entry's (config/match-conditions.ts), which the dispatchers evaluate.
  */
 import type { CelProgram } from '../cel/index.js';
 
@@ -41,8 +41,21 @@ export interface PolicyAuditAnnotation {
   readonly program: CelProgram;
 }
 
+/** `mutations[].patchType`: how the expression's result changes the object. */
+export type PatchType = 'JSONPatch' | 'ApplyConfiguration';
+
+export const PATCH_TYPES: readonly PatchType[] = ['JSONPatch', 'ApplyConfiguration'];
+
+/** One of `mutations`: a `jsonPatch` or an `applyConfiguration` expression. */
+export interface PolicyMutation {
+  readonly patchType: PatchType;
+  readonly program: CelProgram;
+}
+
 export interface PolicySpec {
   readonly variables: readonly PolicyVariable[];
   readonly validations: readonly PolicyValidation[];
   readonly auditAnnotations: readonly PolicyAuditAnnotation[];
+  /** Run in the mutate phase, in order; absent or empty: the entry has no mutate step. */
+  readonly mutations?: readonly PolicyMutation[];
 }

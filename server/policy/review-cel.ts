@@ -18,7 +18,7 @@ export interface ReviewCel {
 const reviews = new WeakMap<AdmissionRequest, ReviewCel>();
 
 /** The request as `request` reads it: without the objects, which have variables of their own. */
-function requestValue(request: AdmissionRequest): Omit<AdmissionRequest, 'object' | 'oldObject'> {
+export function requestValue(request: AdmissionRequest): Omit<AdmissionRequest, 'object' | 'oldObject'> {
   const { object: _object, oldObject: _oldObject, ...rest } = request;
   return rest;
 }

@@ -1,0 +1,126 @@
+/**
+ * A `policy` chain entry's `mutations`, with the semantics of the apiserver's MutatingAdmissionPolicy: in order,
+ * each expression evaluated against the object as the mutations before it left it; a JSONPatch result applied as
+ * its operations, an ApplyConfiguration result merged (apply-configuration.ts). A JSON patch whose `test`
+ * operation does not hold changes nothing and is no failure, as in the apiserver; any other patch that does not
+ * apply, an expression that fails or runs out of cost budget, is the step's failure (StepFailedError). The
+ * changes come back as one list of JSON Patch operations against the object the step was given, which the
+ * mutate phase applies as it applies a provider's patch (declared write sets, conflicts, the review's patch).
+ */
+import type { AdmissionRequest, JsonPatchOperation, KubeObject } from '../admission/types.js';
+import { PatchApplyError, StepFailedError } from '../base/errors.js';
+import {
+  activation,
+  CelValueError,
+  evaluate,
+  lazyVariables,
+  toJson,
+  type Activation,
+  type CelProgram,
+} from '../cel/index.js';
+import { applyPatchInPlace } from '../patch/apply.js';
+import { applyConfigurationPatch, ApplyConfigurationError } from './apply-configuration.js';
+import { mergeSchemaFor } from './merge-schema.js';
+import { copyAlong } from './path-copy.js';
+import type { PolicyMutation, PolicySpec } from './policy-spec.js';
+import { requestValue, reviewCel, type ReviewCel } from './review-cel.js';
+import { failed } from './run-policy.js';
+
+/** The most operations a policy's mutations may give together (the apiserver's bound on one JSON patch). */
+export const MAX_MUTATION_OPERATIONS = 10_000;
+
+/** What the mutations read of a step's invocation. */
+export interface MutationInvocation {
+  readonly request: AdmissionRequest;
+  /** The object as it stands when the step runs, never changed here. */
+  readonly plainObject: KubeObject | undefined;
+}
+
+const fieldOf = (i: number, mutation: PolicyMutation): string =>
+  `mutations[${i}].${mutation.patchType === 'JSONPatch' ? 'jsonPatch' : 'applyConfiguration'}.expression`;
+
+/** A JSONPatch expression's result as operations (their shape is checked when they are applied). */
+function jsonPatchOf(value: unknown): JsonPatchOperation[] {
+  if (!Array.isArray(value)) throw new ApplyConfigurationError('expected a list of JSONPatch{…}');
+  return value.map((item, i) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item))
+      throw new ApplyConfigurationError(`item ${i} is not a JSONPatch{…}`);
+    return item as JsonPatchOperation;
+  });
+}
+
+/** The values one mutation reads: the object as it is now, and the policy's variables evaluated against it. */
+function valuesOf(spec: PolicySpec, base: Activation, cel: ReviewCel): Activation {
+  if (spec.variables.length === 0) return base;
+  const programs = new Map<string, CelProgram>(spec.variables.map((v) => [v.name, v.program]));
+  const values: Activation = { ...base, variables: lazyVariables(programs, () => values, cel.budget) };
+  return values;
+}
+
+/** One mutation's operations against `object`, or the failure that stops the step. */
+function operationsOf(
+  mutation: PolicyMutation,
+  field: string,
+  values: Activation,
+  object: KubeObject,
+  request: AdmissionRequest,
+  cel: ReviewCel,
+): JsonPatchOperation[] | StepFailedError {
+  const result = evaluate(mutation.program, values, cel.budget);
+  if (!result.ok) return failed(field, result);
+  try {
+    const json = toJson(result.value);
+    return mutation.patchType === 'JSONPatch'
+      ? jsonPatchOf(json)
+      : applyConfigurationPatch(object, json, mergeSchemaFor(request.kind.kind));
+  } catch (err) {
+    if (err instanceof ApplyConfigurationError || err instanceof CelValueError)
+      return new StepFailedError('invalid_patch', `${field}: ${err.message}`);
+    throw err;
+  }
+}
+
+/**
+ * The policy's changes to the invocation's object as JSON Patch operations (none when a matchCondition is false
+ * or nothing changed), or the failure of one of its mutations.
+ */
+export function runMutations(spec: PolicySpec, inv: MutationInvocation): JsonPatchOperation[] | StepFailedError {
+  const mutations = spec.mutations ?? [];
+  const { request } = inv;
+  if (mutations.length === 0 || inv.plainObject === undefined) return [];
+  let current: KubeObject = inv.plainObject;
+  const cel = reviewCel(request);
+  const plainRequest = requestValue(request);
+  // Not the review's shared values (review-cel.ts): those are kept by the object, which the mutate phase edits.
+  const baseFor = (object: KubeObject): Activation =>
+    activation({ object, oldObject: request.oldObject, request: plainRequest });
+  let base: Activation;
+  try {
+    base = baseFor(current);
+  } catch (err) {
+    if (!(err instanceof CelValueError)) throw err;
+    return new StepFailedError('error', `the request cannot be handed to CEL: ${err.message}`);
+  }
+  const all: JsonPatchOperation[] = [];
+  for (const [i, mutation] of mutations.entries()) {
+    const field = fieldOf(i, mutation);
+    if (i > 0) base = baseFor(current);
+    const ops = operationsOf(mutation, field, valuesOf(spec, base, cel), current, request, cel);
+    if (ops instanceof StepFailedError) return ops;
+    if (ops.length === 0) continue;
+    if (all.length + ops.length > MAX_MUTATION_OPERATIONS)
+      return new StepFailedError('invalid_patch', `${field}: more than ${MAX_MUTATION_OPERATIONS} operations in all`);
+    const next = copyAlong(current, ops);
+    try {
+      // Values of their own: an operation's value put in place must not be what a later operation edits.
+      applyPatchInPlace(next, structuredClone(ops));
+    } catch (err) {
+      if (!(err instanceof PatchApplyError)) throw err;
+      if (ops[err.index]?.op === 'test') continue;
+      return new StepFailedError('invalid_patch', `${field}: ${err.message}`, { cause: err });
+    }
+    all.push(...ops);
+    current = next;
+  }
+  return all;
+}
