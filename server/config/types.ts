@@ -10,6 +10,7 @@ import type { StepDeclarations } from './step-declarations.js';
 import type { StepOptions } from './step-options.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { PolicySpec } from '../policy/policy-spec.js';
+import type { ExceptionsConfig } from './exceptions.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -261,6 +262,7 @@ export interface PolicyEntry extends EntryOptions {
 
 export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry;
 
+
 export interface GatewayConfig {
   /** The file it was read from ('(embedded default)' when none). */
   readonly file: string;
@@ -275,6 +277,8 @@ export interface GatewayConfig {
   readonly audit: AuditConfig;
   /** Absent: tracing is off (no `tracing.otlpEndpoint`). */
   readonly tracing?: TracingConfig;
+  /** Exceptions (README "Exceptions"): which steps accept them, their longest life, files of them. */
+  readonly exceptions: ExceptionsConfig;
 }
 
 /** The decision traces of recent reviews (README "Explaining a decision"). */

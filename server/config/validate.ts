@@ -19,6 +19,7 @@ import { Reader, childPath, urlForMessage } from './reader.js';
 import { readStepOptions } from './step-options.js';
 import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import { readTracing } from './tracing.js';
+import { readExceptionsConfig } from './exceptions.js';
 import { POLICY_FIELDS, readPolicySpec } from './policy-entry.js';
 import type {
   AuditConfig,
@@ -583,6 +584,7 @@ export const TOP_LEVEL_FIELDS = [
   'chain',
   'audit',
   'tracing',
+  'exceptions',
 ] as const;
 
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
@@ -621,5 +623,6 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     chain,
     audit: readAudit(r, m.audit),
     ...(tracing ? { tracing } : {}),
+    exceptions: readExceptionsConfig(r, m.exceptions, 'exceptions', baseDir),
   };
 }
