@@ -262,7 +262,6 @@ export interface PolicyEntry extends EntryOptions {
 
 export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry;
 
-
 export interface GatewayConfig {
   /** The file it was read from ('(embedded default)' when none). */
   readonly file: string;
