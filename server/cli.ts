@@ -230,6 +230,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         const review = reviewCommand(args, values.route, values['exit-code'] === true, {
           explain: values.explain === true,
           output: values.output,
+          exceptions: values.exceptions,
         });
         return await runReviewCommand(review, await configFrom(values, io), io);
       }

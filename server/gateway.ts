@@ -48,6 +48,8 @@ import {
 } from './tls/serving-certificate.js';
 import type { CertificateSource } from './tls/certificate-source.js';
 import { startTracing } from './tracing/start-tracing.js';
+import { createExceptionLabels } from './exceptions/exception-label.js';
+import { loadExceptions, type WatchedExceptions } from './exceptions/watched-exceptions.js';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -84,6 +86,8 @@ export interface GatewayOptions {
 
 export interface Gateway {
   readonly metrics: Metrics;
+  /** The exceptions in force: those of `exceptions.files`, and the cluster's as cluster mode sets them. */
+  readonly exceptions: WatchedExceptions;
   readonly reviewer: Reviewer;
   /** https://host:port of the webhook server. */
   readonly webhookUrl: string;
@@ -200,6 +204,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 
+  const exceptionLabel = createExceptionLabels();
+  const exceptions = await loadExceptions(config.exceptions, {
+    onApplied: (step, exception) =>
+      metrics.exceptionsApplied.inc({ step, exception: exceptionLabel(exception), mode: exception.mode }),
+  });
   const tracing = await startTracing(config.tracing, { log, metrics });
   const reviewer = createReviewer({
     chain: () => chains.current(),
@@ -214,6 +223,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // The annotation names a kept trace: the reviews the buffer keeps get it.
     ...(config.explain.auditAnnotation && traces.size > 0 ? { annotateTrace: config.explain.keep } : {}),
     shadow: new ShadowRunner({ metrics, log, now: () => performance.now() }),
+    exceptions,
   });
 
   const authorizer = createAuthorizer({
@@ -361,6 +371,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   return {
     metrics,
+    exceptions,
     reviewer,
     webhookUrl,
     opsUrl,

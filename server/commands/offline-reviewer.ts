@@ -17,6 +17,7 @@ import {
   type Reviewer,
 } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
+import type { ExceptionSource } from '../exceptions/exception-source.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { createChainForConfig, type ConfiguredChainDeps, type ProviderChains } from '../providers/configured-chain.js';
 
@@ -52,6 +53,8 @@ export function offlineReviewer(
     readonly onReviewed?: ((reviewed: ReviewedRequest) => void) | undefined;
     /** Where namespace labels come from; without a cluster, only the name label. */
     readonly namespaceLabels?: NamespaceLabelSource | undefined;
+    /** The exceptions applied (README "Exceptions"); none without. */
+    readonly exceptions?: ExceptionSource | undefined;
   },
 ): Reviewer {
   return createReviewer({
@@ -62,5 +65,6 @@ export function offlineReviewer(
     deadlineMarginMs: deps.config.server.deadlineMarginMs,
     defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
     ...(deps.onReviewed ? { onReviewed: deps.onReviewed } : {}),
+    ...(deps.exceptions ? { exceptions: deps.exceptions } : {}),
   });
 }

@@ -52,6 +52,7 @@ export const OPTIONS = {
   route: { type: 'string' },
   'exit-code': { type: 'boolean' },
   explain: { type: 'boolean' },
+  exceptions: { type: 'string', multiple: true },
   ca: { type: 'string' },
   service: { type: 'string' },
   url: { type: 'string' },
@@ -114,7 +115,7 @@ export const REGISTRATION_OPTIONS = [
 const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'health-port', 'log-level'],
   certs: ['ca'],
-  review: ['route', 'exit-code', 'explain', 'output'],
+  review: ['route', 'exit-code', 'explain', 'output', 'exceptions'],
   replay: ['offline', 'output', 'exit-code'],
   provider: [
     'port',
@@ -264,7 +265,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 audited, 1 incomplete (a resource not listed, a bound reached, a report not written) or a
 runtime failure, 2 bad usage or config, ${EXIT_DENIED} some object fails (with --exit-code).`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
-                                       [--explain] [--output text|json]
+                                       [--explain] [--output text|json] [--exceptions FILE]...
 
 Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the
 configured chain without a cluster and prints, as JSON, each phase's AdmissionReview response and its
@@ -281,6 +282,8 @@ ${CONFIG_OPTION}
                       time and the deadline it had left
   --output, -o FORMAT without --explain, json (the answers, as by default); with --explain, text (default) or
                       json (the traces as GET /explain/<uid> serves them)
+  --exceptions FILE   AdmissionExceptions and ClusterAdmissionExceptions (YAML) applied besides those of
+                      exceptions.files, judged at the current time (repeatable)
 
 Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
 or input, ${EXIT_DENIED} refused (with --exit-code).`,

@@ -9,6 +9,7 @@ import type { LocateField } from './field-positions.js';
 import type { StepFields } from './entry-fields.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { PolicySpec } from '../policy/policy-spec.js';
+import type { ExceptionsConfig } from './exceptions.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -277,6 +278,8 @@ export interface GatewayConfig {
   readonly audit: AuditConfig;
   /** Absent: tracing is off (no `tracing.otlpEndpoint`). */
   readonly tracing?: TracingConfig;
+  /** Exceptions (README "Exceptions"): which steps accept them, their longest life, files of them. */
+  readonly exceptions: ExceptionsConfig;
 }
 
 /** The decision traces of recent reviews (README "Explaining a decision"). */

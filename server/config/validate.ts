@@ -17,6 +17,7 @@ import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath, urlForMessage } from './reader.js';
 import { readTracing } from './tracing.js';
+import { readExceptionsConfig } from './exceptions.js';
 import { POLICY_FIELDS, readPolicySpec } from './policy-entry.js';
 import { readNativePoliciesEntry } from './native-policies-entry.js';
 import type {
@@ -576,6 +577,7 @@ export const TOP_LEVEL_FIELDS = [
   'chain',
   'audit',
   'tracing',
+  'exceptions',
 ] as const;
 
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
@@ -614,5 +616,6 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     chain,
     audit: readAudit(r, m.audit),
     ...(tracing ? { tracing } : {}),
+    exceptions: readExceptionsConfig(r, m.exceptions, 'exceptions', baseDir),
   };
 }

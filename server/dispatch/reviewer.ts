@@ -29,6 +29,8 @@ import {
 import type { ShadowRun } from './shadow.js';
 import type { Step } from '../steps/step.js';
 import { runValidatePhase } from './validate.js';
+import { reviewExceptions } from './review-exceptions.js';
+import type { ExceptionSource } from '../exceptions/exception-source.js';
 
 /** Where namespaceSelector labels come from: an informer cache in cluster mode, a stand-in otherwise. */
 export interface NamespaceLabelSource {
@@ -71,6 +73,8 @@ export interface ReviewerDeps {
   readonly shadow?: { run(run: ShadowRun): void };
   /** Traces each review and its steps (README "Tracing"); absent, tracing costs a review nothing. */
   readonly tracing?: ReviewTracer | undefined;
+  /** The exceptions in force (README "Exceptions"); absent or empty, they cost a review one check. */
+  readonly exceptions?: ExceptionSource | undefined;
 }
 
 export { ReviewedRequest };
@@ -181,6 +185,10 @@ interface ReviewEnd {
 export function createReviewer(deps: ReviewerDeps): Reviewer {
   const now = deps.now ?? (() => performance.now());
   const { metrics } = deps;
+  // An exception's namespaceSelector needs the labels as a step's does.
+  const phaseNeedsLabels = (chain: Chain, selection: StepSelection): boolean =>
+    chain.needsNamespaceLabels(selection.phase, selection.failurePolicy) ||
+    deps.exceptions?.current().needsNamespaceLabels === true;
 
   /**
    * The references of a review, resolved (review-references.ts), and the namespace's labels: its references
@@ -206,7 +214,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     // On a cache miss the namespace's references are not known yet: its labels are asked for at once if any
     // extension could need them, so that one GET serves both.
     const needsLabels =
-      chain.needsNamespaceLabels(selection.phase, selection.failurePolicy) ||
+      phaseNeedsLabels(chain, selection) ||
       needLabels(object) ||
       (fromNamespace instanceof Promise ? chain.extensions.needsNamespaceLabels : needLabels(fromNamespace));
     const labelsOf = needsLabels ? namespaceToLookUp(request) : undefined;
@@ -246,9 +254,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     const value = objectReferenceValue(request);
     if (value !== undefined || chain.extensions.usesReferences)
       return lookUpReferences(request, chain, selection, value, notes);
-    const namespace = chain.needsNamespaceLabels(selection.phase, selection.failurePolicy)
-      ? namespaceToLookUp(request)
-      : undefined;
+    const namespace = phaseNeedsLabels(chain, selection) ? namespaceToLookUp(request) : undefined;
     const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
     return found instanceof Promise ? found.then(labelsOnly) : labelsOnly(found);
   };
@@ -337,6 +343,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         observer,
         now,
         large,
+        exceptions: reviewExceptions(deps.exceptions, request, namespaceLabels, notes),
       };
       const decision =
         refusal ??

@@ -25,6 +25,8 @@ import { startLeaderDuties, type LeaderDuties, type LeaderDuty } from './leader-
 import { createManagedCertificate, type RotationStep } from './managed-certificate.js';
 import { createNamespaceLabelCache } from './namespace-labels.js';
 import { createProviderWatcher, type ProviderWatcher } from './provider-watcher.js';
+import { createExceptionWatcher, type ExceptionWatcher } from './exception-watcher.js';
+import type { WatchedExceptions } from '../exceptions/watched-exceptions.js';
 
 export interface ClusterModeOptions {
   readonly backoff?: BackoffOptions;
@@ -52,6 +54,8 @@ export interface RunningGateway {
   readonly metrics: Metrics;
   /** The chain AdmissionProviders are set into. */
   readonly chains: ProviderChains;
+  /** Where the cluster's AdmissionExceptions and ClusterAdmissionExceptions are set. */
+  readonly exceptions?: WatchedExceptions;
 }
 
 export interface ClusterMode {
@@ -81,6 +85,7 @@ export function createClusterMode(
   });
   let watcher: ProviderWatcher | undefined;
   let leaderDuties: LeaderDuties | undefined;
+  let exceptionWatcher: ExceptionWatcher | undefined;
   const watching = config.kube.watchProviders;
 
   // prepare() may create the Secret before the gateway (and its metrics) exist: counted at attach().
@@ -155,6 +160,16 @@ export function createClusterMode(
           log,
         });
       }
+      if (gateway.exceptions) {
+        exceptionWatcher = createExceptionWatcher({
+          kc,
+          exceptions: gateway.exceptions,
+          log,
+          ...(options.backoff ? { backoff: options.backoff } : {}),
+          onConnectionChange: (resource, connected) => connection(resource)(connected),
+        });
+        void exceptionWatcher.start();
+      }
       if (!watching) return;
       watcher = createProviderWatcher({
         kc,
@@ -174,7 +189,13 @@ export function createClusterMode(
       void watcher.start();
     },
     async stop() {
-      await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop(), leaderDuties?.stop()]);
+      await Promise.all([
+        namespaces.runner.stop(),
+        watcher?.stop(),
+        exceptionWatcher?.stop(),
+        managed?.stop(),
+        leaderDuties?.stop(),
+      ]);
     },
   };
 }

@@ -1,0 +1,129 @@
+/**
+ * Exceptions through a real kube-apiserver (README "Exceptions"): an AdmissionException lets one Deployment
+ * past require-labels in its own namespace only, until its expiresAt, after which the same running gateway
+ * refuses it again; /explain names the exception.
+ */
+import assert from 'node:assert/strict';
+import { ApiException, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { apps, eventually, readStatus, statusOf } from './cluster.js';
+import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { apiextensions, customObjects } from './admission-providers.js';
+import { manifestDocuments, toModel } from './manifests.js';
+import { pauseDeployment } from './objects.js';
+
+const GROUP = { group: 'admissiongateway.io', version: 'v1alpha1', plural: 'admissionexceptions' };
+
+/** Both exception CRDs as the manifests install them, served. */
+async function ensureExceptionCrds(): Promise<void> {
+  for (const file of ['crd-admissionexception.yaml', 'crd-clusteradmissionexception.yaml']) {
+    const [crd] = (await manifestDocuments(file)) as [Record<string, unknown>];
+    await apiextensions()
+      .createCustomResourceDefinition({ body: toModel<V1CustomResourceDefinition>(crd, 'V1CustomResourceDefinition') })
+      .catch((err: unknown) => {
+        if (!(err instanceof ApiException && err.code === 409)) throw err;
+      });
+  }
+  await eventually('AdmissionExceptions to be served', async () =>
+    (await readStatus(() => customObjects().listClusterCustomObject(GROUP))) === 200 ? true : undefined,
+  );
+}
+
+/** The AdmissionException `web-no-team` in `namespace`, letting Deployment web off require-labels until `expiresAt`. */
+async function createException(namespace: string, expiresAt: Date): Promise<void> {
+  await customObjects().createNamespacedCustomObject({
+    ...GROUP,
+    namespace,
+    body: {
+      apiVersion: 'admissiongateway.io/v1alpha1',
+      kind: 'AdmissionException',
+      metadata: { name: 'web-no-team', namespace },
+      spec: {
+        steps: ['require-labels'],
+        match: {
+          names: ['web'],
+          rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
+        },
+        expiresAt: expiresAt.toISOString().replace(/\.\d+Z$/, 'Z'),
+        reason: 'the web team moves to the new labels next quarter',
+        ticket: 'PLAT-123',
+      },
+    },
+  });
+}
+
+describe('exceptions through a real kube-apiserver', function () {
+  let gw: E2EGateway | undefined;
+  let namespace: string;
+  let other: string;
+
+  before(async function () {
+    await ensureExceptionCrds();
+    gw = await startE2EGateway({
+      suite: 'exceptions',
+      chain: '- plugin: require-labels\n  settings: { labels: [team] }\n',
+      explain: { keep: 'all' },
+      clusterMode: {},
+      kube: { watchProviders: false },
+      validating: [
+        {
+          name: 'validate',
+          route: 'validate',
+          rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
+        },
+      ],
+    });
+    namespace = await gw.namespace();
+    other = await gw.namespace();
+  });
+
+  after(async function () {
+    await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
+  });
+
+  /** Creates Deployment web without a team label in dry-run: the error it meets, or undefined when admitted. */
+  const tryWeb = async (): Promise<ApiException<unknown> | undefined> => {
+    try {
+      await apps().createNamespacedDeployment({ namespace, body: pauseDeployment('web', {}), dryRun: 'All' });
+      return undefined;
+    } catch (err) {
+      if (err instanceof ApiException) return err;
+      throw err;
+    }
+  };
+
+  it('admits the Deployment only while an exception of its own namespace names it, and refuses it after expiresAt', async function () {
+    this.timeout(120_000);
+    const refused = `admission webhook "${gw!.webhookName('validate')}" denied the request: require-labels: missing required label: team`;
+    assert.equal(statusOf((await tryWeb())!).message, refused);
+
+    // In another namespace it covers nothing here, even once the gateway has seen it.
+    await createException(other, new Date(Date.now() + 600_000));
+    await eventually('the other namespace exception to be accepted', async () => {
+      const object = (await customObjects().getNamespacedCustomObject({
+        ...GROUP,
+        namespace: other,
+        name: 'web-no-team',
+      })) as { status?: { conditions?: Array<{ type: string; status: string }> } };
+      return object.status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True') ? true : undefined;
+    });
+    assert.equal(statusOf((await tryWeb())!).message, refused);
+
+    // Expiring some seconds ahead: the real clock runs out while the gateway keeps running.
+    await createException(namespace, new Date(Date.now() + 15_000));
+    await eventually('the exception to admit the Deployment', async () => ((await tryWeb()) ? undefined : true));
+
+    const listed = (await (await fetch(`${gw!.gateway.opsUrl}/explain?limit=50`)).json()) as {
+      reviews: Array<{ uid: string; namespace?: string; name?: string; allowed: boolean }>;
+    };
+    const admitted = listed.reviews.find((r) => r.namespace === namespace && r.name === 'web' && r.allowed);
+    assert.ok(admitted, JSON.stringify(listed.reviews));
+    const text = await (await fetch(`${gw!.gateway.opsUrl}/explain/${admitted.uid}?format=text`)).text();
+    assert.match(text, new RegExp(`skipped-by-exception: AdmissionException ${namespace}/web-no-team \\(until `));
+
+    const again = await eventually('the expired exception to stop applying', async () => tryWeb(), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
+    assert.equal(statusOf(again).message, refused);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Exceptions in admission (README "Exceptions"): whole answers, the step reports, and the metric, for an
+ * Exempt, a Warn and an expired exception, judged against a clock the test sets.
+ */
+import assert from 'node:assert/strict';
+import { Registry } from 'prom-client';
+import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
+import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
+import { parseConfigText } from '../../../server/config/load.js';
+import { createLogger } from '../../../server/base/log.js';
+import { createReviewer, standaloneNamespaceLabels } from '../../../server/dispatch/reviewer.js';
+import { createExceptionLabels } from '../../../server/exceptions/exception-label.js';
+import { createExceptionStore } from '../../../server/exceptions/exception-source.js';
+import { readException } from '../../../server/exceptions/read-exception.js';
+import { selectionOf } from '../../../server/http/routes.js';
+import { createMetrics } from '../../../server/metrics/metrics.js';
+import { allow, definePlugin, deny } from '../../../server/plugin-api/index.js';
+import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
+
+const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
+const requireOwner = definePlugin({
+  name: 'require-owner',
+  match: everything,
+  setup: () => ({
+    validate: ({ object }) => (object?.metadata?.labels?.owner ? allow() : deny('missing label "owner"')),
+  }),
+});
+
+const CREATED = Date.parse('2027-01-01T00:00:00Z');
+const EXPIRES_AT = Date.parse('2027-03-01T00:00:00Z');
+
+function exception(mode: 'Exempt' | 'Warn', name = 'web-no-owner', namespace = 'team-a') {
+  return readException(
+    {
+      apiVersion: 'admissiongateway.io/v1alpha1',
+      kind: 'AdmissionException',
+      metadata: { name, namespace },
+      spec: {
+        steps: ['require-owner'],
+        match: { names: ['web'] },
+        expiresAt: '2027-03-01T00:00:00Z',
+        reason: 'owners are assigned next quarter',
+        mode,
+      },
+    },
+    { maxLifetimeMs: 90 * 86_400_000, now: CREATED },
+  );
+}
+
+function setUp(exceptions: ReturnType<typeof exception>[]) {
+  let now = CREATED;
+  const registry = new Registry();
+  const metrics = createMetrics(registry, { defaultMetrics: false });
+  const label = createExceptionLabels();
+  const store = createExceptionStore({
+    clock: () => now,
+    onApplied: (step, e) => metrics.exceptionsApplied.inc({ step, exception: label(e), mode: e.mode }),
+  });
+  store.set(exceptions);
+  const config = parseConfigText('chain: [{ plugin: require-owner }]', 'gateway.yaml', '/');
+  const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([requireOwner]), config.file));
+  const reviewer = createReviewer({
+    chain: () => chain,
+    metrics,
+    log: createLogger('silent'),
+    namespaceLabels: standaloneNamespaceLabels,
+    deadlineMarginMs: 250,
+    defaultTimeoutMs: 10_000,
+    exceptions: store,
+  });
+  const review = async () => {
+    const result = await reviewer.review(requestOf(podCreate()), selectionOf('validate'));
+    return { response: result.response, reports: result.reports.map(({ ms: _ms, ...rest }) => rest) };
+  };
+  return {
+    review,
+    setNow: (ms: number) => (now = ms),
+    applied: async () => (await registry.getSingleMetricAsString('admission_gateway_exceptions_applied_total')).trim(),
+  };
+}
+
+const UID = requestOf(podCreate()).uid;
+const REFUSED = {
+  response: {
+    uid: UID,
+    allowed: false,
+    status: { code: 403, message: 'require-owner: missing label "owner"', reason: 'Forbidden' },
+  },
+  reports: [{ step: 'require-owner', outcome: 'denied' }],
+};
+
+describe('exceptions in a review', () => {
+  it('without exceptions the step refuses the Pod', async () => {
+    assert.deepEqual(await setUp([]).review(), REFUSED);
+  });
+
+  it('an Exempt exception skips the step, naming itself and its expiry in the report, and is counted', async () => {
+    const t = setUp([exception('Exempt')]);
+    assert.deepEqual(await t.review(), {
+      response: { uid: UID, allowed: true },
+      reports: [
+        {
+          step: 'require-owner',
+          outcome: 'skipped',
+          reason: 'skipped-by-exception: AdmissionException team-a/web-no-owner (until 2027-03-01T00:00:00Z)',
+        },
+      ],
+    });
+    assert.match(
+      await t.applied(),
+      /admission_gateway_exceptions_applied_total\{step="require-owner",exception="team-a\/web-no-owner",mode="Exempt"\} 1$/,
+    );
+  });
+
+  it('a Warn exception runs the step and answers its denial as a warning naming the exception', async () => {
+    assert.deepEqual(await setUp([exception('Warn')]).review(), {
+      response: {
+        uid: UID,
+        allowed: true,
+        warnings: [
+          'require-owner: missing label "owner" (not enforced: AdmissionException team-a/web-no-owner, mode Warn, until 2027-03-01T00:00:00Z)',
+        ],
+      },
+      reports: [{ step: 'require-owner', outcome: 'denied' }],
+    });
+  });
+
+  it('at expiresAt the same reviewer refuses again, with a warning naming the expired exception', async () => {
+    const t = setUp([exception('Exempt')]);
+    t.setNow(EXPIRES_AT - 1);
+    assert.equal((await t.review()).response.allowed, true);
+    t.setNow(EXPIRES_AT);
+    assert.deepEqual(await t.review(), {
+      ...REFUSED,
+      response: {
+        ...REFUSED.response,
+        warnings: [
+          'require-owner: AdmissionException team-a/web-no-owner expired at 2027-03-01T00:00:00Z and no longer applies',
+        ],
+      },
+    });
+  });
+
+  it("an exception in another namespace changes nothing in the Pod's", async () => {
+    assert.deepEqual(await setUp([exception('Exempt', 'web-no-owner', 'team-b')]).review(), REFUSED);
+  });
+});
