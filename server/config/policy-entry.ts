@@ -36,6 +36,12 @@ function readVariables(r: Reader, value: unknown, p: string): PolicyVariable[] {
     const name = r.requiredString(m.name, childPath(at, 'name'));
     if (!IDENTIFIER.test(name)) r.fail(childPath(at, 'name'), 'expected a CEL identifier (letters, digits, _)', name);
     if (names.includes(name)) r.fail(childPath(at, 'name'), `the name "${name}" is already used in this list`);
+    // The engine finds a value's type by its `constructor`: a variable of that name would make `variables` unusable.
+    if (name === 'constructor')
+      r.fail(
+        childPath(at, 'name'),
+        'the name "constructor" is not supported here (the CEL engine takes it for the type of `variables`); choose another',
+      );
     // As in the apiserver, a variable reads only those defined before it.
     const compiled = program(r, m.expression, childPath(at, 'expression'), { variables: [...names] });
     names.push(name);

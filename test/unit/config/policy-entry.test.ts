@@ -92,6 +92,11 @@ describe('a policy chain entry', () => {
       'gateway.yaml:4:58: chain[0].matchConditions[1].name: the name "m" is already used in this list',
     ],
     [
+      'a variable named constructor, which the CEL engine would read as the type of `variables`',
+      policy('    variables: [{ name: constructor, expression: "1" }]\n    validations: [{ expression: "true" }]\n'),
+      'gateway.yaml:4:19: chain[0].variables[0].name: the name "constructor" is not supported here (the CEL engine takes it for the type of `variables`); choose another',
+    ],
+    [
       'a variable name that is not a CEL identifier',
       policy('    variables: [{ name: my-var, expression: "1" }]\n    validations: [{ expression: "true" }]\n'),
       'gateway.yaml:4:19: chain[0].variables[0].name: expected a CEL identifier (letters, digits, _), got "my-var"',
