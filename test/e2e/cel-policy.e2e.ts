@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { apiError, core, randomSuffix, readStatus, statusOf } from './cluster.js';
-import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { anyFailed, startE2EGateway, type E2EGateway, podCreateWebhook } from './gateway.js';
 import { webAndAgentPod } from './objects.js';
 import { MEMORY_LIMITS_CHAIN } from '../fixtures/memory-limits-policy.js';
 import { LOG_SHIPPER_CHAIN, TEAM_LABEL_CHAIN } from '../fixtures/mutation-policies.js';
@@ -14,13 +14,7 @@ describe('a policy step written in CEL through a real kube-apiserver', function 
     gw = await startE2EGateway({
       suite: 'cel-policy',
       chain: MEMORY_LIMITS_CHAIN,
-      validating: [
-        {
-          name: 'validate',
-          route: 'validate',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-        },
-      ],
+      validating: [podCreateWebhook('validate')],
     });
     namespace = await gw.namespace();
     denied = `admission webhook "${gw.webhookName('validate')}" denied the request: `;
@@ -58,13 +52,7 @@ describe('mutating policy steps written in CEL through a real kube-apiserver', f
     gw = await startE2EGateway({
       suite: 'cel-policy-mutations',
       chain: `${TEAM_LABEL_CHAIN}${LOG_SHIPPER_CHAIN}`,
-      mutating: [
-        {
-          name: 'mutate',
-          route: 'mutate',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-        },
-      ],
+      mutating: [podCreateWebhook('mutate')],
     });
     namespace = await gw.namespace();
   });
