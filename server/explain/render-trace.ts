@@ -32,9 +32,7 @@ function policyLines(policy: PolicyTrace): string[] {
   if (d) {
     const how =
       d.result === 'false'
-        ? d.field.startsWith('matchConditions')
-          ? 'is false, so the policy does not apply'
-          : `is false${d.reason ? ` (reason ${d.reason})` : ''}`
+        ? `is false${d.reason ? ` (reason ${d.reason})` : ''}`
         : `failed (${d.reason ?? d.result}${d.cost !== undefined ? `, ${d.cost} cost units` : ''})`;
     lines.push(`       decided by: ${d.field} ${how}: ${d.expression}`);
     if (d.result !== 'false' && d.message) lines.push(`       failure: ${d.message}`);
