@@ -62,6 +62,14 @@ const XML_CHARS = /^[\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]*$/u;
 
 describe('admission-gateway test', function () {
   this.timeout(30_000);
+  // What a case starts (a provider it must never reach, a gateway that records), closed before its folder goes.
+  let gateway: Harness | undefined;
+  let provider: FakeProvider | undefined;
+  afterEach(async () => {
+    await gateway?.close();
+    await provider?.close();
+    gateway = provider = undefined;
+  });
   const folder = configFolderPerTest('admission-gateway-test-');
 
   it('runs the example suite under examples/: every case passes', async () => {
@@ -336,12 +344,6 @@ cases:
   });
 
   describe('remote providers', () => {
-    let provider: FakeProvider | undefined;
-    afterEach(async () => {
-      await provider?.close();
-      provider = undefined;
-    });
-
     it('answers them from the test file through the provider client, and never calls them', async () => {
       // A real provider that would deny and patch otherwise: the test file's answers must be what counts.
       provider = await startFakeProvider({
@@ -490,14 +492,6 @@ chain:
   });
 
   describe('recordings', () => {
-    let gateway: Harness | undefined;
-    let provider: FakeProvider | undefined;
-    afterEach(async () => {
-      await gateway?.close();
-      await provider?.close();
-      gateway = provider = undefined;
-    });
-
     /** The chain recorded: a labeller (patches) and a checker (denies) as providers, and require-labels. */
     const chain = (p: FakeProvider, checkerMode: string, label: string) => `
 chain:
