@@ -12,9 +12,9 @@ import type { ReviewResult } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
 import { OfflineAnswers, offlineChain } from '../recording/offline-steps.js';
-import { RecordingLineError, parseRecordedReview, type RecordedAnswer } from '../recording/recorded-review.js';
+import type { RecordedAnswer } from '../recording/recorded-review.js';
 import { compileRedaction, type Redaction } from '../recording/redact.js';
-import { RecordingFileError, recordingLines } from '../recording/recording-file.js';
+import { RecordingFileError, recordedReviews } from '../recording/recording-file.js';
 import {
   describeRequest,
   diffAnswers,
@@ -87,14 +87,7 @@ export async function runReplay(command: ReplayCommand, config: GatewayConfig, i
     const redaction = compileRedaction(config.record.redact);
     const differences: ReviewDifference[] = [];
     let reviews = 0;
-    for await (const { line, text } of recordingLines(file)) {
-      let recorded;
-      try {
-        recorded = parseRecordedReview(text, ROUTES);
-      } catch (err) {
-        if (err instanceof RecordingLineError) throw new RecordingFileError(`${file}: line ${line}: ${err.message}`);
-        throw err;
-      }
+    for await (const { line, review: recorded } of recordedReviews(file, ROUTES)) {
       answers.replaying(recorded, line);
       const result = await reviewer.review(recorded.request, selectionOf(recorded.route as Route));
       reviews++;

@@ -4,6 +4,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { clip } from '../base/limits.js';
+import { canonical, minus } from '../recording/review-diff.js';
 import type { CaseAnswer } from './case-answer.js';
 import { objectDifferences } from './object-differences.js';
 import type { Expectation, MatchMode } from './suite.js';
@@ -105,21 +106,9 @@ function patchedFailures(expectation: Expectation, patched: unknown): Failure[] 
 
 /** The operations of each list the other lacks; both whole when they differ only in order. */
 function patchFailure(expected: readonly unknown[], actual: readonly unknown[]): Failure {
-  const lacking = (list: readonly unknown[], other: readonly unknown[]) => {
-    const counts = new Map<string, number>();
-    for (const op of other) {
-      const key = JSON.stringify(op);
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-    return list.filter((op) => {
-      const key = JSON.stringify(op);
-      const left = counts.get(key) ?? 0;
-      counts.set(key, left - 1);
-      return left <= 0;
-    });
-  };
-  const missing = lacking(expected, actual);
-  const extra = lacking(actual, expected);
+  // Compared as JSON values, as replay compares patches: a test file may write an operation's keys in any order.
+  const missing = minus(expected, actual, canonical);
+  const extra = minus(actual, expected, canonical);
   const inOrder = missing.length === 0 && extra.length === 0;
   return {
     field: inOrder ? 'patch (the same operations in another order)' : 'patch',

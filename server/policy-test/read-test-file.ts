@@ -4,7 +4,7 @@
  * gateway.yaml's are. `policies` and `exceptions` are keys a later version will read: they are refused by name.
  */
 import path from 'node:path';
-import { closestName } from '../base/did-you-mean.js';
+import { didYouMean } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import { readRegularFile } from '../base/regular-file.js';
 import { locateConfigError, type LocateField } from '../config/field-positions.js';
@@ -64,11 +64,7 @@ function checkAnswered(reader: Reader, providers: Iterable<ProviderDouble>, case
   for (const provider of providers) {
     for (const name of provider.answers.keys()) {
       if (names.has(name)) continue;
-      const closest = closestName(name, names);
-      reader.fail(
-        childPath(`${provider.field}.answers`, name),
-        `no case is named "${name}"${closest === undefined ? '' : ` (did you mean "${closest}"?)`}`,
-      );
+      reader.fail(childPath(`${provider.field}.answers`, name), `no case is named "${name}"${didYouMean(name, names)}`);
     }
   }
 }
