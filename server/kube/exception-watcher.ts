@@ -51,8 +51,6 @@ export interface ExceptionWatcherOptions {
   readonly backoff?: InformerRunnerOptions['backoff'];
   /** Told when a resource's list/watch connects or loses its connection (kube_watch_connected). */
   readonly onConnectionChange?: (resource: string, connected: boolean) => void;
-  /** Milliseconds since the epoch; default Date.now. */
-  readonly clock?: () => number;
 }
 
 export interface ExceptionWatcher {
@@ -103,7 +101,6 @@ const sameConditions = (a: readonly ExceptionCondition[] | undefined, b: readonl
 
 export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWatcher {
   const api = o.kc.makeApiClient(CustomObjectsApi);
-  const clock = o.clock ?? Date.now;
   const inform = (plural: string): Informer<ExceptionObject> & ObjectCache<ExceptionObject> =>
     makeInformer<ExceptionObject>(
       o.kc,
@@ -156,7 +153,8 @@ export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWat
   const rebuild = (): void => {
     scheduled = undefined;
     if (stopped) return;
-    const now = clock();
+    // The clock reviews judge expiry by: the Expired condition turns when reviews stop applying it.
+    const now = o.exceptions.now();
     const rules = { maxLifetimeMs: o.exceptions.maxLifetimeMs, now };
     const valid: GatewayException[] = [];
     let nextExpiry = Infinity;
