@@ -3,6 +3,7 @@
  * the same rules whether it comes from the cluster, a file or the command line. A problem is a ConfigError
  * naming the object and the field; the cluster watcher writes it into the object's status.
  */
+import { describeLifetime } from '../config/exceptions.js';
 import { readLabelSelector, readRule } from '../config/match-schema.js';
 import { isDnsSubdomain } from '../config/names.js';
 import { Reader, childPath } from '../config/reader.js';
@@ -172,16 +173,4 @@ export function readException(object: unknown, rules: ExceptionRules, source?: s
     ticket,
     mode,
   };
-}
-
-/** `90d`, `36h`, `90m`: a lifetime as the configuration writes it. */
-export function describeLifetime(ms: number): string {
-  const units: Array<[string, number]> = [
-    ['d', 86_400_000],
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1000],
-  ];
-  for (const [unit, size] of units) if (ms % size === 0) return `${ms / size}${unit}`;
-  return `${ms}ms`;
 }
