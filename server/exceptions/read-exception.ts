@@ -123,21 +123,23 @@ function readMatchSpec(r: Reader, value: unknown, path: string): ExceptionMatchS
  */
 export function readException(object: unknown, rules: ExceptionRules, source?: string): GatewayException {
   source ??= 'exception';
-  const top = new Reader(source).map(object, '', ['apiVersion', 'kind', 'metadata', 'spec', 'status'], false);
-  const kind = new Reader(source).oneOf(top.kind, 'kind', EXCEPTION_KINDS);
-  if (!kind) return new Reader(source).fail('kind', `is required (${EXCEPTION_KINDS.join(' or ')})`);
+  // Until the object's kind and names are known, problems are told against `source` alone.
+  const outer = new Reader(source);
+  const top = outer.map(object, '', ['apiVersion', 'kind', 'metadata', 'spec', 'status'], false);
+  const kind = outer.oneOf(top.kind, 'kind', EXCEPTION_KINDS);
+  if (!kind) return outer.fail('kind', `is required (${EXCEPTION_KINDS.join(' or ')})`);
   if (top.apiVersion !== EXCEPTION_API_VERSION) {
-    new Reader(source).fail('apiVersion', `expected ${EXCEPTION_API_VERSION}`, top.apiVersion);
+    outer.fail('apiVersion', `expected ${EXCEPTION_API_VERSION}`, top.apiVersion);
   }
   const meta = (typeof top.metadata === 'object' && top.metadata !== null ? top.metadata : {}) as Record<
     string,
     unknown
   >;
   const name = typeof meta.name === 'string' && isDnsSubdomain(meta.name) ? meta.name : undefined;
-  if (!name) return failWith(new Reader(source), 'metadata.name', 'is required (a DNS subdomain)', meta.name);
+  if (!name) return failWith(outer, 'metadata.name', 'is required (a DNS subdomain)', meta.name);
   const namespace = typeof meta.namespace === 'string' && meta.namespace !== '' ? meta.namespace : undefined;
   if (kind === NAMESPACED_KIND && (namespace === undefined || !isDnsSubdomain(namespace))) {
-    failWith(new Reader(source), 'metadata.namespace', `is required for an ${NAMESPACED_KIND}`, meta.namespace);
+    failWith(outer, 'metadata.namespace', `is required for an ${NAMESPACED_KIND}`, meta.namespace);
   }
   const ref = exceptionRef(kind, kind === NAMESPACED_KIND ? namespace : undefined, name);
   const r = new Reader(source === 'exception' ? ref : `${source}: ${ref}`);
