@@ -5,6 +5,7 @@
  * with the reason) and Expired. Expiry itself needs no write: reviews judge it against the clock, so an
  * expired exception stops applying at that instant on every replica, whether or not its status says so yet.
  */
+import { isDeepStrictEqual } from 'node:util';
 import {
   CustomObjectsApi,
   PatchStrategy,
@@ -96,8 +97,14 @@ export function desiredConditions(
   ];
 }
 
-const sameConditions = (a: readonly ExceptionCondition[] | undefined, b: readonly ExceptionCondition[]): boolean =>
-  JSON.stringify(a ?? []) === JSON.stringify(b);
+/**
+ * Whether the stored conditions are already `next`, key order aside: the apiserver returns a custom
+ * resource's keys sorted, so comparing the text would rewrite every object's status on every rebuild.
+ */
+export const sameConditions = (
+  stored: readonly ExceptionCondition[] | undefined,
+  next: readonly ExceptionCondition[],
+) => isDeepStrictEqual(stored ?? [], next);
 
 export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWatcher {
   const api = o.kc.makeApiClient(CustomObjectsApi);
