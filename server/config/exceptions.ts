@@ -22,6 +22,7 @@ export interface ExceptionsConfig {
   readonly files: readonly string[];
 }
 
+/** The units of a lifetime, largest first. */
 const UNITS: Readonly<Record<string, number>> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000 };
 
 /** `90d`, `12h`, `30m`, `45s` → milliseconds. */
@@ -32,6 +33,12 @@ export function readLifetime(r: Reader, value: unknown, p: string): number | und
   const ms = Number(match[1]) * UNITS[match[2]!]!;
   if (ms > MAX_MAX_LIFETIME_MS) r.fail(p, 'must be at most 366d', value);
   return ms;
+}
+
+/** `90d`, `36h`, `90m`: a lifetime as the configuration writes it (readLifetime's inverse). */
+export function describeLifetime(ms: number): string {
+  for (const [unit, size] of Object.entries(UNITS)) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
 }
 
 export function readExceptionsConfig(r: Reader, value: unknown, p: string, baseDir: string): ExceptionsConfig {

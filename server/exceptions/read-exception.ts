@@ -3,6 +3,7 @@
  * the same rules whether it comes from the cluster, a file or the command line. A problem is a ConfigError
  * naming the object and the field; the cluster watcher writes it into the object's status.
  */
+import { describeLifetime } from '../config/exceptions.js';
 import { readLabelSelector, readRule } from '../config/match-schema.js';
 import { isDnsSubdomain } from '../config/names.js';
 import { Reader, childPath } from '../config/reader.js';
@@ -122,21 +123,23 @@ function readMatchSpec(r: Reader, value: unknown, path: string): ExceptionMatchS
  */
 export function readException(object: unknown, rules: ExceptionRules, source?: string): GatewayException {
   source ??= 'exception';
-  const top = new Reader(source).map(object, '', ['apiVersion', 'kind', 'metadata', 'spec', 'status'], false);
-  const kind = new Reader(source).oneOf(top.kind, 'kind', EXCEPTION_KINDS);
-  if (!kind) return new Reader(source).fail('kind', `is required (${EXCEPTION_KINDS.join(' or ')})`);
+  // Until the object's kind and names are known, problems are told against `source` alone.
+  const outer = new Reader(source);
+  const top = outer.map(object, '', ['apiVersion', 'kind', 'metadata', 'spec', 'status'], false);
+  const kind = outer.oneOf(top.kind, 'kind', EXCEPTION_KINDS);
+  if (!kind) return outer.fail('kind', `is required (${EXCEPTION_KINDS.join(' or ')})`);
   if (top.apiVersion !== EXCEPTION_API_VERSION) {
-    new Reader(source).fail('apiVersion', `expected ${EXCEPTION_API_VERSION}`, top.apiVersion);
+    outer.fail('apiVersion', `expected ${EXCEPTION_API_VERSION}`, top.apiVersion);
   }
   const meta = (typeof top.metadata === 'object' && top.metadata !== null ? top.metadata : {}) as Record<
     string,
     unknown
   >;
   const name = typeof meta.name === 'string' && isDnsSubdomain(meta.name) ? meta.name : undefined;
-  if (!name) return failWith(new Reader(source), 'metadata.name', 'is required (a DNS subdomain)', meta.name);
+  if (!name) return failWith(outer, 'metadata.name', 'is required (a DNS subdomain)', meta.name);
   const namespace = typeof meta.namespace === 'string' && meta.namespace !== '' ? meta.namespace : undefined;
   if (kind === NAMESPACED_KIND && (namespace === undefined || !isDnsSubdomain(namespace))) {
-    failWith(new Reader(source), 'metadata.namespace', `is required for an ${NAMESPACED_KIND}`, meta.namespace);
+    failWith(outer, 'metadata.namespace', `is required for an ${NAMESPACED_KIND}`, meta.namespace);
   }
   const ref = exceptionRef(kind, kind === NAMESPACED_KIND ? namespace : undefined, name);
   const r = new Reader(source === 'exception' ? ref : `${source}: ${ref}`);
@@ -172,16 +175,4 @@ export function readException(object: unknown, rules: ExceptionRules, source?: s
     ticket,
     mode,
   };
-}
-
-/** `90d`, `36h`, `90m`: a lifetime as the configuration writes it. */
-export function describeLifetime(ms: number): string {
-  const units: Array<[string, number]> = [
-    ['d', 86_400_000],
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1000],
-  ];
-  for (const [unit, size] of units) if (ms % size === 0) return `${ms / size}${unit}`;
-  return `${ms}ms`;
 }

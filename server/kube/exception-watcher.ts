@@ -5,6 +5,7 @@
  * with the reason) and Expired. Expiry itself needs no write: reviews judge it against the clock, so an
  * expired exception stops applying at that instant on every replica, whether or not its status says so yet.
  */
+import { isDeepStrictEqual } from 'node:util';
 import {
   CustomObjectsApi,
   PatchStrategy,
@@ -51,8 +52,6 @@ export interface ExceptionWatcherOptions {
   readonly backoff?: InformerRunnerOptions['backoff'];
   /** Told when a resource's list/watch connects or loses its connection (kube_watch_connected). */
   readonly onConnectionChange?: (resource: string, connected: boolean) => void;
-  /** Milliseconds since the epoch; default Date.now. */
-  readonly clock?: () => number;
 }
 
 export interface ExceptionWatcher {
@@ -98,12 +97,17 @@ export function desiredConditions(
   ];
 }
 
-const sameConditions = (a: readonly ExceptionCondition[] | undefined, b: readonly ExceptionCondition[]): boolean =>
-  JSON.stringify(a ?? []) === JSON.stringify(b);
+/**
+ * Whether the stored conditions are already `next`, key order aside: the apiserver returns a custom
+ * resource's keys sorted, so comparing the text would rewrite every object's status on every rebuild.
+ */
+export const sameConditions = (
+  stored: readonly ExceptionCondition[] | undefined,
+  next: readonly ExceptionCondition[],
+) => isDeepStrictEqual(stored ?? [], next);
 
 export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWatcher {
   const api = o.kc.makeApiClient(CustomObjectsApi);
-  const clock = o.clock ?? Date.now;
   const inform = (plural: string): Informer<ExceptionObject> & ObjectCache<ExceptionObject> =>
     makeInformer<ExceptionObject>(
       o.kc,
@@ -156,7 +160,8 @@ export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWat
   const rebuild = (): void => {
     scheduled = undefined;
     if (stopped) return;
-    const now = clock();
+    // The clock reviews judge expiry by: the Expired condition turns when reviews stop applying it.
+    const now = o.exceptions.now();
     const rules = { maxLifetimeMs: o.exceptions.maxLifetimeMs, now };
     const valid: GatewayException[] = [];
     let nextExpiry = Infinity;

@@ -112,8 +112,9 @@ describe('exceptions in a review', () => {
     );
   });
 
-  it('a Warn exception runs the step and answers its denial as a warning naming the exception', async () => {
-    assert.deepEqual(await setUp([exception('Warn')]).review(), {
+  it('a Warn exception runs the step and answers its denial as a warning naming the exception, counted', async () => {
+    const t = setUp([exception('Warn')]);
+    assert.deepEqual(await t.review(), {
       response: {
         uid: UID,
         allowed: true,
@@ -123,6 +124,10 @@ describe('exceptions in a review', () => {
       },
       reports: [{ step: 'require-owner', outcome: 'denied' }],
     });
+    assert.match(
+      await t.applied(),
+      /admission_gateway_exceptions_applied_total\{step="require-owner",exception="team-a\/web-no-owner",mode="Warn"\} 1$/,
+    );
   });
 
   it('at expiresAt the same reviewer refuses again, with a warning naming the expired exception', async () => {

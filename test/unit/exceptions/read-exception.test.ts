@@ -117,6 +117,18 @@ describe('readException()', () => {
     });
   }
 
+  it('names a lifetime that is not whole days in the largest unit that divides it', () => {
+    for (const [maxLifetimeMs, written] of [
+      [36 * 3_600_000, '36h'],
+      [90 * 60_000, '90m'],
+      [45_000, '45s'],
+    ] as const) {
+      assert.throws(() => readException(object(), { maxLifetimeMs, now: NOW }), {
+        message: new RegExp(`must be at most ${written} after`),
+      });
+    }
+  });
+
   it('counts the lifetime of an object without creationTimestamp (from a file) from now', () => {
     assert.doesNotThrow(() => readException(object({ expiresAt: '2027-03-31T00:00:00Z' }), RULES));
     assert.throws(() => readException(object({ expiresAt: '2027-04-01T00:00:01Z' }), RULES), /must be at most 90d/);
