@@ -48,17 +48,7 @@ function matchSpecOf(policy: NativePolicy): Match {
 function compiledMatch(policy: NativePolicy, binding: NativeBinding): CompiledMatch {
   const byPolicy = compileMatchResources(policy.matchConstraints);
   const byBinding = binding.matchResources ? compileMatchResources(binding.matchResources) : undefined;
-  const rules = policy.matchConstraints.resourceRules.map((rule) =>
-    compileMatchResources({
-      resourceRules: [rule],
-      excludeResourceRules: [],
-      namespaceSelector: {},
-      objectSelector: {},
-      matchPolicy: policy.matchConstraints.matchPolicy,
-    }),
-  );
-  const ruleIndex = (request: AdmissionRequest): number =>
-    rules.findIndex((rule) => rule.matches(request, undefined) === undefined);
+  const { ruleIndex } = byPolicy;
   return {
     matches: (request, labels) => byPolicy.matches(request, labels) ?? byBinding?.matches(request, labels),
     rulesMatch: (request) => ruleIndex(request) >= 0,
