@@ -13,6 +13,7 @@ import type { Mode } from '../config/step-options.js';
 import { REASON_CODES } from '../policy/policy-spec.js';
 import { reviewCel } from '../policy/review-cel.js';
 import type { CompiledMatch } from '../steps/match.js';
+import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
 import type { Step } from '../steps/step.js';
 import { paramsOfBinding } from './binding-params.js';
 import { compileMatchResources } from './match-resources.js';
@@ -90,6 +91,23 @@ function decide(
   return { decisions, annotations };
 }
 
+/** Where the binding's step stands and how it is guarded: its policy's failurePolicy, its actions' mode. */
+function placementOf(policy: NativePolicy, binding: NativeBinding, placement: NativeStepPlacement): StepPlacement {
+  return {
+    name: `${placement.entry}/${policy.name}/${binding.name}`,
+    match: compiledMatch(policy, binding),
+    matchSpec: matchSpecOf(policy),
+    failurePolicy: policy.failurePolicy,
+    timeoutMs: placement.timeoutMs,
+    mode: modeOf(binding.validationActions),
+    sideEffects: 'None',
+    reinvocationPolicy: 'Never',
+    order: placement.order,
+    extension: placement.entry,
+    attach: 'Always',
+  };
+}
+
 /** The step of `binding` of `policy`, with the params the entry's files hold. */
 export function createNativeStep(
   policy: NativePolicy,
@@ -97,25 +115,13 @@ export function createNativeStep(
   objects: readonly KubeObject[],
   placement: NativeStepPlacement,
 ): Step {
-  const name = `${placement.entry}/${policy.name}/${binding.name}`;
+  const placed = placementOf(policy, binding, placement);
   const actions = binding.validationActions;
-  const mode = modeOf(actions);
-  const matchSpec = matchSpecOf(policy);
   const params = paramsOfBinding(policy, binding, objects);
   return {
-    name,
+    ...placedFields(placed, 'validate'),
     source: 'policy',
     phase: 'validate',
-    match: compiledMatch(policy, binding),
-    matchSpec,
-    failurePolicy: policy.failurePolicy,
-    timeoutMs: placement.timeoutMs,
-    mode,
-    sideEffects: 'None',
-    reinvocationPolicy: 'Never',
-    order: placement.order,
-    extension: placement.entry,
-    attach: 'Always',
     needsObject: false,
     ownWords: true,
     invoke(inv): Decision {
@@ -149,18 +155,16 @@ export function createNativeStep(
       return denial;
     },
     describe: () => ({
-      name,
+      name: placed.name,
       source: 'admissionPolicies',
       admissionPolicies: placement.entry,
       policy: policy.name,
       binding: binding.name,
       validationActions: actions,
       phase: 'validate',
-      order: placement.order,
-      mode,
-      failurePolicy: policy.failurePolicy,
-      timeoutSeconds: placement.timeoutMs / 1000,
-      match: matchSpec,
+      order: placed.order,
+      ...describePlacement(placed, 'validate'),
+      // The policy's own conditions (they may read params): evaluated with its validations, not by the dispatcher.
       ...(policy.spec.matchConditions.length > 0
         ? {
             matchConditions: policy.spec.matchConditions.map((c) => ({
