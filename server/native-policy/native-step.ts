@@ -8,14 +8,14 @@
 import { APPROVED, type Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
-import { toCel, type Activation } from '../cel/index.js';
+import type { Activation } from '../cel/index.js';
 import type { Mode } from '../config/step-options.js';
 import { REASON_CODES } from '../policy/policy-spec.js';
 import { reviewCel } from '../policy/review-cel.js';
 import type { CompiledMatch } from '../steps/match.js';
 import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
 import type { Step } from '../steps/step.js';
-import { paramsOfBinding } from './binding-params.js';
+import { celParams, paramsOfBinding } from './binding-params.js';
 import { compileMatchResources } from './match-resources.js';
 import type { NativeBinding, NativePolicy, ValidationAction } from './native-objects.js';
 import {
@@ -83,7 +83,7 @@ function decide(
   const decisions: PolicyDecision[] = [];
   const annotations: { key: string; value: string }[] = [];
   for (const param of found.params) {
-    const values = param === null ? base : { ...base, params: toCel(param) };
+    const values = param === null ? base : { ...base, params: celParams(param) };
     const result = validatePolicy(policy.spec, policy.failurePolicy, values, cel.budget);
     decisions.push(...result.decisions);
     annotations.push(...result.annotations);
