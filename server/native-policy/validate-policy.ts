@@ -8,13 +8,14 @@
 import {
   evaluate,
   lazyVariables,
+  withVariables,
   type Activation,
-  type CelProgram,
   type CostBudget,
   type EvalResult,
 } from '../cel/index.js';
 import type { FailurePolicy } from '../config/step-options.js';
 import type { PolicyValidation, ValidationReason } from '../policy/policy-spec.js';
+import { programsOf } from '../policy/run-policy.js';
 import type { NativePolicySpec } from './native-objects.js';
 
 /** The longest message a messageExpression may give (celconfig.MaxEvaluatedMessageExpressionSizeBytes). */
@@ -109,8 +110,10 @@ export function validatePolicy(
   if (matched === false) return NOTHING;
   if (typeof matched === 'string') return { decisions: onError(matched), annotations: [] };
 
-  const programs = new Map<string, CelProgram>(spec.variables.map((v) => [v.name, v.program]));
-  const values: Activation = { ...base, variables: lazyVariables(programs, () => values, budget) };
+  const values = withVariables(
+    base,
+    lazyVariables(programsOf(spec), () => values, budget),
+  );
   const decisions: PolicyDecision[] = [];
   for (const [index, validation] of spec.validations.entries()) {
     const result = evaluate(validation.program, values, budget);
