@@ -26,7 +26,7 @@ import {
   VALIDATION_FAILURE_KEY,
   validationFailureValue,
 } from './native-words.js';
-import { validatePolicy, type PolicyDecision } from './validate-policy.js';
+import { errorDecisions, validatePolicy, type NativePolicyResult, type PolicyDecision } from './validate-policy.js';
 
 /** Where a binding's steps sit in the chain, and their time. */
 export interface NativeStepPlacement {
@@ -64,7 +64,7 @@ function decide(
   params: ReturnType<typeof paramsOfBinding>,
   request: AdmissionRequest,
   object: KubeObject | undefined,
-): { decisions: PolicyDecision[]; annotations: { key: string; value: string }[] } {
+): NativePolicyResult {
   const cel = reviewCel(request);
   let base: Activation;
   try {
@@ -73,13 +73,8 @@ function decide(
     throw new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`);
   }
   const found = params(request.namespace ?? '');
-  if ('error' in found) {
-    const decisions: PolicyDecision[] =
-      policy.failurePolicy === 'Fail'
-        ? [{ evaluation: 'error', message: bindingConfigurationError(found.error), reason: 'Invalid', index: 0 }]
-        : [];
-    return { decisions, annotations: [] };
-  }
+  if ('error' in found)
+    return { decisions: errorDecisions(policy.failurePolicy, bindingConfigurationError(found.error)), annotations: [] };
   const decisions: PolicyDecision[] = [];
   const annotations: { key: string; value: string }[] = [];
   for (const param of found.params) {

@@ -38,6 +38,11 @@ export interface NativePolicyResult {
   readonly annotations: readonly { readonly key: string; readonly value: string }[];
 }
 
+/** An error's decisions: under failurePolicy Fail one the binding's actions apply to, under Ignore none. */
+export function errorDecisions(failurePolicy: FailurePolicy, message: string, index = 0): PolicyDecision[] {
+  return failurePolicy === 'Fail' ? [{ evaluation: 'error', message, reason: 'Invalid', index }] : [];
+}
+
 const NOTHING: NativePolicyResult = { decisions: [], annotations: [] };
 
 /** The engine's words for a failure, as cel-go writes the ones it shares ("no such key: x"). */
@@ -104,8 +109,7 @@ export function validatePolicy(
   base: Activation,
   budget: CostBudget,
 ): NativePolicyResult {
-  const onError = (message: string, index = 0): PolicyDecision[] =>
-    failurePolicy === 'Fail' ? [{ evaluation: 'error', message, reason: 'Invalid', index }] : [];
+  const onError = (message: string, index = 0): PolicyDecision[] => errorDecisions(failurePolicy, message, index);
   const matched = conditionsMatch(spec, base, budget);
   if (matched === false) return NOTHING;
   if (typeof matched === 'string') return { decisions: onError(matched), annotations: [] };
