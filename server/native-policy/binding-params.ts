@@ -7,6 +7,7 @@
  */
 import type { KubeObject } from '../admission/types.js';
 import { builtInKind } from '../admission/built-in-kinds.js';
+import { toCel } from '../cel/index.js';
 import { compileSelector } from '../steps/label-selector.js';
 import type { NativeBinding, NativePolicy, ParamKind } from './native-objects.js';
 
@@ -24,7 +25,7 @@ function isNamespaced(kind: ParamKind, objects: readonly KubeObject[]): boolean 
   return builtInKind(group, kind.kind)?.namespaced ?? objects.some((o) => !!o.metadata?.namespace);
 }
 
-/** A function giving the params of `binding` for a request's namespace; computed once per binding. */
+/** A function giving the params of `binding` for a request's namespace; all but the namespace settled at load. */
 export function paramsOfBinding(
   policy: NativePolicy,
   binding: NativeBinding,
@@ -38,19 +39,40 @@ export function paramsOfBinding(
   if (ref.namespace && !namespaced)
     return () => ({ error: 'paramRef.namespace must not be provided for a cluster-scoped `paramKind`' });
   const selector = ref.selector ? compileSelector(ref.selector) : undefined;
+  // What the paramRef selects, by namespace ('' for a cluster-scoped kind): a request only looks its namespace up.
+  const found = new Map<string, { params: KubeObject[] }>();
+  for (const o of candidates) {
+    const selected = selector
+      ? selector((o.metadata?.labels as Record<string, string> | undefined) ?? {})
+      : o.metadata?.name === ref.name;
+    if (!selected) continue;
+    const key = namespaced ? (o.metadata?.namespace ?? '') : '';
+    const earlier = found.get(key);
+    if (earlier) earlier.params.push(o);
+    else found.set(key, { params: [o] });
+  }
+  const notFound: ParamsOutcome =
+    ref.parameterNotFoundAction === 'Deny'
+      ? { error: 'no params found for policy binding with `Deny` parameterNotFoundAction' }
+      : { params: [] };
   return (requestNamespace) => {
-    let inScope = candidates;
-    if (namespaced) {
-      const namespace = ref.namespace || requestNamespace;
-      if (!namespace)
-        return { error: 'cannot use namespaced paramRef in policy binding that matches cluster-scoped resources' };
-      inScope = candidates.filter((o) => o.metadata?.namespace === namespace);
-    }
-    const params = selector
-      ? inScope.filter((o) => selector((o.metadata?.labels as Record<string, string> | undefined) ?? {}))
-      : inScope.filter((o) => o.metadata?.name === ref.name);
-    if (params.length === 0 && ref.parameterNotFoundAction === 'Deny')
-      return { error: 'no params found for policy binding with `Deny` parameterNotFoundAction' };
-    return { params };
+    if (!namespaced) return found.get('') ?? notFound;
+    const namespace = ref.namespace || requestNamespace;
+    if (!namespace)
+      return { error: 'cannot use namespaced paramRef in policy binding that matches cluster-scoped resources' };
+    return found.get(namespace) ?? notFound;
   };
+}
+
+/** Each params object as CEL reads it: converted at its first use, once (the objects never change). */
+const celValues = new WeakMap<KubeObject, unknown>();
+
+/** `object` as CEL reads it (CelValueError when it nests too deep). */
+export function celParams(object: KubeObject): unknown {
+  let value = celValues.get(object);
+  if (value === undefined) {
+    value = toCel(object);
+    celValues.set(object, value);
+  }
+  return value;
 }

@@ -40,13 +40,13 @@ function asRequested(request: AdmissionRequest): AdmissionRequest | undefined {
   return same ? undefined : { ...request, resource: original, subResource: request.requestSubResource ?? '' };
 }
 
-function anyRule(rules: readonly NamedRule[], equivalent: boolean): RequestTest {
+/** The index of the first rule that selects the request (as requested, or, when equivalent, as converted), or -1. */
+function firstRule(rules: readonly NamedRule[], equivalent: boolean): (request: AdmissionRequest) => number {
   const tests = rules.map(compileNamedRule);
-  const matchesAny = (request: AdmissionRequest): boolean => tests.some((test) => test(request));
   return (request) => {
     const requested = asRequested(request);
-    if (requested === undefined) return matchesAny(request);
-    return matchesAny(requested) || (equivalent && matchesAny(request));
+    if (requested === undefined) return tests.findIndex((test) => test(request));
+    return tests.findIndex((test) => test(requested) || (equivalent && test(request)));
   };
 }
 
@@ -54,6 +54,8 @@ function anyRule(rules: readonly NamedRule[], equivalent: boolean): RequestTest 
 export function compileMatchResources(match: MatchResources): {
   readonly matches: ResourceMatcher;
   readonly needsNamespaceLabels: boolean;
+  /** The index of the first of its resourceRules that selects the request, or -1 (the decision trace names it). */
+  readonly ruleIndex: (request: AdmissionRequest) => number;
 } {
   const selectors = compileMatch({
     rules: [EVERY_RESOURCE],
@@ -61,15 +63,17 @@ export function compileMatchResources(match: MatchResources): {
     objectSelector: match.objectSelector,
   });
   const equivalent = match.matchPolicy === 'Equivalent';
-  const excluded = match.excludeResourceRules.length > 0 ? anyRule(match.excludeResourceRules, equivalent) : undefined;
-  const included = match.resourceRules.length > 0 ? anyRule(match.resourceRules, equivalent) : undefined;
+  const excluded = firstRule(match.excludeResourceRules, equivalent);
+  const ruleIndex = firstRule(match.resourceRules, equivalent);
+  const everyResource = match.resourceRules.length === 0;
   return {
     needsNamespaceLabels: selectors.needsNamespaceLabels,
+    ruleIndex,
     matches(request, namespaceLabels) {
       const notSelected = selectors.matches(request, namespaceLabels);
       if (notSelected !== undefined) return notSelected;
-      if (excluded?.(request)) return EXCLUDED;
-      if (included && !included(request)) return RULES_DO_NOT_MATCH;
+      if (excluded(request) >= 0) return EXCLUDED;
+      if (!everyResource && ruleIndex(request) < 0) return RULES_DO_NOT_MATCH;
       return undefined;
     },
   };

@@ -8,13 +8,14 @@
 import { APPROVED, type Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
-import { toCel, type Activation } from '../cel/index.js';
+import type { Activation } from '../cel/index.js';
 import type { Mode } from '../config/step-options.js';
 import { REASON_CODES } from '../policy/policy-spec.js';
 import { reviewCel } from '../policy/review-cel.js';
 import type { CompiledMatch } from '../steps/match.js';
+import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
 import type { Step } from '../steps/step.js';
-import { paramsOfBinding } from './binding-params.js';
+import { celParams, paramsOfBinding } from './binding-params.js';
 import { compileMatchResources } from './match-resources.js';
 import type { NativeBinding, NativePolicy, ValidationAction } from './native-objects.js';
 import {
@@ -25,7 +26,7 @@ import {
   VALIDATION_FAILURE_KEY,
   validationFailureValue,
 } from './native-words.js';
-import { validatePolicy, type PolicyDecision } from './validate-policy.js';
+import { errorDecisions, validatePolicy, type NativePolicyResult, type PolicyDecision } from './validate-policy.js';
 
 /** Where a binding's steps sit in the chain, and their time. */
 export interface NativeStepPlacement {
@@ -48,17 +49,7 @@ function matchSpecOf(policy: NativePolicy): Match {
 function compiledMatch(policy: NativePolicy, binding: NativeBinding): CompiledMatch {
   const byPolicy = compileMatchResources(policy.matchConstraints);
   const byBinding = binding.matchResources ? compileMatchResources(binding.matchResources) : undefined;
-  const rules = policy.matchConstraints.resourceRules.map((rule) =>
-    compileMatchResources({
-      resourceRules: [rule],
-      excludeResourceRules: [],
-      namespaceSelector: {},
-      objectSelector: {},
-      matchPolicy: policy.matchConstraints.matchPolicy,
-    }),
-  );
-  const ruleIndex = (request: AdmissionRequest): number =>
-    rules.findIndex((rule) => rule.matches(request, undefined) === undefined);
+  const { ruleIndex } = byPolicy;
   return {
     matches: (request, labels) => byPolicy.matches(request, labels) ?? byBinding?.matches(request, labels),
     rulesMatch: (request) => ruleIndex(request) >= 0,
@@ -73,7 +64,7 @@ function decide(
   params: ReturnType<typeof paramsOfBinding>,
   request: AdmissionRequest,
   object: KubeObject | undefined,
-): { decisions: PolicyDecision[]; annotations: { key: string; value: string }[] } {
+): NativePolicyResult {
   const cel = reviewCel(request);
   let base: Activation;
   try {
@@ -82,22 +73,34 @@ function decide(
     throw new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`);
   }
   const found = params(request.namespace ?? '');
-  if ('error' in found) {
-    const decisions: PolicyDecision[] =
-      policy.failurePolicy === 'Fail'
-        ? [{ evaluation: 'error', message: bindingConfigurationError(found.error), reason: 'Invalid', index: 0 }]
-        : [];
-    return { decisions, annotations: [] };
-  }
+  if ('error' in found)
+    return { decisions: errorDecisions(policy.failurePolicy, bindingConfigurationError(found.error)), annotations: [] };
   const decisions: PolicyDecision[] = [];
   const annotations: { key: string; value: string }[] = [];
   for (const param of found.params) {
-    const values = param === null ? base : { ...base, params: toCel(param) };
+    const values = param === null ? base : { ...base, params: celParams(param) };
     const result = validatePolicy(policy.spec, policy.failurePolicy, values, cel.budget);
     decisions.push(...result.decisions);
     annotations.push(...result.annotations);
   }
   return { decisions, annotations };
+}
+
+/** Where the binding's step stands and how it is guarded: its policy's failurePolicy, its actions' mode. */
+function placementOf(policy: NativePolicy, binding: NativeBinding, placement: NativeStepPlacement): StepPlacement {
+  return {
+    name: `${placement.entry}/${policy.name}/${binding.name}`,
+    match: compiledMatch(policy, binding),
+    matchSpec: matchSpecOf(policy),
+    failurePolicy: policy.failurePolicy,
+    timeoutMs: placement.timeoutMs,
+    mode: modeOf(binding.validationActions),
+    sideEffects: 'None',
+    reinvocationPolicy: 'Never',
+    order: placement.order,
+    extension: placement.entry,
+    attach: 'Always',
+  };
 }
 
 /** The step of `binding` of `policy`, with the params the entry's files hold. */
@@ -107,25 +110,13 @@ export function createNativeStep(
   objects: readonly KubeObject[],
   placement: NativeStepPlacement,
 ): Step {
-  const name = `${placement.entry}/${policy.name}/${binding.name}`;
+  const placed = placementOf(policy, binding, placement);
   const actions = binding.validationActions;
-  const mode = modeOf(actions);
-  const matchSpec = matchSpecOf(policy);
   const params = paramsOfBinding(policy, binding, objects);
   return {
-    name,
+    ...placedFields(placed, 'validate'),
     source: 'policy',
     phase: 'validate',
-    match: compiledMatch(policy, binding),
-    matchSpec,
-    failurePolicy: policy.failurePolicy,
-    timeoutMs: placement.timeoutMs,
-    mode,
-    sideEffects: 'None',
-    reinvocationPolicy: 'Never',
-    order: placement.order,
-    extension: placement.entry,
-    attach: 'Always',
     needsObject: false,
     ownWords: true,
     invoke(inv): Decision {
@@ -159,18 +150,16 @@ export function createNativeStep(
       return denial;
     },
     describe: () => ({
-      name,
+      name: placed.name,
       source: 'admissionPolicies',
       admissionPolicies: placement.entry,
       policy: policy.name,
       binding: binding.name,
       validationActions: actions,
       phase: 'validate',
-      order: placement.order,
-      mode,
-      failurePolicy: policy.failurePolicy,
-      timeoutSeconds: placement.timeoutMs / 1000,
-      match: matchSpec,
+      order: placed.order,
+      ...describePlacement(placed, 'validate'),
+      // The policy's own conditions (they may read params): evaluated with its validations, not by the dispatcher.
       ...(policy.spec.matchConditions.length > 0
         ? {
             matchConditions: policy.spec.matchConditions.map((c) => ({

@@ -8,13 +8,14 @@
 import {
   evaluate,
   lazyVariables,
+  withVariables,
   type Activation,
-  type CelProgram,
   type CostBudget,
   type EvalResult,
 } from '../cel/index.js';
 import type { FailurePolicy } from '../config/step-options.js';
 import type { PolicyValidation, ValidationReason } from '../policy/policy-spec.js';
+import { programsOf } from '../policy/run-policy.js';
 import type { NativePolicySpec } from './native-objects.js';
 
 /** The longest message a messageExpression may give (celconfig.MaxEvaluatedMessageExpressionSizeBytes). */
@@ -35,6 +36,11 @@ export interface PolicyDecision {
 export interface NativePolicyResult {
   readonly decisions: readonly PolicyDecision[];
   readonly annotations: readonly { readonly key: string; readonly value: string }[];
+}
+
+/** An error's decisions: under failurePolicy Fail one the binding's actions apply to, under Ignore none. */
+export function errorDecisions(failurePolicy: FailurePolicy, message: string, index = 0): PolicyDecision[] {
+  return failurePolicy === 'Fail' ? [{ evaluation: 'error', message, reason: 'Invalid', index }] : [];
 }
 
 const NOTHING: NativePolicyResult = { decisions: [], annotations: [] };
@@ -103,14 +109,15 @@ export function validatePolicy(
   base: Activation,
   budget: CostBudget,
 ): NativePolicyResult {
-  const onError = (message: string, index = 0): PolicyDecision[] =>
-    failurePolicy === 'Fail' ? [{ evaluation: 'error', message, reason: 'Invalid', index }] : [];
+  const onError = (message: string, index = 0): PolicyDecision[] => errorDecisions(failurePolicy, message, index);
   const matched = conditionsMatch(spec, base, budget);
   if (matched === false) return NOTHING;
   if (typeof matched === 'string') return { decisions: onError(matched), annotations: [] };
 
-  const programs = new Map<string, CelProgram>(spec.variables.map((v) => [v.name, v.program]));
-  const values: Activation = { ...base, variables: lazyVariables(programs, () => values, budget) };
+  const values = withVariables(
+    base,
+    lazyVariables(programsOf(spec), () => values, budget),
+  );
   const decisions: PolicyDecision[] = [];
   for (const [index, validation] of spec.validations.entries()) {
     const result = evaluate(validation.program, values, budget);

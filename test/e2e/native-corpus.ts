@@ -95,28 +95,34 @@ function podSpec(random: Random): Record<string, unknown> {
   };
 }
 
+/** An object of `collection` with random labels, then the fields `rest` draws (in that order, for the seed). */
+function corpusObject(
+  random: Random,
+  collection: string,
+  type: { readonly apiVersion: string; readonly kind: string },
+  name: string,
+  rest: () => Record<string, unknown>,
+): CorpusObject {
+  const metadata = { name, labels: labels(random) };
+  return { collection, body: { ...type, metadata, ...rest() } };
+}
+
 function pod(random: Random, name: string): CorpusObject {
-  return {
-    collection: '/api/v1/namespaces/<ns>/pods',
-    body: { apiVersion: 'v1', kind: 'Pod', metadata: { name, labels: labels(random) }, spec: podSpec(random) },
-  };
+  return corpusObject(random, '/api/v1/namespaces/<ns>/pods', { apiVersion: 'v1', kind: 'Pod' }, name, () => ({
+    spec: podSpec(random),
+  }));
 }
 
 function deployment(random: Random, name: string): CorpusObject {
   const templateLabels = { ...labels(random), 'corpus/selector': name };
-  return {
-    collection: '/apis/apps/v1/namespaces/<ns>/deployments',
-    body: {
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name, labels: labels(random) },
-      spec: {
-        replicas: Math.floor(random() * 10),
-        selector: { matchLabels: { 'corpus/selector': name } },
-        template: { metadata: { labels: templateLabels }, spec: podSpec(random) },
-      },
+  const type = { apiVersion: 'apps/v1', kind: 'Deployment' };
+  return corpusObject(random, '/apis/apps/v1/namespaces/<ns>/deployments', type, name, () => ({
+    spec: {
+      replicas: Math.floor(random() * 10),
+      selector: { matchLabels: { 'corpus/selector': name } },
+      template: { metadata: { labels: templateLabels }, spec: podSpec(random) },
     },
-  };
+  }));
 }
 
 function configMap(random: Random, name: string): CorpusObject {
@@ -133,10 +139,8 @@ function configMap(random: Random, name: string): CorpusObject {
       '',
     ]);
   }
-  return {
-    collection: '/api/v1/namespaces/<ns>/configmaps',
-    body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, labels: labels(random) }, data },
-  };
+  const type = { apiVersion: 'v1', kind: 'ConfigMap' };
+  return corpusObject(random, '/api/v1/namespaces/<ns>/configmaps', type, name, () => ({ data }));
 }
 
 function service(random: Random, name: string): CorpusObject {
@@ -148,19 +152,14 @@ function service(random: Random, name: string): CorpusObject {
   }));
   // The same port and protocol twice is refused by the apiserver's validation: keep the first.
   const unique = ports.filter((p, i) => ports.findIndex((q) => q.port === p.port && q.protocol === p.protocol) === i);
-  return {
-    collection: '/api/v1/namespaces/<ns>/services',
-    body: {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name, labels: labels(random) },
-      spec: {
-        ...(chance(random, 0.3) ? { clusterIP: 'None' } : {}),
-        selector: { app: pick(random, ['web', 'api']) },
-        ports: unique,
-      },
+  const type = { apiVersion: 'v1', kind: 'Service' };
+  return corpusObject(random, '/api/v1/namespaces/<ns>/services', type, name, () => ({
+    spec: {
+      ...(chance(random, 0.3) ? { clusterIP: 'None' } : {}),
+      selector: { app: pick(random, ['web', 'api']) },
+      ports: unique,
     },
-  };
+  }));
 }
 
 /** `count` objects, the four kinds in turn, from `seed`. */

@@ -52,6 +52,9 @@ describe('compileMatchResources(): a policy’s matchConstraints and a binding�
       compileMatchResources(match({ resourceRules: [DEPLOYMENTS], matchPolicy }));
     assert.equal(rules('Equivalent').matches(request, undefined), undefined);
     assert.equal(rules('Exact').matches(request, undefined), RULES_DO_NOT_MATCH);
+    // The decision trace names the rule that selected it.
+    assert.equal(rules('Equivalent').ruleIndex(request), 0);
+    assert.equal(rules('Exact').ruleIndex(request), -1);
   });
 
   it('reads the namespace’s labels for a namespaceSelector', function () {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseConfigText } from '../../../server/config/load.js';
 import type { NativePoliciesEntry } from '../../../server/config/types.js';
 import { buildNativeSteps } from '../../../server/native-policy/native-steps.js';
+import type { Step } from '../../../server/steps/step.js';
 
 const POLICY = (expression: string) => `apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -36,18 +37,21 @@ describe('admissionPolicies entries: what their files may hold', function () {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** The steps of an entry reading `text` from dir/policies.yaml, or the error's message. */
-  async function build(text: string): Promise<string> {
+  /** The steps of an entry reading `text` from dir/policies.yaml. */
+  async function steps(text: string): Promise<Step[]> {
     await writeFile(path.join(dir, 'policies.yaml'), text);
     const config = parseConfigText(
-      'chain:\n  - admissionPolicies: native\n    files: [policies.yaml]\n',
+      'chain:\n  - admissionPolicies: native\n    files: [policies.yaml]\n    timeoutSeconds: 3\n',
       path.join(dir, 'gateway.yaml'),
       dir,
     );
+    return buildNativeSteps(config.chain[0] as NativePoliciesEntry, config.file);
+  }
+
+  /** The steps' names and modes, or the error's message. */
+  async function build(text: string): Promise<string> {
     try {
-      return buildNativeSteps(config.chain[0] as NativePoliciesEntry, config.file)
-        .map((s) => `${s.name} ${s.mode}`)
-        .join(', ');
+      return (await steps(text)).map((s) => `${s.name} ${s.mode}`).join(', ');
     } catch (err) {
       return (err as Error).message.replace(`${dir}/`, '');
     }
@@ -55,6 +59,32 @@ describe('admissionPolicies entries: what their files may hold', function () {
 
   it('makes one step per binding, its mode from the binding’s validationActions', async function () {
     assert.equal(await build(POLICY("object.metadata.name != 'x'") + BINDING('[Warn, Audit]')), 'native/p/b warn');
+  });
+
+  it('shows a step in /chain with its policy, binding and placement', async function () {
+    const policy = POLICY("object.metadata.name != 'x'").replace(
+      '  validations:',
+      '  matchConditions:\n    - { name: named, expression: "has(object.metadata.name)" }\n  validations:',
+    );
+    const [step] = await steps(policy + BINDING('[Deny, Audit]'));
+    assert.deepEqual(step?.describe(), {
+      name: 'native/p/b',
+      source: 'admissionPolicies',
+      admissionPolicies: 'native',
+      policy: 'p',
+      binding: 'b',
+      validationActions: ['Deny', 'Audit'],
+      phase: 'validate',
+      order: 10,
+      mode: 'enforce',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 3,
+      sideEffects: 'None',
+      reinvocationPolicy: 'Never',
+      match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
+      matchConditions: [{ name: 'named', expression: 'has(object.metadata.name)' }],
+      validations: 1,
+    });
   });
 
   it('refuses an expression that does not compile, naming the policy file, line and field', async function () {

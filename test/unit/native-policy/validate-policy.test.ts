@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { activation, compile, createCostBudget, type CelProgram } from '../../../server/cel/index.js';
 import type { NativePolicySpec } from '../../../server/native-policy/native-objects.js';
-import { validatePolicy } from '../../../server/native-policy/validate-policy.js';
+import { MAX_MESSAGE_EXPRESSION_BYTES, validatePolicy } from '../../../server/native-policy/validate-policy.js';
 
 function program(expression: string): CelProgram {
-  const result = compile(expression, { variables: [] });
+  const result = compile(expression, { variables: ['name'] });
   if (!result.ok) throw new Error(result.error.message);
   return result.program;
 }
@@ -53,7 +53,10 @@ describe('validatePolicy(): one policy, as the apiserver’s validator evaluates
       },
     ]);
     // Under Ignore the failure is no decision at all.
-    assert.equal(validatePolicy(s, 'Ignore', values, createCostBudget()).decisions.length, 2);
+    assert.deepEqual(
+      validatePolicy(s, 'Ignore', values, createCostBudget()).decisions.map((d) => d.index),
+      [0, 2],
+    );
   });
 
   it('publishes a trimmed audit annotation, none for null or blank, and an error for another type', function () {
@@ -77,5 +80,28 @@ describe('validatePolicy(): one policy, as the apiserver’s validator evaluates
       ],
       annotations: [{ key: 'app', value: 'web' }],
     });
+  });
+
+  it('takes a messageExpression’s trimmed result, else the message, as the apiserver does', function () {
+    const failing = (messageExpression: string) => ({
+      program: program('false'),
+      message: 'the message',
+      messageProgram: program(messageExpression),
+      reason: 'Invalid' as const,
+    });
+    const s = spec({
+      variables: [{ name: 'name', program: program('object.metadata.name') }],
+      validations: [
+        failing("'  name ' + variables.name + '  '"),
+        failing("'two\\nlines'"),
+        failing(`'${'x'.repeat(MAX_MESSAGE_EXPRESSION_BYTES + 1)}'`),
+        failing('object.spec.missing'),
+        failing("'   '"),
+      ],
+    });
+    assert.deepEqual(
+      validatePolicy(s, 'Fail', values, createCostBudget()).decisions.map((d) => d.message),
+      ['name web', 'the message', 'the message', 'the message', 'the message'],
+    );
   });
 });
