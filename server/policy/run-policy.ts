@@ -88,7 +88,7 @@ export interface PolicyInvocation {
 /** Each policy's variables as lazyVariables() takes them: made once, not per review. */
 const variablePrograms = new WeakMap<PolicySpec, ReadonlyMap<string, CelProgram>>();
 
-function programsOf(spec: PolicySpec): ReadonlyMap<string, CelProgram> {
+export function programsOf(spec: PolicySpec): ReadonlyMap<string, CelProgram> {
   let programs = variablePrograms.get(spec);
   if (programs === undefined) {
     programs = new Map(spec.variables.map((v) => [v.name, v.program]));
