@@ -18,11 +18,11 @@ export const MAX_EXPLAINED_VARIABLES = 16;
 
 /** The expression that decided a policy step. */
 export interface DecidingExpression {
-  /** `validations[2]`, `matchConditions[0] (name)`, `auditAnnotations[1] (key)`. */
+  /** `validations[2]`, `auditAnnotations[1] (key)`. */
   readonly field: string;
   readonly index: number;
   readonly expression: string;
-  /** `false`: a validation or matchCondition that did not hold; `error` or `cost_exceeded`: it failed. */
+  /** `false`: a validation that did not hold; `error` or `cost_exceeded`: it failed. */
   readonly result: 'false' | 'error' | 'cost_exceeded';
   /** The refusal's message, or the failure's. */
   readonly message?: string;

@@ -72,8 +72,8 @@ function operationsOf(
 }
 
 /**
- * The policy's changes to the invocation's object as JSON Patch operations (none when a matchCondition is false
- * or nothing changed), or the failure of one of its mutations.
+ * The policy's changes to the invocation's object as JSON Patch operations (none when nothing changed), or the
+ * failure of one of its mutations.
  */
 export function runMutations(spec: PolicySpec, inv: MutationInvocation): JsonPatchOperation[] | StepFailedError {
   const mutations = spec.mutations ?? [];

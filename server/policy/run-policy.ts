@@ -22,7 +22,7 @@ import { reviewCel, type ReviewCel } from './review-cel.js';
 /** The longest refusal message a policy gives, as the apiserver bounds a messageExpression's result. */
 export const MAX_POLICY_MESSAGE_CHARS = 5 * 1024;
 
-/** Which expression of a policy: `validations[2]`, `matchConditions[0] (name)`, `auditAnnotations[1] (key)`. */
+/** Which expression of a policy: `validations[2]`, `auditAnnotations[1] (key)`. */
 export interface ExpressionRef {
   readonly list: 'validations' | 'auditAnnotations';
   readonly index: number;
@@ -33,8 +33,8 @@ export interface PolicyRun {
   readonly spec: PolicySpec;
   readonly outcome: Decision | StepFailedError;
   /**
-   * The expression that ended it: the false validation that refused, the false matchCondition that made the
-   * policy say nothing, or the expression that failed (`failure`). Undefined: every validation held.
+   * The expression that ended it: the false validation that refused, or the expression that failed (`failure`).
+   * Undefined: every validation held.
    */
   readonly decidedBy?: ExpressionRef;
   /** The deciding expression's failure (an error, or cost_exceeded). */
