@@ -10,7 +10,8 @@
 export const escapeSegment = (key: string): string =>
   key.includes('~') || key.includes('/') ? key.replace(/~/g, '~0').replace(/\//g, '~1') : key;
 
-const unescapeSegment = (segment: string): string =>
+/** The key a JSON pointer segment names: `~1` and `~0` unescaped (RFC 6901). */
+export const unescapeSegment = (segment: string): string =>
   segment.includes('~') ? segment.replace(/~1/g, '/').replace(/~0/g, '~') : segment;
 
 /** A container's place in the object, as a tracked view knows it: its parent's place and its key there. */

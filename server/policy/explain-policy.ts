@@ -9,7 +9,7 @@ import { StepFailedError } from '../base/errors.js';
 import { MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
 import { evaluatedVariables, previewValue, type CelProgram } from '../cel/index.js';
 import type { PolicySpec } from './policy-spec.js';
-import type { ExpressionRef, PolicyRun } from './run-policy.js';
+import { programsOf, type ExpressionRef, type PolicyRun } from './run-policy.js';
 
 /** Characters of an expression's text a trace keeps. */
 export const MAX_EXPLAINED_EXPRESSION_CHARS = 1024;
@@ -18,11 +18,11 @@ export const MAX_EXPLAINED_VARIABLES = 16;
 
 /** The expression that decided a policy step. */
 export interface DecidingExpression {
-  /** `validations[2]`, `matchConditions[0] (name)`, `auditAnnotations[1] (key)`. */
+  /** `validations[2]`, `auditAnnotations[1] (key)`. */
   readonly field: string;
   readonly index: number;
   readonly expression: string;
-  /** `false`: a validation or matchCondition that did not hold; `error` or `cost_exceeded`: it failed. */
+  /** `false`: a validation that did not hold; `error` or `cost_exceeded`: it failed. */
   readonly result: 'false' | 'error' | 'cost_exceeded';
   /** The refusal's message, or the failure's. */
   readonly message?: string;
@@ -98,7 +98,7 @@ function decidingExpression(run: PolicyRun, ref: ExpressionRef): DecidingExpress
 
 /** The variables `programs` read, and those their variables read, in order of first use. */
 function variablesReadBy(spec: PolicySpec, programs: readonly CelProgram[]): string[] {
-  const byName = new Map(spec.variables.map((v) => [v.name, v.program]));
+  const byName = programsOf(spec);
   const found: string[] = [];
   const queue = programs.flatMap((p) => p.variablesRead);
   while (queue.length > 0) {

@@ -9,22 +9,14 @@
  */
 import type { AdmissionRequest, JsonPatchOperation, KubeObject } from '../admission/types.js';
 import { PatchApplyError, StepFailedError } from '../base/errors.js';
-import {
-  activation,
-  CelValueError,
-  evaluate,
-  lazyVariables,
-  toJson,
-  type Activation,
-  type CelProgram,
-} from '../cel/index.js';
+import { activation, CelValueError, evaluate, lazyVariables, toJson, type Activation } from '../cel/index.js';
 import { applyPatchInPlace } from '../patch/apply.js';
 import { applyConfigurationPatch, ApplyConfigurationError } from './apply-configuration.js';
 import { mergeSchemaFor } from './merge-schema.js';
 import { copyAlong } from './path-copy.js';
 import type { PolicyMutation, PolicySpec } from './policy-spec.js';
 import { requestValue, reviewCel, type ReviewCel } from './review-cel.js';
-import { failed } from './run-policy.js';
+import { failed, programsOf } from './run-policy.js';
 
 /** The most operations a policy's mutations may give together (the apiserver's bound on one JSON patch). */
 export const MAX_MUTATION_OPERATIONS = 10_000;
@@ -52,8 +44,7 @@ function jsonPatchOf(value: unknown): JsonPatchOperation[] {
 /** The values one mutation reads: the object as it is now, and the policy's variables evaluated against it. */
 function valuesOf(spec: PolicySpec, base: Activation, cel: ReviewCel): Activation {
   if (spec.variables.length === 0) return base;
-  const programs = new Map<string, CelProgram>(spec.variables.map((v) => [v.name, v.program]));
-  const values: Activation = { ...base, variables: lazyVariables(programs, () => values, cel.budget) };
+  const values: Activation = { ...base, variables: lazyVariables(programsOf(spec), () => values, cel.budget) };
   return values;
 }
 
@@ -81,8 +72,8 @@ function operationsOf(
 }
 
 /**
- * The policy's changes to the invocation's object as JSON Patch operations (none when a matchCondition is false
- * or nothing changed), or the failure of one of its mutations.
+ * The policy's changes to the invocation's object as JSON Patch operations (none when nothing changed), or the
+ * failure of one of its mutations.
  */
 export function runMutations(spec: PolicySpec, inv: MutationInvocation): JsonPatchOperation[] | StepFailedError {
   const mutations = spec.mutations ?? [];

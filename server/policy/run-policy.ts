@@ -22,7 +22,7 @@ import { reviewCel, type ReviewCel } from './review-cel.js';
 /** The longest refusal message a policy gives, as the apiserver bounds a messageExpression's result. */
 export const MAX_POLICY_MESSAGE_CHARS = 5 * 1024;
 
-/** Which expression of a policy: `validations[2]`, `matchConditions[0] (name)`, `auditAnnotations[1] (key)`. */
+/** Which expression of a policy: `validations[2]`, `auditAnnotations[1] (key)`. */
 export interface ExpressionRef {
   readonly list: 'validations' | 'auditAnnotations';
   readonly index: number;
@@ -33,8 +33,8 @@ export interface PolicyRun {
   readonly spec: PolicySpec;
   readonly outcome: Decision | StepFailedError;
   /**
-   * The expression that ended it: the false validation that refused, the false matchCondition that made the
-   * policy say nothing, or the expression that failed (`failure`). Undefined: every validation held.
+   * The expression that ended it: the false validation that refused, or the expression that failed (`failure`).
+   * Undefined: every validation held.
    */
   readonly decidedBy?: ExpressionRef;
   /** The deciding expression's failure (an error, or cost_exceeded). */
@@ -97,63 +97,46 @@ export function programsOf(spec: PolicySpec): ReadonlyMap<string, CelProgram> {
   return programs;
 }
 
-/** Accumulates a run's record as it goes. */
-class RunRecord {
-  decidedBy: ExpressionRef | undefined;
-  failure: Extract<EvalResult, { ok: false }> | undefined;
-  variables: PolicyVariables | undefined;
-  annotations: Array<readonly [string, string]> = [];
-  private readonly before: number;
-
-  constructor(
-    private readonly spec: PolicySpec,
-    private readonly cel: ReviewCel,
-  ) {
-    this.before = cel.budget.remaining;
-  }
-
-  /** The expression `ref` decided; `result` when it failed. */
-  decided(ref: ExpressionRef, result?: EvalResult): void {
-    this.decidedBy = ref;
-    if (result !== undefined && !result.ok) this.failure = result;
-  }
-
-  done(outcome: Decision | StepFailedError): PolicyRun {
-    // One shape, no spreads: this runs for every policy step of every review.
-    return {
-      spec: this.spec,
-      outcome,
-      decidedBy: this.decidedBy,
-      failure: this.failure,
-      variables: this.variables,
-      annotations: this.annotations,
-      cost: this.before - this.cel.budget.remaining,
-    };
-  }
-}
-
 /** Evaluates the policy for one invocation: its decision or failure, and what decided it. */
 export function evaluatePolicy(spec: PolicySpec, inv: PolicyInvocation): PolicyRun {
   const cel = reviewCel(inv.request);
-  const record = new RunRecord(spec, cel);
+  const before = cel.budget.remaining;
+  let decidedBy: ExpressionRef | undefined;
+  let failure: Extract<EvalResult, { ok: false }> | undefined;
+  // Lazy: nothing is evaluated until an expression reads a variable, after `values` is made below.
+  const variables: PolicyVariables = lazyVariables(programsOf(spec), () => values, cel.budget);
+  const annotations: Array<readonly [string, string]> = [];
+  /** The expression `ref` decided; `result` when it failed. */
+  const decided = (ref: ExpressionRef, result?: EvalResult): void => {
+    decidedBy = ref;
+    if (result !== undefined && !result.ok) failure = result;
+  };
+  // One shape, no spreads: this runs for every policy step of every review.
+  const done = (outcome: Decision | StepFailedError): PolicyRun => ({
+    spec,
+    outcome,
+    decidedBy,
+    failure,
+    variables,
+    annotations,
+    cost: before - cel.budget.remaining,
+  });
   let base: Activation;
   try {
     base = cel.valuesFor(inv.plainObject);
   } catch (err) {
     // CelValueError: an object nested past what CEL is handed.
-    return record.done(new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`));
+    return done(new StepFailedError('error', `the request cannot be handed to CEL: ${(err as Error).message}`));
   }
-  const variables = lazyVariables(programsOf(spec), () => values, cel.budget);
   const values = withVariables(base, variables);
-  record.variables = variables;
   let decision: Decision = APPROVED;
   for (let i = 0; i < spec.validations.length; i++) {
     const validation = spec.validations[i]!;
     const result = evaluate(validation.program, values, cel.budget);
     const field = `validations[${i}]`;
-    if (!result.ok || result.value !== true) record.decided({ list: 'validations', index: i }, result);
-    if (!result.ok) return record.done(failed(field, result));
-    if (typeof result.value !== 'boolean') return record.done(notBool(field, result.value));
+    if (!result.ok || result.value !== true) decided({ list: 'validations', index: i }, result);
+    if (!result.ok) return done(failed(field, result));
+    if (typeof result.value !== 'boolean') return done(notBool(field, result.value));
     if (!result.value) {
       decision = refusal(validation, values, cel);
       break;
@@ -165,21 +148,19 @@ export function evaluatePolicy(spec: PolicySpec, inv: PolicyInvocation): PolicyR
     const field = `auditAnnotations[${i}] (${annotation.key})`;
     const ref: ExpressionRef = { list: 'auditAnnotations', index: i };
     if (!result.ok) {
-      record.decided(ref, result);
-      return record.done(failed(field, result));
+      decided(ref, result);
+      return done(failed(field, result));
     }
     // As the apiserver: null means no annotation; anything else must be a string.
     if (result.value === null) continue;
     if (typeof result.value !== 'string') {
-      record.decided(ref);
-      return record.done(
-        new StepFailedError('error', `${field}: expected a string or null, got ${typeof result.value}`),
-      );
+      decided(ref);
+      return done(new StepFailedError('error', `${field}: expected a string or null, got ${typeof result.value}`));
     }
     inv.annotate(annotation.key, result.value);
-    record.annotations.push([annotation.key, result.value]);
+    annotations.push([annotation.key, result.value]);
   }
-  return record.done(decision);
+  return done(decision);
 }
 
 /** Evaluates the policy for one invocation: its decision, or the failure of one of its expressions. */

@@ -52,36 +52,38 @@ function patchOf(response: AdmissionResponse, request: AdmissionRequest): { ops:
   return { ops, object: applyPatch(request.object!, ops) };
 }
 
+/** The patch the mutate route answers for `chain` on `request` (a Pod's creation unless given), and the object it makes. */
+async function patched(
+  chain: string,
+  request: AdmissionRequest = requestOf(podCreate()),
+): Promise<{ ops: unknown; object: KubeObject }> {
+  return patchOf(await mutate(chain, request), request);
+}
+
 describe('policy mutations', () => {
   describe('patchType JSONPatch', () => {
     it('adds a label whose key needs escaping, with jsonpatch.escapeKey', async () => {
-      const request = requestOf(podCreate());
-      const response = await mutate(
+      const { ops, object } = await patched(
         policy(
           'owner',
           jsonPatch(
             '[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("acme.io/owner~team"), value: object.metadata.labels.team}]',
           ),
         ),
-        request,
       );
-      const { ops, object } = patchOf(response, request);
       assert.deepEqual(ops, [{ op: 'add', path: '/metadata/labels/acme.io~1owner~0team', value: 'payments' }]);
       assert.deepEqual(object.metadata?.labels, { app: 'web', team: 'payments', 'acme.io/owner~team': 'payments' });
     });
 
     it('appends an init container built with Object.spec.initContainers{…}', async () => {
-      const request = requestOf(podCreate());
-      const response = await mutate(
+      const { ops, object } = await patched(
         policy(
           'mesh',
           jsonPatch(
             '[JSONPatch{op: "add", path: "/spec/initContainers", value: []}, JSONPatch{op: "add", path: "/spec/initContainers/-", value: Object.spec.initContainers{name: "mesh-proxy", image: "mesh/proxy:1.0", args: ["proxy"], restartPolicy: "Always"}}]',
           ),
         ),
-        request,
       );
-      const { ops, object } = patchOf(response, request);
       const container = { name: 'mesh-proxy', image: 'mesh/proxy:1.0', args: ['proxy'], restartPolicy: 'Always' };
       assert.deepEqual(ops, [{ op: 'add', path: '/spec/initContainers', value: [container] }]);
       assert.deepEqual((object.spec as { initContainers: unknown }).initContainers, [container]);
@@ -103,17 +105,15 @@ describe('policy mutations', () => {
     });
 
     it('applies the operations after a test operation that holds', async () => {
-      const request = requestOf(podCreate());
-      const response = await mutate(
+      const { ops } = await patched(
         policy(
           'guarded',
           jsonPatch(
             '[JSONPatch{op: "test", path: "/metadata/labels/team", value: "payments"}, JSONPatch{op: "add", path: "/metadata/labels/x", value: "y"}]',
           ),
         ),
-        request,
       );
-      assert.deepEqual(patchOf(response, request).ops, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }]);
+      assert.deepEqual(ops, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }]);
     });
 
     it('fails under its failurePolicy when an operation does not apply', async () => {
@@ -134,17 +134,14 @@ describe('policy mutations', () => {
 
   describe('patchType ApplyConfiguration', () => {
     it('merges containers by name, env by name and maps field by field', async () => {
-      const request = requestOf(podCreate());
-      const response = await mutate(
+      const { ops, object } = await patched(
         policy(
           'defaults',
           applyConfiguration(
             'Object{metadata: Object.metadata{labels: {"tier": "frontend"}}, spec: Object.spec{containers: [Object.spec.containers{name: "log-shipper", env: [Object.spec.containers.env{name: "LEVEL", value: "info"}], resources: Object.spec.containers.resources{limits: {"memory": "64Mi"}}}, Object.spec.containers{name: "web", image: "nginx:1.25.4"}]}}',
           ),
         ),
-        request,
       );
-      const { ops, object } = patchOf(response, request);
       assert.deepEqual(ops, [
         { op: 'add', path: '/metadata/labels/tier', value: 'frontend' },
         { op: 'add', path: '/spec/containers/1/env', value: [{ name: 'LEVEL', value: 'info' }] },
@@ -168,8 +165,7 @@ describe('policy mutations', () => {
     });
 
     it("adds a container by a name the list does not have at its end, in a Deployment's pod template", async () => {
-      const request = requestOf(deploymentCreate());
-      const response = await mutate(
+      const { ops, object } = await patched(
         policy(
           'sidecar',
           applyConfiguration(
@@ -177,9 +173,8 @@ describe('policy mutations', () => {
           ),
           DEPLOYMENTS,
         ),
-        request,
+        requestOf(deploymentCreate()),
       );
-      const { ops, object } = patchOf(response, request);
       assert.deepEqual(ops, [
         { op: 'add', path: '/spec/template/spec/containers/1', value: { name: 'sidecar', image: 'sidecar:1' } },
       ]);
@@ -207,8 +202,7 @@ describe('policy mutations', () => {
   });
 
   it('runs its mutations in order, each on the object the one before left', async () => {
-    const request = requestOf(podCreate());
-    const response = await mutate(
+    const { object } = await patched(
       policy(
         'two',
         '    mutations:\n' +
@@ -217,9 +211,8 @@ describe('policy mutations', () => {
           '      - patchType: JSONPatch\n' +
           '        jsonPatch: { expression: \'[JSONPatch{op: "add", path: "/metadata/labels/copy", value: object.metadata.labels.step}]\' }\n',
       ),
-      request,
     );
-    assert.deepEqual(patchOf(response, request).object.metadata?.labels, {
+    assert.deepEqual(object.metadata?.labels, {
       app: 'web',
       team: 'payments',
       step: 'one',
@@ -272,7 +265,7 @@ describe("the README's example mutating policies", () => {
   it('team-label (JSONPatch) labels a Pod with its namespace, creating the labels map when there is none', async () => {
     const request = requestOf(podCreate());
     delete request.object!.metadata!.labels;
-    const { ops, object } = patchOf(await mutate(TEAM_LABEL_CHAIN, request), request);
+    const { ops, object } = await patched(TEAM_LABEL_CHAIN, request);
     assert.deepEqual(ops, [{ op: 'add', path: '/metadata/labels', value: { 'acme.io/team': 'team-a' } }]);
     assert.deepEqual(object.metadata?.labels, { 'acme.io/team': 'team-a' });
   });
@@ -280,7 +273,7 @@ describe("the README's example mutating policies", () => {
   it('log-shipper (ApplyConfiguration) merges into the container of that name, keeping what it has', async () => {
     const request = requestOf(podCreate());
     request.object!.metadata!.annotations = { 'acme.io/ship-logs': 'true' };
-    const { ops, object } = patchOf(await mutate(LOG_SHIPPER_CHAIN, request), request);
+    const { ops, object } = await patched(LOG_SHIPPER_CHAIN, request);
     assert.deepEqual(ops, [{ op: 'add', path: '/spec/containers/1/env', value: [{ name: 'POD_NAME', value: 'web' }] }]);
     const shipper = (object.spec as { containers: Array<Record<string, unknown>> }).containers[1]!;
     assert.deepEqual(
@@ -294,9 +287,8 @@ describe('a mutating policy with declared write sets', () => {
   const label = jsonPatch('[JSONPatch{op: "add", path: "/metadata/labels/x", value: "y"}]');
 
   it('applies what it writes inside its supplies', async () => {
-    const request = requestOf(podCreate());
-    const response = await mutate(policy('declared', `    supplies: [/metadata/labels/x]\n${label}`), request);
-    assert.deepEqual(patchOf(response, request).ops, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }]);
+    const { ops } = await patched(policy('declared', `    supplies: [/metadata/labels/x]\n${label}`));
+    assert.deepEqual(ops, [{ op: 'add', path: '/metadata/labels/x', value: 'y' }]);
   });
 
   it('fails with write_outside_supplies when it writes elsewhere', async () => {
@@ -318,14 +310,12 @@ describe('a mutating policy with reinvocationPolicy IfNeeded', () => {
     ) + policy('source', jsonPatch('[JSONPatch{op: "add", path: "/metadata/labels/src", value: "set-later"}]'));
 
   it('runs again when a later step changed the object, and sees the change', async () => {
-    const request = requestOf(podCreate());
-    const { object } = patchOf(await mutate(copy('IfNeeded'), request), request);
+    const { object } = await patched(copy('IfNeeded'));
     assert.deepEqual(object.metadata?.labels, { app: 'web', team: 'payments', copy: 'set-later', src: 'set-later' });
   });
 
   it('with Never, keeps what it saw', async () => {
-    const request = requestOf(podCreate());
-    const { object } = patchOf(await mutate(copy('Never'), request), request);
+    const { object } = await patched(copy('Never'));
     assert.deepEqual(object.metadata?.labels, { app: 'web', team: 'payments', copy: 'none', src: 'set-later' });
   });
 });
