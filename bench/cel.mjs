@@ -6,6 +6,9 @@
 //      (the review's values made CEL values once, a cost budget, the ten evaluations).
 //   2. A quadratic walk of the 40,000-container Pod: wall time until it is refused with cost_exceeded (making
 //      the Pod's values and the evaluation), and CPU.
+//   3. A quadratic walk of the same Pod that fails on every pair (the engine throws and catches an Error for
+//      each): few units, long work, refused when its time is up; and a review of five such validations, refused
+//      when the review's time is up. Every other review waits this long.
 // Prints one JSON line last (run.mjs reads it), and PASS/FAIL against the targets before it.
 /* global process, console, structuredClone */
 import fs from 'node:fs';
@@ -50,6 +53,7 @@ const RULES = [
     "c.?securityContext.?capabilities.?add.orValue([]).all(a, a == 'NET_BIND_SERVICE'))",
 ];
 const QUADRATIC = "object.spec.containers.all(c, !object.spec.containers.exists(d, d.name == c.name + '-x'))";
+const FAILING = 'object.spec.containers.all(c, object.spec.containers.exists(d, int(d.name) == 1) || true)';
 
 function compile(expression, variables) {
   const compiled = cel.compile(expression, { variables, resultType: 'bool' });
@@ -112,6 +116,21 @@ export function measure({ reviews = 20_000, windows = 5, cutOffRuns = 5 } = {}) 
     runs.push({ ms: performance.now() - started, cpuMs: (cpuUsed.user + cpuUsed.system) / 1000, result });
   }
   const refused = runs.every((r) => !r.result.ok && r.result.reason === 'cost_exceeded');
+
+  const failing = compile(FAILING);
+  const failingRuns = [];
+  const reviewRuns = [];
+  for (let i = 0; i < cutOffRuns; i++) {
+    const values = cel.activation({ object: big });
+    let started = performance.now();
+    const result = cel.evaluate(failing, values, cel.createCostBudget());
+    failingRuns.push({ ms: performance.now() - started, result });
+    const budget = cel.createCostBudget();
+    started = performance.now();
+    const results = Array.from({ length: 5 }, () => cel.evaluate(failing, values, budget));
+    reviewRuns.push({ ms: performance.now() - started, results });
+  }
+  const cutForTime = (r) => !r.ok && r.reason === 'cost_exceeded';
   return {
     validations: {
       rules: RULES.length,
@@ -129,7 +148,20 @@ export function measure({ reviews = 20_000, windows = 5, cutOffRuns = 5 } = {}) 
       medianCpuMs: round(median(runs.map((r) => r.cpuMs))),
       runsMs: runs.map((r) => round(r.ms)),
     },
-    limits: { perExpression: cel.createCostBudget().perExpression, perReview: cel.createCostBudget().remaining },
+    failingWalk: {
+      refused: failingRuns.every((r) => cutForTime(r.result)) && reviewRuns.every((r) => r.results.every(cutForTime)),
+      outcome: failingRuns[0].result.ok
+        ? 'allowed'
+        : `${failingRuns[0].result.reason}: ${failingRuns[0].result.message}`,
+      medianMs: round(median(failingRuns.map((r) => r.ms))),
+      reviewOfFiveMedianMs: round(median(reviewRuns.map((r) => r.ms))),
+      reviewOfFiveLast: reviewRuns[0].results.at(-1).message,
+    },
+    limits: {
+      perExpression: cel.createCostBudget().perExpression,
+      perReview: cel.createCostBudget().remaining,
+      reviewMs: cel.createCostBudget().millisecondsLeft,
+    },
   };
 }
 
@@ -143,6 +175,11 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(
     `  ${verdict(m.cutOff.refused && m.cutOff.medianMs <= CEL_TARGETS.cutOffMs)}  quadratic walk of a 40,000-container Pod: ` +
       `${m.cutOff.outcome} in ${m.cutOff.medianMs} ms (≤ ${CEL_TARGETS.cutOffMs}; ${m.cutOff.medianCpuMs} ms CPU)`,
+  );
+  console.log(
+    `  ${verdict(m.failingWalk.refused && m.failingWalk.reviewOfFiveMedianMs <= CEL_TARGETS.reviewStallMs)}  a quadratic walk failing ` +
+      `on every pair of 40,000 containers: ${m.failingWalk.outcome} in ${m.failingWalk.medianMs} ms; five in one review: ` +
+      `${m.failingWalk.reviewOfFiveMedianMs} ms (≤ ${CEL_TARGETS.reviewStallMs})`,
   );
   console.log(JSON.stringify(m));
 }

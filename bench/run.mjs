@@ -1156,6 +1156,11 @@ function printReport(results) {
     console.log(
       `  40,000-container quadratic walk: ${c.outcome}; ${c.runsMs.join(', ')} ms (median CPU ${c.medianCpuMs} ms)`,
     );
+    const f = s.cel.failingWalk;
+    console.log(
+      `  40,000-container quadratic walk failing on every pair: ${f.outcome}; median ${f.medianMs} ms; five in one ` +
+        `review ${f.reviewOfFiveMedianMs} ms (the fifth: ${f.reviewOfFiveLast}; review time ${limits.reviewMs} ms)`,
+    );
   }
   if (s.policyTests) {
     console.log('\nPolicy tests (admission-gateway test, pinned to the server core)');
@@ -1563,6 +1568,16 @@ function celTargets(c) {
         'ms',
       ),
       c.error ?? (c.cutOff && !c.cutOff.refused ? `not refused: ${c.cutOff.outcome}` : undefined),
+    ),
+    failed(
+      check(
+        'celReviewStall',
+        'cel: a review of five quadratic walks failing on every pair of 40,000 containers, refused when its time is up (median)',
+        c.failingWalk?.reviewOfFiveMedianMs ?? null,
+        CEL_TARGETS.reviewStallMs,
+        'ms',
+      ),
+      c.error ?? (c.failingWalk && !c.failingWalk.refused ? `not refused: ${c.failingWalk.outcome}` : undefined),
     ),
   ];
 }

@@ -4,7 +4,7 @@
  * reports (under the step's failurePolicy), with the position in the expression where the engine knows it.
  */
 import type { CelProgram } from './compile.js';
-import { type CostBudget, endMeter, meterUnderWay, startMeter } from './cost.js';
+import { type CostBudget, endMeter, meterUnderWay, startMeter, timeAllowedMs } from './cost.js';
 import { DECLARATIONS, type Declaration, PolicyVariables } from './environment.js';
 import { type Position, positionAt } from './position.js';
 import { CelValueError, toCel } from './values.js';
@@ -16,7 +16,7 @@ export type EvalResult =
   | { readonly ok: true; readonly value: unknown; readonly cost: number }
   | {
       readonly ok: false;
-      /** cost_exceeded: the expression's or the review's budget ran out; error: anything else. */
+      /** cost_exceeded: the expression's or the review's budget (of units or of time) ran out; error: anything else. */
       readonly reason: 'cost_exceeded' | 'error';
       /** The engine's or library's code: no_such_key, division_by_zero, no_such_overload, cost_exceeded, ... */
       readonly code: string;
@@ -82,18 +82,20 @@ function describe(program: CelProgram, error: unknown, cost: number): EvalResult
 
 /** Runs `program` against `values`, spending from `budget` (one per review: createCostBudget()). */
 export function evaluate(program: CelProgram, values: Activation, budget: CostBudget): EvalResult {
-  if (budget.remaining <= 0)
+  if (budget.remaining <= 0 || budget.millisecondsLeft <= 0)
     return {
       ok: false,
       reason: 'cost_exceeded',
       code: 'cost_exceeded',
-      message: "the review's CEL cost budget is spent",
+      message: `the review's CEL ${budget.remaining <= 0 ? 'cost budget' : 'time'} is spent`,
       cost: 0,
     };
   const limit = Math.min(budget.perExpression, budget.remaining);
   // No closure or result object per run: this is every expression of every review.
   const outer = meterUnderWay();
-  const meter = outer ?? startMeter(limit);
+  const started = outer === undefined ? budget.clock() : 0;
+  const allowedMs = Math.min(timeAllowedMs(limit), budget.millisecondsLeft);
+  const meter = outer ?? startMeter(limit, started + allowedMs, budget.clock);
   const before = meter.remaining;
   let value: unknown;
   let error: unknown;
@@ -115,10 +117,16 @@ export function evaluate(program: CelProgram, values: Activation, budget: CostBu
     }
   }
   const cost = Math.max(0, before - Math.max(meter.remaining, 0));
-  if (outer === undefined) budget.remaining -= cost;
+  if (outer === undefined) {
+    budget.remaining -= cost;
+    budget.millisecondsLeft -= budget.clock() - started;
+  }
   if (meter.exceeded) {
-    const whose =
-      limit === budget.perExpression
+    const whose = meter.timedOut
+      ? allowedMs === timeAllowedMs(limit)
+        ? `the ${allowedMs} ms its cost limit allows (it had spent ${cost} units)`
+        : `what was left of the review's CEL time (${Math.round(allowedMs)} ms)`
+      : limit === budget.perExpression
         ? `its cost limit of ${budget.perExpression}`
         : `what was left of the review's CEL cost budget (${limit})`;
     return {
