@@ -117,10 +117,21 @@ class MutatePhase {
       if (denial) return this.leveled(denial);
     }
     // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale — for a declared step,
-    // only when a later step changed something it reads.
+    // only when a later step changed something it reads. Its matchConditions are asked again of the object as it
+    // is now, as the apiserver asks a reinvoked webhook's.
     for (const step of this.invoked) {
       if (step.reinvocationPolicy !== 'IfNeeded') continue;
       if (step.declarations ? !this.stale.has(step) : (this.seenChanges.get(step) ?? 0) === this.changes) continue;
+      const skip = step.matchConditions ? this.conditions(step.matchConditions) : undefined;
+      if (typeof skip === 'string') {
+        ctx.observer.skipped(step, `not reinvoked: ${skip}`, 1);
+        continue;
+      }
+      if (skip) {
+        const denial = settleRefusal(ctx, step, 0, skip, 1);
+        if (denial) return this.leveled(denial);
+        continue;
+      }
       const ran = this.runLevel([step], 1);
       const denial = ran instanceof Promise ? await ran : ran;
       if (denial) return this.leveled(denial);
