@@ -88,8 +88,13 @@ function isMatch(value: unknown): value is Match {
 }
 
 /** The validating steps to audit. */
+/**
+ * The validating steps an audit runs: the live ones and the shadow ones, which are candidates for enforcement
+ * (a shadow native policy's bindings act as if bound with Deny), run here as live steps.
+ */
 export function stepsToAudit(chain: Chain, only: string | undefined): readonly Step[] {
-  const steps = chain.stepsOf('validate');
+  const shadow = chain.shadowOf('validate').map(({ shadow: _shadow, ...step }): Step => step);
+  const steps = [...chain.stepsOf('validate'), ...shadow];
   if (only === undefined) return steps;
   const found = steps.filter((s) => s.name === only);
   if (found.length === 0) {

@@ -6,10 +6,11 @@
 import path from 'node:path';
 import { isDnsLabel } from './names.js';
 import { childPath, type Reader } from './reader.js';
+import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import { readStepOptions } from './step-options.js';
 import type { NativePoliciesEntry } from './types.js';
 
-export const NATIVE_POLICIES_FIELDS = ['admissionPolicies', 'files', 'fromCluster', 'timeoutSeconds'];
+export const NATIVE_POLICIES_FIELDS = ['admissionPolicies', 'files', 'fromCluster', 'timeoutSeconds', ...SHADOW_FIELDS];
 
 /** Files or folders one entry may name. */
 export const MAX_POLICY_PATHS = 64;
@@ -48,5 +49,7 @@ export function readNativePoliciesEntry(
     files: files.map((file) => path.resolve(baseDir, file)),
     fromCluster: false,
     ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
+    // Rehearsal: every binding runs as if bound with Deny, after the answer, never changing it.
+    ...readShadow(r, m, p),
   };
 }

@@ -6,11 +6,12 @@
  * else audit), its failurePolicy the policy's: they settle only the step's own failures (a timeout).
  */
 import { APPROVED, type Decision } from '../admission/decision.js';
-import type { AdmissionRequest, KubeObject, Match } from '../admission/types.js';
+import type { AdmissionRequest, KubeObject, LabelSelector, Match } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import type { Activation } from '../cel/index.js';
 import type { Mode } from '../config/step-options.js';
 import { REASON_CODES } from '../policy/policy-spec.js';
+import { keepPolicyRun } from '../policy/policy-runs.js';
 import { reviewCel } from '../policy/review-cel.js';
 import type { CompiledMatch } from '../steps/match.js';
 import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
@@ -34,6 +35,8 @@ export interface NativeStepPlacement {
   readonly entry: string;
   readonly order: number;
   readonly timeoutMs: number;
+  /** A shadow entry's: run after the answer, each binding as if its validationActions were [Deny]. */
+  readonly shadow?: true;
 }
 
 /** The mode a binding's actions come to (a step in warn or audit mode never blocks). */
@@ -42,8 +45,34 @@ export function modeOf(actions: readonly ValidationAction[]): Mode {
 }
 
 /** The policy's rules as a webhook's (what the rendered webhook configurations must let through). */
-function matchSpecOf(policy: NativePolicy): Match {
-  return { rules: policy.matchConstraints.resourceRules.map(({ resourceNames: _names, ...rule }) => rule) };
+/** Both selectors' requirements: a label both name with different values goes to matchExpressions as In. */
+function bothSelectors(a: LabelSelector, b: LabelSelector | undefined): LabelSelector | undefined {
+  const matchLabels: Record<string, string> = { ...a.matchLabels };
+  const matchExpressions = [...(a.matchExpressions ?? []), ...(b?.matchExpressions ?? [])];
+  for (const [key, value] of Object.entries(b?.matchLabels ?? {})) {
+    if (matchLabels[key] === undefined || matchLabels[key] === value) matchLabels[key] = value;
+    else matchExpressions.push({ key, operator: 'In', values: [value] });
+  }
+  const some = Object.keys(matchLabels).length > 0;
+  if (!some && matchExpressions.length === 0) return undefined;
+  return { ...(some ? { matchLabels } : {}), ...(matchExpressions.length > 0 ? { matchExpressions } : {}) };
+}
+
+/**
+ * The policy's rules, and the selectors of the policy and the binding together (a request must pass both), as
+ * `/chain` shows them and a decision trace names the requirement a skipped request failed.
+ */
+function matchSpecOf(policy: NativePolicy, binding: NativeBinding): Match {
+  const namespaceSelector = bothSelectors(
+    policy.matchConstraints.namespaceSelector,
+    binding.matchResources?.namespaceSelector,
+  );
+  const objectSelector = bothSelectors(policy.matchConstraints.objectSelector, binding.matchResources?.objectSelector);
+  return {
+    rules: policy.matchConstraints.resourceRules.map(({ resourceNames: _names, ...rule }) => rule),
+    ...(namespaceSelector ? { namespaceSelector } : {}),
+    ...(objectSelector ? { objectSelector } : {}),
+  };
 }
 
 function compiledMatch(policy: NativePolicy, binding: NativeBinding): CompiledMatch {
@@ -77,13 +106,36 @@ function decide(
     return { decisions: errorDecisions(policy.failurePolicy, bindingConfigurationError(found.error)), annotations: [] };
   const decisions: PolicyDecision[] = [];
   const annotations: { key: string; value: string }[] = [];
+  // The trace explains the first params' run that decided something, else the last.
+  let explained: NativePolicyResult | undefined;
   for (const param of found.params) {
     const values = param === null ? base : { ...base, params: celParams(param) };
     const result = validatePolicy(policy.spec, policy.failurePolicy, values, cel.budget);
     decisions.push(...result.decisions);
     annotations.push(...result.annotations);
+    if (explained?.decidedBy === undefined) explained = result;
   }
-  return { decisions, annotations };
+  return { ...explained, decisions, annotations };
+}
+
+/** What the decision trace says of the binding's run (README "Explaining a decision"), kept by the request. */
+function keepRun(
+  request: AdmissionRequest,
+  step: string,
+  spec: NativePolicy['spec'],
+  result: NativePolicyResult,
+  outcome: Decision,
+  cost: number,
+): void {
+  keepPolicyRun(request, step, {
+    spec,
+    outcome,
+    ...(result.decidedBy ? { decidedBy: result.decidedBy } : {}),
+    ...(result.failure ? { failure: result.failure } : {}),
+    ...(result.variables ? { variables: result.variables } : {}),
+    annotations: result.annotations.map(({ key, value }) => [key, value] as const),
+    cost,
+  });
 }
 
 /** Where the binding's step stands and how it is guarded: its policy's failurePolicy, its actions' mode. */
@@ -91,7 +143,7 @@ function placementOf(policy: NativePolicy, binding: NativeBinding, placement: Na
   return {
     name: `${placement.entry}/${policy.name}/${binding.name}`,
     match: compiledMatch(policy, binding),
-    matchSpec: matchSpecOf(policy),
+    matchSpec: matchSpecOf(policy, binding),
     failurePolicy: policy.failurePolicy,
     timeoutMs: placement.timeoutMs,
     mode: modeOf(binding.validationActions),
@@ -100,6 +152,7 @@ function placementOf(policy: NativePolicy, binding: NativeBinding, placement: Na
     order: placement.order,
     extension: placement.entry,
     attach: 'Always',
+    ...(placement.shadow ? { shadow: true } : {}),
   };
 }
 
@@ -111,7 +164,8 @@ export function createNativeStep(
   placement: NativeStepPlacement,
 ): Step {
   const placed = placementOf(policy, binding, placement);
-  const actions = binding.validationActions;
+  // A rehearsal asks what the binding would refuse once bound with Deny.
+  const actions: readonly ValidationAction[] = placement.shadow ? ['Deny'] : binding.validationActions;
   const params = paramsOfBinding(policy, binding, objects);
   return {
     ...placedFields(placed, 'validate'),
@@ -120,7 +174,10 @@ export function createNativeStep(
     needsObject: false,
     ownWords: true,
     invoke(inv): Decision {
-      const { decisions, annotations } = decide(policy, params, inv.request, inv.plainObject);
+      const budget = reviewCel(inv.request).budget;
+      const before = budget.remaining;
+      const result = decide(policy, params, inv.request, inv.plainObject);
+      const { decisions, annotations } = result;
       let denial: Decision = APPROVED;
       let audited = false;
       for (const decision of decisions) {
@@ -140,13 +197,14 @@ export function createNativeStep(
                 policy: policy.name,
                 binding: binding.name,
                 expressionIndex: decision.index,
-                validationActions: actions,
+                validationActions: binding.validationActions,
               }),
             );
           }
         }
       }
       for (const { key, value } of annotations) inv.annotate(auditAnnotationKey(policy.name, key), value);
+      keepRun(inv.request, placed.name, policy.spec, result, denial, before - budget.remaining);
       return denial;
     },
     describe: () => ({
@@ -155,7 +213,7 @@ export function createNativeStep(
       admissionPolicies: placement.entry,
       policy: policy.name,
       binding: binding.name,
-      validationActions: actions,
+      validationActions: binding.validationActions,
       phase: 'validate',
       order: placed.order,
       ...describePlacement(placed, 'validate'),

@@ -18,6 +18,7 @@ export function buildNativeSteps(entry: NativePoliciesEntry, configFile: string)
     entry: entry.name,
     order: entry.order,
     timeoutMs: resolveStepOptions(entry).timeoutSeconds * 1000,
+    ...(entry.shadow ? { shadow: true as const } : {}),
   };
   return [...set.bindings]
     .sort((a, b) => (a.policyName === b.policyName ? (a.name < b.name ? -1 : 1) : a.policyName < b.policyName ? -1 : 1))

@@ -12,10 +12,11 @@ import {
   type Activation,
   type CostBudget,
   type EvalResult,
+  type PolicyVariables,
 } from '../cel/index.js';
 import type { FailurePolicy } from '../config/step-options.js';
 import type { PolicyValidation, ValidationReason } from '../policy/policy-spec.js';
-import { programsOf } from '../policy/run-policy.js';
+import { programsOf, type ExpressionRef } from '../policy/run-policy.js';
 import type { NativePolicySpec } from './native-objects.js';
 
 /** The longest message a messageExpression may give (celconfig.MaxEvaluatedMessageExpressionSizeBytes). */
@@ -36,6 +37,11 @@ export interface PolicyDecision {
 export interface NativePolicyResult {
   readonly decisions: readonly PolicyDecision[];
   readonly annotations: readonly { readonly key: string; readonly value: string }[];
+  /** For the decision trace: the first validation that did not hold or failed, and how it failed. */
+  readonly decidedBy?: ExpressionRef;
+  readonly failure?: Extract<EvalResult, { ok: false }>;
+  /** The variables as the validations read them (absent when the matchConditions ended it). */
+  readonly variables?: PolicyVariables;
 }
 
 /** An error's decisions: under failurePolicy Fail one the binding's actions apply to, under Ignore none. */
@@ -114,19 +120,30 @@ export function validatePolicy(
   if (matched === false) return NOTHING;
   if (typeof matched === 'string') return { decisions: onError(matched), annotations: [] };
 
-  const values = withVariables(
-    base,
-    lazyVariables(programsOf(spec), () => values, budget),
-  );
+  const variables: PolicyVariables = lazyVariables(programsOf(spec), () => values, budget);
+  const values = withVariables(base, variables);
   const decisions: PolicyDecision[] = [];
+  let decidedBy: ExpressionRef | undefined;
+  let failure: Extract<EvalResult, { ok: false }> | undefined;
   for (const [index, validation] of spec.validations.entries()) {
     const result = evaluate(validation.program, values, budget);
+    if (result.ok && result.value === true) continue;
+    if (decidedBy === undefined) {
+      decidedBy = { list: 'validations', index };
+      if (!result.ok) failure = result;
+    }
     if (!result.ok) {
       // Out of budget, the apiserver runs nothing more of the policy: this is its one decision.
       if (result.reason === 'cost_exceeded')
-        return { decisions: onError(expressionError(validation.program.expression, result)), annotations: [] };
+        return {
+          decisions: onError(expressionError(validation.program.expression, result)),
+          annotations: [],
+          decidedBy,
+          ...(failure ? { failure } : {}),
+          variables,
+        };
       decisions.push(...onError(expressionError(validation.program.expression, result), index));
-    } else if (result.value !== true) {
+    } else {
       // As cel-go's `!= types.True`: a result that is not true, of whatever type, fails the validation.
       decisions.push({
         evaluation: 'deny',
@@ -154,5 +171,11 @@ export function validatePolicy(
       });
     }
   }
-  return { decisions, annotations };
+  return {
+    decisions,
+    annotations,
+    ...(decidedBy ? { decidedBy } : {}),
+    ...(failure ? { failure } : {}),
+    variables,
+  };
 }

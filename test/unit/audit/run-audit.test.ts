@@ -5,6 +5,9 @@
  * short saying so. The real apiserver's side is test/e2e/audit.e2e.ts.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { availablePlugins } from '../../../plugins/index.js';
 import type { KubeObject } from '../../../server/admission/types.js';
@@ -264,6 +267,61 @@ chain:
       });
     } finally {
       await chains.close();
+    }
+  });
+
+  it('runs a shadow entry’s native policy as a candidate: a Warn binding reports what Deny would refuse', async function () {
+    const dir = await mkdtemp(join(tmpdir(), 'audit-native-'));
+    await writeFile(
+      join(dir, 'policies.yaml'),
+      `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: { name: team-label }
+spec:
+  matchConstraints:
+    resourceRules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }]
+  validations:
+    - expression: "'team' in object.metadata.?labels.orValue({})"
+      message: every ConfigMap needs a team label
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: { name: team-label-warn }
+spec: { policyName: team-label, validationActions: [Warn] }
+`,
+    );
+    const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+    const chains = await createChainForConfig(
+      parseConfig(`
+server: { service: { namespace: gateway-ns, name: admission-gateway } }
+chain:
+  - admissionPolicies: candidate
+    files: [${join(dir, 'policies.yaml')}]
+    shadow: true
+`),
+      [...availablePlugins],
+      { metrics, log: silent, onChain: () => undefined },
+    );
+    try {
+      const cluster = new MemoryCluster({
+        configmaps: [object('cm-ok', 'ns1', { team: 'a' }), object('cm-bad', 'ns1')],
+      });
+      const run = await runAudit(deps(cluster, { chain: chains.current() }));
+      const step = 'candidate/team-label/team-label-warn';
+      assert.deepEqual(Object.fromEntries(run.objects.map((o) => [o.ref.name, o.results])), {
+        'cm-ok': [{ step, result: 'pass' }],
+        'cm-bad': [
+          {
+            step,
+            result: 'fail',
+            message:
+              "validations[0]: ValidatingAdmissionPolicy 'team-label' with binding 'team-label-warn' denied request: every ConfigMap needs a team label",
+          },
+        ],
+      });
+    } finally {
+      await chains.close();
+      await rm(dir, { recursive: true });
     }
   });
 

@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
-import { activation, compile, createCostBudget, type CelProgram } from '../../../server/cel/index.js';
+import {
+  activation,
+  compile,
+  createCostBudget,
+  evaluatedVariables,
+  type CelProgram,
+} from '../../../server/cel/index.js';
 import type { NativePolicySpec } from '../../../server/native-policy/native-objects.js';
 import { MAX_MESSAGE_EXPRESSION_BYTES, validatePolicy } from '../../../server/native-policy/validate-policy.js';
 
@@ -68,7 +74,8 @@ describe('validatePolicy(): one policy, as the apiserver’s validator evaluates
         { key: 'count', program: program('size(object.metadata.labels)') },
       ],
     });
-    assert.deepEqual(validatePolicy(s, 'Ignore', values, createCostBudget()), {
+    const { variables: _variables, ...result } = validatePolicy(s, 'Ignore', values, createCostBudget());
+    assert.deepEqual(result, {
       decisions: [
         {
           evaluation: 'error',
@@ -80,6 +87,30 @@ describe('validatePolicy(): one policy, as the apiserver’s validator evaluates
       ],
       annotations: [{ key: 'app', value: 'web' }],
     });
+  });
+
+  it('names, for the decision trace, the first validation that did not hold or failed, and keeps the variables', function () {
+    const s = spec({
+      variables: [{ name: 'name', program: program('object.metadata.labels.app') }],
+      validations: [
+        { program: program("variables.name == 'web'"), reason: 'Invalid' },
+        { program: program('object.metadata.missing == 1'), reason: 'Invalid' },
+        { program: program('false'), reason: 'Invalid' },
+      ],
+    });
+    const failed = validatePolicy(s, 'Fail', values, createCostBudget());
+    assert.deepEqual(failed.decidedBy, { list: 'validations', index: 1 });
+    assert.equal(failed.failure?.code, 'no_such_key');
+    assert.deepEqual(evaluatedVariables(failed.variables!).get('name'), { ok: true, value: 'web', cost: 4 });
+
+    const held = validatePolicy(
+      spec({ validations: [{ program: program('true'), reason: 'Invalid' }] }),
+      'Fail',
+      values,
+      createCostBudget(),
+    );
+    assert.equal(held.decidedBy, undefined);
+    assert.equal(held.failure, undefined);
   });
 
   it('takes a messageExpression’s trimmed result, else the message, as the apiserver does', function () {
