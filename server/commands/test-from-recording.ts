@@ -61,7 +61,15 @@ export async function writeRecordedTests(o: RecordingToTests, config: GatewayCon
   const notes: string[] = [];
   try {
     for await (const { cases, lines } of recordedCaseBatches(recording, MAX_CASES_WRITTEN)) {
-      const suite: TestSuite = { file: o.recording, config: configFile, providers, cases, locate: () => undefined };
+      const suite: TestSuite = {
+        file: o.recording,
+        config: configFile,
+        policies: [],
+        exceptions: [],
+        providers,
+        cases,
+        locate: () => undefined,
+      };
       const result = await runTestFile(suite, config, RecordedAnswers.of(recording, lines), io);
       for (const [i, r] of result.cases.entries()) {
         if (r.answer && r.error === undefined) {

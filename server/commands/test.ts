@@ -17,10 +17,12 @@ import { TestPathError, displayName, findTestFiles } from '../policy-test/find-t
 import { renderJson } from '../policy-test/json-report.js';
 import { renderJunit } from '../policy-test/junit-report.js';
 import { withIndependentCases } from '../policy-test/independent-cases.js';
+import { loadExceptions } from '../exceptions/watched-exceptions.js';
 import { createProviderDoubles } from '../policy-test/provider-doubles.js';
 import { readTestFile } from '../policy-test/read-test-file.js';
 import { RecordedAnswers, chainForCases } from '../policy-test/recorded-answers.js';
 import { runSuite, type SuiteResult } from '../policy-test/run-suite.js';
+import { suiteConfig } from '../policy-test/suite-config.js';
 import type { TestSuite } from '../policy-test/suite.js';
 import { renderSuite, renderSummary } from '../policy-test/text-report.js';
 import { summariseTests } from '../policy-test/test-summary.js';
@@ -95,10 +97,11 @@ export async function runTestFile(
   io: TestIO,
 ): Promise<SuiteResult> {
   checkProviders(suite, config);
+  const exceptions = await loadExceptions(config.exceptions, { files: suite.exceptions });
   const play = new CaseInPlay(suite);
   const doubles = createProviderDoubles(suite, play);
   try {
-    const { log, metrics, chains } = await commandChain(withIndependentCases(config), io, {
+    const { log, metrics, chains } = await commandChain(withIndependentCases(suiteConfig(config, suite)), io, {
       providerDispatcher: (entry) => doubles.dispatcherFor(entry),
     });
     try {
@@ -106,7 +109,7 @@ export async function runTestFile(
       await Promise.all(chains.runtimes().map((r) => r.discover()));
       const providerOf = new Map(chains.runtimes().flatMap((r) => r.steps().map((s) => [s.name, r.entry.name])));
       const chain = chainForCases(chains.current(), providerOf, { suite, play, recorded });
-      const reviewer = offlineReviewer(chain, { log, metrics, config, namespaceLabels: play });
+      const reviewer = offlineReviewer(chain, { log, metrics, config, namespaceLabels: play, exceptions });
       return await runSuite(suite, configName(config, io.cwd), { reviewer, play });
     } finally {
       await chains.close();

@@ -189,16 +189,9 @@ cases:
       message: 'broken.test.yaml:8:5: cases[1].name: "one" is already the name of cases[0]',
     },
     {
-      what: 'CEL policies, which are coming',
-      body: `policies: [require-team.yaml]\ncases: []\n`,
-      message:
-        'broken.test.yaml:4:1: policies: CEL policies are not in this version of admission-gateway yet; remove the key to run the file',
-    },
-    {
-      what: 'a case with a policy exception, which is coming',
-      body: `exceptions: [allow-legacy.yaml]\ncases:\n  - name: legacy pods are let through\n    object: { apiVersion: v1, kind: Pod, metadata: { name: a } }\n    expect: { allowed: true }\n`,
-      message:
-        'broken.test.yaml:4:1: exceptions: policy exceptions are not in this version of admission-gateway yet; remove the key to run the file',
+      what: 'an empty path among its policies',
+      body: `policies: [policies/, '']\ncases: []\n`,
+      message: 'broken.test.yaml:4:23: policies[1]: expected a file or folder',
     },
   ];
   for (const { what, body, message } of brokenFiles) {
@@ -340,6 +333,130 @@ cases:
           ],
         },
       ],
+    });
+  });
+
+  describe('policies and exceptions the test file names', () => {
+    const SCANNER = 'providers:\n  image-scanner:\n    default: { allowed: true }\n';
+    const REGISTRY = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: { name: own-registry }
+spec:
+  matchConstraints:
+    resourceRules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }]
+  validations:
+    - expression: "object.spec.containers.all(c, c.image.startsWith('registry.example.com/'))"
+      message: images come from registry.example.com
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: { name: own-registry }
+spec: { policyName: own-registry, validationActions: [Deny] }
+`;
+
+    it('adds the native policies under policies: after the config’s chain, refusing in the apiserver’s words', async () => {
+      await writeFile(join(folder.dir, 'registry.yaml'), REGISTRY);
+      await writeFile(
+        join(folder.dir, 'native.test.yaml'),
+        testFile(
+          EXAMPLE_CONFIG,
+          `policies: [registry.yaml]\n${SCANNER}cases:
+  - name: an image of the own registry
+    object: ${JSON.stringify(pod('web', 'registry.example.com/web:1.0'))}
+    expect: { allowed: true }
+  - name: an image of another registry
+    object: ${JSON.stringify(pod('web', 'nginx:1.25.3'))}
+    expect:
+      allowed: false
+      code: 403
+      message: "ValidatingAdmissionPolicy 'own-registry' with binding 'own-registry' denied request: images come from registry.example.com"
+`,
+        ),
+      );
+
+      const run = timeless(await runCliCaptured(['test', 'native.test.yaml'], { cwd: folder.dir }));
+
+      assert.deepEqual(run, {
+        code: 0,
+        stderr: '',
+        stdout: `native.test.yaml (config ${EXAMPLE_CONFIG})
+  PASS  an image of the own registry (… ms)
+  PASS  an image of another registry (… ms)
+
+1 test file, 2 cases
+2 passed, 0 failed
+`,
+      });
+    });
+
+    it('applies the exceptions under exceptions:, beside the config’s: an exempted step lets the case through', async () => {
+      const expiresAt = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+      await writeFile(
+        join(folder.dir, 'legacy.yaml'),
+        `apiVersion: admissiongateway.io/v1alpha1
+kind: AdmissionException
+metadata: { name: legacy-latest, namespace: team-a }
+spec:
+  steps: [image-policy]
+  match: { names: [legacy] }
+  expiresAt: '${expiresAt}'
+  reason: the legacy app moves to pinned tags next sprint
+  mode: Exempt
+`,
+      );
+      const latest = (name: string) => JSON.stringify(pod(name, 'nginx:latest'));
+      await writeFile(
+        join(folder.dir, 'legacy.test.yaml'),
+        testFile(
+          EXAMPLE_CONFIG,
+          `exceptions: [legacy.yaml]\n${SCANNER}cases:
+  - name: the excepted pod may use latest
+    object: ${latest('legacy')}
+    expect: { allowed: true }
+  - name: any other pod may not
+    object: ${latest('web')}
+    expect: { allowed: false, message: latest }
+`,
+        ),
+      );
+
+      const withException = timeless(await runCliCaptured(['test', 'legacy.test.yaml'], { cwd: folder.dir }));
+      await writeFile(
+        join(folder.dir, 'legacy.test.yaml'),
+        (await readFile(join(folder.dir, 'legacy.test.yaml'), 'utf8')).replace('exceptions: [legacy.yaml]\n', ''),
+      );
+      const without = await runCliCaptured(['test', 'legacy.test.yaml'], { cwd: folder.dir });
+
+      assert.deepEqual(withException, {
+        code: 0,
+        stderr: '',
+        stdout: `legacy.test.yaml (config ${EXAMPLE_CONFIG})
+  PASS  the excepted pod may use latest (… ms)
+  PASS  any other pod may not (… ms)
+
+1 test file, 2 cases
+2 passed, 0 failed
+`,
+      });
+      assert.equal(without.code, 1, 'without the exception the first case fails');
+    });
+
+    it('exits 2 for a policy file with a mistake, naming that file, its line and field', async () => {
+      await writeFile(join(folder.dir, 'registry.yaml'), REGISTRY.replace('[Deny]', '[Refuse]'));
+      await writeFile(
+        join(folder.dir, 'native.test.yaml'),
+        testFile(
+          EXAMPLE_CONFIG,
+          `policies: [registry.yaml]\n${SCANNER}cases:\n  - name: one\n    object: ${JSON.stringify(pod('a', 'nginx:1'))}\n    expect: { allowed: true }\n`,
+        ),
+      );
+
+      const run = await runCliCaptured(['test', 'native.test.yaml'], { cwd: folder.dir });
+
+      assert.equal(run.code, 2);
+      assert.equal(run.stdout, '');
+      assert.match(run.stderr, /^admission-gateway: .*registry\.yaml:\d+:\d+: .*validationActions/);
     });
   });
 
