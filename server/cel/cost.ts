@@ -28,7 +28,7 @@ export const PER_REVIEW_COST_LIMIT = 5_000_000;
  * The longest a unit may take on average before an evaluation is cut for time: a few times what the engine
  * takes for a unit of ordinary work (docs/decisions.md).
  */
-export const NANOSECONDS_PER_UNIT = 250;
+export const NANOSECONDS_PER_UNIT = 500;
 /** Charges between two looks at the clock: often enough to stop within milliseconds, rarely enough to cost nothing. */
 const CLOCK_INTERVAL = 1024;
 /** cel-go's `StringTraversalCostFactor`: a tenth of a unit per character or element walked. */
