@@ -207,6 +207,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
           offline: values.offline,
           output: values.output,
           exitCode: values['exit-code'],
+          exceptions: values.exceptions,
         });
         return await runReplay(replay, await configFrom(values, io), io);
       }

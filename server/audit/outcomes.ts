@@ -8,6 +8,8 @@
  * - failed (error, timeout, open circuit) → `error` with the reason and message;
  * - skipped because the audit's request is a dry run and the step declares side effects → `skip`: the step does
  *   apply to the object, but the audit cannot run it without its side effects;
+ * - skipped because an exception lets the object off the step → `skip`, naming the exception and until when, the
+ *   answer admission gives the object (README "Exceptions");
  * - skipped because its rules, selectors or `attach: OptIn` leave the object out → no result: the step would
  *   not apply to the object if enforced, and a `skip` for every object some other step matches would bury the
  *   results that matter.
@@ -15,7 +17,7 @@
 import type { DecisionTrace } from '../trace/decision-trace.js';
 import { shown } from '../steps/policy.js';
 import type { StepReport } from '../trace/step-report.js';
-import { DRY_RUN_WITH_SIDE_EFFECTS } from '../steps/skip-reasons.js';
+import { DRY_RUN_WITH_SIDE_EFFECTS, EXEMPTED_BY_EXCEPTION } from '../steps/skip-reasons.js';
 
 export type PolicyResult = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
 
@@ -74,6 +76,8 @@ export function stepResults(
             result: 'skip',
             message: 'not run: the step declares side effects, and the audit reviews as a dry run',
           });
+        } else if (report.reason?.startsWith(EXEMPTED_BY_EXCEPTION)) {
+          results.push({ step: report.step, result: 'skip', message: report.reason });
         }
         break;
       case 'no_opinion':

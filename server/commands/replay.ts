@@ -23,6 +23,7 @@ import {
   type ReplayReport,
   type ReviewDifference,
 } from '../recording/review-diff.js';
+import { loadExceptions } from '../exceptions/watched-exceptions.js';
 import { commandChain, offlineReviewer } from './offline-reviewer.js';
 import { EXIT_CHANGED, EXIT_DENIED, UsageError } from './usage.js';
 
@@ -31,6 +32,8 @@ export interface ReplayCommand {
   readonly offline: boolean;
   readonly output: 'text' | 'json';
   readonly exitCode: boolean;
+  /** Files of exceptions applied besides the candidate's `exceptions.files` (README "Exceptions"). */
+  readonly exceptions?: readonly string[];
 }
 
 export interface ReplayIO {
@@ -43,14 +46,25 @@ export interface ReplayIO {
 /** Checks replay's arguments before anything is read. */
 export function replayCommand(
   args: readonly string[],
-  options: { offline?: boolean | undefined; output?: string | undefined; exitCode?: boolean | undefined },
+  options: {
+    offline?: boolean | undefined;
+    output?: string | undefined;
+    exitCode?: boolean | undefined;
+    exceptions?: readonly string[] | undefined;
+  },
 ): ReplayCommand {
   const [recording, extra] = args;
   if (!recording) throw new UsageError('replay: expected the recording (an NDJSON file written by record:)');
   if (extra !== undefined) throw new UsageError(`replay: unexpected argument "${extra}" (one recording at a time)`);
   const output = options.output ?? 'text';
   if (output !== 'text' && output !== 'json') throw new UsageError(`--output: expected text or json, got "${output}"`);
-  return { recording, offline: options.offline === true, output, exitCode: options.exitCode === true };
+  return {
+    recording,
+    offline: options.offline === true,
+    output,
+    exitCode: options.exitCode === true,
+    ...(options.exceptions?.length ? { exceptions: options.exceptions } : {}),
+  };
 }
 
 /** The candidate's answer as a recording states one, its patch redacted as the recording's are. */
@@ -76,13 +90,17 @@ export function replayExitCode(report: ReplayReport, exitCode: boolean): number 
 /** Runs the replay; returns the exit code. */
 export async function runReplay(command: ReplayCommand, config: GatewayConfig, io: ReplayIO): Promise<number> {
   const file = path.resolve(io.cwd, command.recording);
+  // The exceptions admission would apply: the candidate's files and --exceptions, judged now.
+  const exceptions = await loadExceptions(config.exceptions, {
+    files: (command.exceptions ?? []).map((f) => path.resolve(io.cwd, f)),
+  });
   const { log, metrics, chains } = await commandChain(config, io);
   const answers = new OfflineAnswers();
   try {
     // Online, providers with discovery get one attempt, as `review` gives them; offline, nothing is called.
     if (!command.offline) await Promise.all(chains.runtimes().map((r) => r.discover()));
     const chain = command.offline ? offlineChain(chains.current(), answers) : chains.current();
-    const reviewer = offlineReviewer(chain, { log, metrics, config });
+    const reviewer = offlineReviewer(chain, { log, metrics, config, exceptions });
     // The candidate's patches are compared with the recording's redacted ones, so redacted alike.
     const redaction = compileRedaction(config.record.redact);
     const differences: ReviewDifference[] = [];

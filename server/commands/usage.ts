@@ -116,7 +116,7 @@ const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'health-port', 'log-level'],
   certs: ['ca'],
   review: ['route', 'exit-code', 'explain', 'output', 'exceptions'],
-  replay: ['offline', 'output', 'exit-code'],
+  replay: ['offline', 'output', 'exit-code', 'exceptions'],
   provider: [
     'port',
     'log-level',
@@ -288,7 +288,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
 or input, ${EXIT_DENIED} refused (with --exit-code).`,
   replay: `usage: admission-gateway replay <recording> [--config CANDIDATE.yaml] [--offline] [--output text|json]
-                                [--exit-code]
+                                [--exit-code] [--exceptions FILE]...
 
 Runs every review of a recording (the NDJSON file record: writes) through the candidate configuration's
 chain on the route that answered it, and prints what would be answered differently: reviews newly denied,
@@ -303,6 +303,8 @@ ${CONFIG_OPTION}
   --output, -o FORMAT text (default) or json
   --exit-code         exit ${EXIT_DENIED} when a review would be newly denied, else ${EXIT_CHANGED} when any would be answered
                       differently (a changed denial included), to gate CI
+  --exceptions FILE   AdmissionExceptions and ClusterAdmissionExceptions (YAML) applied besides those of the
+                      candidate's exceptions.files, judged at the current time (repeatable)
 
 Exit codes: 0 replayed (whatever the differences, without --exit-code), 1 runtime failure, 2 bad usage,
 config or recording (the message names the line), ${EXIT_DENIED} newly denied, ${EXIT_CHANGED} answered differently (with

@@ -9,12 +9,13 @@ import type { GatewayException } from '../exceptions/exception.js';
 import type { ExceptionIndex } from '../exceptions/exception-index.js';
 import type { ExceptionSource } from '../exceptions/exception-source.js';
 import type { Labels } from '../steps/label-selector.js';
+import { EXEMPTED_BY_EXCEPTION } from '../steps/skip-reasons.js';
 import type { Step } from '../steps/step.js';
 import type { ReviewNotes } from './notes.js';
 
 /** The skip reason of a step an exception let off, as reports, traces and logs give it. */
 export function exemptedReason(exception: GatewayException): string {
-  return `skipped-by-exception: ${exception.ref} (until ${exception.expiresAtText})`;
+  return `${EXEMPTED_BY_EXCEPTION}${exception.ref} (until ${exception.expiresAtText})`;
 }
 
 /** The warning a Warn exception makes of a step's denial. */

@@ -148,6 +148,7 @@ export function createClusterMode(
               namespaceLabels: namespaces,
               metrics: gateway.metrics,
               log,
+              exceptions: gateway.exceptions,
             }),
         });
       }

@@ -1,11 +1,18 @@
 /**
  * Exceptions through a real kube-apiserver (README "Exceptions"): an AdmissionException lets one Deployment
  * past require-labels in its own namespace only, until its expiresAt, after which the same running gateway
- * refuses it again; /explain names the exception.
+ * refuses it again; /explain names the exception; `audit` reports the Deployment `skip`, naming the exception,
+ * while it applies, and `fail` once it expired.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { ApiException, type V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { apps, eventually, readStatus, statusOf } from './cluster.js';
+import { stringify } from 'yaml';
+import type { PolicyReport } from '../../server/audit/reports.js';
+import { runCliCaptured } from '../helpers/cli.js';
+import { KUBECONFIG_ENV, apps, eventually, readStatus, statusOf } from './cluster.js';
 import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
 import { apiextensions, customObjects } from './admission-providers.js';
 import { manifestDocuments, toModel } from './manifests.js';
@@ -80,6 +87,31 @@ describe('exceptions through a real kube-apiserver', function () {
     await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
   });
 
+  /** What `admission-gateway audit --dry-run` reports of Deployment web in `namespace`, the chain the gateway's. */
+  const audited = async (): Promise<Array<{ result: string; message?: string }>> => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'admission-gateway-e2e-exceptions-'));
+    try {
+      const configFile = path.join(dir, 'gateway.yaml');
+      await writeFile(
+        configFile,
+        stringify({
+          kube: { kubeconfig: process.env[KUBECONFIG_ENV] ?? '' },
+          log: { level: 'warn' },
+          chain: [{ plugin: 'require-labels', settings: { labels: ['team'] } }],
+        }),
+      );
+      const run = await runCliCaptured(['audit', '--config', configFile, '--dry-run', '-o', 'json'], { cwd: dir });
+      assert.equal(run.code, 0, run.stderr);
+      const { reports } = JSON.parse(run.stdout) as { reports: PolicyReport[] };
+      const report = reports.find((r) => r.metadata.namespace === namespace);
+      return (report?.results ?? [])
+        .filter((r) => r.resources[0]!.name === 'web' && r.resources[0]!.kind === 'Deployment')
+        .map((r) => ({ result: r.result, ...(r.message !== undefined ? { message: r.message } : {}) }));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+
   /** Creates Deployment web without a team label in dry-run: the error it meets, or undefined when admitted. */
   const tryWeb = async (): Promise<ApiException<unknown> | undefined> => {
     try {
@@ -109,8 +141,15 @@ describe('exceptions through a real kube-apiserver', function () {
     assert.equal(statusOf((await tryWeb())!).message, refused);
 
     // Expiring some seconds ahead: the real clock runs out while the gateway keeps running.
-    await createException(namespace, new Date(Date.now() + 15_000));
+    const expiresAt = new Date(Date.now() + 30_000);
+    await createException(namespace, expiresAt);
     await eventually('the exception to admit the Deployment', async () => ((await tryWeb()) ? undefined : true));
+    // Created for real, so that the audit finds it: skipped by the exception while it applies.
+    await apps().createNamespacedDeployment({ namespace, body: pauseDeployment('web', {}) });
+    const until = expiresAt.toISOString().replace(/\.\d+Z$/, 'Z');
+    assert.deepEqual(await audited(), [
+      { result: 'skip', message: `skipped-by-exception: AdmissionException ${namespace}/web-no-team (until ${until})` },
+    ]);
 
     const listed = (await (await fetch(`${gw!.gateway.opsUrl}/explain?limit=50`)).json()) as {
       reviews: Array<{ uid: string; namespace?: string; name?: string; allowed: boolean }>;
@@ -120,10 +159,16 @@ describe('exceptions through a real kube-apiserver', function () {
     const text = await (await fetch(`${gw!.gateway.opsUrl}/explain/${admitted.uid}?format=text`)).text();
     assert.match(text, new RegExp(`skipped-by-exception: AdmissionException ${namespace}/web-no-team \\(until `));
 
-    const again = await eventually('the expired exception to stop applying', async () => tryWeb(), {
-      timeoutMs: 60_000,
-      intervalMs: 500,
-    });
+    // Web exists now: while the exception applies, the dry-run create is admitted and meets AlreadyExists.
+    const again = await eventually(
+      'the expired exception to stop applying',
+      async () => {
+        const error = await tryWeb();
+        return error && statusOf(error).reason !== 'AlreadyExists' ? error : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     assert.equal(statusOf(again).message, refused);
+    assert.deepEqual(await audited(), [{ result: 'fail', message: 'missing required label: team' }]);
   });
 });

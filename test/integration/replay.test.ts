@@ -325,6 +325,50 @@ with the warnings changed:
     });
   });
 
+  it('applies the candidate’s exceptions and --exceptions: a review an exception lets off is newly allowed', async () => {
+    gateway = await startHarness({
+      yaml: 'record: { path: recording.ndjson, sampleRate: 1 }\nchain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
+    });
+    await gateway.review('/validate', podReview(1, 'legacy', { app: 'legacy' }));
+    await gateway.review('/validate', podReview(2, 'web', { app: 'web' }));
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    const expiresAt = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    await writeFile(
+      join(dir, 'legacy.yaml'),
+      `apiVersion: admissiongateway.io/v1alpha1
+kind: AdmissionException
+metadata: { name: legacy-no-team, namespace: team-a }
+spec:
+  steps: [require-labels]
+  match: { names: [legacy] }
+  expiresAt: '${expiresAt}'
+  reason: the legacy app is retired next month
+`,
+    );
+    await writeFile(
+      join(dir, 'candidate.yaml'),
+      'chain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
+    );
+
+    const run = await runCliCaptured(
+      ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exceptions', 'legacy.yaml', '--exit-code'],
+      { cwd: dir },
+    );
+
+    assert.deepEqual(run, {
+      code: 4,
+      stderr: '',
+      stdout: `replayed 2 reviews of recording.ndjson on candidate.yaml
+0 newly denied, 1 newly allowed, 0 with the denial changed, 0 with the patch changed, 0 with the warnings changed, 1 unchanged
+
+newly allowed:
+  line 1: CREATE Pod team-a/legacy (validate)
+    was denied: require-labels: missing required label: team
+`,
+    });
+  });
+
   it('refuses a recording that is not one, naming the line, with exit code 2 and nothing replayed', async () => {
     const { dir, file } = await recordOne('/validate');
     await writeFile(file, `${await readFile(file, 'utf8')}{"format":1,"route":"validate"}\n`);

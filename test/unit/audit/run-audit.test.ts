@@ -19,6 +19,8 @@ import type { AuditTarget, DiscoveredGroup, DiscoveredResource } from '../../../
 import type { Chain } from '../../../server/chain/chain.js';
 import type { Labels } from '../../../server/steps/label-selector.js';
 import type { AuditConfig } from '../../../server/config/types.js';
+import { createExceptionStore, type ExceptionSource } from '../../../server/exceptions/exception-source.js';
+import { readException } from '../../../server/exceptions/read-exception.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import { createChainForConfig } from '../../../server/providers/configured-chain.js';
 import { parseConfig } from '../../helpers/config.js';
@@ -214,6 +216,50 @@ describe('runAudit', function () {
     // kube-system, the gateway's namespace and a namespace labelled admissiongateway.io/exclude.
     assert.equal(run.excluded, 3);
     assert.deepEqual([run.cutShort, run.problems], [[], []]);
+  });
+
+  it('gives skip, naming the exception and until when, for a step an exception lets the object off; fail once it expired', async function () {
+    const rules = { maxLifetimeMs: 90 * 86_400_000, now: Date.parse('2026-01-01T00:00:00Z') };
+    const exception = readException(
+      {
+        apiVersion: 'admissiongateway.io/v1alpha1',
+        kind: 'AdmissionException',
+        metadata: { name: 'cm-bad-later', namespace: 'ns1' },
+        spec: {
+          steps: ['team-label'],
+          match: { names: ['cm-bad'] },
+          expiresAt: '2026-02-01T00:00:00Z',
+          reason: 'labelled next sprint',
+          mode: 'Exempt',
+        },
+      },
+      rules,
+    );
+    const applied: string[] = [];
+    const source = (now: string): ExceptionSource => {
+      const store = createExceptionStore({ clock: () => Date.parse(now), onApplied: (step) => applied.push(step) });
+      store.set([exception]);
+      return store;
+    };
+
+    const before = await runAudit(deps(new MemoryCluster(ITEMS), { exceptions: source('2026-01-15T00:00:00Z') }));
+    const after = await runAudit(deps(new MemoryCluster(ITEMS), { exceptions: source('2026-02-02T00:00:00Z') }));
+
+    const results = (run: typeof before) => run.objects.find((o) => o.ref.name === 'cm-bad')!.results;
+    assert.deepEqual(results(before), [
+      {
+        step: 'team-label',
+        result: 'skip',
+        message: 'skipped-by-exception: AdmissionException ns1/cm-bad-later (until 2026-02-01T00:00:00Z)',
+      },
+    ]);
+    assert.deepEqual(results(after), [{ step: 'team-label', result: 'fail', message: 'missing required label: team' }]);
+    assert.deepEqual(
+      before.objects.find((o) => o.ref.name === 'cm-ok')!.results,
+      [{ step: 'team-label', result: 'pass' }],
+      'the exception names cm-bad only',
+    );
+    assert.deepEqual(applied, [], "the audit's reviews are not counted as admission's use of the exception");
   });
 
   it('audits one step with --step, and refuses a name the chain has no validating step of', async function () {
