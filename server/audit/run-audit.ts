@@ -18,7 +18,7 @@ import { effectiveFailurePolicy } from '../steps/policy.js';
 import { createReviewer, type NamespaceLabelSource, type Reviewer } from '../dispatch/reviewer.js';
 import type { Step } from '../steps/step.js';
 import type { AuditConfig } from '../config/types.js';
-import type { ExceptionSource } from '../exceptions/exception-source.js';
+import { uncounted, type ExceptionSource } from '../exceptions/exception-source.js';
 import { selectionOf } from '../http/routes.js';
 import { ALWAYS_EXCLUDED, EXCLUDE_LABEL } from '../manifests/render.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -219,7 +219,6 @@ export async function runAudit(deps: AuditDeps): Promise<AuditRun> {
     cutShort.push(`${stopped()} during discovery`);
   }
   const auditChain = createChain(selected);
-  const { exceptions } = deps;
   const reviewer: Reviewer = createReviewer({
     chain: () => auditChain,
     metrics: deps.metrics,
@@ -228,9 +227,7 @@ export async function runAudit(deps: AuditDeps): Promise<AuditRun> {
     deadlineMarginMs: deps.deadlineMarginMs,
     defaultTimeoutMs: deps.defaultTimeoutMs,
     // The audit's reviews are no requests: what they are let off is not counted as admission's use.
-    ...(exceptions
-      ? { exceptions: { current: () => exceptions.current(), now: () => exceptions.now(), applied: () => undefined } }
-      : {}),
+    ...(deps.exceptions ? { exceptions: uncounted(deps.exceptions) } : {}),
     // Traced reviews: the trace has each step's own message (a warn step's denial is otherwise a warning).
     onReviewed: () => undefined,
   });

@@ -366,6 +366,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         steps: chain.shadowOf(phase),
         decision,
         namespaceLabels,
+        exceptions: deps.exceptions,
         ...(shadowTraced ? { traced: shadowTraced } : {}),
       });
       if (!listener) {

@@ -15,6 +15,14 @@ export interface ExceptionSource {
   applied(step: string, exception: GatewayException): void;
 }
 
+/**
+ * `source` for reviews that are no requests (the audit's, shadow steps'): the same exceptions at the same clock,
+ * what they let off not counted as admission's use.
+ */
+export function uncounted(source: ExceptionSource): ExceptionSource {
+  return { current: () => source.current(), now: () => source.now(), applied: () => undefined };
+}
+
 export interface ExceptionStore extends ExceptionSource {
   /** Replaces the exceptions in force; each named by `ref` once (a later one of the same ref wins). */
   set(exceptions: readonly GatewayException[]): void;

@@ -3,12 +3,14 @@
  * Exempt, a Warn and an expired exception, judged against a clock the test sets.
  */
 import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { createLogger } from '../../../server/base/log.js';
 import { createReviewer, standaloneNamespaceLabels } from '../../../server/dispatch/reviewer.js';
+import { ShadowRunner } from '../../../server/dispatch/shadow.js';
 import { createExceptionLabels } from '../../../server/exceptions/exception-label.js';
 import { createExceptionStore } from '../../../server/exceptions/exception-source.js';
 import { readException } from '../../../server/exceptions/read-exception.js';
@@ -148,5 +150,54 @@ describe('exceptions in a review', () => {
 
   it("an exception in another namespace changes nothing in the Pod's", async () => {
     assert.deepEqual(await setUp([exception('Exempt', 'web-no-owner', 'team-b')]).review(), REFUSED);
+  });
+
+  it('lets a shadow step off as it lets the live one, without counting it as admission’s use', async () => {
+    const shadowed = async (exceptions: ReturnType<typeof exception>[]) => {
+      const registry = new Registry();
+      const metrics = createMetrics(registry, { defaultMetrics: false });
+      const store = createExceptionStore({
+        clock: () => CREATED,
+        onApplied: (step, e) => metrics.exceptionsApplied.inc({ step, exception: e.ref, mode: e.mode }),
+      });
+      store.set(exceptions);
+      const config = parseConfigText('chain: [{ plugin: require-owner, shadow: true }]', 'gateway.yaml', '/');
+      const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([requireOwner]), config.file));
+      const log = createLogger('silent');
+      const runs: Array<Parameters<ShadowRunner['run']>[0]> = [];
+      const runner = new ShadowRunner({ metrics, log, now: () => performance.now() });
+      const reviewer = createReviewer({
+        chain: () => chain,
+        metrics,
+        log,
+        namespaceLabels: standaloneNamespaceLabels,
+        deadlineMarginMs: 250,
+        defaultTimeoutMs: 10_000,
+        exceptions: store,
+        shadow: { run: (run) => (runs.push(run), runner.run(run)) },
+      });
+      const { response } = await reviewer.review(requestOf(podCreate()), selectionOf('validate'));
+      assert.equal(runs.length, 1);
+      const count = async (name: string) => (await registry.getSingleMetricAsString(name)).trim();
+      for (let i = 0; i < 100 && !(await count('admission_gateway_shadow_calls_total')).includes('outcome='); i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      return {
+        allowed: response.allowed,
+        calls: await count('admission_gateway_shadow_calls_total'),
+        disagreements: await count('admission_gateway_shadow_disagreements_total'),
+        applied: await count('admission_gateway_exceptions_applied_total'),
+      };
+    };
+
+    const without = await shadowed([]);
+    const exempted = await shadowed([exception('Exempt')]);
+
+    assert.equal(without.allowed, true);
+    assert.match(without.calls, /admission_gateway_shadow_calls_total\{step="require-owner",outcome="denied"\} 1/);
+    assert.match(without.disagreements, /\{step="require-owner",kind="would_deny"\} 1/);
+    assert.equal(exempted.allowed, true);
+    assert.match(exempted.calls, /admission_gateway_shadow_calls_total\{step="require-owner",outcome="skipped"\} 1/);
+    assert.doesNotMatch(exempted.disagreements, /kind="would_deny"/);
+    assert.doesNotMatch(exempted.applied, /step="require-owner"/, 'not counted as admission’s use');
   });
 });
