@@ -74,7 +74,11 @@ const CHAIN = (dir: string) => `
   files: [${dir}]
 `;
 
-/** Probes that only an acting policy refuses: a ConfigMap holding a password, a Deployment over its params. */
+/**
+ * Probes that only an acting policy refuses: a ConfigMap holding a password, a Deployment over its params, a
+ * Service on a privileged port — one per policy the corpus meets, since the apiserver's informers may make one
+ * act later than another (a Service probe was missing, and early Services of the corpus met no policy).
+ */
 const PROBES: readonly CorpusObject[] = [
   {
     collection: '/api/v1/namespaces/<ns>/configmaps',
@@ -99,6 +103,15 @@ const PROBES: readonly CorpusObject[] = [
           spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.9' }] },
         },
       },
+    },
+  },
+  {
+    collection: '/api/v1/namespaces/<ns>/services',
+    body: {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'probe', labels: { exempt: 'true' } },
+      spec: { ports: [{ name: 'ssh', port: 22 }] },
     },
   },
 ];
