@@ -77,4 +77,40 @@ describe('plugin-api/testing runPolicy()', function () {
       },
     );
   });
+
+  it('applies a mutating policy: its patch decoded, the object as stored, then its validations on that object', async function () {
+    const TEAM = {
+      policy: 'team-label',
+      match: MEMORY_LIMITS.match,
+      mutations: [
+        {
+          patchType: 'JSONPatch',
+          jsonPatch: {
+            expression:
+              '[JSONPatch{op: "add", path: "/metadata/labels", value: {}}, JSONPatch{op: "add", path: "/metadata/labels/team", value: request.namespace}]',
+          },
+        },
+      ],
+      validations: [{ expression: "object.metadata.labels.team == 'team-a'", message: 'the team is the namespace' }],
+    };
+
+    const result = await runPolicy(TEAM, reviewOf(pod({ name: 'web', image: 'nginx' })));
+
+    assert.deepEqual(result, {
+      allowed: true,
+      warnings: [],
+      annotations: {},
+      // The mutate phase's one patch: what changed, as the apiserver receives it.
+      patch: [{ op: 'add', path: '/metadata/labels', value: { team: 'team-a' } }],
+      object: {
+        ...(pod({ name: 'web', image: 'nginx' }) as object),
+        metadata: { name: 'web', namespace: 'team-a', labels: { team: 'team-a' } },
+      },
+      steps: [
+        { phase: 'mutate', outcome: 'patched' },
+        { phase: 'validate', outcome: 'allowed' },
+      ],
+      policy: { cost: result.policy?.cost },
+    });
+  });
 });
