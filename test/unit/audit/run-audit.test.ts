@@ -178,6 +178,25 @@ describe('runAudit', function () {
     ...over,
   });
 
+  /** The audit of a cm-ok (team label) and a cm-bad ConfigMap in ns1 through the chain `chainYaml` lists. */
+  async function auditConfigMaps(chainYaml: string): Promise<Record<string, unknown>> {
+    const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+    const chains = await createChainForConfig(
+      parseConfig(`server: { service: { namespace: gateway-ns, name: admission-gateway } }\nchain:\n${chainYaml}`),
+      [...availablePlugins],
+      { metrics, log: silent, onChain: () => undefined },
+    );
+    try {
+      const cluster = new MemoryCluster({
+        configmaps: [object('cm-ok', 'ns1', { team: 'a' }), object('cm-bad', 'ns1')],
+      });
+      const run = await runAudit(deps(cluster, { chain: chains.current() }));
+      return Object.fromEntries(run.objects.map((o) => [o.ref.name, o.results]));
+    } finally {
+      await chains.close();
+    }
+  }
+
   it('lists what the CREATE rules select and reviews each object, reporting each step that applies to it', async function () {
     const run = await runAudit(deps(new MemoryCluster(ITEMS)));
     assert.deepEqual(
@@ -276,12 +295,7 @@ describe('runAudit', function () {
   });
 
   it('names the validation of a policy step that refused, or the expression that failed, in its result', async function () {
-    const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    const chains = await createChainForConfig(
-      parseConfig(`
-server: { service: { namespace: gateway-ns, name: admission-gateway } }
-chain:
-  - policy: team-label
+    const results = await auditConfigMaps(`  - policy: team-label
     match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }] }
     validations:
       - expression: "true"
@@ -290,30 +304,19 @@ chain:
   - policy: broken-policy
     match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }] }
     validations: [{ expression: object.metadata.missing == 'x' }]
-`),
-      [...availablePlugins],
-      { metrics, log: silent, onChain: () => undefined },
-    );
-    try {
-      const cluster = new MemoryCluster({
-        configmaps: [object('cm-ok', 'ns1', { team: 'a' }), object('cm-bad', 'ns1')],
-      });
-      const run = await runAudit(deps(cluster, { chain: chains.current() }));
-      const broken = {
-        step: 'broken-policy',
-        result: 'error',
-        message: 'error: validations[0]: No such key: missing (at column 17)',
-      };
-      assert.deepEqual(Object.fromEntries(run.objects.map((o) => [o.ref.name, o.results])), {
-        'cm-ok': [{ step: 'team-label', result: 'pass' }, broken],
-        'cm-bad': [
-          { step: 'team-label', result: 'fail', message: 'validations[1]: every ConfigMap needs a team label' },
-          broken,
-        ],
-      });
-    } finally {
-      await chains.close();
-    }
+`);
+    const broken = {
+      step: 'broken-policy',
+      result: 'error',
+      message: 'error: validations[0]: No such key: missing (at column 17)',
+    };
+    assert.deepEqual(results, {
+      'cm-ok': [{ step: 'team-label', result: 'pass' }, broken],
+      'cm-bad': [
+        { step: 'team-label', result: 'fail', message: 'validations[1]: every ConfigMap needs a team label' },
+        broken,
+      ],
+    });
   });
 
   it('runs a shadow entry’s native policy as a candidate: a Warn binding reports what Deny would refuse', async function () {
@@ -336,37 +339,25 @@ metadata: { name: team-label-warn }
 spec: { policyName: team-label, validationActions: [Warn] }
 `,
     );
-    const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-    const chains = await createChainForConfig(
-      parseConfig(`
-server: { service: { namespace: gateway-ns, name: admission-gateway } }
-chain:
-  - admissionPolicies: candidate
-    files: [${join(dir, 'policies.yaml')}]
-    shadow: true
-`),
-      [...availablePlugins],
-      { metrics, log: silent, onChain: () => undefined },
-    );
     try {
-      const cluster = new MemoryCluster({
-        configmaps: [object('cm-ok', 'ns1', { team: 'a' }), object('cm-bad', 'ns1')],
-      });
-      const run = await runAudit(deps(cluster, { chain: chains.current() }));
       const step = 'candidate/team-label/team-label-warn';
-      assert.deepEqual(Object.fromEntries(run.objects.map((o) => [o.ref.name, o.results])), {
-        'cm-ok': [{ step, result: 'pass' }],
-        'cm-bad': [
-          {
-            step,
-            result: 'fail',
-            message:
-              "validations[0]: ValidatingAdmissionPolicy 'team-label' with binding 'team-label-warn' denied request: every ConfigMap needs a team label",
-          },
-        ],
-      });
+      assert.deepEqual(
+        await auditConfigMaps(
+          `  - admissionPolicies: candidate\n    files: [${join(dir, 'policies.yaml')}]\n    shadow: true\n`,
+        ),
+        {
+          'cm-ok': [{ step, result: 'pass' }],
+          'cm-bad': [
+            {
+              step,
+              result: 'fail',
+              message:
+                "validations[0]: ValidatingAdmissionPolicy 'team-label' with binding 'team-label-warn' denied request: every ConfigMap needs a team label",
+            },
+          ],
+        },
+      );
     } finally {
-      await chains.close();
       await rm(dir, { recursive: true });
     }
   });
