@@ -12,10 +12,7 @@ import { Registry } from 'prom-client';
 import { availablePlugins } from '../../../plugins/index.js';
 import type { KubeObject } from '../../../server/admission/types.js';
 import { audit } from '../../../server/audit/audit.js';
-import type { AuditCluster, ReportPlace } from '../../../server/audit/cluster.js';
-import type { PolicyReport } from '../../../server/audit/reports.js';
 import { runAudit, type AuditDeps } from '../../../server/audit/run-audit.js';
-import type { AuditTarget, DiscoveredGroup, DiscoveredResource } from '../../../server/audit/targets.js';
 import type { Chain } from '../../../server/chain/chain.js';
 import type { Labels } from '../../../server/steps/label-selector.js';
 import type { AuditConfig } from '../../../server/config/types.js';
@@ -24,62 +21,13 @@ import { readException } from '../../../server/exceptions/read-exception.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import { createChainForConfig } from '../../../server/providers/configured-chain.js';
 import { parseConfig } from '../../helpers/config.js';
+import type { AuditCluster } from '../../../server/audit/cluster.js';
+import { MemoryCluster } from '../../helpers/memory-audit-cluster.js';
 import { createTestPlugins } from '../../helpers/test-plugins.js';
-
-const GROUPS: DiscoveredGroup[] = [{ name: '', preferredVersion: 'v1', versions: ['v1'] }];
-const CORE: DiscoveredResource[] = [
-  { name: 'configmaps', kind: 'ConfigMap', namespaced: true, verbs: ['get', 'list', 'create'] },
-  { name: 'secrets', kind: 'Secret', namespaced: true, verbs: ['get', 'list'] },
-  { name: 'pods', kind: 'Pod', namespaced: true, verbs: ['get', 'list'] },
-  { name: 'pods/status', kind: 'Pod', namespaced: true, verbs: ['get', 'patch'] },
-  { name: 'namespaces', kind: 'Namespace', namespaced: false, verbs: ['get', 'list'] },
-];
 
 const object = (name: string, namespace: string | undefined, labels: Labels = {}): KubeObject => ({
   metadata: { name, ...(namespace ? { namespace } : {}), uid: `uid-${name}`, labels },
 });
-
-/** The apiserver as the audit sees it: discovery, and lists paged by limit and continue (an offset here). */
-class MemoryCluster implements AuditCluster {
-  readonly applied: PolicyReport[] = [];
-  readonly deleted: ReportPlace[] = [];
-  readonly limits: number[] = [];
-  /** Called before each list, e.g. to stop the run. */
-  onList: (target: AuditTarget) => void = () => undefined;
-
-  constructor(
-    private readonly items: Readonly<Record<string, readonly KubeObject[]>>,
-    private readonly written: ReportPlace[] = [],
-  ) {}
-
-  groups() {
-    return Promise.resolve(GROUPS);
-  }
-  resources() {
-    return Promise.resolve(CORE);
-  }
-  listPage(target: AuditTarget, limit: number, token: string | undefined, signal: AbortSignal) {
-    this.onList(target);
-    if (signal.aborted) return Promise.reject(new Error('aborted'));
-    this.limits.push(limit);
-    const all = this.items[target.resource] ?? [];
-    const from = token ? Number(token) : 0;
-    const items = all.slice(from, from + limit);
-    const next = from + limit < all.length ? String(from + limit) : undefined;
-    return Promise.resolve({ items, ...(next ? { continue: next } : {}) });
-  }
-  applyReport(report: PolicyReport) {
-    this.applied.push(report);
-    return Promise.resolve();
-  }
-  writtenReports() {
-    return Promise.resolve(this.written);
-  }
-  deleteReport(place: ReportPlace) {
-    this.deleted.push(place);
-    return Promise.resolve();
-  }
-}
 
 const CHAIN_YAML = `
 server: { service: { namespace: gateway-ns, name: admission-gateway } }
