@@ -14,7 +14,6 @@ import { AuditSetupError } from '../audit/run-audit.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { GatewayConfig } from '../config/types.js';
 import { loadExceptions } from '../exceptions/watched-exceptions.js';
-import { listClusterExceptions } from '../kube/cluster-exceptions.js';
 import { findKubeconfig, loadKubeConfig } from '../kube/kube-config.js';
 import { EXIT_DENIED, UsageError, type Values } from './usage.js';
 
@@ -118,6 +117,8 @@ export async function runAuditCommand(command: AuditCommand, config: GatewayConf
   const deadline = AbortSignal.timeout(config.audit.timeoutSeconds * 1000);
   // The exceptions admission applies: the config's files and the cluster's objects, as they are now.
   const exceptions = await loadExceptions(config.exceptions);
+  // Imported here: the Kubernetes client is loaded only where a cluster is used, never by `serve` without one.
+  const { listClusterExceptions } = await import('../kube/cluster-exceptions.js');
   const inCluster = await listClusterExceptions(kc, { maxLifetimeMs: exceptions.maxLifetimeMs, now: exceptions.now() });
   exceptions.setWatched(inCluster.exceptions);
   for (const problem of inCluster.problems) io.stderr(`admission-gateway audit: exception left out: ${problem}\n`);
