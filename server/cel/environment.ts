@@ -8,6 +8,7 @@ import { Environment } from '@marcbachmann/cel-js';
 import type { Override, Overrides } from './instrument.js';
 import type { Library } from './library.js';
 import { listsLibrary } from './lists.js';
+import { optionalFieldsLibrary } from './optional-fields.js';
 import { optionalsLibrary } from './optionals.js';
 import { regexLibrary } from './regex.js';
 import { setsLibrary } from './sets.js';
@@ -28,6 +29,7 @@ export const MAX_EXPRESSION_LENGTH = 100_000;
 
 const LIBRARIES: readonly Library[] = [
   optionalsLibrary,
+  optionalFieldsLibrary,
   stringsLibrary,
   listsLibrary,
   setsLibrary,

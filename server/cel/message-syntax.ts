@@ -8,6 +8,8 @@
  * map literals before compiling").
  */
 
+import { OPTIONAL_FIELDS } from './optional-fields.js';
+
 /** Which constructions an expression may write. */
 export type MessageTypes = 'jsonPatch' | 'applyConfiguration';
 
@@ -133,6 +135,8 @@ interface MessageFrame {
   readonly kind: 'message';
   readonly type: string;
   readonly fields: Set<string>;
+  /** It has an optional field (`?name: value`): the map literal is handed to OPTIONAL_FIELDS. */
+  readonly optional: boolean;
   /** The field whose value is being read, or undefined between fields. */
   field: string | undefined;
 }
@@ -177,6 +181,34 @@ function checkType(type: string, allowed: MessageTypes, expected: string | undef
 }
 
 /**
+ * The `{` of each construction that has an optional field (`Object{?name: value}`): one pass over the tokens,
+ * keeping which open bracket is a construction's.
+ */
+function withOptionalFields(tokens: readonly Token[]): Set<number> {
+  const found = new Set<number>();
+  const open: Array<number | undefined> = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const brace = constructionAt(tokens, i);
+    if (brace !== undefined) {
+      open.push(brace);
+      i = brace;
+      continue;
+    }
+    const t = tokens[i]!;
+    if (t.kind !== 'punct') continue;
+    if (t.text === '(' || t.text === '[' || t.text === '{') open.push(undefined);
+    else if (CLOSING[t.text] !== undefined) open.pop();
+    else if (
+      t.text === '?' &&
+      open.at(-1) !== undefined &&
+      (tokens[i - 1]?.text === '{' || tokens[i - 1]?.text === ',')
+    )
+      found.add(open.at(-1)!);
+  }
+  return found;
+}
+
+/**
  * `expression` with its message constructions written as map literals, or why it cannot be. Text without any
  * construction comes back unchanged.
  */
@@ -184,6 +216,7 @@ export function rewriteMessages(expression: string, allowed: MessageTypes): Rewr
   const tokens = tokenize(expression);
   if (!tokens.some((t, i) => constructionAt(tokens, i) !== undefined))
     return { ok: true, text: expression, originOf: (offset) => offset };
+  const optional = withOptionalFields(tokens);
   const out = new Output(expression);
   const stack: Frame[] = [];
   let cursor = 0;
@@ -203,27 +236,29 @@ export function rewriteMessages(expression: string, allowed: MessageTypes): Rewr
           .join('');
         checkType(type, allowed, expectedHere, t.start);
         out.copy(cursor, t.start);
-        out.insert('{', t.start);
+        const hasOptional = optional.has(brace);
+        out.insert(hasOptional ? `${OPTIONAL_FIELDS}({` : '{', t.start);
         cursor = tokens[brace]!.end;
-        stack.push({ kind: 'message', type, fields: new Set(), field: undefined });
+        stack.push({ kind: 'message', type, fields: new Set(), field: undefined, optional: hasOptional });
         i = brace;
         continue;
       }
       if (top?.kind === 'message' && top.field === undefined && t.text !== '}') {
-        if (t.kind !== 'ident' || tokens[i + 1]?.text !== ':') {
-          const optional = t.text === '?' ? ' (optional fields, `?name:`, are not supported)' : '';
-          throw new RewriteFailure(`expected a field name and ":" in ${top.type}{…}${optional}`, t.start);
-        }
-        if (top.type === 'JSONPatch' && !JSONPATCH_FIELDS.has(t.text))
-          throw new RewriteFailure(`JSONPatch has no field "${t.text}" (op, path, from, value)`, t.start);
-        if (top.fields.has(t.text)) throw new RewriteFailure(`field "${t.text}" is set twice`, t.start);
-        top.fields.add(t.text);
-        top.field = t.text;
+        // `?name: value`: the field is set only when the optional value has one.
+        const isOptional = t.text === '?' && top.type !== 'JSONPatch';
+        const name = isOptional ? tokens[i + 1] : t;
+        if (name?.kind !== 'ident' || tokens[isOptional ? i + 2 : i + 1]?.text !== ':')
+          throw new RewriteFailure(`expected a field name and ":" in ${top.type}{…}`, t.start);
+        if (top.type === 'JSONPatch' && !JSONPATCH_FIELDS.has(name.text))
+          throw new RewriteFailure(`JSONPatch has no field "${name.text}" (op, path, from, value)`, t.start);
+        if (top.fields.has(name.text)) throw new RewriteFailure(`field "${name.text}" is set twice`, t.start);
+        top.fields.add(name.text);
+        top.field = name.text;
         out.copy(cursor, t.start);
-        out.insert(`${JSON.stringify(t.text)}: dyn(`, t.start);
-        cursor = tokens[i + 1]!.end;
-        i++;
-        expected = top.type === 'JSONPatch' ? undefined : `${top.type}.${t.text}`;
+        out.insert(`${JSON.stringify(`${isOptional ? '?' : ''}${name.text}`)}: dyn(`, t.start);
+        i += isOptional ? 2 : 1;
+        cursor = tokens[i]!.end;
+        expected = top.type === 'JSONPatch' ? undefined : `${top.type}.${name.text}`;
         continue;
       }
       if (t.kind !== 'punct') continue;
@@ -238,7 +273,14 @@ export function rewriteMessages(expression: string, allowed: MessageTypes): Rewr
         if (top.field !== undefined) out.insert(')', t.start);
         cursor = t.start;
         top.field = undefined;
-        if (t.text === '}') stack.pop();
+        if (t.text === '}') {
+          stack.pop();
+          if (top.optional) {
+            out.copy(cursor, t.end);
+            out.insert(')', t.start);
+            cursor = t.end;
+          }
+        }
       } else if (CLOSING[t.text] !== undefined && top?.kind === 'bracket' && top.open === CLOSING[t.text]) {
         stack.pop();
       }

@@ -30,6 +30,18 @@ describe('message construction in CEL (Type{field: value})', () => {
     );
   });
 
+  it('sets an optional field (?name:) when its optional has a value, and leaves it out when it has none', () => {
+    assert.deepEqual(
+      valueOf(
+        'Object{spec: Object.spec{?replicas: object.spec.?n, ?paused: object.spec.?paused, template: Object.spec.template{?x: optional.none()}}}',
+      ),
+      { spec: { replicas: 2, template: {} } },
+    );
+    assert.deepEqual(valueOf('Object{?metadata: optional.of(Object.metadata{name: "a"})}'), {
+      metadata: { name: 'a' },
+    });
+  });
+
   it('leaves strings, raw and triple-quoted ones, and comments as they are', () => {
     assert.deepEqual(
       valueOf(
@@ -69,7 +81,7 @@ describe('message construction in CEL (Type{field: value})', () => {
   });
 
   const refused: readonly [string, string, 'jsonPatch' | 'applyConfiguration', string, number][] = [
-    ['an optional field', 'Object{?spec: optional.none()}', 'applyConfiguration', 'optional fields', 8],
+    ['an optional JSONPatch field', 'JSONPatch{?op: optional.none()}', 'jsonPatch', 'expected a field name', 11],
     ['a field set twice', 'Object{spec: {}, spec: {}}', 'applyConfiguration', 'field "spec" is set twice', 18],
     ['a type other than Object', 'Pod{spec: {}}', 'applyConfiguration', 'unknown type "Pod"', 1],
     ['JSONPatch outside a JSON patch', 'JSONPatch{op: "add"}', 'applyConfiguration', 'unknown type "JSONPatch"', 1],

@@ -11,7 +11,7 @@ import { createMetrics } from '../../../server/metrics/metrics.js';
 import { LOG_SHIPPER_CHAIN, TEAM_LABEL_CHAIN } from '../../fixtures/mutation-policies.js';
 import { parseConfig } from '../../helpers/config.js';
 import { applyPatch, decodePatch } from '../../helpers/patch.js';
-import { deploymentCreate, podCreate, requestOf } from '../../fixtures/reviews/index.js';
+import { deploymentCreate, edited, podCreate, requestOf } from '../../fixtures/reviews/index.js';
 
 const PODS = "{ rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }] }";
 const DEPLOYMENTS =
@@ -133,6 +133,24 @@ describe('policy mutations', () => {
   });
 
   describe('patchType ApplyConfiguration', () => {
+    it('sets an optional field (?name:) only when its optional has a value', async () => {
+      const chain = policy(
+        'priority',
+        applyConfiguration(
+          'Object{spec: Object.spec{?priorityClassName: object.metadata.?annotations[?"acme.io/priority"]}}',
+        ),
+      );
+      const annotated = requestOf(
+        edited(podCreate(), { 'request.object.metadata.annotations': { 'acme.io/priority': 'high' } }),
+      );
+
+      const { ops } = await patched(chain, annotated);
+      const plain = await mutate(chain);
+
+      assert.deepEqual(ops, [{ op: 'add', path: '/spec/priorityClassName', value: 'high' }]);
+      assert.deepEqual([plain.allowed, plain.patch], [true, undefined]);
+    });
+
     it('merges containers by name, env by name and maps field by field', async () => {
       const { ops, object } = await patched(
         policy(
