@@ -90,9 +90,12 @@ export function replayExitCode(report: ReplayReport, exitCode: boolean): number 
 /** Runs the replay; returns the exit code. */
 export async function runReplay(command: ReplayCommand, config: GatewayConfig, io: ReplayIO): Promise<number> {
   const file = path.resolve(io.cwd, command.recording);
-  // The exceptions admission would apply: the candidate's files and --exceptions, judged now.
+  // The exceptions admission would apply: the candidate's files and --exceptions, each review's judged at the
+  // time it was recorded (as admission judged it then), one without a time now.
+  let reviewedAt = Date.now();
   const exceptions = await loadExceptions(config.exceptions, {
     files: (command.exceptions ?? []).map((f) => path.resolve(io.cwd, f)),
+    clock: () => reviewedAt,
   });
   const { log, metrics, chains } = await commandChain(config, io);
   const answers = new OfflineAnswers();
@@ -107,6 +110,7 @@ export async function runReplay(command: ReplayCommand, config: GatewayConfig, i
     let reviews = 0;
     for await (const { line, review: recorded } of recordedReviews(file, ROUTES)) {
       answers.replaying(recorded, line);
+      reviewedAt = Date.parse(recorded.recordedAt) || Date.now();
       const result = await reviewer.review(recorded.request, selectionOf(recorded.route as Route));
       reviews++;
       const changes = diffAnswers(recorded.answer, answerOf(result, redaction, recorded.request));

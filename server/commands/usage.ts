@@ -304,7 +304,7 @@ ${CONFIG_OPTION}
   --exit-code         exit ${EXIT_DENIED} when a review would be newly denied, else ${EXIT_CHANGED} when any would be answered
                       differently (a changed denial included), to gate CI
   --exceptions FILE   AdmissionExceptions and ClusterAdmissionExceptions (YAML) applied besides those of the
-                      candidate's exceptions.files, judged at the current time (repeatable)
+                      candidate's exceptions.files, judged at the time each review was recorded (repeatable)
 
 Exit codes: 0 replayed (whatever the differences, without --exit-code), 1 runtime failure, 2 bad usage,
 config or recording (the message names the line), ${EXIT_DENIED} newly denied, ${EXIT_CHANGED} answered differently (with

@@ -369,6 +369,48 @@ newly allowed:
     });
   });
 
+  it('judges each review’s exceptions at the time it was recorded: one expired since still lets it through', async () => {
+    gateway = await startHarness({
+      yaml: 'record: { path: recording.ndjson, sampleRate: 1 }\nchain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
+    });
+    await gateway.review('/validate', podReview(1, 'legacy', { app: 'legacy' }));
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    // Recorded two days ago; the exception ran out yesterday.
+    const file = join(dir, 'recording.ndjson');
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    const lines = (await recordedLines(file)).map((l) => JSON.stringify({ ...l, recordedAt: twoDaysAgo }));
+    await writeFile(file, `${lines.join('\n')}\n`);
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    await writeFile(
+      join(dir, 'legacy.yaml'),
+      `apiVersion: admissiongateway.io/v1alpha1
+kind: AdmissionException
+metadata: { name: legacy-no-team, namespace: team-a }
+spec:
+  steps: [require-labels]
+  match: { names: [legacy] }
+  expiresAt: '${yesterday}'
+  reason: the legacy app was retired yesterday
+`,
+    );
+    await writeFile(
+      join(dir, 'candidate.yaml'),
+      'chain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
+    );
+
+    const run = await runCliCaptured(
+      ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exceptions', 'legacy.yaml', '-o', 'json'],
+      { cwd: dir },
+    );
+
+    const report = JSON.parse(run.stdout) as { differences: Array<{ changes: Array<{ kind: string }> }> };
+    assert.deepEqual(
+      report.differences.map((d) => d.changes.map((c) => c.kind)),
+      [['newly_allowed']],
+    );
+  });
+
   it('refuses a recording that is not one, naming the line, with exit code 2 and nothing replayed', async () => {
     const { dir, file } = await recordOne('/validate');
     await writeFile(file, `${await readFile(file, 'utf8')}{"format":1,"route":"validate"}\n`);
