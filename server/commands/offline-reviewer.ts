@@ -28,6 +28,14 @@ const commandLogLevel = (level: LogLevel): LogLevel => (level === 'info' ? 'warn
  * The chain of `config` for a command: logs on standard error in serve's format, metrics of its own; its
  * providers' calls go through `providerDispatcher` when given (`test`).
  */
+/** What an offline command is given of the process: its output, its folder, the plugins compiled in. */
+export interface CommandIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly cwd: string;
+  readonly plugins?: readonly AnyPlugin[] | undefined;
+}
+
 export async function commandChain(
   config: GatewayConfig,
   io: { readonly stderr: (text: string) => void; readonly plugins?: readonly AnyPlugin[] | undefined },

@@ -7,7 +7,6 @@
 import path from 'node:path';
 import type { AdmissionRequest } from '../admission/types.js';
 import { escapeControl } from '../base/limits.js';
-import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { ReviewResult } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
@@ -24,7 +23,7 @@ import {
   type ReviewDifference,
 } from '../recording/review-diff.js';
 import { loadExceptions } from '../exceptions/watched-exceptions.js';
-import { commandChain, offlineReviewer } from './offline-reviewer.js';
+import { commandChain, offlineReviewer, type CommandIO } from './offline-reviewer.js';
 import { EXIT_CHANGED, EXIT_DENIED, UsageError } from './usage.js';
 
 export interface ReplayCommand {
@@ -34,13 +33,6 @@ export interface ReplayCommand {
   readonly exitCode: boolean;
   /** Files of exceptions applied besides the candidate's `exceptions.files` (README "Exceptions"). */
   readonly exceptions?: readonly string[];
-}
-
-export interface ReplayIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly cwd: string;
-  readonly plugins?: readonly AnyPlugin[] | undefined;
 }
 
 /** Checks replay's arguments before anything is read. */
@@ -88,7 +80,7 @@ export function replayExitCode(report: ReplayReport, exitCode: boolean): number 
 }
 
 /** Runs the replay; returns the exit code. */
-export async function runReplay(command: ReplayCommand, config: GatewayConfig, io: ReplayIO): Promise<number> {
+export async function runReplay(command: ReplayCommand, config: GatewayConfig, io: CommandIO): Promise<number> {
   const file = path.resolve(io.cwd, command.recording);
   // The exceptions admission would apply: the candidate's files and --exceptions, each review's judged at the
   // time it was recorded (as admission judged it then), one without a time now.

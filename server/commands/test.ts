@@ -7,7 +7,6 @@
  */
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
-import type { AnyPlugin } from '../chain/plugin-registry.js';
 import { locateConfigError } from '../config/field-positions.js';
 import { loadConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
@@ -26,7 +25,7 @@ import { suiteConfig } from '../policy-test/suite-config.js';
 import type { TestSuite } from '../policy-test/suite.js';
 import { renderSuite, renderSummary } from '../policy-test/text-report.js';
 import { summariseTests } from '../policy-test/test-summary.js';
-import { commandChain, offlineReviewer } from './offline-reviewer.js';
+import { commandChain, offlineReviewer, type CommandIO } from './offline-reviewer.js';
 import { UsageError } from './usage.js';
 
 export const TEST_OUTPUTS = ['text', 'junit', 'json'] as const;
@@ -45,13 +44,6 @@ export interface TestCommand {
   /** --config: the config every file runs against instead of its own. */
   readonly config?: string;
   readonly fromRecording?: RecordingToTests;
-}
-
-export interface TestIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly cwd: string;
-  readonly plugins?: readonly AnyPlugin[] | undefined;
 }
 
 /** Checks test's arguments before anything is read. */
@@ -94,7 +86,7 @@ export async function runTestFile(
   suite: TestSuite,
   config: GatewayConfig,
   recorded: RecordedAnswers,
-  io: TestIO,
+  io: CommandIO,
 ): Promise<SuiteResult> {
   checkProviders(suite, config);
   const exceptions = await loadExceptions(config.exceptions, { files: suite.exceptions });
@@ -130,7 +122,7 @@ async function configOf(suite: TestSuite): Promise<GatewayConfig> {
 }
 
 /** Runs the tests; returns the exit code. */
-export async function runTests(command: TestCommand, io: TestIO): Promise<number> {
+export async function runTests(command: TestCommand, io: CommandIO): Promise<number> {
   let files: string[];
   try {
     files = await findTestFiles(command.paths, io.cwd);

@@ -4,6 +4,7 @@
  * rather than a <failure>, JSON carries the error, and the counts hold it as failed and as an error.
  */
 import assert from 'node:assert/strict';
+import { DOMParser } from '@xmldom/xmldom';
 import { renderJson } from '../../../server/policy-test/json-report.js';
 import { renderJunit } from '../../../server/policy-test/junit-report.js';
 import type { SuiteResult } from '../../../server/policy-test/run-suite.js';
@@ -58,14 +59,16 @@ describe('policy test reports of a review that failed', () => {
       <property name="config" value="gateway.yaml"/>
     </properties>
     <testcase name="breaks" classname="a.test.yaml" time="0.002">
-      <error message="cannot apply &lt;patch&gt;
-" type="ReviewError"></error>
+      <error message="cannot apply &lt;patch&gt;&#10;" type="ReviewError"></error>
     </testcase>
     <testcase name="passes" classname="a.test.yaml" time="0.002"/>
   </testsuite>
 </testsuites>
 `,
     );
+    // An XML parser gives the message back whole: a line break in an attribute is kept by its reference.
+    const xml = new DOMParser().parseFromString(renderJunit([SUITE], summary), 'text/xml');
+    assert.equal(xml.getElementsByTagName('error')[0]?.getAttribute('message'), 'cannot apply <patch>\n');
   });
 
   it('JSON: the error on its case, and each answer without the patched object', () => {
