@@ -6,6 +6,8 @@
 //      (the review's values made CEL values once, a cost budget, the ten evaluations).
 //   2. A quadratic walk of the 40,000-container Pod: wall time until it is refused with cost_exceeded (making
 //      the Pod's values and the evaluation), and CPU.
+//   4. A mutating policy (a JSONPatch label and an ApplyConfiguration sidecar, as the README's examples) on the
+//      ordinary Pod: CPU per review of its mutations (server/policy/mutations.ts runMutations), no target.
 //   3. A quadratic walk of the same Pod that fails on every pair (the engine throws and catches an Error for
 //      each): few units, long work, refused when its time is up; and a review of five such validations, refused
 //      when the review's time is up. Every other review waits this long.
@@ -19,9 +21,45 @@ import { CONTAINERS, RULES } from './restricted-rules.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const cel = await import(pathToFileURL(`${ROOT}dist/server/cel/index.js`).href);
+const { parseConfigText } = await import(pathToFileURL(`${ROOT}dist/server/config/load.js`).href);
+const { runMutations } = await import(pathToFileURL(`${ROOT}dist/server/policy/mutations.js`).href);
 const fixture = JSON.parse(fs.readFileSync(`${ROOT}test/fixtures/reviews/pod-create.json`, 'utf8'));
 
 const QUADRATIC = "object.spec.containers.all(c, !object.spec.containers.exists(d, d.name == c.name + '-x'))";
+/** The mutating policy: a team label from the namespace, and a log-shipper container merged by name. */
+const MUTATING = `chain:
+  - policy: team-and-logs
+    match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }] }
+    mutations:
+      - patchType: JSONPatch
+        jsonPatch:
+          expression: >
+            (has(object.metadata.labels) ? [] : [JSONPatch{op: "add", path: "/metadata/labels", value: {}}]) +
+            [JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("acme.io/team"), value: request.namespace}]
+      - patchType: ApplyConfiguration
+        applyConfiguration:
+          expression: >
+            Object{spec: Object.spec{containers: [Object.spec.containers{name: "log-shipper",
+              image: "ghcr.io/acme/log-shipper:2.1.0",
+              env: [Object.spec.containers.env{name: "POD_NAME", value: object.metadata.name}]}]}}
+`;
+
+/** CPU per review of the mutating policy's mutations on the fixture's Pod (a request of its own each time). */
+function mutationCpuUs(reviews) {
+  const [entry] = parseConfigText(MUTATING, 'bench.yaml', ROOT).chain;
+  const requests = Array.from({ length: reviews }, () => structuredClone(fixture.request));
+  const first = runMutations(entry.spec, { request: requests[0], plainObject: requests[0].object });
+  if (!Array.isArray(first) || first.length !== 2) throw new Error(`the mutating policy gave ${JSON.stringify(first)}`);
+  for (let i = 0; i < 2_000; i++) {
+    const request = structuredClone(fixture.request);
+    runMutations(entry.spec, { request, plainObject: request.object });
+  }
+  const start = process.cpuUsage();
+  for (let i = 1; i < reviews; i++) runMutations(entry.spec, { request: requests[i], plainObject: requests[i].object });
+  const used = process.cpuUsage(start);
+  return { cpuUsPerReview: round((used.user + used.system) / (reviews - 1)), operations: first.length };
+}
+
 const FAILING = 'object.spec.containers.all(c, object.spec.containers.exists(d, int(d.name) == 1) || true)';
 
 function compile(expression, variables) {
@@ -100,6 +138,7 @@ export function measure({ reviews = 20_000, windows = 5, cutOffRuns = 5 } = {}) 
     reviewRuns.push({ ms: performance.now() - started, results });
   }
   const cutForTime = (r) => !r.ok && r.reason === 'cost_exceeded';
+  const mutations = Array.from({ length: windows }, () => mutationCpuUs(reviews / windows / 2));
   return {
     validations: {
       rules: RULES.length,
@@ -116,6 +155,11 @@ export function measure({ reviews = 20_000, windows = 5, cutOffRuns = 5 } = {}) 
       medianMs: round(median(runs.map((r) => r.ms))),
       medianCpuMs: round(median(runs.map((r) => r.cpuMs))),
       runsMs: runs.map((r) => round(r.ms)),
+    },
+    mutations: {
+      cpuUsPerReview: Math.min(...mutations.map((m) => m.cpuUsPerReview)),
+      cpuUsPerReviewWindows: mutations.map((m) => m.cpuUsPerReview),
+      operations: mutations[0].operations,
     },
     failingWalk: {
       refused: failingRuns.every((r) => cutForTime(r.result)) && reviewRuns.every((r) => r.results.every(cutForTime)),
@@ -149,6 +193,10 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     `  ${verdict(m.failingWalk.refused && m.failingWalk.reviewOfFiveMedianMs <= CEL_TARGETS.reviewStallMs)}  a quadratic walk failing ` +
       `on every pair of 40,000 containers: ${m.failingWalk.outcome} in ${m.failingWalk.medianMs} ms; five in one review: ` +
       `${m.failingWalk.reviewOfFiveMedianMs} ms (≤ ${CEL_TARGETS.reviewStallMs})`,
+  );
+  console.log(
+    `  info  a mutating policy (a JSONPatch label, an ApplyConfiguration sidecar): ${m.mutations.cpuUsPerReview} µs ` +
+      `CPU per review, ${m.mutations.operations} operations`,
   );
   console.log(JSON.stringify(m));
 }

@@ -1156,6 +1156,10 @@ function printReport(results) {
     console.log(
       `  40,000-container quadratic walk: ${c.outcome}; ${c.runsMs.join(', ')} ms (median CPU ${c.medianCpuMs} ms)`,
     );
+    console.log(
+      `  a mutating policy (a JSONPatch label, an ApplyConfiguration sidecar): ${s.cel.mutations.cpuUsPerReview} µs CPU ` +
+        `per review (best of ${s.cel.mutations.cpuUsPerReviewWindows.join(', ')}; no target)`,
+    );
     const f = s.cel.failingWalk;
     console.log(
       `  40,000-container quadratic walk failing on every pair: ${f.outcome}; median ${f.medianMs} ms; five in one ` +
