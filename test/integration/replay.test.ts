@@ -325,15 +325,17 @@ with the warnings changed:
     });
   });
 
-  it('applies the candidate’s exceptions and --exceptions: a review an exception lets off is newly allowed', async () => {
-    gateway = await startHarness({
-      yaml: 'record: { path: recording.ndjson, sampleRate: 1 }\nchain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
-    });
-    await gateway.review('/validate', podReview(1, 'legacy', { app: 'legacy' }));
-    await gateway.review('/validate', podReview(2, 'web', { app: 'web' }));
+  /**
+   * A recording of Pod reviews (`names`, no team label) refused by require-labels, a candidate of the same chain,
+   * and the exception `legacy-no-team` letting `legacy` off it until `expiresAt`: the folder they are in.
+   */
+  async function legacySetUp(names: readonly string[], expiresAt: Date): Promise<string> {
+    const chain = 'chain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n';
+    gateway = await startHarness({ yaml: `record: { path: recording.ndjson, sampleRate: 1 }\n${chain}` });
+    for (const [i, name] of names.entries()) await gateway.review('/validate', podReview(i + 1, name, { app: name }));
     const dir = gateway.dir;
     await gateway.gateway.close();
-    const expiresAt = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    await writeFile(join(dir, 'candidate.yaml'), chain);
     await writeFile(
       join(dir, 'legacy.yaml'),
       `apiVersion: admissiongateway.io/v1alpha1
@@ -342,14 +344,15 @@ metadata: { name: legacy-no-team, namespace: team-a }
 spec:
   steps: [require-labels]
   match: { names: [legacy] }
-  expiresAt: '${expiresAt}'
-  reason: the legacy app is retired next month
+  expiresAt: '${expiresAt.toISOString().replace(/\.\d+Z$/, 'Z')}'
+  reason: the legacy app is retired
 `,
     );
-    await writeFile(
-      join(dir, 'candidate.yaml'),
-      'chain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
-    );
+    return dir;
+  }
+
+  it('applies the candidate’s exceptions and --exceptions: a review an exception lets off is newly allowed', async () => {
+    const dir = await legacySetUp(['legacy', 'web'], new Date(Date.now() + 30 * 86_400_000));
 
     const run = await runCliCaptured(
       ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exceptions', 'legacy.yaml', '--exit-code'],
@@ -370,34 +373,12 @@ newly allowed:
   });
 
   it('judges each review’s exceptions at the time it was recorded: one expired since still lets it through', async () => {
-    gateway = await startHarness({
-      yaml: 'record: { path: recording.ndjson, sampleRate: 1 }\nchain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
-    });
-    await gateway.review('/validate', podReview(1, 'legacy', { app: 'legacy' }));
-    const dir = gateway.dir;
-    await gateway.gateway.close();
-    // Recorded two days ago; the exception ran out yesterday.
+    // The exception ran out yesterday; the review is recorded as of two days ago.
+    const dir = await legacySetUp(['legacy'], new Date(Date.now() - 86_400_000));
     const file = join(dir, 'recording.ndjson');
     const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString();
     const lines = (await recordedLines(file)).map((l) => JSON.stringify({ ...l, recordedAt: twoDaysAgo }));
     await writeFile(file, `${lines.join('\n')}\n`);
-    const yesterday = new Date(Date.now() - 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
-    await writeFile(
-      join(dir, 'legacy.yaml'),
-      `apiVersion: admissiongateway.io/v1alpha1
-kind: AdmissionException
-metadata: { name: legacy-no-team, namespace: team-a }
-spec:
-  steps: [require-labels]
-  match: { names: [legacy] }
-  expiresAt: '${yesterday}'
-  reason: the legacy app was retired yesterday
-`,
-    );
-    await writeFile(
-      join(dir, 'candidate.yaml'),
-      'chain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n',
-    );
 
     const run = await runCliCaptured(
       ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exceptions', 'legacy.yaml', '-o', 'json'],
