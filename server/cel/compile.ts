@@ -31,6 +31,8 @@ export interface CelProgram {
   readonly resultType: string;
   /** The names under `variables` it reads itself (not those its variables read), in order of first use. */
   readonly variablesRead: readonly string[];
+  /** It names `namespaceObject`, which the review then looks up (a namespace is only read when something reads it). */
+  readonly readsNamespaceObject: boolean;
   /** The engine's callable (evaluate.ts calls it inside a cost meter). */
   readonly run: (activation: Readonly<Record<string, unknown>>) => unknown;
   /** Where an offset of the compiled text is in `expression`, when they differ (message-syntax.ts). */
@@ -137,6 +139,12 @@ function variablesReadBy(root: unknown): string[] {
   return [...names];
 }
 
+/** Whether the tree names the top-level variable `name`. */
+function readsIdentifier(root: unknown, name: string): boolean {
+  for (const node of syntaxNodes(root)) if (node.op === 'id' && node.args === name) return true;
+  return false;
+}
+
 export function compile(expression: string, options: CompileOptions = {}): CompileResult {
   if (expression.length > MAX_EXPRESSION_LENGTH)
     return failure(expression, 'too_long', `the expression is longer than ${MAX_EXPRESSION_LENGTH} characters`, 0);
@@ -168,6 +176,7 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
       0,
     );
   const variablesRead = options.variables === undefined ? [] : variablesReadBy(parsed.ast);
+  const readsNamespaceObject = readsIdentifier(parsed.ast, 'namespaceObject');
   instrument(parsed.ast, OVERRIDES);
   return {
     ok: true,
@@ -175,6 +184,7 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
       expression,
       resultType,
       variablesRead,
+      readsNamespaceObject,
       run: (activation: Readonly<Record<string, unknown>>): unknown => parsed(activation),
       ...(source !== expression ? { originOf } : {}),
     }),

@@ -21,7 +21,7 @@ import type { PluginRegistry } from './plugin-registry.js';
 import { effectiveFailurePolicy } from '../steps/policy.js';
 import { placeEntry } from '../steps/placement.js';
 import { planSteps, type PlanProblem, type StepPlan } from '../steps/step-graph.js';
-import type { Step } from '../steps/step.js';
+import { readsNamespaceObject, type Step } from '../steps/step.js';
 
 /** Which of the chain's steps a review runs: a phase's, or only those of one effective failure policy. */
 export interface StepSelection {
@@ -43,6 +43,8 @@ export interface Chain {
   stepsOf(phase: Phase, failurePolicy?: FailurePolicy): readonly Step[];
   /** Whether any of those steps has a namespaceSelector (so the namespace's labels are needed). */
   needsNamespaceLabels(phase: Phase, failurePolicy?: FailurePolicy): boolean;
+  /** Whether any of those steps, or the phase's shadow steps, read `namespaceObject` (so the namespace is read). */
+  needsNamespaceObject(phase: Phase, failurePolicy?: FailurePolicy): boolean;
   /** The mutate phase's steps (all, or one effective failure policy's) in levels (step-graph.ts). */
   planOf(failurePolicy?: FailurePolicy): StepPlan;
   /** What is wrong with the steps' declarations; the steps concerned run as barriers meanwhile. */
@@ -62,23 +64,34 @@ export function byOrder(a: { order: number; name: string }, b: { order: number; 
   return a.order - b.order || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
-/** Some of a phase's steps, and whether any of them needs the namespace's labels. */
+/** Some of a phase's steps, and whether any of them needs the namespace's labels, or the namespace itself. */
 interface Selection {
   readonly steps: readonly Step[];
   readonly needsNamespaceLabels: boolean;
+  readonly needsNamespaceObject: boolean;
 }
 
 /** A phase's selections: all its steps, and those of each effective failure policy. */
 type PhaseSelections = Readonly<Record<FailurePolicy | 'all', Selection>>;
 
-function select(steps: readonly Step[]): Selection {
-  return { steps: Object.freeze(steps), needsNamespaceLabels: steps.some((s) => s.match.needsNamespaceLabels) };
+/** `shadowReads`: the phase's shadow steps read the namespace (they run after any selection of it). */
+function select(steps: readonly Step[], shadowReads: boolean): Selection {
+  return {
+    steps: Object.freeze(steps),
+    needsNamespaceLabels: steps.some((s) => s.match.needsNamespaceLabels),
+    needsNamespaceObject: shadowReads || steps.some(readsNamespaceObject),
+  };
 }
 
-function phaseSelections(ordered: readonly Step[], phase: Phase): PhaseSelections {
+function phaseSelections(ordered: readonly Step[], shadow: readonly Step[], phase: Phase): PhaseSelections {
   const all = ordered.filter((s) => s.phase === phase);
-  const byPolicy = (policy: FailurePolicy) => select(all.filter((s) => effectiveFailurePolicy(s) === policy));
-  return { all: select(all), Fail: byPolicy('Fail'), Ignore: byPolicy('Ignore') };
+  const shadowReads = shadow.some(readsNamespaceObject);
+  const byPolicy = (policy: FailurePolicy) =>
+    select(
+      all.filter((s) => effectiveFailurePolicy(s) === policy),
+      shadowReads,
+    );
+  return { all: select(all, shadowReads), Fail: byPolicy('Fail'), Ignore: byPolicy('Ignore') };
 }
 
 export function createChain(steps: readonly Step[], authorizeSteps: readonly AuthorizeStep[] = []): Chain {
@@ -90,8 +103,8 @@ export function createChain(steps: readonly Step[], authorizeSteps: readonly Aut
   };
   const authorize = Object.freeze([...authorizeSteps].sort(byOrder));
   const phases: Readonly<Record<Phase, PhaseSelections>> = {
-    mutate: phaseSelections(ordered, 'mutate'),
-    validate: phaseSelections(ordered, 'validate'),
+    mutate: phaseSelections(ordered, shadow.mutate, 'mutate'),
+    validate: phaseSelections(ordered, shadow.validate, 'validate'),
   };
   // A declaration found wrong in the whole phase is set aside in every selection of it.
   const { demoted, ...all } = planSteps(phases.mutate.all.steps);
@@ -106,6 +119,7 @@ export function createChain(steps: readonly Step[], authorizeSteps: readonly Aut
     shadowOf: (phase) => shadow[phase],
     stepsOf: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].steps,
     needsNamespaceLabels: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceLabels,
+    needsNamespaceObject: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceObject,
     planOf: (failurePolicy) => plans[failurePolicy ?? 'all'],
     problems: all.problems,
     authorize,

@@ -4,6 +4,7 @@
  */
 import type { Phase } from '../admission/types.js';
 import type { PolicyEntry } from '../config/types.js';
+import { specReadsNamespaceObject } from '../policy/policy-spec.js';
 import { describePlacement, placeEntry, placedFields } from '../steps/placement.js';
 import type { Step, StepStatus } from '../steps/step.js';
 
@@ -18,7 +19,7 @@ export function policyStepBase(entry: PolicyEntry, phase: Phase): PolicyStepBase
   const placement = placeEntry(entry, { match: entry.match! });
   const { declarations: _placed, ...fields } = placedFields(placement, phase);
   return {
-    fields: { ...fields, source: 'policy', phase },
+    fields: { ...fields, source: 'policy', phase, readsNamespaceObject: specReadsNamespaceObject(entry.spec) },
     describe: (own) => ({
       name: entry.name,
       source: 'policy',

@@ -13,7 +13,7 @@ export const MAX_MATCH_CONDITIONS = 64;
 
 /**
  * What a condition reads: a webhook condition's variables (`authorizer` aside), and `namespaceObject` as a
- * policy's conditions do (null: the gateway is not given the namespace). Not `params`, nor `variables`.
+ * policy's conditions do (the reviewer looks the namespace up when one reads it). Not `params`, nor `variables`.
  */
 export const CONDITION_DECLARATIONS: readonly Declaration[] = ['object', 'oldObject', 'request', 'namespaceObject'];
 

@@ -5,7 +5,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Decision, Denial } from '../admission/decision.js';
 import { answerTo } from '../admission/responses.js';
-import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/types.js';
+import type { AdmissionRequest, AdmissionResponse, KubeObject, Phase } from '../admission/types.js';
+import { namespaceFromLabels } from '../admission/namespace-object.js';
+import { provideNamespaceObject } from '../policy/review-cel.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from '../chain/chain.js';
@@ -41,6 +43,32 @@ export interface NamespaceLabelSource {
    * cluster mode; absent without a cluster. Never throws: an unknown namespace references none.
    */
   extensions?(namespace: string): ExtensionReferences | Promise<ExtensionReferences>;
+  /**
+   * The namespace as a policy's `namespaceObject` reads it (admission/namespace-object.ts), in cluster mode. Never
+   * throws: undefined when it cannot be read. Absent: made of its name and labels (lookUpNamespaceObject).
+   */
+  object?(namespace: string): KubeObject | undefined | Promise<KubeObject | undefined>;
+}
+
+/**
+ * The review's `namespaceObject`, as the apiserver gives its policies: null for a cluster-scoped object and for a
+ * Namespace itself (whose request names itself as its namespace), and when the namespace cannot be read.
+ */
+export function lookUpNamespaceObject(
+  source: NamespaceLabelSource,
+  request: AdmissionRequest,
+): KubeObject | null | Promise<KubeObject | null> {
+  const name = request.namespace;
+  const { group, version, kind } = request.kind;
+  if (!name || (kind === 'Namespace' && version === 'v1' && group === '')) return null;
+  if (source.object) {
+    const found = source.object(name);
+    return found instanceof Promise ? found.then((o) => o ?? null) : (found ?? null);
+  }
+  const labels = source.labels(name);
+  return labels instanceof Promise
+    ? labels.then((l) => namespaceFromLabels(name, l))
+    : namespaceFromLabels(name, labels);
 }
 
 /**
@@ -331,8 +359,14 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         deps.tracing?.startReview(request, phase, selection.name, incoming),
       );
       const notes = new ReviewNotes();
+      // Asked for before the labels are awaited, so that a namespace not yet cached is read once for both.
+      const namespaceObject = chain.needsNamespaceObject(phase, failurePolicy)
+        ? lookUpNamespaceObject(deps.namespaceLabels, request)
+        : null;
       const found = lookUp(request, chain, selection, notes);
       const { namespaceLabels, extensions, refusal } = found instanceof Promise ? await found : found;
+      if (namespaceObject !== null)
+        provideNamespaceObject(request, namespaceObject instanceof Promise ? await namespaceObject : namespaceObject);
       const ctx: ReviewContext = {
         request,
         phase,

@@ -10,7 +10,7 @@ import type { AdmissionRequest, KubeObject, LabelSelector, Match } from '../admi
 import { StepFailedError } from '../base/errors.js';
 import type { Activation } from '../cel/index.js';
 import type { Mode } from '../config/step-options.js';
-import { REASON_CODES } from '../policy/policy-spec.js';
+import { REASON_CODES, specReadsNamespaceObject } from '../policy/policy-spec.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { reviewCel } from '../policy/review-cel.js';
 import type { CompiledMatch } from '../steps/match.js';
@@ -173,6 +173,7 @@ export function createNativeStep(
     phase: 'validate',
     needsObject: false,
     ownWords: true,
+    readsNamespaceObject: specReadsNamespaceObject(policy.spec, policy.spec.matchConditions),
     invoke(inv): Decision {
       const budget = reviewCel(inv.request).budget;
       const before = budget.remaining;

@@ -53,6 +53,8 @@ const NOTHING: NativePolicyResult = { decisions: [], annotations: [] };
 
 /** The engine's words for a failure, as cel-go writes the ones it shares ("no such key: x"). */
 function celError(result: Extract<EvalResult, { ok: false }>): string {
+  // cel-go names neither the function nor the types when no overload takes the values.
+  if (/^(found no matching overload|no such overload)\b/.test(result.message)) return 'no such overload';
   return result.message.replace(/^No such key: (?!index out of bounds)/, 'no such key: ');
 }
 

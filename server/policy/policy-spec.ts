@@ -59,3 +59,20 @@ export interface PolicySpec {
   /** Run in the mutate phase, in order; absent or empty: the entry has no mutate step. */
   readonly mutations?: readonly PolicyMutation[];
 }
+
+/** Whether any of the spec's expressions (and `more`, a native policy's own conditions) reads `namespaceObject`. */
+export function specReadsNamespaceObject(
+  spec: PolicySpec,
+  more: readonly { readonly program: CelProgram }[] = [],
+): boolean {
+  const reads = (items: readonly { readonly program: CelProgram }[] | undefined) =>
+    items?.some((item) => item.program.readsNamespaceObject) ?? false;
+  return (
+    reads(spec.variables) ||
+    reads(spec.validations) ||
+    spec.validations.some((v) => v.messageProgram?.readsNamespaceObject === true) ||
+    reads(spec.auditAnnotations) ||
+    reads(spec.mutations) ||
+    reads(more)
+  );
+}

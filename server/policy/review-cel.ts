@@ -16,6 +16,16 @@ export interface ReviewCel {
 }
 
 const reviews = new WeakMap<AdmissionRequest, ReviewCel>();
+const namespaces = new WeakMap<AdmissionRequest, KubeObject>();
+
+/**
+ * The namespace `namespaceObject` reads in this review's expressions (null when it has none: a cluster-scoped
+ * object, a Namespace itself, a namespace that could not be read). The reviewer looks it up before the review's
+ * phase runs, when one of them reads it; given after the first expression ran, it is not seen.
+ */
+export function provideNamespaceObject(request: AdmissionRequest, namespace: KubeObject | null): void {
+  if (namespace) namespaces.set(request, namespace);
+}
 
 /** The request as `request` reads it: without the objects, which have variables of their own. */
 export function requestValue(request: AdmissionRequest): Omit<AdmissionRequest, 'object' | 'oldObject'> {
@@ -34,7 +44,12 @@ function create(request: AdmissionRequest): ReviewCel {
         madeFor = object ?? null;
         madeAt = version;
         // Throws CelValueError for an object nested past what CEL is handed: the step fails with it.
-        values = activation({ object, oldObject: request.oldObject, request: requestValue(request) });
+        values = activation({
+          object,
+          oldObject: request.oldObject,
+          request: requestValue(request),
+          namespaceObject: namespaces.get(request),
+        });
       }
       return values;
     },

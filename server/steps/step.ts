@@ -81,4 +81,13 @@ export interface Step {
   readonly ownWords?: boolean;
   /** CEL conditions that must all be true for the step to run, else it is skipped (dispatch/match-conditions.ts). */
   readonly matchConditions?: readonly MatchCondition[];
+  /** One of its own expressions (its matchConditions aside) reads `namespaceObject`. */
+  readonly readsNamespaceObject?: boolean;
+}
+
+/** Whether running `step` needs the namespace object: its expressions or its conditions read it. */
+export function readsNamespaceObject(step: Step): boolean {
+  return (
+    step.readsNamespaceObject === true || (step.matchConditions?.some((c) => c.program.readsNamespaceObject) ?? false)
+  );
 }
