@@ -128,44 +128,76 @@ describe('exceptions through a real kube-apiserver', function () {
     }
   };
 
-  it('counts the reviews an exception let through in its status.usage, read back from the apiserver', async function () {
-    this.timeout(60_000);
+  it('counts the reviews each exception let through in its status.usage, namespaced and cluster-wide', async function () {
+    this.timeout(90_000);
     const counted = await gw!.namespace();
     await createException(counted, new Date(Date.now() + 600_000), 'counted', 'counted');
+    // Cluster-scoped names outlive a namespace: this run's own, deleted at the end.
+    const clusterName = `counted-${Date.now()}`;
+    const CLUSTER = { ...GROUP, plural: 'clusteradmissionexceptions' };
+    await customObjects().createClusterCustomObject({
+      ...CLUSTER,
+      body: {
+        apiVersion: 'admissiongateway.io/v1alpha1',
+        kind: 'ClusterAdmissionException',
+        metadata: { name: clusterName },
+        spec: {
+          steps: ['require-labels'],
+          match: { names: ['counted-c'] },
+          expiresAt: new Date(Date.now() + 600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+          reason: 'counted across namespaces',
+        },
+      },
+    });
     type Counted = {
       status?: {
         conditions?: Array<{ type: string; status: string }>;
         usage?: { reviews?: number; windowStart?: string; previousWindowReviews?: number; lastUsed?: string };
       };
     };
-    const read = async () =>
-      (await customObjects().getNamespacedCustomObject({ ...GROUP, namespace: counted, name: 'counted' })) as Counted;
-    // Its Accepted condition is written when the gateway takes it in force.
-    await eventually('the exception to be accepted', async () =>
-      (await read()).status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True') ? true : undefined,
-    );
-    const hour = (ms: number) => new Date(Math.floor(ms / 3_600_000) * 3_600_000).toISOString().replace('.000Z', 'Z');
-    const first = Date.now();
-    const N = 3;
-    for (let i = 0; i < N; i++) assert.equal(await tryWeb('counted', counted), undefined, `request ${i + 1} admitted`);
-    const last = Date.now();
+    const reads = {
+      namespaced: async () =>
+        (await customObjects().getNamespacedCustomObject({ ...GROUP, namespace: counted, name: 'counted' })) as Counted,
+      cluster: async () => (await customObjects().getClusterCustomObject({ ...CLUSTER, name: clusterName })) as Counted,
+    };
+    try {
+      // The Accepted condition is written when the gateway takes the exception in force.
+      for (const read of Object.values(reads)) {
+        await eventually('the exception to be accepted', async () =>
+          (await read()).status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True')
+            ? true
+            : undefined,
+        );
+      }
+      const hour = (ms: number) => new Date(Math.floor(ms / 3_600_000) * 3_600_000).toISOString().replace('.000Z', 'Z');
+      const first = Date.now();
+      const uses = { namespaced: 3, cluster: 2 };
+      for (let i = 0; i < uses.namespaced; i++) assert.equal(await tryWeb('counted', counted), undefined);
+      for (let i = 0; i < uses.cluster; i++) assert.equal(await tryWeb('counted-c', counted), undefined);
+      const last = Date.now();
 
-    const usage = await eventually('the usage to be written', async () => {
-      const stored = (await read()).status?.usage;
-      return stored && (stored.reviews ?? 0) + (stored.previousWindowReviews ?? 0) >= N ? stored : undefined;
-    });
-    const lastUsed = Date.parse(usage.lastUsed ?? '');
-    assert.ok(lastUsed >= Math.floor(first / 1000) * 1000 && lastUsed <= last, `lastUsed ${usage.lastUsed}`);
-    // The requests fell in one hour (as nearly always): all N in the current window.
-    if (hour(first) === hour(Date.now())) {
-      assert.deepEqual(usage, {
-        reviews: N,
-        windowStart: hour(first),
-        previousWindowReviews: 0,
-        lastUsed: usage.lastUsed,
-      });
-    } else {
-      assert.equal(usage.reviews! + usage.previousWindowReviews!, N);
+      for (const kind of ['namespaced', 'cluster'] as const) {
+        const n = uses[kind];
+        const usage = await eventually(`the ${kind} exception's usage to be written`, async () => {
+          const stored = (await reads[kind]()).status?.usage;
+          return stored && (stored.reviews ?? 0) + (stored.previousWindowReviews ?? 0) >= n ? stored : undefined;
+        });
+        const lastUsed = Date.parse(usage.lastUsed ?? '');
+        assert.ok(lastUsed >= Math.floor(first / 1000) * 1000 && lastUsed <= last, `lastUsed ${usage.lastUsed}`);
+        // The requests fell in one hour (as nearly always): all of them in the current window.
+        if (hour(first) === hour(Date.now())) {
+          assert.deepEqual(usage, {
+            reviews: n,
+            windowStart: hour(first),
+            previousWindowReviews: 0,
+            lastUsed: usage.lastUsed,
+          });
+        } else {
+          assert.equal(usage.reviews! + usage.previousWindowReviews!, n);
+        }
+      }
+    } finally {
+      await customObjects().deleteClusterCustomObject({ ...CLUSTER, name: clusterName });
     }
   });
 
