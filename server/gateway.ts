@@ -50,6 +50,7 @@ import type { CertificateSource } from './tls/certificate-source.js';
 import { startTracing } from './tracing/start-tracing.js';
 import { createExceptionLabels } from './exceptions/exception-label.js';
 import { loadExceptions, type WatchedExceptions } from './exceptions/watched-exceptions.js';
+import type { GatewayException } from './exceptions/exception.js';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -64,6 +65,8 @@ export interface GatewayOptions {
   readonly onProviderChange?: (runtime: ProviderRuntime) => void;
   /** Called once per object an opt-in extension served (cluster mode counts it into the provider's status). */
   readonly onExtensionServed?: (extension: string) => void;
+  /** Called once per review per exception it used (cluster mode counts it into the exception's status). */
+  readonly onExceptionUsed?: (exception: GatewayException) => void;
   /** More readiness conditions (e.g. the provider watch has synced). */
   readonly readiness?: readonly ReadinessCheck[];
   /**
@@ -208,6 +211,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const exceptions = await loadExceptions(config.exceptions, {
     onApplied: (step, exception) =>
       metrics.exceptionsApplied.inc({ step, exception: exceptionLabel(exception), mode: exception.mode }),
+    ...(options.onExceptionUsed ? { onUsed: options.onExceptionUsed } : {}),
   });
   const tracing = await startTracing(config.tracing, { log, metrics });
   const reviewer = createReviewer({

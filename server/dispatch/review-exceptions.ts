@@ -3,6 +3,9 @@
  * one instant. An Exempt exception skips the step it covers, saying which and until when; a Warn exception
  * lets the step run and settleRefusal turns its denial into a warning naming it; an exception that would
  * have covered the step but has expired is ignored, and a warning names it.
+ *
+ * Each step an exception lets off or warns of is counted once (`applied`, the metric), and each exception once
+ * per review however many steps it covered (`used`, its status's usage count).
  */
 import type { AdmissionRequest } from '../admission/types.js';
 import type { GatewayException } from '../exceptions/exception.js';
@@ -35,6 +38,8 @@ export class ReviewExceptions {
   private readonly decided = new Set<Step>();
   /** Steps whose Warn exception turned a denial into a warning, counted. */
   private readonly counted = new Set<Step>();
+  /** Exceptions this review used, counted. */
+  private readonly used = new Set<GatewayException>();
 
   constructor(
     private readonly source: ExceptionSource,
@@ -58,7 +63,7 @@ export class ReviewExceptions {
       return undefined;
     }
     if (applied.mode === 'Exempt') {
-      if (first) this.source.applied(step.name, applied);
+      if (first) this.count(step, applied);
       return exemptedReason(applied);
     }
     (this.warned ??= new Map()).set(step, applied);
@@ -70,9 +75,16 @@ export class ReviewExceptions {
     const exception = this.warned?.get(step);
     if (exception && !this.counted.has(step)) {
       this.counted.add(step);
-      this.source.applied(step.name, exception);
+      this.count(step, exception);
     }
     return exception;
+  }
+
+  private count(step: Step, exception: GatewayException): void {
+    this.source.applied(step.name, exception);
+    if (this.used.has(exception)) return;
+    this.used.add(exception);
+    this.source.used(exception);
   }
 }
 

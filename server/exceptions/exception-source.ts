@@ -11,8 +11,13 @@ export interface ExceptionSource {
   current(): ExceptionIndex;
   /** Milliseconds since the epoch. */
   now(): number;
-  /** An exception let a step off, or turned its denial into a warning (metrics, status counters). */
+  /** An exception let a step off, or turned its denial into a warning (the metric): once per review per step. */
   applied(step: string, exception: GatewayException): void;
+  /**
+   * An admission review used the exception (its status's usage count): once per review, however many of the
+   * review's steps it let off or warned of.
+   */
+  used(exception: GatewayException): void;
 }
 
 /**
@@ -20,7 +25,7 @@ export interface ExceptionSource {
  * what they let off not counted as admission's use.
  */
 export function uncounted(source: ExceptionSource): ExceptionSource {
-  return { current: () => source.current(), now: () => source.now(), applied: () => undefined };
+  return { current: () => source.current(), now: () => source.now(), applied: () => undefined, used: () => undefined };
 }
 
 export interface ExceptionStore extends ExceptionSource {
@@ -31,6 +36,7 @@ export interface ExceptionStore extends ExceptionSource {
 export interface ExceptionStoreOptions extends ExceptionIndexOptions {
   readonly clock?: () => number;
   readonly onApplied?: (step: string, exception: GatewayException) => void;
+  readonly onUsed?: (exception: GatewayException) => void;
 }
 
 export function createExceptionStore(options: ExceptionStoreOptions = {}): ExceptionStore {
@@ -40,6 +46,7 @@ export function createExceptionStore(options: ExceptionStoreOptions = {}): Excep
     current: () => index,
     now: () => clock(),
     applied: (step, exception) => options.onApplied?.(step, exception),
+    used: (exception) => options.onUsed?.(exception),
     set(exceptions) {
       const byRef = new Map(exceptions.map((e) => [e.ref, e]));
       index = byRef.size === 0 ? ExceptionIndex.EMPTY : new ExceptionIndex([...byRef.values()], options);

@@ -13,6 +13,9 @@ export const NAMESPACED_KIND = 'AdmissionException';
 export const CLUSTER_KIND = 'ClusterAdmissionException';
 export const EXCEPTION_KINDS = [NAMESPACED_KIND, CLUSTER_KIND] as const;
 export type ExceptionKind = (typeof EXCEPTION_KINDS)[number];
+/** The resources' plurals, as the apiserver serves them. */
+export const NAMESPACED_PLURAL = 'admissionexceptions';
+export const CLUSTER_PLURAL = 'clusteradmissionexceptions';
 
 /** `Exempt`: the step does not run. `Warn`: it runs, and its denial becomes a warning. */
 export const EXCEPTION_MODES = ['Exempt', 'Warn'] as const;

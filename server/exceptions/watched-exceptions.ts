@@ -19,6 +19,8 @@ export interface LoadExceptionsOptions {
   /** Milliseconds since the epoch (Date.now); tests pass their own. */
   readonly clock?: () => number;
   readonly onApplied?: (step: string, exception: GatewayException) => void;
+  /** Once per review per exception used (cluster mode counts it into the exception's status). */
+  readonly onUsed?: (exception: GatewayException) => void;
   /** Files besides `config.files` (a command's `--exceptions`). */
   readonly files?: readonly string[];
 }
@@ -32,6 +34,7 @@ export async function loadExceptions(
     clock,
     allowedSteps: config.allowedSteps,
     ...(options.onApplied ? { onApplied: options.onApplied } : {}),
+    ...(options.onUsed ? { onUsed: options.onUsed } : {}),
   });
   const fromFiles = await readExceptionFiles([...config.files, ...(options.files ?? [])], {
     maxLifetimeMs: config.maxLifetimeMs,
@@ -42,6 +45,7 @@ export async function loadExceptions(
     current: () => store.current(),
     now: () => store.now(),
     applied: (step, exception) => store.applied(step, exception),
+    used: (exception) => store.used(exception),
     maxLifetimeMs: config.maxLifetimeMs,
     setWatched: (watched) => store.set([...fromFiles, ...watched]),
   };

@@ -4,9 +4,14 @@
  * invalid object left out and named. A cluster without the CRDs has none.
  */
 import { CustomObjectsApi, type KubeConfig, type KubernetesListObject } from '@kubernetes/client-node';
-import { EXCEPTION_GROUP, EXCEPTION_VERSION, type GatewayException } from '../exceptions/exception.js';
+import {
+  CLUSTER_PLURAL,
+  EXCEPTION_GROUP,
+  EXCEPTION_VERSION,
+  NAMESPACED_PLURAL,
+  type GatewayException,
+} from '../exceptions/exception.js';
 import { readException, type ExceptionRules } from '../exceptions/read-exception.js';
-import { CLUSTER_PLURAL, NAMESPACED_PLURAL } from './exception-watcher.js';
 import { kubeErrorMessage, statusCode } from './kube-errors.js';
 
 export interface ClusterExceptions {

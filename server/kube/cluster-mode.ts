@@ -1,11 +1,12 @@
 /**
  * Cluster mode: namespace labels (and the extensions namespaces reference) from an informer cache,
  * AdmissionProviders watched into the chain, their status written back — references and the objects the
- * replicas served included — and their finalizers kept, readiness held until the first provider list has
- * synced, (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret, (with
- * audit.intervalSeconds) the periodic audit writing PolicyReports — on the one replica elected leader with the
- * Lease of kube.leaderElection — and (server.opsAuth kube, the default here) the ops port's callers authenticated
- * and authorized by the apiserver.
+ * replicas served included — and their finalizers kept, AdmissionExceptions and ClusterAdmissionExceptions
+ * watched into the exceptions in force and their status written back — the reviews they let off included —,
+ * readiness held until the first provider list has synced, (with kube.certificate.secretName) the serving
+ * certificate kept and rotated in a Secret, (with audit.intervalSeconds) the periodic audit writing
+ * PolicyReports — on the one replica elected leader with the Lease of kube.leaderElection — and (server.opsAuth
+ * kube, the default here) the ops port's callers authenticated and authorized by the apiserver.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startPeriodicAudit } from '../audit/periodic.js';
@@ -27,6 +28,7 @@ import { createNamespaceLabelCache } from './namespace-labels.js';
 import { createProviderWatcher, type ProviderWatcher } from './provider-watcher.js';
 import { createExceptionWatcher, type ExceptionWatcher } from './exception-watcher.js';
 import type { WatchedExceptions } from '../exceptions/watched-exceptions.js';
+import type { GatewayException } from '../exceptions/exception.js';
 
 export interface ClusterModeOptions {
   readonly backoff?: BackoffOptions;
@@ -34,6 +36,8 @@ export interface ClusterModeOptions {
   readonly resyncMs?: number;
   /** Minimum time between two writes of a provider's objects served. Default 5 s. */
   readonly servedFlushMs?: number;
+  /** Minimum time between two writes of an exception's usage. Default 5 s. */
+  readonly exceptionUsageFlushMs?: number;
 }
 
 /** What startGateway takes from cluster mode: `startGateway({ ...options, ...(await cluster.prepare()) })`. */
@@ -43,6 +47,8 @@ export interface ClusterGatewayOptions {
   readonly onProviderChange: (runtime: ProviderRuntime) => void;
   /** An opt-in extension served an object: counted into its AdmissionProvider's status.references. */
   readonly onExtensionServed: (extension: string) => void;
+  /** A review used an exception: counted into the AdmissionException's or ClusterAdmissionException's status.usage. */
+  readonly onExceptionUsed: (exception: GatewayException) => void;
   /** With kube.certificate.secretName: the managed certificate. */
   readonly certificates?: CertificateSource;
   /** With server.opsAuth kube (its default in cluster mode): the apiserver checks the ops port's callers. */
@@ -120,6 +126,7 @@ export function createClusterMode(
       : [],
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
     onExtensionServed: (extension) => watcher?.served(extension),
+    onExceptionUsed: (exception) => exceptionWatcher?.used(exception),
     ...((config.server.opsAuth ?? 'kube') === 'kube' ? { opsAccess: { reviewer: createKubeAccessReviewer(kc) } } : {}),
   };
 
@@ -168,6 +175,7 @@ export function createClusterMode(
           log,
           ...(options.backoff ? { backoff: options.backoff } : {}),
           onConnectionChange: (resource, connected) => connection(resource)(connected),
+          ...(options.exceptionUsageFlushMs !== undefined ? { usage: { flushMs: options.exceptionUsageFlushMs } } : {}),
         });
         void exceptionWatcher.start();
       }

@@ -4,6 +4,8 @@
  * into one rebuild per turn of the event loop), and each object's status conditions kept: Accepted (or not,
  * with the reason) and Expired. Expiry itself needs no write: reviews judge it against the clock, so an
  * expired exception stops applying at that instant on every replica, whether or not its status says so yet.
+ * The reviews each one was used in are counted into its `status.usage` (exception-usage.ts), and those writes
+ * alone cause no rebuild.
  */
 import { isDeepStrictEqual } from 'node:util';
 import {
@@ -14,19 +16,24 @@ import {
   type Informer,
   type KubeConfig,
   type KubernetesListObject,
-  type KubernetesObject,
   type ObjectCache,
 } from '@kubernetes/client-node';
 import { errorMessage } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
-import { EXCEPTION_GROUP, EXCEPTION_VERSION, rfc3339, type GatewayException } from '../exceptions/exception.js';
+import {
+  CLUSTER_PLURAL,
+  EXCEPTION_GROUP,
+  EXCEPTION_VERSION,
+  NAMESPACED_PLURAL,
+  rfc3339,
+  type GatewayException,
+} from '../exceptions/exception.js';
 import { readException } from '../exceptions/read-exception.js';
 import type { WatchedExceptions } from '../exceptions/watched-exceptions.js';
+import { kubeExceptionUsageStore, usageKey, type UsageObject } from './exception-usage.js';
 import { runInformer, type InformerRunner, type InformerRunnerOptions } from './informer-runner.js';
 import { kubeErrorMessage, statusCode } from './kube-errors.js';
-
-export const NAMESPACED_PLURAL = 'admissionexceptions';
-export const CLUSTER_PLURAL = 'clusteradmissionexceptions';
+import { createUsageCounter, type UsageCounterOptions } from './usage-counter.js';
 
 interface ExceptionCondition {
   type: 'Accepted' | 'Expired';
@@ -37,8 +44,8 @@ interface ExceptionCondition {
   observedGeneration?: number;
 }
 
-type ExceptionObject = KubernetesObject & {
-  metadata: { name: string; namespace?: string; generation?: number };
+type ExceptionObject = UsageObject & {
+  metadata: { generation?: number };
   status?: { conditions?: ExceptionCondition[] };
 };
 
@@ -52,10 +59,14 @@ export interface ExceptionWatcherOptions {
   readonly backoff?: InformerRunnerOptions['backoff'];
   /** Told when a resource's list/watch connects or loses its connection (kube_watch_connected). */
   readonly onConnectionChange?: (resource: string, connected: boolean) => void;
+  /** The usage counter's timing (flushMs, windowMs, now). */
+  readonly usage?: Pick<UsageCounterOptions, 'flushMs' | 'windowMs' | 'now'>;
 }
 
 export interface ExceptionWatcher {
   readonly runners: readonly InformerRunner[];
+  /** A review used the exception (once per review): counted if it is one of the cluster's. */
+  used(exception: GatewayException): void;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -106,6 +117,16 @@ export const sameConditions = (
   next: readonly ExceptionCondition[],
 ) => isDeepStrictEqual(stored ?? [], next);
 
+/**
+ * What a rebuild reads of an object: all of it but its usage counts and what every write moves, so that the
+ * usage writes of the replicas (one per exception every few seconds each) do not read every exception again.
+ */
+export function rebuildSignature<T extends UsageObject>(object: T): string {
+  const { resourceVersion: _version, managedFields: _fields, ...metadata } = object.metadata;
+  const { usage: _usage, ...status } = object.status ?? {};
+  return JSON.stringify({ ...object, metadata, status });
+}
+
 export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWatcher {
   const api = o.kc.makeApiClient(CustomObjectsApi);
   const inform = (plural: string): Informer<ExceptionObject> & ObjectCache<ExceptionObject> =>
@@ -125,6 +146,17 @@ export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWat
       onConnectionChange: (connected) => o.onConnectionChange?.(plural, connected),
     });
   const runners = [run(NAMESPACED_PLURAL, namespaced), run(CLUSTER_PLURAL, cluster)];
+  const usage = createUsageCounter({
+    store: kubeExceptionUsageStore(api, { namespaced, cluster }),
+    log: o.log,
+    words: { key: 'exception', counted: 'reviews used', unit: 'reviews', resource: 'exception' },
+    lastUsed: true,
+    ...o.usage,
+  });
+  /** The refs of the cluster's exceptions in force: only those have a status to count into. */
+  let watchedRefs = new Set<string>();
+  /** Each object's rebuildSignature as last seen. */
+  const signatures = new Map<string, string>();
   /** The last problem logged per object, so that our own status writes do not log it again. */
   const problems = new Map<string, string>();
   let scheduled: NodeJS.Immediate | undefined;
@@ -183,6 +215,7 @@ export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWat
       if (!sameConditions(object.status?.conditions, conditions)) void writeStatus(object, conditions);
     }
     o.exceptions.setWatched(valid);
+    watchedRefs = new Set(valid.map((e) => e.ref));
     // The Expired condition turns at the next expiry: look again then.
     clearTimeout(expiryTimer);
     if (nextExpiry !== Infinity) {
@@ -196,15 +229,33 @@ export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWat
   }
 
   for (const informer of [namespaced, cluster]) {
-    informer.on('add', schedule);
-    informer.on('update', schedule);
-    informer.on('delete', schedule);
+    informer.on('add', (object) => {
+      signatures.set(usageKey(object), rebuildSignature(object));
+      // A window that ended while no replica ran is rotated now.
+      usage.observe(usageKey(object));
+      schedule();
+    });
+    informer.on('update', (object) => {
+      const key = usageKey(object);
+      const signature = rebuildSignature(object);
+      if (signatures.get(key) === signature) return;
+      signatures.set(key, signature);
+      schedule();
+    });
+    informer.on('delete', (object) => {
+      signatures.delete(usageKey(object));
+      schedule();
+    });
   }
 
   return {
     runners,
+    used(exception) {
+      if (watchedRefs.has(exception.ref)) usage.count(exception.ref);
+    },
     async start() {
       stopped = false;
+      usage.start();
       await Promise.all(runners.map((runner) => runner.start()));
       schedule();
     },
@@ -212,6 +263,8 @@ export function createExceptionWatcher(o: ExceptionWatcherOptions): ExceptionWat
       stopped = true;
       clearTimeout(expiryTimer);
       if (scheduled) clearImmediate(scheduled);
+      // What this replica counted and did not write yet is written now, while the caches are still there.
+      await usage.stop();
       await Promise.all(runners.map((runner) => runner.stop()));
     },
   };

@@ -2,7 +2,7 @@
  * Exceptions through a real kube-apiserver (README "Exceptions"): an AdmissionException lets one Deployment
  * past require-labels in its own namespace only, until its expiresAt, after which the same running gateway
  * refuses it again; /explain names the exception; `audit` reports the Deployment `skip`, naming the exception,
- * while it applies, and `fail` once it expired.
+ * while it applies, and `fail` once it expired; the reviews it let through are counted into its status.usage.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -35,19 +35,24 @@ async function ensureExceptionCrds(): Promise<void> {
   );
 }
 
-/** The AdmissionException `web-no-team` in `namespace`, letting Deployment web off require-labels until `expiresAt`. */
-async function createException(namespace: string, expiresAt: Date): Promise<void> {
+/** The AdmissionException `name` in `namespace`, letting Deployment `object` off require-labels until `expiresAt`. */
+async function createException(
+  namespace: string,
+  expiresAt: Date,
+  name = 'web-no-team',
+  object = 'web',
+): Promise<void> {
   await customObjects().createNamespacedCustomObject({
     ...GROUP,
     namespace,
     body: {
       apiVersion: 'admissiongateway.io/v1alpha1',
       kind: 'AdmissionException',
-      metadata: { name: 'web-no-team', namespace },
+      metadata: { name, namespace },
       spec: {
         steps: ['require-labels'],
         match: {
-          names: ['web'],
+          names: [object],
           rules: [{ operations: ['CREATE'], apiGroups: ['apps'], apiVersions: ['v1'], resources: ['deployments'] }],
         },
         expiresAt: expiresAt.toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -69,7 +74,7 @@ describe('exceptions through a real kube-apiserver', function () {
       suite: 'exceptions',
       chain: '- plugin: require-labels\n  settings: { labels: [team] }\n',
       explain: { keep: 'all' },
-      clusterMode: {},
+      clusterMode: { exceptionUsageFlushMs: 250 },
       kube: { watchProviders: false },
       validating: [
         {
@@ -112,16 +117,89 @@ describe('exceptions through a real kube-apiserver', function () {
     }
   };
 
-  /** Creates Deployment web without a team label in dry-run: the error it meets, or undefined when admitted. */
-  const tryWeb = async (): Promise<ApiException<unknown> | undefined> => {
+  /** Creates Deployment `name` without a team label in dry-run: the error it meets, or undefined when admitted. */
+  const tryWeb = async (name = 'web', into = namespace): Promise<ApiException<unknown> | undefined> => {
     try {
-      await apps().createNamespacedDeployment({ namespace, body: pauseDeployment('web', {}), dryRun: 'All' });
+      await apps().createNamespacedDeployment({ namespace: into, body: pauseDeployment(name, {}), dryRun: 'All' });
       return undefined;
     } catch (err) {
       if (err instanceof ApiException) return err;
       throw err;
     }
   };
+
+  it('counts the reviews each exception let through in its status.usage, namespaced and cluster-wide', async function () {
+    this.timeout(90_000);
+    const counted = await gw!.namespace();
+    await createException(counted, new Date(Date.now() + 600_000), 'counted', 'counted');
+    // Cluster-scoped names outlive a namespace: this run's own, deleted at the end.
+    const clusterName = `counted-${Date.now()}`;
+    const CLUSTER = { ...GROUP, plural: 'clusteradmissionexceptions' };
+    await customObjects().createClusterCustomObject({
+      ...CLUSTER,
+      body: {
+        apiVersion: 'admissiongateway.io/v1alpha1',
+        kind: 'ClusterAdmissionException',
+        metadata: { name: clusterName },
+        spec: {
+          steps: ['require-labels'],
+          match: { names: ['counted-c'] },
+          expiresAt: new Date(Date.now() + 600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+          reason: 'counted across namespaces',
+        },
+      },
+    });
+    type Counted = {
+      status?: {
+        conditions?: Array<{ type: string; status: string }>;
+        usage?: { reviews?: number; windowStart?: string; previousWindowReviews?: number; lastUsed?: string };
+      };
+    };
+    const reads = {
+      namespaced: async () =>
+        (await customObjects().getNamespacedCustomObject({ ...GROUP, namespace: counted, name: 'counted' })) as Counted,
+      cluster: async () => (await customObjects().getClusterCustomObject({ ...CLUSTER, name: clusterName })) as Counted,
+    };
+    try {
+      // The Accepted condition is written when the gateway takes the exception in force.
+      for (const read of Object.values(reads)) {
+        await eventually('the exception to be accepted', async () =>
+          (await read()).status?.conditions?.some((c) => c.type === 'Accepted' && c.status === 'True')
+            ? true
+            : undefined,
+        );
+      }
+      const hour = (ms: number) => new Date(Math.floor(ms / 3_600_000) * 3_600_000).toISOString().replace('.000Z', 'Z');
+      const first = Date.now();
+      const uses = { namespaced: 3, cluster: 2 };
+      for (let i = 0; i < uses.namespaced; i++) assert.equal(await tryWeb('counted', counted), undefined);
+      for (let i = 0; i < uses.cluster; i++) assert.equal(await tryWeb('counted-c', counted), undefined);
+      const last = Date.now();
+
+      for (const kind of ['namespaced', 'cluster'] as const) {
+        const n = uses[kind];
+        const usage = await eventually(`the ${kind} exception's usage to be written`, async () => {
+          const stored = (await reads[kind]()).status?.usage;
+          return stored && (stored.reviews ?? 0) + (stored.previousWindowReviews ?? 0) >= n ? stored : undefined;
+        });
+        const lastUsed = Date.parse(usage.lastUsed ?? '');
+        assert.ok(lastUsed >= Math.floor(first / 1000) * 1000 && lastUsed <= last, `lastUsed ${usage.lastUsed}`);
+        // The requests fell in one hour (as nearly always): all of them in the current window.
+        if (hour(first) === hour(Date.now())) {
+          assert.deepEqual(usage, {
+            reviews: n,
+            windowStart: hour(first),
+            previousWindowReviews: 0,
+            lastUsed: usage.lastUsed,
+          });
+        } else {
+          assert.equal(usage.reviews! + usage.previousWindowReviews!, n);
+        }
+      }
+    } finally {
+      await customObjects().deleteClusterCustomObject({ ...CLUSTER, name: clusterName });
+    }
+  });
 
   it('admits the Deployment only while an exception of its own namespace names it, and refuses it after expiresAt', async function () {
     this.timeout(120_000);

@@ -204,7 +204,11 @@ describe('runAudit', function () {
     );
     const applied: string[] = [];
     const source = (now: string): ExceptionSource => {
-      const store = createExceptionStore({ clock: () => Date.parse(now), onApplied: (step) => applied.push(step) });
+      const store = createExceptionStore({
+        clock: () => Date.parse(now),
+        onApplied: (step) => applied.push(step),
+        onUsed: (e) => applied.push(e.ref),
+      });
       store.set([exception]);
       return store;
     };

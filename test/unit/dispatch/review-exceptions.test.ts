@@ -28,17 +28,25 @@ const requireOwner = definePlugin({
   }),
 });
 
+const requireTier = definePlugin({
+  name: 'require-tier',
+  match: everything,
+  setup: () => ({
+    validate: ({ object }) => (object?.metadata?.labels?.tier ? allow() : deny('missing label "tier"')),
+  }),
+});
+
 const CREATED = Date.parse('2027-01-01T00:00:00Z');
 const EXPIRES_AT = Date.parse('2027-03-01T00:00:00Z');
 
-function exception(mode: 'Exempt' | 'Warn', name = 'web-no-owner', namespace = 'team-a') {
+function exception(mode: 'Exempt' | 'Warn', name = 'web-no-owner', namespace = 'team-a', steps = ['require-owner']) {
   return readException(
     {
       apiVersion: 'admissiongateway.io/v1alpha1',
       kind: 'AdmissionException',
       metadata: { name, namespace },
       spec: {
-        steps: ['require-owner'],
+        steps,
         match: { names: ['web'] },
         expiresAt: '2027-03-01T00:00:00Z',
         reason: 'owners are assigned next quarter',
@@ -49,18 +57,21 @@ function exception(mode: 'Exempt' | 'Warn', name = 'web-no-owner', namespace = '
   );
 }
 
-function setUp(exceptions: ReturnType<typeof exception>[]) {
+function setUp(exceptions: ReturnType<typeof exception>[], chainText = 'chain: [{ plugin: require-owner }]') {
   let now = CREATED;
+  const used: string[] = [];
   const registry = new Registry();
   const metrics = createMetrics(registry, { defaultMetrics: false });
   const label = createExceptionLabels();
   const store = createExceptionStore({
     clock: () => now,
     onApplied: (step, e) => metrics.exceptionsApplied.inc({ step, exception: label(e), mode: e.mode }),
+    onUsed: (e) => used.push(e.ref),
   });
   store.set(exceptions);
-  const config = parseConfigText('chain: [{ plugin: require-owner }]', 'gateway.yaml', '/');
-  const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([requireOwner]), config.file));
+  const config = parseConfigText(chainText, 'gateway.yaml', '/');
+  const plugins = createPluginRegistry([requireOwner, requireTier]);
+  const chain = createChain(buildPluginSteps(config.chain, plugins, config.file));
   const reviewer = createReviewer({
     chain: () => chain,
     metrics,
@@ -77,6 +88,7 @@ function setUp(exceptions: ReturnType<typeof exception>[]) {
   return {
     review,
     setNow: (ms: number) => (now = ms),
+    used,
     applied: async () => (await registry.getSingleMetricAsString('admission_gateway_exceptions_applied_total')).trim(),
   };
 }
@@ -148,6 +160,39 @@ describe('exceptions in a review', () => {
     });
   });
 
+  it('counts an exception once per review that used it, however many of its steps it let off or warned of', async () => {
+    const both = ['require-owner', 'require-tier'];
+    const chainText = 'chain: [{ plugin: require-owner }, { plugin: require-tier }]';
+    const exempt = setUp([exception('Exempt', 'web-no-labels', 'team-a', both)], chainText);
+    await exempt.review();
+    await exempt.review();
+    assert.deepEqual(exempt.used, [
+      'AdmissionException team-a/web-no-labels',
+      'AdmissionException team-a/web-no-labels',
+    ]);
+    assert.match(
+      await exempt.applied(),
+      /step="require-owner".* 2\n.*step="require-tier".* 2$/s,
+      'the metric per step',
+    );
+
+    // Warn: used when it turned a denial into a warning, once for both.
+    const warn = setUp([exception('Warn', 'web-no-labels', 'team-a', both)], chainText);
+    assert.equal((await warn.review()).response.warnings?.length, 2);
+    assert.deepEqual(warn.used, ['AdmissionException team-a/web-no-labels']);
+
+    // Two exceptions, one step each: each is used once.
+    const two = setUp(
+      [
+        exception('Exempt', 'web-no-owner', 'team-a', ['require-owner']),
+        exception('Exempt', 'web-no-tier', 'team-a', ['require-tier']),
+      ],
+      chainText,
+    );
+    assert.equal((await two.review()).response.allowed, true);
+    assert.deepEqual(two.used, ['AdmissionException team-a/web-no-owner', 'AdmissionException team-a/web-no-tier']);
+  });
+
   it("an exception in another namespace changes nothing in the Pod's", async () => {
     assert.deepEqual(await setUp([exception('Exempt', 'web-no-owner', 'team-b')]).review(), REFUSED);
   });
@@ -156,9 +201,11 @@ describe('exceptions in a review', () => {
     const shadowed = async (exceptions: ReturnType<typeof exception>[]) => {
       const registry = new Registry();
       const metrics = createMetrics(registry, { defaultMetrics: false });
+      const used: string[] = [];
       const store = createExceptionStore({
         clock: () => CREATED,
         onApplied: (step, e) => metrics.exceptionsApplied.inc({ step, exception: e.ref, mode: e.mode }),
+        onUsed: (e) => used.push(e.ref),
       });
       store.set(exceptions);
       const config = parseConfigText('chain: [{ plugin: require-owner, shadow: true }]', 'gateway.yaml', '/');
@@ -186,6 +233,7 @@ describe('exceptions in a review', () => {
         calls: await count('admission_gateway_shadow_calls_total'),
         disagreements: await count('admission_gateway_shadow_disagreements_total'),
         applied: await count('admission_gateway_exceptions_applied_total'),
+        used,
       };
     };
 
@@ -199,5 +247,6 @@ describe('exceptions in a review', () => {
     assert.match(exempted.calls, /admission_gateway_shadow_calls_total\{step="require-owner",outcome="skipped"\} 1/);
     assert.doesNotMatch(exempted.disagreements, /kind="would_deny"/);
     assert.doesNotMatch(exempted.applied, /step="require-owner"/, 'not counted as admission’s use');
+    assert.deepEqual(exempted.used, [], 'nor in the exception’s status');
   });
 });
