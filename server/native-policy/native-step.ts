@@ -6,18 +6,17 @@
  * else audit), its failurePolicy the policy's: they settle only the step's own failures (a timeout).
  */
 import { APPROVED, type Decision } from '../admission/decision.js';
-import type { AdmissionRequest, KubeObject, LabelSelector, Match } from '../admission/types.js';
+import type { AdmissionRequest, KubeObject } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import type { Activation } from '../cel/index.js';
 import type { Mode } from '../config/step-options.js';
 import { REASON_CODES } from '../policy/policy-spec.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { reviewCel } from '../policy/review-cel.js';
-import type { CompiledMatch } from '../steps/match.js';
 import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
 import type { Step } from '../steps/step.js';
 import { celParams, paramsOfBinding } from './binding-params.js';
-import { compileMatchResources } from './match-resources.js';
+import { compiledMatch, matchSpecOf } from './binding-match.js';
 import type { NativeBinding, NativePolicy, ValidationAction } from './native-objects.js';
 import {
   auditAnnotationKey,
@@ -42,49 +41,6 @@ export interface NativeStepPlacement {
 /** The mode a binding's actions come to (a step in warn or audit mode never blocks). */
 export function modeOf(actions: readonly ValidationAction[]): Mode {
   return actions.includes('Deny') ? 'enforce' : actions.includes('Warn') ? 'warn' : 'audit';
-}
-
-/** The policy's rules as a webhook's (what the rendered webhook configurations must let through). */
-/** Both selectors' requirements: a label both name with different values goes to matchExpressions as In. */
-function bothSelectors(a: LabelSelector, b: LabelSelector | undefined): LabelSelector | undefined {
-  const matchLabels: Record<string, string> = { ...a.matchLabels };
-  const matchExpressions = [...(a.matchExpressions ?? []), ...(b?.matchExpressions ?? [])];
-  for (const [key, value] of Object.entries(b?.matchLabels ?? {})) {
-    if (matchLabels[key] === undefined || matchLabels[key] === value) matchLabels[key] = value;
-    else matchExpressions.push({ key, operator: 'In', values: [value] });
-  }
-  const some = Object.keys(matchLabels).length > 0;
-  if (!some && matchExpressions.length === 0) return undefined;
-  return { ...(some ? { matchLabels } : {}), ...(matchExpressions.length > 0 ? { matchExpressions } : {}) };
-}
-
-/**
- * The policy's rules, and the selectors of the policy and the binding together (a request must pass both), as
- * `/chain` shows them and a decision trace names the requirement a skipped request failed.
- */
-function matchSpecOf(policy: NativePolicy, binding: NativeBinding): Match {
-  const namespaceSelector = bothSelectors(
-    policy.matchConstraints.namespaceSelector,
-    binding.matchResources?.namespaceSelector,
-  );
-  const objectSelector = bothSelectors(policy.matchConstraints.objectSelector, binding.matchResources?.objectSelector);
-  return {
-    rules: policy.matchConstraints.resourceRules.map(({ resourceNames: _names, ...rule }) => rule),
-    ...(namespaceSelector ? { namespaceSelector } : {}),
-    ...(objectSelector ? { objectSelector } : {}),
-  };
-}
-
-function compiledMatch(policy: NativePolicy, binding: NativeBinding): CompiledMatch {
-  const byPolicy = compileMatchResources(policy.matchConstraints);
-  const byBinding = binding.matchResources ? compileMatchResources(binding.matchResources) : undefined;
-  const { ruleIndex } = byPolicy;
-  return {
-    matches: (request, labels) => byPolicy.matches(request, labels) ?? byBinding?.matches(request, labels),
-    rulesMatch: (request) => ruleIndex(request) >= 0,
-    needsNamespaceLabels: byPolicy.needsNamespaceLabels || (byBinding?.needsNamespaceLabels ?? false),
-    ruleIndex,
-  };
 }
 
 /** The binding's decisions for the request: for each of its params, the policy's. */
