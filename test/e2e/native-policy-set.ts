@@ -207,12 +207,12 @@ export function bindingsFor(namespace: string, paramsNamespace: string): Record<
   ];
 }
 
-/** The params of corpus-replicas. */
+/** The params of corpus-replicas, and of the mutating policies corpus-team-label and corpus-replicas-cap. */
 export function paramsConfigMap(namespace: string): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: PARAMS_NAME, namespace },
-    data: { maxReplicas: '5' },
+    data: { maxReplicas: '5', team: 'platform' },
   };
 }
