@@ -73,7 +73,7 @@ describe('a MutatingAdmissionPolicy’s binding in the chain: reinvoked, explain
       harness = await startHarness({ yaml: chain(file) });
       const review = pod(1, { app: 'web' }, { limits: { memory: '64Mi' } });
       const { response } = reviewOf(await harness.post('/mutate', review));
-      counts[file] = patchedObject(review.request!.object!, response!).metadata?.annotations;
+      counts[file] = patchedObject(review.request!.object!, response).metadata?.annotations;
       await harness.close();
       harness = undefined;
     }
@@ -88,7 +88,7 @@ describe('a MutatingAdmissionPolicy’s binding in the chain: reinvoked, explain
     const review = pod(2, { app: 'web' });
     const uid = review.request!.uid;
     const { response } = reviewOf(await harness.post('/mutate', review));
-    assert.deepEqual(decodePatch(response!), [
+    assert.deepEqual(decodePatch(response), [
       { op: 'add', path: '/metadata/annotations/labels', value: '1' },
       { op: 'add', path: '/metadata/labels/team', value: 'payments' },
     ]);
@@ -124,7 +124,7 @@ describe('a MutatingAdmissionPolicy’s binding in the chain: reinvoked, explain
     harness = await startHarness({ yaml: `explain: { keep: all }\n${chain('never.yaml', '    shadow: true\n')}` });
     const review = pod(3, { app: 'web' }, { limits: { memory: '64Mi' } });
     const { response } = reviewOf(await harness.post('/mutate', review));
-    assert.deepEqual(decodePatch(response!), [{ op: 'add', path: '/metadata/labels/team', value: 'payments' }]);
+    assert.deepEqual(decodePatch(response), [{ op: 'add', path: '/metadata/labels/team', value: 'payments' }]);
     const h = harness;
     const step = 'native/label-count/label-count';
     await eventually(
