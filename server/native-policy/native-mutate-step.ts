@@ -16,12 +16,11 @@ import { patchedCopy, runMutations, type MutationFailure } from '../policy/mutat
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { requestValue, reviewCel } from '../policy/review-cel.js';
 import type { ExpressionRef } from '../policy/run-policy.js';
-import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
+import { placedFields } from '../steps/placement.js';
 import type { Step, StepInvocation } from '../steps/step.js';
-import { compiledMatch, matchSpecOf } from './binding-match.js';
+import { bindingPlacement, describeBinding, type NativeStepPlacement } from './binding-step.js';
 import { celParams, paramsOfBinding } from './binding-params.js';
 import type { NativeMutatingBinding, NativeMutatingPolicy } from './native-objects.js';
-import type { NativeStepPlacement } from './native-step.js';
 import {
   applyConfigurationError,
   bindingConfigurationError,
@@ -115,29 +114,6 @@ function mutate(
   };
 }
 
-/** Where the binding's step stands and how it is guarded: its policy's failurePolicy and reinvocationPolicy. */
-function placementOf(
-  policy: NativeMutatingPolicy,
-  binding: NativeMutatingBinding,
-  placement: NativeStepPlacement,
-): StepPlacement {
-  return {
-    name: `${placement.entry}/${policy.name}/${binding.name}`,
-    match: compiledMatch(policy, binding),
-    matchSpec: matchSpecOf(policy, binding),
-    failurePolicy: policy.failurePolicy,
-    timeoutMs: placement.timeoutMs,
-    // A MutatingAdmissionPolicy has no actions: what it changes, it changes.
-    mode: 'enforce',
-    sideEffects: 'None',
-    reinvocationPolicy: policy.reinvocationPolicy,
-    order: placement.order,
-    extension: placement.entry,
-    attach: 'Always',
-    ...(placement.shadow ? { shadow: true } : {}),
-  };
-}
-
 /** The mutate step of `binding` of the MutatingAdmissionPolicy `policy`, with the params the entry's files hold. */
 export function createNativeMutateStep(
   policy: NativeMutatingPolicy,
@@ -145,7 +121,11 @@ export function createNativeMutateStep(
   objects: readonly KubeObject[],
   placement: NativeStepPlacement,
 ): Step {
-  const placed = placementOf(policy, binding, placement);
+  const placed = bindingPlacement(policy, binding, placement, {
+    // A MutatingAdmissionPolicy has no actions: what it changes, it changes.
+    mode: 'enforce',
+    reinvocationPolicy: policy.reinvocationPolicy,
+  });
   const params = paramsOfBinding(policy, binding, objects);
   return {
     ...placedFields(placed, 'mutate'),
@@ -177,22 +157,7 @@ export function createNativeMutateStep(
       return outcome;
     },
     describe: () => ({
-      name: placed.name,
-      source: 'admissionPolicies',
-      admissionPolicies: placement.entry,
-      policy: policy.name,
-      binding: binding.name,
-      phase: 'mutate',
-      order: placed.order,
-      ...describePlacement(placed, 'mutate'),
-      ...(policy.spec.matchConditions.length > 0
-        ? {
-            matchConditions: policy.spec.matchConditions.map((c) => ({
-              name: c.name,
-              expression: c.program.expression,
-            })),
-          }
-        : {}),
+      ...describeBinding(placed, placement.entry, policy, binding, 'mutate', {}),
       mutations: (policy.spec.mutations ?? []).map((m) => m.patchType),
     }),
   };

@@ -13,10 +13,10 @@ import type { Mode } from '../config/step-options.js';
 import { REASON_CODES } from '../policy/policy-spec.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { reviewCel } from '../policy/review-cel.js';
-import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
+import { placedFields } from '../steps/placement.js';
 import type { Step } from '../steps/step.js';
 import { celParams, paramsOfBinding } from './binding-params.js';
-import { compiledMatch, matchSpecOf } from './binding-match.js';
+import { bindingPlacement, describeBinding, type NativeStepPlacement } from './binding-step.js';
 import type { NativeBinding, NativePolicy, ValidationAction } from './native-objects.js';
 import {
   auditAnnotationKey,
@@ -27,16 +27,6 @@ import {
   validationFailureValue,
 } from './native-words.js';
 import { errorDecisions, validatePolicy, type NativePolicyResult, type PolicyDecision } from './validate-policy.js';
-
-/** Where a binding's steps sit in the chain, and their time. */
-export interface NativeStepPlacement {
-  /** The entry's name: also the steps' extension. */
-  readonly entry: string;
-  readonly order: number;
-  readonly timeoutMs: number;
-  /** A shadow entry's: run after the answer, each binding as if its validationActions were [Deny]. */
-  readonly shadow?: true;
-}
 
 /** The mode a binding's actions come to (a step in warn or audit mode never blocks). */
 export function modeOf(actions: readonly ValidationAction[]): Mode {
@@ -94,24 +84,6 @@ function keepRun(
   });
 }
 
-/** Where the binding's step stands and how it is guarded: its policy's failurePolicy, its actions' mode. */
-function placementOf(policy: NativePolicy, binding: NativeBinding, placement: NativeStepPlacement): StepPlacement {
-  return {
-    name: `${placement.entry}/${policy.name}/${binding.name}`,
-    match: compiledMatch(policy, binding),
-    matchSpec: matchSpecOf(policy, binding),
-    failurePolicy: policy.failurePolicy,
-    timeoutMs: placement.timeoutMs,
-    mode: modeOf(binding.validationActions),
-    sideEffects: 'None',
-    reinvocationPolicy: 'Never',
-    order: placement.order,
-    extension: placement.entry,
-    attach: 'Always',
-    ...(placement.shadow ? { shadow: true } : {}),
-  };
-}
-
 /** The step of `binding` of `policy`, with the params the entry's files hold. */
 export function createNativeStep(
   policy: NativePolicy,
@@ -119,7 +91,10 @@ export function createNativeStep(
   objects: readonly KubeObject[],
   placement: NativeStepPlacement,
 ): Step {
-  const placed = placementOf(policy, binding, placement);
+  const placed = bindingPlacement(policy, binding, placement, {
+    mode: modeOf(binding.validationActions),
+    reinvocationPolicy: 'Never',
+  });
   // A rehearsal asks what the binding would refuse once bound with Deny.
   const actions: readonly ValidationAction[] = placement.shadow ? ['Deny'] : binding.validationActions;
   const params = paramsOfBinding(policy, binding, objects);
@@ -164,24 +139,9 @@ export function createNativeStep(
       return denial;
     },
     describe: () => ({
-      name: placed.name,
-      source: 'admissionPolicies',
-      admissionPolicies: placement.entry,
-      policy: policy.name,
-      binding: binding.name,
-      validationActions: binding.validationActions,
-      phase: 'validate',
-      order: placed.order,
-      ...describePlacement(placed, 'validate'),
-      // The policy's own conditions (they may read params): evaluated with its validations, not by the dispatcher.
-      ...(policy.spec.matchConditions.length > 0
-        ? {
-            matchConditions: policy.spec.matchConditions.map((c) => ({
-              name: c.name,
-              expression: c.program.expression,
-            })),
-          }
-        : {}),
+      ...describeBinding(placed, placement.entry, policy, binding, 'validate', {
+        validationActions: binding.validationActions,
+      }),
       validations: policy.spec.validations.length,
       ...(policy.spec.auditAnnotations.length > 0
         ? { auditAnnotations: policy.spec.auditAnnotations.map((a) => a.key) }

@@ -8,7 +8,8 @@ import { resolveStepOptions } from '../config/step-options.js';
 import type { NativePoliciesEntry } from '../config/types.js';
 import type { Step } from '../steps/step.js';
 import { createNativeMutateStep } from './native-mutate-step.js';
-import { createNativeStep, type NativeStepPlacement } from './native-step.js';
+import type { NativeStepPlacement } from './binding-step.js';
+import { createNativeStep } from './native-step.js';
 import { readPolicyDocuments } from './policy-files.js';
 import { readPolicySet } from './read-objects.js';
 
