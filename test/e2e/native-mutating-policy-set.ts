@@ -4,15 +4,7 @@
  * JSONPatch and ApplyConfiguration mutations, params, variables, matchConditions, object selectors, both
  * reinvocation policies, and an expression that fails under failurePolicy Fail and under Ignore.
  */
-import { PARAMS_NAME } from './native-policy-set.js';
-
-const rule = (apiGroups: string[], resources: string[]) => ({
-  operations: ['CREATE'],
-  apiGroups,
-  apiVersions: ['v1'],
-  resources,
-});
-const ALL_KINDS = [rule([''], ['pods', 'configmaps', 'services']), rule(['apps'], ['deployments'])];
+import { ALL_KINDS, PARAMS_NAME, rule } from './native-policy-set.js';
 
 /** The memory of the first container, read without asking whether it is there: an error where it is not. */
 const MEMORY_NOTE = [

@@ -8,13 +8,15 @@
 
 export const PARAMS_NAME = 'corpus-limits';
 
-const rule = (apiGroups: string[], resources: string[]) => ({
+/** A rule for creates of `resources` in `apiGroups`, version v1. */
+export const rule = (apiGroups: string[], resources: string[]) => ({
   operations: ['CREATE'],
   apiGroups,
   apiVersions: ['v1'],
   resources,
 });
-const ALL_KINDS = [rule([''], ['pods', 'configmaps', 'services']), rule(['apps'], ['deployments'])];
+/** The corpus's four kinds. */
+export const ALL_KINDS = [rule([''], ['pods', 'configmaps', 'services']), rule(['apps'], ['deployments'])];
 
 /** The containers of a Pod or a Deployment's template. */
 const CONTAINERS = "object.kind == 'Pod' ? object.spec.containers : object.spec.template.spec.containers";
