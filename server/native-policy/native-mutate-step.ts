@@ -12,7 +12,7 @@ import { APPROVED, type Decision } from '../admission/decision.js';
 import type { JsonPatchOperation, KubeObject } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import { activation, CelValueError, type Activation, type EvalResult } from '../cel/index.js';
-import { patchedCopy, runMutations, type MutationFailure } from '../policy/mutations.js';
+import { MAX_MUTATION_OPERATIONS, patchedCopy, runMutations, type MutationFailure } from '../policy/mutations.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { requestValue, reviewCel } from '../policy/review-cel.js';
 import type { ExpressionRef } from '../policy/run-policy.js';
@@ -95,6 +95,11 @@ function mutate(
     // Only with onFailure unset does a run end in a failure: here, never.
     if (ops instanceof StepFailedError) throw ops;
     if (ops.length === 0) continue;
+    // Each params' run is bounded on its own: together too.
+    if (patch.length + ops.length > MAX_MUTATION_OPERATIONS) {
+      errors.push(`more than ${MAX_MUTATION_OPERATIONS} JSON Patch operations for all the binding's params`);
+      break;
+    }
     patch.push(...ops);
     if (i < found.params.length - 1) {
       const next = patchedCopy(current, ops);

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '../../server/admission/types.js';
@@ -120,6 +122,64 @@ describe('native admission policies (MutatingAdmissionPolicy files) through the 
     assert.deepEqual(patchedObject(review.request.object, response).metadata?.annotations, {
       'example.com/memory': '64Mi',
       'example.com/noted': 'fail',
+    });
+  });
+});
+
+describe('a MutatingAdmissionPolicy binding with many params: its operations bounded in all', function () {
+  let harness: Harness;
+
+  /** Each of three params' runs gives 4000 operations: under the bound of one run, over it together. */
+  const FILES = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: { name: many }
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  paramKind: { apiVersion: v1, kind: ConfigMap }
+  matchConstraints:
+    resourceRules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }]
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: "lists.range(4000).map(i, JSONPatch{op: 'add', path: '/metadata/labels/n', value: params.data.n})"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: { name: many }
+spec:
+  policyName: many
+  paramRef: { selector: { matchLabels: { many: 'yes' } }, parameterNotFoundAction: Allow }
+${['1', '2', '3']
+  .map(
+    (n) =>
+      `---\napiVersion: v1\nkind: ConfigMap\nmetadata: { name: p${n}, namespace: team-a, labels: { many: 'yes' } }\ndata: { n: '${n}' }\n`,
+  )
+  .join('')}`;
+
+  before(async function () {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'native-many-'));
+    await writeFile(path.join(dir, 'many.yaml'), FILES);
+    harness = await startHarness({
+      yaml: `chain:\n  - admissionPolicies: many\n    files: [${dir}]\n`,
+    });
+  });
+
+  after(async function () {
+    await harness.close();
+  });
+
+  it('refuses under failurePolicy Fail once the params’ runs together give more than 10000 operations', async function () {
+    const answer = reviewOf(await harness.post('/mutate', pod({ app: 'web' })));
+    assert.deepEqual(answer.response, {
+      uid: UID,
+      allowed: false,
+      status: {
+        code: 403,
+        message:
+          "policy 'many' with binding 'many' denied request: more than 10000 JSON Patch operations for all the binding's params",
+        reason: 'Forbidden',
+      },
     });
   });
 });
