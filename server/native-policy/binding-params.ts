@@ -27,8 +27,8 @@ function isNamespaced(kind: ParamKind, objects: readonly KubeObject[]): boolean 
 
 /** A function giving the params of `binding` for a request's namespace; all but the namespace settled at load. */
 export function paramsOfBinding(
-  policy: NativePolicy,
-  binding: NativeBinding,
+  policy: Pick<NativePolicy, 'paramKind'>,
+  binding: Pick<NativeBinding, 'paramRef'>,
   objects: readonly KubeObject[],
 ): (namespace: string) => ParamsOutcome {
   const { paramKind } = policy;

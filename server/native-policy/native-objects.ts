@@ -1,9 +1,9 @@
 /**
- * ValidatingAdmissionPolicies, their bindings and the objects their params name, as read from an
- * `admissionPolicies` entry's files: checked, and every expression compiled (read-objects.ts).
+ * ValidatingAdmissionPolicies, MutatingAdmissionPolicies, their bindings and the objects their params name, as
+ * read from an `admissionPolicies` entry's files: checked, and every expression compiled (read-objects.ts).
  */
 import type { AdmissionRequest, KubeObject } from '../admission/types.js';
-import type { FailurePolicy } from '../config/step-options.js';
+import type { FailurePolicy, ReinvocationPolicy } from '../config/step-options.js';
 import type { MatchCondition } from '../config/match-conditions.js';
 import type { PolicySpec } from '../policy/policy-spec.js';
 import type { LabelSelector, RuleWithOperations } from '../admission/types.js';
@@ -67,9 +67,22 @@ export interface NativeBinding {
   readonly paramRef?: ParamRef;
 }
 
+/**
+ * A MutatingAdmissionPolicy: what it shares with a ValidatingAdmissionPolicy (its spec holds matchConditions,
+ * variables and `mutations`, no validations), and its reinvocationPolicy.
+ */
+export interface NativeMutatingPolicy extends NativePolicy {
+  readonly reinvocationPolicy: ReinvocationPolicy;
+}
+
+/** A MutatingAdmissionPolicyBinding: a ValidatingAdmissionPolicyBinding without validationActions. */
+export type NativeMutatingBinding = Omit<NativeBinding, 'validationActions'>;
+
 /** Everything the files hold: the policies, bindings and other objects (the candidates for params). */
 export interface NativePolicySet {
   readonly policies: readonly NativePolicy[];
   readonly bindings: readonly NativeBinding[];
+  readonly mutatingPolicies: readonly NativeMutatingPolicy[];
+  readonly mutatingBindings: readonly NativeMutatingBinding[];
   readonly objects: readonly KubeObject[];
 }

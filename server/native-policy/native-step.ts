@@ -6,18 +6,17 @@
  * else audit), its failurePolicy the policy's: they settle only the step's own failures (a timeout).
  */
 import { APPROVED, type Decision } from '../admission/decision.js';
-import type { AdmissionRequest, KubeObject, LabelSelector, Match } from '../admission/types.js';
+import type { AdmissionRequest, KubeObject } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import type { Activation } from '../cel/index.js';
 import type { Mode } from '../config/step-options.js';
 import { REASON_CODES, specReadsNamespaceObject } from '../policy/policy-spec.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { reviewCel } from '../policy/review-cel.js';
-import type { CompiledMatch } from '../steps/match.js';
-import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
+import { placedFields } from '../steps/placement.js';
 import type { Step } from '../steps/step.js';
 import { celParams, paramsOfBinding } from './binding-params.js';
-import { compileMatchResources } from './match-resources.js';
+import { bindingPlacement, describeBinding, type NativeStepPlacement } from './binding-step.js';
 import type { NativeBinding, NativePolicy, ValidationAction } from './native-objects.js';
 import {
   auditAnnotationKey,
@@ -29,62 +28,9 @@ import {
 } from './native-words.js';
 import { errorDecisions, validatePolicy, type NativePolicyResult, type PolicyDecision } from './validate-policy.js';
 
-/** Where a binding's steps sit in the chain, and their time. */
-export interface NativeStepPlacement {
-  /** The entry's name: also the steps' extension. */
-  readonly entry: string;
-  readonly order: number;
-  readonly timeoutMs: number;
-  /** A shadow entry's: run after the answer, each binding as if its validationActions were [Deny]. */
-  readonly shadow?: true;
-}
-
 /** The mode a binding's actions come to (a step in warn or audit mode never blocks). */
 export function modeOf(actions: readonly ValidationAction[]): Mode {
   return actions.includes('Deny') ? 'enforce' : actions.includes('Warn') ? 'warn' : 'audit';
-}
-
-/** The policy's rules as a webhook's (what the rendered webhook configurations must let through). */
-/** Both selectors' requirements: a label both name with different values goes to matchExpressions as In. */
-function bothSelectors(a: LabelSelector, b: LabelSelector | undefined): LabelSelector | undefined {
-  const matchLabels: Record<string, string> = { ...a.matchLabels };
-  const matchExpressions = [...(a.matchExpressions ?? []), ...(b?.matchExpressions ?? [])];
-  for (const [key, value] of Object.entries(b?.matchLabels ?? {})) {
-    if (matchLabels[key] === undefined || matchLabels[key] === value) matchLabels[key] = value;
-    else matchExpressions.push({ key, operator: 'In', values: [value] });
-  }
-  const some = Object.keys(matchLabels).length > 0;
-  if (!some && matchExpressions.length === 0) return undefined;
-  return { ...(some ? { matchLabels } : {}), ...(matchExpressions.length > 0 ? { matchExpressions } : {}) };
-}
-
-/**
- * The policy's rules, and the selectors of the policy and the binding together (a request must pass both), as
- * `/chain` shows them and a decision trace names the requirement a skipped request failed.
- */
-function matchSpecOf(policy: NativePolicy, binding: NativeBinding): Match {
-  const namespaceSelector = bothSelectors(
-    policy.matchConstraints.namespaceSelector,
-    binding.matchResources?.namespaceSelector,
-  );
-  const objectSelector = bothSelectors(policy.matchConstraints.objectSelector, binding.matchResources?.objectSelector);
-  return {
-    rules: policy.matchConstraints.resourceRules.map(({ resourceNames: _names, ...rule }) => rule),
-    ...(namespaceSelector ? { namespaceSelector } : {}),
-    ...(objectSelector ? { objectSelector } : {}),
-  };
-}
-
-function compiledMatch(policy: NativePolicy, binding: NativeBinding): CompiledMatch {
-  const byPolicy = compileMatchResources(policy.matchConstraints);
-  const byBinding = binding.matchResources ? compileMatchResources(binding.matchResources) : undefined;
-  const { ruleIndex } = byPolicy;
-  return {
-    matches: (request, labels) => byPolicy.matches(request, labels) ?? byBinding?.matches(request, labels),
-    rulesMatch: (request) => ruleIndex(request) >= 0,
-    needsNamespaceLabels: byPolicy.needsNamespaceLabels || (byBinding?.needsNamespaceLabels ?? false),
-    ruleIndex,
-  };
 }
 
 /** The binding's decisions for the request: for each of its params, the policy's. */
@@ -138,24 +84,6 @@ function keepRun(
   });
 }
 
-/** Where the binding's step stands and how it is guarded: its policy's failurePolicy, its actions' mode. */
-function placementOf(policy: NativePolicy, binding: NativeBinding, placement: NativeStepPlacement): StepPlacement {
-  return {
-    name: `${placement.entry}/${policy.name}/${binding.name}`,
-    match: compiledMatch(policy, binding),
-    matchSpec: matchSpecOf(policy, binding),
-    failurePolicy: policy.failurePolicy,
-    timeoutMs: placement.timeoutMs,
-    mode: modeOf(binding.validationActions),
-    sideEffects: 'None',
-    reinvocationPolicy: 'Never',
-    order: placement.order,
-    extension: placement.entry,
-    attach: 'Always',
-    ...(placement.shadow ? { shadow: true } : {}),
-  };
-}
-
 /** The step of `binding` of `policy`, with the params the entry's files hold. */
 export function createNativeStep(
   policy: NativePolicy,
@@ -163,7 +91,10 @@ export function createNativeStep(
   objects: readonly KubeObject[],
   placement: NativeStepPlacement,
 ): Step {
-  const placed = placementOf(policy, binding, placement);
+  const placed = bindingPlacement(policy, binding, placement, {
+    mode: modeOf(binding.validationActions),
+    reinvocationPolicy: 'Never',
+  });
   // A rehearsal asks what the binding would refuse once bound with Deny.
   const actions: readonly ValidationAction[] = placement.shadow ? ['Deny'] : binding.validationActions;
   const params = paramsOfBinding(policy, binding, objects);
@@ -209,24 +140,9 @@ export function createNativeStep(
       return denial;
     },
     describe: () => ({
-      name: placed.name,
-      source: 'admissionPolicies',
-      admissionPolicies: placement.entry,
-      policy: policy.name,
-      binding: binding.name,
-      validationActions: binding.validationActions,
-      phase: 'validate',
-      order: placed.order,
-      ...describePlacement(placed, 'validate'),
-      // The policy's own conditions (they may read params): evaluated with its validations, not by the dispatcher.
-      ...(policy.spec.matchConditions.length > 0
-        ? {
-            matchConditions: policy.spec.matchConditions.map((c) => ({
-              name: c.name,
-              expression: c.program.expression,
-            })),
-          }
-        : {}),
+      ...describeBinding(placed, placement.entry, policy, binding, 'validate', {
+        validationActions: binding.validationActions,
+      }),
       validations: policy.spec.validations.length,
       ...(policy.spec.auditAnnotations.length > 0
         ? { auditAnnotations: policy.spec.auditAnnotations.map((a) => a.key) }

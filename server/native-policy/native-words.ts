@@ -1,5 +1,6 @@
 /**
- * What a native policy says, in the apiserver's words (admission/plugin/policy/validating/dispatcher.go): the
+ * What a native policy says, in the apiserver's words (admission/plugin/policy/validating/dispatcher.go, and
+ * mutating/dispatcher.go with generic/policy_dispatcher.go for a MutatingAdmissionPolicy): the
  * refusal, the warning, and the keys of its audit annotations. The apiserver keys a policy's annotations
  * `<policy>/<key>` and a failed Audit validation `validation.policy.admission.k8s.io/validation_failure`; a
  * webhook's keys get `<webhook>/` in front and may then hold no other `/`, so the gateway writes that one
@@ -40,4 +41,24 @@ export function validationFailureValue(failure: {
 /** A binding whose params cannot be had (generic.CollectParams's errors). */
 export function bindingConfigurationError(error: string): string {
   return `failed to configure binding: ${error}`;
+}
+
+/**
+ * The refusal of a MutatingAdmissionPolicy whose binding failed under failurePolicy Fail (the generic policy
+ * dispatcher's PolicyError): its mutation, matchConditions or params could not be had.
+ */
+export function mutatingPolicyDenied(policy: string, binding: string, message: string): string {
+  return `policy '${policy}' with binding '${binding}' denied request: ${message}`;
+}
+
+/** A JSONPatch mutation's result that does not apply to the object. */
+export function jsonPatchError(message: string): string {
+  return `JSON Patch: ${message}`;
+}
+
+/** An ApplyConfiguration mutation's result that cannot be merged into the object. */
+export function applyConfigurationError(message: string): string {
+  return message.startsWith('may not mutate atomic')
+    ? `error applying patch: invalid ApplyConfiguration: ${message}`
+    : `error applying patch: ${message}`;
 }

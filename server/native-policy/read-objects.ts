@@ -1,7 +1,7 @@
 /**
  * Reads the objects of an `admissionPolicies` entry's files as the apiserver would take them:
- * ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1, or the
- * identical v1beta1), with the apiserver's defaults (failurePolicy Fail, matchPolicy Equivalent, empty
+ * ValidatingAdmissionPolicy, MutatingAdmissionPolicy and their bindings (admissionregistration.k8s.io/v1, or
+ * the identical v1beta1), with the apiserver's defaults (failurePolicy Fail, matchPolicy Equivalent, empty
  * selectors) and its refusals; every expression is compiled here, so a mistake stops the start, naming the
  * file, line and field. Any other object is kept as a candidate for a binding's params.
  */
@@ -12,12 +12,15 @@ import { isDnsSubdomain } from '../config/names.js';
 import { CONDITION_DECLARATIONS, readMatchConditions } from '../config/match-conditions.js';
 import { readPolicySpec } from '../config/policy-entry.js';
 import { childPath, Reader } from '../config/reader.js';
+import { REINVOCATION_POLICIES } from '../config/step-options.js';
 import type { PolicyDocument } from './policy-files.js';
 import {
   VALIDATION_ACTIONS,
   type MatchResources,
   type NamedRule,
   type NativeBinding,
+  type NativeMutatingBinding,
+  type NativeMutatingPolicy,
   type NativePolicy,
   type NativePolicySet,
   type ParamKind,
@@ -28,8 +31,11 @@ const GROUP = 'admissionregistration.k8s.io';
 const VERSIONS = [`${GROUP}/v1`, `${GROUP}/v1beta1`];
 const POLICY_KIND = 'ValidatingAdmissionPolicy';
 const BINDING_KIND = 'ValidatingAdmissionPolicyBinding';
-/** Kinds the gateway does not run yet: refused rather than silently taken for params. */
-const NOT_YET = ['MutatingAdmissionPolicy', 'MutatingAdmissionPolicyBinding'];
+const MUTATING_POLICY_KIND = 'MutatingAdmissionPolicy';
+const MUTATING_BINDING_KIND = 'MutatingAdmissionPolicyBinding';
+const KINDS = [POLICY_KIND, BINDING_KIND, MUTATING_POLICY_KIND, MUTATING_BINDING_KIND];
+/** The operations a MutatingAdmissionPolicy's rules may name: only creates and updates carry an object to change. */
+const MUTATING_OPERATIONS = ['*', 'CREATE', 'UPDATE'];
 /** Rules in one MatchResources list, and names in one rule, at most. */
 const MAX_RULES = 64;
 const MAX_RESOURCE_NAMES = 256;
@@ -92,20 +98,20 @@ function readParamKind(r: Reader, value: unknown, p: string): ParamKind | undefi
   };
 }
 
-function readPolicy(r: Reader, doc: Record<string, unknown>): NativePolicy {
+/** What a ValidatingAdmissionPolicy's spec and a MutatingAdmissionPolicy's share, with `fields` its own. */
+function readPolicyOf(r: Reader, doc: Record<string, unknown>, fields: readonly string[]) {
   const name = readMetadataName(r, doc.metadata);
   const spec = r.map(doc.spec, 'spec', [
     'paramKind',
     'matchConstraints',
-    'validations',
     'failurePolicy',
-    'auditAnnotations',
     'matchConditions',
     'variables',
+    ...fields,
   ]);
   if (spec.matchConstraints === undefined) r.fail('spec.matchConstraints', 'is required');
   const paramKind = readParamKind(r, spec.paramKind, 'spec.paramKind');
-  return {
+  const policy: NativePolicy = {
     name,
     failurePolicy: r.oneOf(spec.failurePolicy, 'spec.failurePolicy', ['Fail', 'Ignore'] as const) ?? 'Fail',
     matchConstraints: readMatchResources(r, spec.matchConstraints, 'spec.matchConstraints', true),
@@ -118,6 +124,37 @@ function readPolicy(r: Reader, doc: Record<string, unknown>): NativePolicy {
         [],
     },
   };
+  return { policy, spec };
+}
+
+function readPolicy(r: Reader, doc: Record<string, unknown>): NativePolicy {
+  return readPolicyOf(r, doc, ['validations', 'auditAnnotations']).policy;
+}
+
+/** The rules of a MutatingAdmissionPolicy or its binding may only name the operations it can mutate. */
+function mutatingOperations(r: Reader, match: MatchResources | undefined, p: string): void {
+  match?.resourceRules.forEach((rule, i) =>
+    rule.operations.forEach((op, j) => {
+      if (!MUTATING_OPERATIONS.includes(op))
+        r.fail(
+          `${p}.resourceRules[${i}].operations[${j}]`,
+          `expected one of ${MUTATING_OPERATIONS.join(', ')} (only those carry an object to mutate)`,
+          op,
+        );
+    }),
+  );
+}
+
+function readMutatingPolicy(r: Reader, doc: Record<string, unknown>): NativeMutatingPolicy {
+  const mutations = (doc.spec as Record<string, unknown> | null | undefined)?.mutations;
+  if (!Array.isArray(mutations) || mutations.length === 0)
+    r.fail('spec.mutations', 'is required (at least one mutation)');
+  const { policy, spec } = readPolicyOf(r, doc, ['mutations', 'reinvocationPolicy']);
+  mutatingOperations(r, policy.matchConstraints, 'spec.matchConstraints');
+  const reinvocationPolicy =
+    r.oneOf(spec.reinvocationPolicy, 'spec.reinvocationPolicy', REINVOCATION_POLICIES) ??
+    r.fail('spec.reinvocationPolicy', 'is required (Never or IfNeeded)');
+  return { ...policy, reinvocationPolicy };
 }
 
 function readParamRef(r: Reader, value: unknown, p: string): ParamRef | undefined {
@@ -141,10 +178,25 @@ function readParamRef(r: Reader, value: unknown, p: string): ParamRef | undefine
   };
 }
 
-function readBinding(r: Reader, doc: Record<string, unknown>): NativeBinding {
+/** What both kinds of binding hold, with `fields` their own. */
+function readBindingOf(r: Reader, doc: Record<string, unknown>, fields: readonly string[]) {
   const name = readMetadataName(r, doc.metadata);
-  const spec = r.map(doc.spec, 'spec', ['policyName', 'paramRef', 'matchResources', 'validationActions']);
+  const spec = r.map(doc.spec, 'spec', ['policyName', 'paramRef', 'matchResources', ...fields]);
   const policyName = r.requiredString(spec.policyName, 'spec.policyName');
+  const paramRef = readParamRef(r, spec.paramRef, 'spec.paramRef');
+  const binding: NativeMutatingBinding = {
+    name,
+    policyName,
+    ...(spec.matchResources !== undefined && spec.matchResources !== null
+      ? { matchResources: readMatchResources(r, spec.matchResources, 'spec.matchResources', false) }
+      : {}),
+    ...(paramRef ? { paramRef } : {}),
+  };
+  return { binding, spec };
+}
+
+function readBinding(r: Reader, doc: Record<string, unknown>): NativeBinding {
+  const { binding, spec } = readBindingOf(r, doc, ['validationActions']);
   const actions = r.stringList(spec.validationActions, 'spec.validationActions') ?? [];
   if (actions.length === 0) r.fail('spec.validationActions', 'is required (Deny, Warn and/or Audit)');
   actions.forEach((action, i) => {
@@ -157,22 +209,38 @@ function readBinding(r: Reader, doc: Record<string, unknown>): NativeBinding {
       'spec.validationActions',
       'must not contain both Deny and Warn (repeating the same validation failure information is redundant)',
     );
-  const paramRef = readParamRef(r, spec.paramRef, 'spec.paramRef');
-  return {
-    name,
-    policyName,
-    validationActions: actions as NativeBinding['validationActions'],
-    ...(spec.matchResources !== undefined && spec.matchResources !== null
-      ? { matchResources: readMatchResources(r, spec.matchResources, 'spec.matchResources', false) }
-      : {}),
-    ...(paramRef ? { paramRef } : {}),
-  };
+  return { ...binding, validationActions: actions as NativeBinding['validationActions'] };
+}
+
+function readMutatingBinding(r: Reader, doc: Record<string, unknown>): NativeMutatingBinding {
+  const { binding } = readBindingOf(r, doc, []);
+  mutatingOperations(r, binding.matchResources, 'spec.matchResources');
+  return binding;
+}
+
+/** What one document is: a policy or binding of either kind, or another object (a params candidate). */
+type Read =
+  | { readonly policy: NativePolicy }
+  | { readonly binding: NativeBinding }
+  | { readonly mutatingPolicy: NativeMutatingPolicy }
+  | { readonly mutatingBinding: NativeMutatingBinding }
+  | { readonly object: KubeObject };
+
+function readKind(r: Reader, kind: string, doc: Record<string, unknown>): Read {
+  switch (kind) {
+    case POLICY_KIND:
+      return { policy: readPolicy(r, doc) };
+    case BINDING_KIND:
+      return { binding: readBinding(r, doc) };
+    case MUTATING_POLICY_KIND:
+      return { mutatingPolicy: readMutatingPolicy(r, doc) };
+    default:
+      return { mutatingBinding: readMutatingBinding(r, doc) };
+  }
 }
 
 /** One document: a policy, a binding, or another object (a params candidate). */
-function readDocument(
-  document: PolicyDocument,
-): { policy: NativePolicy } | { binding: NativeBinding } | { object: KubeObject } {
+function readDocument(document: PolicyDocument): Read {
   const r = new Reader(document.file);
   try {
     const { value } = document;
@@ -181,15 +249,13 @@ function readDocument(
     const doc = value as Record<string, unknown>;
     const apiVersion = r.requiredString(doc.apiVersion, 'apiVersion');
     const kind = r.requiredString(doc.kind, 'kind');
-    if (NOT_YET.includes(kind))
-      r.fail('kind', `${kind} is not yet supported (ValidatingAdmissionPolicy and its bindings are)`);
-    if (kind !== POLICY_KIND && kind !== BINDING_KIND) {
+    if (!KINDS.includes(kind)) {
       readMetadataName(r, doc.metadata);
       return { object: doc };
     }
     if (!VERSIONS.includes(apiVersion)) r.fail('apiVersion', `expected one of ${VERSIONS.join(', ')}`, apiVersion);
     r.map(doc, '', OBJECT_FIELDS);
-    return kind === POLICY_KIND ? { policy: readPolicy(r, doc) } : { binding: readBinding(r, doc) };
+    return readKind(r, kind, doc);
   } catch (err) {
     if (!(err instanceof ConfigError) || err.position) throw err;
     const position = document.locate(err.path);
@@ -197,23 +263,29 @@ function readDocument(
   }
 }
 
+/** The kind and name a document's object is known by (a name used twice for one kind is refused). */
+function identity(read: Read): [kind: string, name: string] {
+  if ('policy' in read) return [POLICY_KIND, read.policy.name];
+  if ('binding' in read) return [BINDING_KIND, read.binding.name];
+  if ('mutatingPolicy' in read) return [MUTATING_POLICY_KIND, read.mutatingPolicy.name];
+  if ('mutatingBinding' in read) return [MUTATING_BINDING_KIND, read.mutatingBinding.name];
+  return [
+    `${String(read.object.apiVersion)} ${String(read.object.kind)}`,
+    `${read.object.metadata?.namespace ?? ''}/${read.object.metadata?.name}`,
+  ];
+}
+
 /** The policies, bindings and other objects of the documents; a name used twice for one kind is refused. */
 export function readPolicySet(documents: readonly PolicyDocument[]): NativePolicySet {
   const policies: NativePolicy[] = [];
   const bindings: NativeBinding[] = [];
+  const mutatingPolicies: NativeMutatingPolicy[] = [];
+  const mutatingBindings: NativeMutatingBinding[] = [];
   const objects: KubeObject[] = [];
   const seen = new Map<string, string>();
   for (const document of documents) {
     const read = readDocument(document);
-    const [kind, name] =
-      'policy' in read
-        ? [POLICY_KIND, read.policy.name]
-        : 'binding' in read
-          ? [BINDING_KIND, read.binding.name]
-          : [
-              `${String(read.object.apiVersion)} ${String(read.object.kind)}`,
-              `${read.object.metadata?.namespace ?? ''}/${read.object.metadata?.name}`,
-            ];
+    const [kind, name] = identity(read);
     const key = `${kind} ${name}`;
     const earlier = seen.get(key);
     if (earlier !== undefined)
@@ -226,7 +298,9 @@ export function readPolicySet(documents: readonly PolicyDocument[]): NativePolic
     seen.set(key, document.file);
     if ('policy' in read) policies.push(read.policy);
     else if ('binding' in read) bindings.push(read.binding);
+    else if ('mutatingPolicy' in read) mutatingPolicies.push(read.mutatingPolicy);
+    else if ('mutatingBinding' in read) mutatingBindings.push(read.mutatingBinding);
     else objects.push(read.object);
   }
-  return { policies, bindings, objects };
+  return { policies, bindings, mutatingPolicies, mutatingBindings, objects };
 }

@@ -93,7 +93,7 @@ function failureMessage(validation: PolicyValidation, values: Activation, budget
 }
 
 /** matchConditions: true when the policy applies, false when not, or the error the failurePolicy settles. */
-function conditionsMatch(spec: NativePolicySpec, values: Activation, budget: CostBudget): boolean | string {
+export function conditionsMatch(spec: NativePolicySpec, values: Activation, budget: CostBudget): boolean | string {
   const errors: string[] = [];
   for (const condition of spec.matchConditions) {
     const result = evaluate(condition.program, values, budget);

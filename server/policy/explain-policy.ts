@@ -18,7 +18,7 @@ export const MAX_EXPLAINED_VARIABLES = 16;
 
 /** The expression that decided a policy step. */
 export interface DecidingExpression {
-  /** `validations[2]`, `auditAnnotations[1] (key)`. */
+  /** `validations[2]`, `auditAnnotations[1] (key)`, `mutations[0] (JSONPatch)`. */
   readonly field: string;
   readonly index: number;
   readonly expression: string;
@@ -68,6 +68,10 @@ function programOf(spec: PolicySpec, ref: ExpressionRef): { program: CelProgram;
       const a = spec.auditAnnotations[ref.index]!;
       return { program: a.program, field: `auditAnnotations[${ref.index}] (${a.key})` };
     }
+    case 'mutations': {
+      const m = spec.mutations![ref.index]!;
+      return { program: m.program, field: `mutations[${ref.index}] (${m.patchType})` };
+    }
   }
 }
 
@@ -86,6 +90,7 @@ function decidingExpression(run: PolicyRun, ref: ExpressionRef): DecidingExpress
     };
   }
   if (outcome instanceof StepFailedError) return { ...base, result: 'error', message: clip(outcome.message) };
+  if (run.failureMessage !== undefined) return { ...base, result: 'error', message: clip(run.failureMessage) };
   if (!outcome.allowed && ref.list === 'validations')
     return {
       ...base,

@@ -22,9 +22,9 @@ import { reviewCel, type ReviewCel } from './review-cel.js';
 /** The longest refusal message a policy gives, as the apiserver bounds a messageExpression's result. */
 export const MAX_POLICY_MESSAGE_CHARS = 5 * 1024;
 
-/** Which expression of a policy: `validations[2]`, `auditAnnotations[1] (key)`. */
+/** Which expression of a policy: `validations[2]`, `auditAnnotations[1] (key)`, `mutations[0] (JSONPatch)`. */
 export interface ExpressionRef {
-  readonly list: 'validations' | 'auditAnnotations';
+  readonly list: 'validations' | 'auditAnnotations' | 'mutations';
   readonly index: number;
 }
 
@@ -39,6 +39,8 @@ export interface PolicyRun {
   readonly decidedBy?: ExpressionRef;
   /** The deciding expression's failure (an error, or cost_exceeded). */
   readonly failure?: Extract<EvalResult, { ok: false }>;
+  /** Why the deciding mutation failed when its expression gave a value: the value could not be applied. */
+  readonly failureMessage?: string;
   /** The review's values and variables as the validations read them; what was evaluated is read from them. */
   readonly variables?: PolicyVariables;
   /** The audit annotations it made, in order. */

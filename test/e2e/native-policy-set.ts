@@ -8,13 +8,15 @@
 
 export const PARAMS_NAME = 'corpus-limits';
 
-const rule = (apiGroups: string[], resources: string[]) => ({
+/** A rule for creates of `resources` in `apiGroups`, version v1. */
+export const rule = (apiGroups: string[], resources: string[]) => ({
   operations: ['CREATE'],
   apiGroups,
   apiVersions: ['v1'],
   resources,
 });
-const ALL_KINDS = [rule([''], ['pods', 'configmaps', 'services']), rule(['apps'], ['deployments'])];
+/** The corpus's four kinds. */
+export const ALL_KINDS = [rule([''], ['pods', 'configmaps', 'services']), rule(['apps'], ['deployments'])];
 
 /** The containers of a Pod or a Deployment's template. */
 const CONTAINERS = "object.kind == 'Pod' ? object.spec.containers : object.spec.template.spec.containers";
@@ -207,12 +209,12 @@ export function bindingsFor(namespace: string, paramsNamespace: string): Record<
   ];
 }
 
-/** The params of corpus-replicas. */
+/** The params of corpus-replicas, and of the mutating policies corpus-team-label and corpus-replicas-cap. */
 export function paramsConfigMap(namespace: string): Record<string, unknown> {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: PARAMS_NAME, namespace },
-    data: { maxReplicas: '5' },
+    data: { maxReplicas: '5', team: 'platform' },
   };
 }

@@ -101,12 +101,76 @@ describe('admissionPolicies entries: what their files may hold', function () {
     );
   });
 
-  it('refuses a MutatingAdmissionPolicy as not yet supported', async function () {
+  /** A MutatingAdmissionPolicy of `version` with `spec` lines after its matchConstraints, and its binding. */
+  const MUTATING = (
+    version: string,
+    spec: string,
+    operations = '[CREATE]',
+  ) => `apiVersion: admissionregistration.k8s.io/${version}
+kind: MutatingAdmissionPolicy
+metadata: { name: m }
+spec:
+  matchConstraints:
+    resourceRules:
+      - { operations: ${operations}, apiGroups: [''], apiVersions: [v1], resources: [pods] }
+${spec}---
+apiVersion: admissionregistration.k8s.io/${version}
+kind: MutatingAdmissionPolicyBinding
+metadata: { name: mb }
+spec: { policyName: m }
+`;
+  const MUTATIONS = `  reinvocationPolicy: IfNeeded
+  mutations:
+    - patchType: ApplyConfiguration
+      applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"a": "b"}}}' }
+`;
+
+  it('makes a mutate step of each MutatingAdmissionPolicy binding, v1 and v1beta1, before the validate steps', async function () {
+    const both = MUTATING('v1beta1', MUTATIONS) + '---\n' + POLICY('1 == 1') + BINDING('[Deny]');
+    assert.deepEqual(
+      (await steps(both)).map((s) => `${s.name} ${s.phase} ${s.reinvocationPolicy}`),
+      ['native/m/mb mutate IfNeeded', 'native/p/b validate Never'],
+    );
+    const [step] = await steps(MUTATING('v1', MUTATIONS));
+    assert.deepEqual(step?.describe(), {
+      name: 'native/m/mb',
+      source: 'admissionPolicies',
+      admissionPolicies: 'native',
+      policy: 'm',
+      binding: 'mb',
+      phase: 'mutate',
+      order: 10,
+      mode: 'enforce',
+      failurePolicy: 'Fail',
+      timeoutSeconds: 3,
+      sideEffects: 'None',
+      reinvocationPolicy: 'IfNeeded',
+      match: { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }] },
+      mutations: ['ApplyConfiguration'],
+    });
+  });
+
+  it('refuses a MutatingAdmissionPolicy as the apiserver does: without mutations, reinvocationPolicy, or for DELETE', async function () {
+    assert.match(
+      await build(MUTATING('v1', '  reinvocationPolicy: Never\n')),
+      /^policies\.yaml:\d+:\d+: spec\.mutations: is required \(at least one mutation\)/,
+    );
+    assert.match(
+      await build(MUTATING('v1', MUTATIONS.replace('  reinvocationPolicy: IfNeeded\n', ''))),
+      /^policies\.yaml:\d+:\d+: spec\.reinvocationPolicy: is required \(Never or IfNeeded\)/,
+    );
+    assert.match(
+      await build(MUTATING('v1', MUTATIONS, '[CREATE, DELETE]')),
+      /^policies\.yaml:7:\d+: spec\.matchConstraints\.resourceRules\[0\]\.operations\[1\]: expected one of \*, CREATE, UPDATE/,
+    );
     assert.match(
       await build(
-        'apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\nmetadata: { name: m }\n',
+        MUTATING('v1', MUTATIONS).replace(
+          'spec: { policyName: m }',
+          'spec: { policyName: m, validationActions: [Deny] }',
+        ),
       ),
-      /^policies\.yaml:2:1: kind: MutatingAdmissionPolicy is not yet supported/,
+      /^policies\.yaml:\d+:\d+: spec\.validationActions: unknown field/,
     );
   });
 

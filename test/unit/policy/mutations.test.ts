@@ -376,3 +376,44 @@ describe('runMutations()', () => {
     );
   });
 });
+
+describe('runMutations() for a MutatingAdmissionPolicy (params, onFailure)', () => {
+  const [entry] = parseConfig(
+    `chain:\n${policy(
+      'three',
+      '    mutations:\n' +
+        '      - patchType: JSONPatch\n' +
+        '        jsonPatch: { expression: \'[JSONPatch{op: "add", path: "/metadata/labels/a", value: object.spec.nope}]\' }\n' +
+        '      - patchType: JSONPatch\n' +
+        '        jsonPatch: { expression: \'[JSONPatch{op: "remove", path: "/metadata/labels/nope"}]\' }\n' +
+        '      - patchType: JSONPatch\n' +
+        '        jsonPatch: { expression: \'[JSONPatch{op: "add", path: "/metadata/labels/team", value: params.data.team}]\' }\n',
+    )}`,
+  ).chain;
+  assert.ok(entry?.kind === 'policy');
+  const request = requestOf(podCreate());
+  const params = { data: { team: 'search' } };
+
+  it('without onFailure, ends at the first failure', () => {
+    const result = runMutations(entry.spec, { request, plainObject: request.object! }, { params });
+    assert.ok(!Array.isArray(result));
+    assert.equal(result.message, 'mutations[0].jsonPatch.expression: No such key: nope (at column 70)');
+  });
+
+  it('with onFailure, hands each failure on and runs the later mutations, reading params', () => {
+    const failures: unknown[] = [];
+    const ops = runMutations(
+      entry.spec,
+      { request, plainObject: request.object! },
+      {
+        params,
+        onFailure: (f) => failures.push([f.index, f.evaluation?.reason ?? 'applied', f.detail]),
+      },
+    );
+    assert.deepEqual(ops, [{ op: 'add', path: '/metadata/labels/team', value: 'search' }]);
+    assert.deepEqual(failures, [
+      [0, 'error', 'No such key: nope'],
+      [1, 'applied', 'operation 0 (remove /metadata/labels/nope) does not apply: /metadata/labels/nope does not exist'],
+    ]);
+  });
+});
