@@ -15,6 +15,7 @@ import { activation, CelValueError, type Activation, type EvalResult } from '../
 import { MAX_MUTATION_OPERATIONS, patchedCopy, runMutations, type MutationFailure } from '../policy/mutations.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { requestValue, reviewCel } from '../policy/review-cel.js';
+import { specReadsNamespaceObject } from '../policy/policy-spec.js';
 import type { ExpressionRef } from '../policy/run-policy.js';
 import { placedFields } from '../steps/placement.js';
 import type { Step, StepInvocation } from '../steps/step.js';
@@ -139,6 +140,7 @@ export function createNativeMutateStep(
     // Nothing to mutate on a DELETE or CONNECT: the apiserver calls no patcher without an object.
     needsObject: true,
     ownWords: true,
+    readsNamespaceObject: specReadsNamespaceObject(policy.spec, policy.spec.matchConditions),
     invoke(inv): Decision {
       const budget = reviewCel(inv.request).budget;
       const before = budget.remaining;
