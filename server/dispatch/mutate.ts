@@ -142,13 +142,15 @@ class MutatePhase {
     const stamped = stampExtensionsApplied(ctx, this.working, this.written, this.history);
     const working = stamped ?? this.working;
     if (!working || (this.changes === 0 && !stamped)) return APPROVED;
-    if (this.history) {
-      this.history.finish(working.root);
-      ctx.observer.writes = this.history;
-    }
     await yieldIfLarge(ctx);
     // Only what some step wrote can differ: diff those subtrees, not the whole object.
     const patch = diffWritten(request.object!, working.root, this.written);
+    if (this.history) {
+      // A write the gateway stamped over a step's is not told as a conflict: its share is worked back then.
+      const plain = !stamped && ctx.observer.conflicts === undefined;
+      this.history.finish(working.root, plain ? { patch, written: this.written.tree } : undefined);
+      ctx.observer.writes = this.history;
+    }
     return patch.length > 0 ? { allowed: true, patch } : APPROVED;
   }
 

@@ -20,6 +20,8 @@ type Container = Record<string | symbol, unknown> | unknown[];
 export interface TrackedSession<T extends object> {
   /** The view to hand to the step. */
   readonly view: T;
+  /** Who writes through it: the step's name, as the phase's WrittenPaths records its writes. */
+  readonly owner: string;
   /** How many writes (sets and deletes) went through the view. */
   readonly writeCount: number;
   /** Each write in order: the place of the container written to, and the key. */

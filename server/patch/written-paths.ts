@@ -60,6 +60,13 @@ export class WrittenNode {
     return node;
   }
 
+  /** The child at `key`, if anything was written there or below (never makes one). */
+  find(key: string): WrittenNode | undefined {
+    const first = this.firstChild;
+    if (first === undefined) return undefined;
+    return this.index === undefined ? (first.key === key ? first : undefined) : this.index.get(key);
+  }
+
   /** Becomes a write by `writer`, replacing everything recorded below. */
   mark(writer: string): void {
     this.firstChild = this.lastChild = this.index = undefined;

@@ -1,0 +1,103 @@
+/**
+ * A review's patch split by the step that wrote each operation's place, when that is plain: each operation lies
+ * in a part of the object only one step wrote (the phase's WrittenPaths says who wrote what). Then, if no step
+ * overwrote another's write, each step's own patch is its share of the review's, in the review's order, and
+ * nothing needs working back (write-history.ts does that otherwise). Linear in the written tree: the operations'
+ * places are disjoint, so each part of it is walked once.
+ */
+import type { JsonPatchOperation } from '../admission/types.js';
+import { unescapeSegment, type WrittenNode } from './written-paths.js';
+
+/** The one writer of everything recorded at or below `node`; undefined when there are several, or none. */
+function soleWriter(node: WrittenNode): string | undefined {
+  let found: string | undefined;
+  const stack: WrittenNode[] = [node];
+  while (stack.length > 0) {
+    const current = stack.pop()!;
+    if (current.writer !== undefined) {
+      if (found !== undefined && found !== current.writer) return undefined;
+      found = current.writer;
+    }
+    for (let child = current.firstChild; child; child = child.nextSibling) stack.push(child);
+  }
+  return found;
+}
+
+/**
+ * Who wrote the place an operation at `pointer` changes: the first write on the way down to it, or, when the
+ * operation covers several writes below it (a map two steps added keys to, made at once), their one writer.
+ */
+function writerAt(pointer: string, tree: WrittenNode): string | undefined {
+  let node = tree;
+  let at = 1;
+  while (node.writer === undefined && at <= pointer.length) {
+    let end = pointer.indexOf('/', at);
+    if (end < 0) end = pointer.length;
+    const child = node.find(unescapeSegment(pointer.slice(at, end)));
+    if (child === undefined) return undefined;
+    node = child;
+    at = end + 1;
+  }
+  return soleWriter(node);
+}
+
+/** Each writer's operations of `patch`, in its order; undefined when some operation is not one writer's. */
+export function splitByWriter(
+  patch: readonly JsonPatchOperation[],
+  written: WrittenNode,
+): Map<string, JsonPatchOperation[]> | undefined {
+  const byWriter = new Map<string, JsonPatchOperation[]>();
+  for (const op of patch) {
+    if (op.op === 'move' || op.op === 'copy') return undefined;
+    const writer = writerAt(op.path, written);
+    if (writer === undefined) return undefined;
+    const ops = byWriter.get(writer);
+    if (ops) ops.push(op);
+    else byWriter.set(writer, [op]);
+  }
+  return byWriter;
+}
+
+/**
+ * `ops` (one writer's share) in the order its own diff would give them. The review's patch follows the order in
+ * which any step first wrote each place, the writer's own diff the order in which it wrote them (`tree`, its own
+ * places), except inside an array (in `root`, the object as the phase left it), whose operations both give in the
+ * order diff-written.ts compares its elements: those keep the review's order.
+ */
+export function inWriteOrder(
+  ops: readonly JsonPatchOperation[],
+  tree: WrittenNode,
+  root: unknown,
+): readonly JsonPatchOperation[] {
+  if (ops.length < 2) return ops;
+  const rank = new Map<WrittenNode, number>();
+  const stack: WrittenNode[] = [tree];
+  while (stack.length > 0) {
+    const node = stack.pop()!;
+    rank.set(node, rank.size);
+    const children: WrittenNode[] = [];
+    for (let child = node.firstChild; child; child = child.nextSibling) children.push(child);
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
+  }
+  const placeOf = (pointer: string): number => {
+    let node = tree;
+    let value = root;
+    let at = 1;
+    while (at <= pointer.length && !Array.isArray(value)) {
+      let end = pointer.indexOf('/', at);
+      if (end < 0) end = pointer.length;
+      const key = unescapeSegment(pointer.slice(at, end));
+      const child = node.find(key);
+      if (child === undefined) break;
+      node = child;
+      value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+      at = end + 1;
+    }
+    return rank.get(node)!;
+  };
+  // Sorting is stable: operations at or below one place keep the review's order.
+  return ops
+    .map((op) => ({ op, place: placeOf(op.path) }))
+    .sort((a, b) => a.place - b.place)
+    .map(({ op }) => op);
+}
