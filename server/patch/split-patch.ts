@@ -41,6 +41,23 @@ function writerAt(pointer: string, tree: WrittenNode): string | undefined {
   return soleWriter(node);
 }
 
+/**
+ * Whether `ops`, all `writer`'s, lie in one place only it wrote: the review's patch then already lists them in the
+ * order its own diff would (the tree's children there are in the order it wrote them), and nothing is reordered.
+ */
+export function inOnePlaceOf(writer: string, ops: readonly JsonPatchOperation[], written: WrittenNode): boolean {
+  let common = ops[0]!.path.split('/');
+  for (let i = 1; i < ops.length && common.length > 1; i++) {
+    const segments = ops[i]!.path.split('/');
+    let same = 0;
+    while (same < common.length && same < segments.length && common[same] === segments[same]) same++;
+    common = common.slice(0, same);
+  }
+  let node: WrittenNode | undefined = written;
+  for (let i = 1; i < common.length && node; i++) node = node.find(unescapeSegment(common[i]!));
+  return node !== undefined && soleWriter(node) === writer;
+}
+
 /** Each writer's operations of `patch`, in its order; undefined when some operation is not one writer's. */
 export function splitByWriter(
   patch: readonly JsonPatchOperation[],

@@ -14,7 +14,7 @@
  */
 import type { JsonPatchOperation } from '../admission/types.js';
 import { diffWritten } from './diff-written.js';
-import { inWriteOrder, splitByWriter } from './split-patch.js';
+import { inOnePlaceOf, inWriteOrder, splitByWriter } from './split-patch.js';
 import type { TrackedSession } from './tracked-object.js';
 import { setMember } from './working-copy.js';
 import { WrittenPaths, type ContainerPlace, type WrittenNode } from './written-paths.js';
@@ -141,7 +141,9 @@ export class WriteHistory {
       byWriter &&
       this.sessions.map((session) => {
         const share = byWriter.get(session.owner);
-        return share ? inWriteOrder(share, pathsOf(session).tree, this.root) : [];
+        if (!share) return [];
+        if (share.length < 2 || inOnePlaceOf(session.owner, share, review.written)) return share;
+        return inWriteOrder(share, pathsOf(session).tree, this.root);
       })
     );
   }
