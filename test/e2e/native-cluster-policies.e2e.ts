@@ -77,12 +77,12 @@ describe('admissionPolicies fromCluster: the cluster’s own policies rehearsed 
   let namespace = '';
   const created: string[] = [];
 
-  /** The native steps `/chain` shows now, by name, with where their policy came from. */
-  async function nativeSteps(): Promise<Record<string, unknown>> {
+  /** The native steps `/chain` shows now in `phase`, by name, with where their policy came from. */
+  async function nativeSteps(phase: 'mutate' | 'validate' = 'validate'): Promise<Record<string, unknown>> {
     const res = await fetch(`${gw!.gateway.opsUrl}/chain`);
-    const chain = (await res.json()) as { validate: { name: string; source: string; origin?: unknown }[] };
+    const chain = (await res.json()) as Record<typeof phase, { name: string; source: string; origin?: unknown }[]>;
     return Object.fromEntries(
-      chain.validate.filter((s) => s.source === 'admissionPolicies').map((s) => [s.name, s.origin]),
+      chain[phase].filter((s) => s.source === 'admissionPolicies').map((s) => [s.name, s.origin]),
     );
   }
 
@@ -154,6 +154,48 @@ describe('admissionPolicies fromCluster: the cluster’s own policies rehearsed 
       binding: (steps[`native/${POLICY}/${POLICY}`] as { binding: object }).binding,
     });
     assert.deepEqual([await rehearse(POLICY, 'bad-one'), await rehearse(POLICY, 'good-one')], [true, false]);
+  });
+
+  it('reads the cluster’s MutatingAdmissionPolicies (v1 on 1.37) into mutate steps', async function () {
+    requireKube(this, 36, 'MutatingAdmissionPolicy GA');
+    const name = `rehearsed-mutating-${SUFFIX}`;
+    const mutating = `${GROUP}/mutatingadmissionpolicies`;
+    const mutatingBindings = `${GROUP}/mutatingadmissionpolicybindings`;
+    const made = (await send('POST', mutating, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicy',
+      metadata: { name },
+      spec: {
+        matchConstraints: { resourceRules: [CONFIG_MAPS] },
+        reinvocationPolicy: 'Never',
+        mutations: [
+          {
+            patchType: 'ApplyConfiguration',
+            applyConfiguration: { expression: 'Object{metadata: Object.metadata{labels: {"rehearsed": "yes"}}}' },
+          },
+        ],
+      },
+    })) as { metadata: { resourceVersion: string } };
+    created.push(`${mutating}/${name}`);
+    // Bound to no namespace there is: neither the apiserver nor the gateway changes anything with it.
+    const bound = (await send('POST', mutatingBindings, {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: { name },
+      spec: {
+        policyName: name,
+        matchResources: { namespaceSelector: { matchLabels: { 'no-such-label': SUFFIX } } },
+      },
+    })) as { metadata: { resourceVersion: string } };
+    created.push(`${mutatingBindings}/${name}`);
+    const origin = await eventually(
+      'the mutating policy in /chain',
+      async () => (await nativeSteps('mutate'))[`native/${name}/${name}`],
+    );
+    assert.deepEqual(origin, {
+      policy: { source: 'cluster', resourceVersion: made.metadata.resourceVersion },
+      binding: { source: 'cluster', resourceVersion: bound.metadata.resourceVersion },
+    });
   });
 
   it('follows a change of the policy’s expression without a restart', async function () {
