@@ -14,6 +14,7 @@ import type { GatewayConfig } from './config/types.js';
 import { ReviewDecodeError } from './admission/review-decode-error.js';
 import { ConfigError, PluginRegistrationError, errorMessage } from './base/errors.js';
 import { startGateway } from './gateway.js';
+import { warnFilesOnly } from './providers/configured-chain.js';
 import { createLogger } from './base/log.js';
 import { packageVersion } from './base/version.js';
 import { auditCommand, runAuditCommand } from './commands/audit.js';
@@ -104,6 +105,7 @@ async function serve(values: Values, io: CliIO): Promise<number> {
   }
   const cluster = kc ? (await import('./kube/cluster-mode.js')).createClusterMode(kc, config, log) : undefined;
   log.info({ cluster: kc?.getCurrentCluster()?.server ?? null }, kc ? 'cluster mode' : 'standalone mode (no cluster)');
+  if (!kc) warnFilesOnly(config, log, 'there is no cluster (standalone mode)');
   // The managed certificate Secret must be read (or created) before the webhook server can listen.
   const clusterOptions = await cluster?.prepare();
   const gateway = await startGateway({

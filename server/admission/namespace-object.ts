@@ -26,8 +26,11 @@ function rfc3339(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-/** JSON as the apiserver writes it: Dates as times, undefined fields left out. Namespaces are shallow. */
-function plain(value: unknown, depth = 0): unknown {
+/**
+ * JSON as the apiserver writes it, of an object the Kubernetes client's models read (whose times are Dates):
+ * Dates as times, undefined fields left out. Deeper than its metadata, no model field is a time.
+ */
+export function plain(value: unknown, depth = 0): unknown {
   if (value instanceof Date) return rfc3339(value);
   if (value === null || typeof value !== 'object' || depth > 8) return value;
   if (Array.isArray(value)) return value.map((item) => plain(item, depth + 1));

@@ -74,18 +74,26 @@ interface Selection {
 /** A phase's selections: all its steps, and those of each effective failure policy. */
 type PhaseSelections = Readonly<Record<FailurePolicy | 'all', Selection>>;
 
-/** `shadowReads`: the phase's shadow steps read the namespace (they run after any selection of it). */
-function select(steps: readonly Step[], shadowReads: boolean): Selection {
+/** What the phase's shadow steps read of the namespace: they run after any selection of it, with its lookups. */
+interface ShadowReads {
+  readonly labels: boolean;
+  readonly object: boolean;
+}
+
+function select(steps: readonly Step[], shadowReads: ShadowReads): Selection {
   return {
     steps: Object.freeze(steps),
-    needsNamespaceLabels: steps.some((s) => s.match.needsNamespaceLabels),
-    needsNamespaceObject: shadowReads || steps.some(readsNamespaceObject),
+    needsNamespaceLabels: shadowReads.labels || steps.some((s) => s.match.needsNamespaceLabels),
+    needsNamespaceObject: shadowReads.object || steps.some(readsNamespaceObject),
   };
 }
 
 function phaseSelections(ordered: readonly Step[], shadow: readonly Step[], phase: Phase): PhaseSelections {
   const all = ordered.filter((s) => s.phase === phase);
-  const shadowReads = shadow.some(readsNamespaceObject);
+  const shadowReads: ShadowReads = {
+    labels: shadow.some((s) => s.match.needsNamespaceLabels),
+    object: shadow.some(readsNamespaceObject),
+  };
   const byPolicy = (policy: FailurePolicy) =>
     select(
       all.filter((s) => effectiveFailurePolicy(s) === policy),

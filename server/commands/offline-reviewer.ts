@@ -19,7 +19,12 @@ import {
 import type { GatewayConfig } from '../config/types.js';
 import type { ExceptionSource } from '../exceptions/exception-source.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
-import { createChainForConfig, type ConfiguredChainDeps, type ProviderChains } from '../providers/configured-chain.js';
+import {
+  createChainForConfig,
+  warnFilesOnly,
+  type ConfiguredChainDeps,
+  type ProviderChains,
+} from '../providers/configured-chain.js';
 
 /** Warnings and errors only, unless the config asks for debug (or for less): the command's output is the result. */
 const commandLogLevel = (level: LogLevel): LogLevel => (level === 'info' ? 'warn' : level);
@@ -43,6 +48,7 @@ export async function commandChain(
 ): Promise<{ log: BindableLogger; metrics: Metrics; chains: ProviderChains }> {
   const log = createLogger(commandLogLevel(config.log.level), { write: io.stderr });
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  warnFilesOnly(config, log, 'this command reads nothing from the cluster');
   const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
     metrics,
     log,

@@ -1,7 +1,8 @@
 /**
  * An `admissionPolicies` chain entry (README "Native admission policies"): ValidatingAdmissionPolicies and
- * their bindings as the apiserver takes them, from YAML files or folders. This reads the entry's own fields;
- * the files are read and their policies compiled when the chain is built (server/native-policy/).
+ * their bindings as the apiserver takes them, from YAML files or folders and (`fromCluster: true`, in cluster mode)
+ * from the cluster. This reads the entry's own fields; the files are read and their policies compiled when the
+ * chain is built (server/native-policy/), the cluster's as they are watched (server/kube/native-policy-watcher.ts).
  */
 import path from 'node:path';
 import { isDnsLabel } from './names.js';
@@ -28,17 +29,14 @@ export function readNativePoliciesEntry(
   if (!isDnsLabel(name))
     r.fail(childPath(p, 'admissionPolicies'), 'expected a lower-case DNS-1123 label as the entry’s name', name);
   const files = r.stringList(m.files, childPath(p, 'files')) ?? [];
-  if (files.length === 0) r.fail(childPath(p, 'files'), 'expected the YAML files or folders that hold the policies');
+  const fromCluster = r.boolean(m.fromCluster, childPath(p, 'fromCluster')) ?? false;
+  if (files.length === 0 && !fromCluster)
+    r.fail(childPath(p, 'files'), 'expected the YAML files or folders that hold the policies (or fromCluster: true)');
   if (files.length > MAX_POLICY_PATHS)
     r.fail(childPath(p, 'files'), `expected at most ${MAX_POLICY_PATHS} items, got ${files.length}`);
   files.forEach((file, i) => {
     if (file === '') r.fail(childPath(childPath(p, 'files'), i), 'expected a file or folder');
   });
-  if (r.boolean(m.fromCluster, childPath(p, 'fromCluster')) === true)
-    r.fail(
-      childPath(p, 'fromCluster'),
-      'not yet supported: policies are read from files only (set fromCluster: false or leave it out)',
-    );
   const { timeoutSeconds } = readStepOptions(r, m, p);
   return {
     kind: 'admissionPolicies',
@@ -47,7 +45,7 @@ export function readNativePoliciesEntry(
     order,
     path: p,
     files: files.map((file) => path.resolve(baseDir, file)),
-    fromCluster: false,
+    fromCluster,
     ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
     // Rehearsal: every binding runs as if bound with Deny, after the answer, never changing it.
     ...readShadow(r, m, p),

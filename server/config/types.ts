@@ -249,8 +249,8 @@ export interface PolicyEntry extends EntryCommon {
 }
 
 /**
- * ValidatingAdmissionPolicies and their bindings as the apiserver takes them, read from files (README "Native
- * admission policies"): each bound policy a validate step at the entry's place.
+ * Native admission policies and their bindings as the apiserver takes them, read from files and (fromCluster) the
+ * cluster (README "Native admission policies"): each binding a step at the entry's place.
  */
 export interface NativePoliciesEntry extends EntryCommon {
   readonly kind: 'admissionPolicies';
@@ -258,8 +258,11 @@ export interface NativePoliciesEntry extends EntryCommon {
   readonly admissionPolicies: string;
   /** Absolute paths of the YAML files and folders (a folder's `*.yaml`, `*.yml` and `*.json` files). */
   readonly files: readonly string[];
-  /** Policies read from the cluster: not yet supported, always false. */
-  readonly fromCluster: false;
+  /**
+   * In cluster mode, the cluster's policies and bindings join the files' (a name in both: the file's), and
+   * bindings' params are read from the cluster too. Without a cluster, nothing is read from it.
+   */
+  readonly fromCluster: boolean;
 }
 
 export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry | NativePoliciesEntry;

@@ -2,7 +2,8 @@
  * Cluster mode: namespace labels (and the extensions namespaces reference) from an informer cache,
  * AdmissionProviders watched into the chain, their status written back — references and the objects the
  * replicas served included — and their finalizers kept, AdmissionExceptions and ClusterAdmissionExceptions
- * watched into the exceptions in force and their status written back — the reviews they let off included —,
+ * watched into the exceptions in force and their status written back — the reviews they let off included —, the
+ * cluster's admission policies and their params watched into `fromCluster` entries (native-policy-watcher.ts),
  * readiness held until the first provider list has synced, (with kube.certificate.secretName) the serving
  * certificate kept and rotated in a Secret, (with audit.intervalSeconds) the periodic audit writing
  * PolicyReports — on the one replica elected leader with the Lease of kube.leaderElection — and (server.opsAuth
@@ -12,6 +13,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { startPeriodicAudit } from '../audit/periodic.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
+import { isClusterEntry } from '../providers/configured-chain.js';
 import type { ReadinessCheck } from '../http/health-app.js';
 import type { OpsAccessOptions } from '../http/ops-access.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -27,6 +29,7 @@ import { createManagedCertificate, type RotationStep } from './managed-certifica
 import { createNamespaceLabelCache } from './namespace-labels.js';
 import { createProviderWatcher, type ProviderWatcher } from './provider-watcher.js';
 import { createExceptionWatcher, type ExceptionWatcher } from './exception-watcher.js';
+import { createNativePolicyWatcher, type NativePolicyWatcher } from './native-policy-watcher.js';
 import type { WatchedExceptions } from '../exceptions/watched-exceptions.js';
 import type { GatewayException } from '../exceptions/exception.js';
 
@@ -92,7 +95,9 @@ export function createClusterMode(
   let watcher: ProviderWatcher | undefined;
   let leaderDuties: LeaderDuties | undefined;
   let exceptionWatcher: ExceptionWatcher | undefined;
+  let policyWatcher: NativePolicyWatcher | undefined;
   const watching = config.kube.watchProviders;
+  const clusterEntries = config.chain.filter(isClusterEntry);
 
   // prepare() may create the Secret before the gateway (and its metrics) exist: counted at attach().
   const stepsBeforeAttach: RotationStep[] = [];
@@ -114,16 +119,28 @@ export function createClusterMode(
 
   const gatewayOptions: ClusterGatewayOptions = {
     namespaceLabels: namespaces,
-    readiness: watching
-      ? [
-          {
-            name: 'providers',
-            ready: () => watcher?.runner.hasSynced() ?? false,
-            detail: () =>
-              `AdmissionProvider list not synced${watcher?.runner.lastError() ? `: ${watcher.runner.lastError()}` : ''}`,
-          },
-        ]
-      : [],
+    readiness: [
+      ...(watching
+        ? [
+            {
+              name: 'providers',
+              ready: () => watcher?.runner.hasSynced() ?? false,
+              detail: () =>
+                `AdmissionProvider list not synced${watcher?.runner.lastError() ? `: ${watcher.runner.lastError()}` : ''}`,
+            },
+          ]
+        : []),
+      ...(clusterEntries.length > 0
+        ? [
+            {
+              name: 'admissionPolicies',
+              ready: () => policyWatcher?.hasSynced() ?? false,
+              detail: () =>
+                `admission policies list not synced${policyWatcher?.lastError() ? `: ${policyWatcher.lastError()}` : ''}`,
+            },
+          ]
+        : []),
+    ],
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
     onExtensionServed: (extension) => watcher?.served(extension),
     onExceptionUsed: (exception) => exceptionWatcher?.used(exception),
@@ -179,6 +196,18 @@ export function createClusterMode(
         });
         void exceptionWatcher.start();
       }
+      if (clusterEntries.length > 0) {
+        policyWatcher = createNativePolicyWatcher({
+          kc,
+          entries: clusterEntries,
+          configFile: config.file,
+          setEntrySteps: (entry, steps) => gateway.chains.setEntrySteps(entry, steps),
+          log,
+          ...(options.backoff ? { backoff: options.backoff } : {}),
+          onConnectionChange: (resource, connected) => connection(resource)(connected),
+        });
+        void policyWatcher.start();
+      }
       if (!watching) return;
       watcher = createProviderWatcher({
         kc,
@@ -202,6 +231,7 @@ export function createClusterMode(
         namespaces.runner.stop(),
         watcher?.stop(),
         exceptionWatcher?.stop(),
+        policyWatcher?.stop(),
         managed?.stop(),
         leaderDuties?.stop(),
       ]);

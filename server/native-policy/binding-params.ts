@@ -1,6 +1,6 @@
 /**
- * The params a binding hands its policy, from the objects of the entry's files (generic.CollectParams in the
- * apiserver, which reads them from the cluster: not yet done here). A policy without paramKind, or a binding
+ * The params a binding hands its policy, from the objects of the entry's files and, with `fromCluster`, those its
+ * watches read from the cluster (cluster-policies.ts), as generic.CollectParams in the apiserver. A policy without paramKind, or a binding
  * without paramRef, runs once with `params` null; a paramRef by name runs with that object, by selector with
  * every object it selects, each a run of its own. A kind is namespaced when Kubernetes serves it so, or when
  * one of its objects in the files has a namespace.

@@ -58,6 +58,8 @@ export function describeBinding(
     admissionPolicies: entry,
     policy: policy.name,
     binding: binding.name,
+    // Where each came from: a file, or the cluster at a resourceVersion (fromCluster).
+    ...(policy.origin && binding.origin ? { origin: { policy: policy.origin, binding: binding.origin } } : {}),
     ...own,
     phase,
     order: placed.order,

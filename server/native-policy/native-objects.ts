@@ -49,8 +49,17 @@ export interface NativePolicySpec extends PolicySpec {
   readonly matchConditions: readonly MatchCondition[];
 }
 
+/**
+ * Where a policy or binding was read from, as `/chain` shows it: a file of the entry, or the cluster (cluster mode,
+ * `fromCluster: true`) at the object's resourceVersion.
+ */
+export type NativeOrigin =
+  { readonly source: 'file'; readonly file: string } | { readonly source: 'cluster'; readonly resourceVersion: string };
+
 export interface NativePolicy {
   readonly name: string;
+  /** Absent: built in memory (tests). */
+  readonly origin?: NativeOrigin;
   readonly failurePolicy: FailurePolicy;
   readonly matchConstraints: MatchResources;
   readonly paramKind?: ParamKind;
@@ -60,6 +69,7 @@ export interface NativePolicy {
 
 export interface NativeBinding {
   readonly name: string;
+  readonly origin?: NativeOrigin;
   readonly policyName: string;
   readonly validationActions: readonly ValidationAction[];
   /** Absent: every request the policy matches. */

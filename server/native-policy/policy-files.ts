@@ -10,6 +10,7 @@ import { ConfigError } from '../base/errors.js';
 import { MAX_CONFIG_FILE_BYTES } from '../base/limits.js';
 import { readRegularFileSync } from '../base/regular-file.js';
 import { yamlFieldLocator, type LocateField } from '../config/field-positions.js';
+import type { NativeOrigin } from './native-objects.js';
 
 /** Files one entry reads, at most, and documents in all of them. */
 export const MAX_POLICY_FILES = 256;
@@ -23,6 +24,8 @@ export interface PolicyDocument {
   readonly value: unknown;
   /** Where a field path of the document is written (for errors). */
   readonly locate: LocateField;
+  /** Where it came from when not from `file` (an object of the cluster). */
+  readonly origin?: NativeOrigin;
 }
 
 function filesOf(entryPath: string, fieldPath: string, configFile: string): string[] {

@@ -22,6 +22,7 @@ import {
   type NativeMutatingBinding,
   type NativeMutatingPolicy,
   type NativePolicy,
+  type NativeOrigin,
   type NativePolicySet,
   type ParamKind,
   type ParamRef,
@@ -239,6 +240,15 @@ function readKind(r: Reader, kind: string, doc: Record<string, unknown>): Read {
   }
 }
 
+/** `read` with `origin` on its policy or binding (another object is kept as it is). */
+function withOrigin(read: Read, origin: NativeOrigin): Read {
+  if ('policy' in read) return { policy: { ...read.policy, origin } };
+  if ('binding' in read) return { binding: { ...read.binding, origin } };
+  if ('mutatingPolicy' in read) return { mutatingPolicy: { ...read.mutatingPolicy, origin } };
+  if ('mutatingBinding' in read) return { mutatingBinding: { ...read.mutatingBinding, origin } };
+  return read;
+}
+
 /** One document: a policy, a binding, or another object (a params candidate). */
 function readDocument(document: PolicyDocument): Read {
   const r = new Reader(document.file);
@@ -255,7 +265,7 @@ function readDocument(document: PolicyDocument): Read {
     }
     if (!VERSIONS.includes(apiVersion)) r.fail('apiVersion', `expected one of ${VERSIONS.join(', ')}`, apiVersion);
     r.map(doc, '', OBJECT_FIELDS);
-    return readKind(r, kind, doc);
+    return withOrigin(readKind(r, kind, doc), document.origin ?? { source: 'file', file: document.file });
   } catch (err) {
     if (!(err instanceof ConfigError) || err.position) throw err;
     const position = document.locate(err.path);
@@ -275,13 +285,30 @@ function identity(read: Read): [kind: string, name: string] {
   ];
 }
 
+/** What a policy set is made of, kind by kind. */
+interface SetLists {
+  readonly policies: NativePolicy[];
+  readonly bindings: NativeBinding[];
+  readonly mutatingPolicies: NativeMutatingPolicy[];
+  readonly mutatingBindings: NativeMutatingBinding[];
+  readonly objects: KubeObject[];
+}
+
+function emptyLists(): SetLists {
+  return { policies: [], bindings: [], mutatingPolicies: [], mutatingBindings: [], objects: [] };
+}
+
+function add(lists: SetLists, read: Read): void {
+  if ('policy' in read) lists.policies.push(read.policy);
+  else if ('binding' in read) lists.bindings.push(read.binding);
+  else if ('mutatingPolicy' in read) lists.mutatingPolicies.push(read.mutatingPolicy);
+  else if ('mutatingBinding' in read) lists.mutatingBindings.push(read.mutatingBinding);
+  else lists.objects.push(read.object);
+}
+
 /** The policies, bindings and other objects of the documents; a name used twice for one kind is refused. */
 export function readPolicySet(documents: readonly PolicyDocument[]): NativePolicySet {
-  const policies: NativePolicy[] = [];
-  const bindings: NativeBinding[] = [];
-  const mutatingPolicies: NativeMutatingPolicy[] = [];
-  const mutatingBindings: NativeMutatingBinding[] = [];
-  const objects: KubeObject[] = [];
+  const lists = emptyLists();
   const seen = new Map<string, string>();
   for (const document of documents) {
     const read = readDocument(document);
@@ -296,11 +323,37 @@ export function readPolicySet(documents: readonly PolicyDocument[]): NativePolic
         document.locate('metadata.name'),
       );
     seen.set(key, document.file);
-    if ('policy' in read) policies.push(read.policy);
-    else if ('binding' in read) bindings.push(read.binding);
-    else if ('mutatingPolicy' in read) mutatingPolicies.push(read.mutatingPolicy);
-    else if ('mutatingBinding' in read) mutatingBindings.push(read.mutatingBinding);
-    else objects.push(read.object);
+    add(lists, read);
   }
-  return { policies, bindings, mutatingPolicies, mutatingBindings, objects };
+  return lists;
+}
+
+/** One of the cluster's policies or bindings, read and compiled; or why it cannot run (the rest run regardless). */
+export type ClusterRead = { readonly read: Read } | { readonly problem: string };
+
+/**
+ * A policy or binding as the apiserver serves it (`fromCluster: true`), read as a file's would be. Its mistakes
+ * are a value, not a throw: one object that does not compile is left out, the others run.
+ */
+export function readClusterObject(object: KubeObject): ClusterRead {
+  const where = `${String(object.kind)} "${object.metadata?.name ?? ''}" in the cluster`;
+  try {
+    const read = readDocument({
+      file: where,
+      value: object,
+      locate: () => undefined,
+      origin: { source: 'cluster', resourceVersion: object.metadata?.resourceVersion ?? '' },
+    });
+    return 'object' in read ? { problem: `${where}: not a policy or binding` } : { read };
+  } catch (err) {
+    if (err instanceof ConfigError) return { problem: err.message };
+    throw err;
+  }
+}
+
+/** The set of the cluster's objects that were read. */
+export function clusterPolicySet(reads: readonly ClusterRead[]): NativePolicySet {
+  const lists = emptyLists();
+  for (const found of reads) if ('read' in found) add(lists, found.read);
+  return lists;
 }

@@ -162,23 +162,19 @@ describe('rehearsing a native policy before it is bound with Deny', function () 
     );
   });
 
-  it('replays a recording against a candidate that adds the policy file: what it would newly deny, exit code 3', async function () {
+  /** Records three reviews, then replays them against a candidate adding the entry (with `more` fields). */
+  async function replayCandidate(more = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
     harness = await startHarness({ yaml: 'record: { path: recording.ndjson, sampleRate: 1 }' });
     await harness.review('/validate', pod(4, { app: 'web', tier: 'canary' }, ['redis:7']));
     await harness.review('/validate', pod(5, { app: 'web', tier: 'canary' }, [PINNED]));
     await harness.review('/validate', pod(6, { app: 'web' }, ['redis:7']));
     const dir = harness.dir;
     await harness.gateway.close();
-    await writeFile(join(dir, 'candidate.yaml'), `chain:\n${entry()}`);
+    await writeFile(join(dir, 'candidate.yaml'), `chain:\n${entry(more)}`);
+    return runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exit-code'], { cwd: dir });
+  }
 
-    const run = await runCliCaptured(['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exit-code'], {
-      cwd: dir,
-    });
-
-    assert.deepEqual(run, {
-      code: 3,
-      stderr: '',
-      stdout: `replayed 3 reviews of recording.ndjson on candidate.yaml
+  const REPLAYED = `replayed 3 reviews of recording.ndjson on candidate.yaml
 1 newly denied, 0 newly allowed, 0 with the denial changed, 0 with the patch changed, 1 with the warnings changed, 1 unchanged
 
 newly denied:
@@ -188,7 +184,36 @@ newly denied:
 with the warnings changed:
   line 3: CREATE Pod team-a/web-6 (validate)
     + Validation failed for ValidatingAdmissionPolicy 'pinned-images' with binding 'pinned-images-warn': unpinned images in c0
-`,
-    });
+`;
+
+  it('replays a recording against a candidate that adds the policy file: what it would newly deny, exit code 3', async function () {
+    assert.deepEqual(await replayCandidate(), { code: 3, stderr: '', stdout: REPLAYED });
+  });
+
+  it('replays with fromCluster: true on the files alone, and says once that it reads nothing from the cluster', async function () {
+    const run = await replayCandidate('    fromCluster: true\n');
+    assert.deepEqual(
+      {
+        ...run,
+        stderr: run.stderr
+          .trim()
+          .split('\n')
+          .map((line) => {
+            const { level, admissionPolicies, msg } = JSON.parse(line) as Record<string, unknown>;
+            return { level, admissionPolicies, msg };
+          }),
+      },
+      {
+        code: 3,
+        stdout: REPLAYED,
+        stderr: [
+          {
+            level: 'warn',
+            admissionPolicies: 'native',
+            msg: 'fromCluster: true, but this command reads nothing from the cluster: the entry runs the policies of its files only',
+          },
+        ],
+      },
+    );
   });
 });

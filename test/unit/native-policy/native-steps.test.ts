@@ -48,6 +48,9 @@ describe('admissionPolicies entries: what their files may hold', function () {
     return buildNativeSteps(config.chain[0] as NativePoliciesEntry, config.file);
   }
 
+  /** Where `/chain` says a policy or binding of dir/policies.yaml came from. */
+  const fromFile = () => ({ source: 'file', file: path.join(dir, 'policies.yaml') });
+
   /** The steps' names and modes, or the error's message. */
   async function build(text: string): Promise<string> {
     try {
@@ -73,6 +76,7 @@ describe('admissionPolicies entries: what their files may hold', function () {
       admissionPolicies: 'native',
       policy: 'p',
       binding: 'b',
+      origin: { policy: fromFile(), binding: fromFile() },
       validationActions: ['Deny', 'Audit'],
       phase: 'validate',
       order: 10,
@@ -138,6 +142,7 @@ spec: { policyName: m }
       admissionPolicies: 'native',
       policy: 'm',
       binding: 'mb',
+      origin: { policy: fromFile(), binding: fromFile() },
       phase: 'mutate',
       order: 10,
       mode: 'enforce',
@@ -174,15 +179,21 @@ spec: { policyName: m }
     );
   });
 
-  it('refuses fromCluster: true when the configuration loads', function () {
+  it('takes fromCluster: true, with or without files, and still wants files without it', function () {
+    const entry = (fields: string) =>
+      parseConfigText(`chain:\n  - admissionPolicies: native\n${fields}`, 'gateway.yaml', dir).chain[0];
+    assert.deepEqual(
+      [entry('    fromCluster: true\n'), entry('    files: [p]\n    fromCluster: true\n')].map((e) =>
+        e?.kind === 'admissionPolicies' ? [e.fromCluster, e.files] : e,
+      ),
+      [
+        [true, []],
+        [true, [path.join(dir, 'p')]],
+      ],
+    );
     assert.throws(
-      () =>
-        parseConfigText(
-          'chain:\n  - admissionPolicies: native\n    files: [p]\n    fromCluster: true\n',
-          'gateway.yaml',
-          dir,
-        ),
-      /gateway\.yaml:4:5: chain\[0\]\.fromCluster: not yet supported/,
+      () => entry('    fromCluster: false\n'),
+      /gateway\.yaml:2:5: chain\[0\]\.files: expected the YAML files or folders that hold the policies \(or fromCluster: true\)/,
     );
   });
 });
