@@ -24,28 +24,40 @@ function soleWriter(node: WrittenNode): string | undefined {
 }
 
 /**
+ * The deepest node on the way down `pointer` from `tree`, going on while `onward(node, key)` allows (`key` the next
+ * segment, unescaped); `missed` when the next place was not written at or below.
+ */
+function descend(
+  tree: WrittenNode,
+  pointer: string,
+  onward: (node: WrittenNode, key: string) => boolean = () => true,
+): { node: WrittenNode; missed: boolean } {
+  let node = tree;
+  let at = 1;
+  while (at <= pointer.length) {
+    let end = pointer.indexOf('/', at);
+    if (end < 0) end = pointer.length;
+    const key = unescapeSegment(pointer.slice(at, end));
+    if (!onward(node, key)) break;
+    const child = node.find(key);
+    if (child === undefined) return { node, missed: true };
+    node = child;
+    at = end + 1;
+  }
+  return { node, missed: false };
+}
+
+/**
  * Who wrote the place an operation at `pointer` changes: the first write on the way down to it, or, when the
  * operation covers several writes below it (a map two steps added keys to, made at once), their one writer.
  */
 function writerAt(pointer: string, tree: WrittenNode): string | undefined {
-  let node = tree;
-  let at = 1;
-  while (node.writer === undefined && at <= pointer.length) {
-    let end = pointer.indexOf('/', at);
-    if (end < 0) end = pointer.length;
-    const child = node.find(unescapeSegment(pointer.slice(at, end)));
-    if (child === undefined) return undefined;
-    node = child;
-    at = end + 1;
-  }
-  return soleWriter(node);
+  const { node, missed } = descend(tree, pointer, (at) => at.writer === undefined);
+  return missed ? undefined : soleWriter(node);
 }
 
-/**
- * Whether `ops`, all `writer`'s, lie in one place only it wrote: the review's patch then already lists them in the
- * order its own diff would (the tree's children there are in the order it wrote them), and nothing is reordered.
- */
-export function inOnePlaceOf(writer: string, ops: readonly JsonPatchOperation[], written: WrittenNode): boolean {
+/** The longest pointer every one of `ops` lies at or below. */
+function commonPointer(ops: readonly JsonPatchOperation[]): string {
   let common = ops[0]!.path.split('/');
   for (let i = 1; i < ops.length && common.length > 1; i++) {
     const segments = ops[i]!.path.split('/');
@@ -53,9 +65,16 @@ export function inOnePlaceOf(writer: string, ops: readonly JsonPatchOperation[],
     while (same < common.length && same < segments.length && common[same] === segments[same]) same++;
     common = common.slice(0, same);
   }
-  let node: WrittenNode | undefined = written;
-  for (let i = 1; i < common.length && node; i++) node = node.find(unescapeSegment(common[i]!));
-  return node !== undefined && soleWriter(node) === writer;
+  return common.join('/');
+}
+
+/**
+ * Whether `ops`, all `writer`'s, lie in one place only it wrote: the review's patch then already lists them in the
+ * order its own diff would (the tree's children there are in the order it wrote them), and nothing is reordered.
+ */
+export function inOnePlaceOf(writer: string, ops: readonly JsonPatchOperation[], written: WrittenNode): boolean {
+  const { node, missed } = descend(written, commonPointer(ops));
+  return !missed && soleWriter(node) === writer;
 }
 
 /** Each writer's operations of `patch`, in its order; undefined when some operation is not one writer's. */
@@ -97,19 +116,13 @@ export function inWriteOrder(
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
   }
   const placeOf = (pointer: string): number => {
-    let node = tree;
+    // Down the object beside the tree, to stop at the first array.
     let value = root;
-    let at = 1;
-    while (at <= pointer.length && !Array.isArray(value)) {
-      let end = pointer.indexOf('/', at);
-      if (end < 0) end = pointer.length;
-      const key = unescapeSegment(pointer.slice(at, end));
-      const child = node.find(key);
-      if (child === undefined) break;
-      node = child;
+    const { node } = descend(tree, pointer, (_, key) => {
+      if (Array.isArray(value)) return false;
       value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
-      at = end + 1;
-    }
+      return true;
+    });
     return rank.get(node)!;
   };
   // Sorting is stable: operations at or below one place keep the review's order.

@@ -1,22 +1,9 @@
 import assert from 'node:assert/strict';
-import { Registry } from 'prom-client';
 import { namespaceForPolicies } from '../../../server/admission/namespace-object.js';
 import type { AdmissionRequest, AdmissionResponse, KubeObject } from '../../../server/admission/types.js';
-import { createLogger } from '../../../server/base/log.js';
-import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
-import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import {
-  createReviewer,
-  standaloneNamespaceLabels,
-  type NamespaceLabelSource,
-} from '../../../server/dispatch/reviewer.js';
-import { selectionOf } from '../../../server/http/routes.js';
-import { createMetrics } from '../../../server/metrics/metrics.js';
-import { parseConfig } from '../../helpers/config.js';
+import type { NamespaceLabelSource } from '../../../server/dispatch/reviewer.js';
+import { chainAnswer } from '../../helpers/chain-answer.js';
 import { edited, namespaceCreate, podCreate, requestOf } from '../../fixtures/reviews/index.js';
-
-const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-const log = createLogger('silent');
 
 /** A namespace as the client's informer holds one: a Date, fields the apiserver does not hand to policies. */
 const TEAM_A = {
@@ -50,23 +37,11 @@ function clusterSource(): NamespaceLabelSource & { asked: string[] } {
 }
 
 /** The validate route's answer to `request` with the chain written in `chain` (YAML entries). */
-async function validate(
+const validate = (
   chain: string,
   request: AdmissionRequest,
-  namespaceLabels: NamespaceLabelSource = standaloneNamespaceLabels,
-): Promise<AdmissionResponse> {
-  const config = parseConfig(`chain:\n${chain}`);
-  const steps = createChain(buildPluginSteps(config.chain, createPluginRegistry([]), config.file));
-  const reviewer = createReviewer({
-    chain: () => steps,
-    metrics,
-    log,
-    namespaceLabels,
-    deadlineMarginMs: 250,
-    defaultTimeoutMs: 10_000,
-  });
-  return (await reviewer.review(request, selectionOf('validate'))).response;
-}
+  source?: NamespaceLabelSource,
+): Promise<AdmissionResponse> => chainAnswer(chain, request, 'validate', source);
 
 /** A policy entry for Pods and Namespaces whose one validation's message is `message`, always refusing. */
 const tellingPolicy = (message: string): string => `

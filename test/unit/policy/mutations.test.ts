@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
-import { Registry } from 'prom-client';
 import type { AdmissionRequest, AdmissionResponse, KubeObject } from '../../../server/admission/types.js';
-import { createLogger } from '../../../server/base/log.js';
-import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
-import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels } from '../../../server/dispatch/reviewer.js';
-import { selectionOf } from '../../../server/http/routes.js';
 import { runMutations } from '../../../server/policy/mutations.js';
-import { createMetrics } from '../../../server/metrics/metrics.js';
 import { LOG_SHIPPER_CHAIN, TEAM_LABEL_CHAIN } from '../../fixtures/mutation-policies.js';
+import { chainAnswer } from '../../helpers/chain-answer.js';
 import { parseConfig } from '../../helpers/config.js';
 import { applyPatch, decodePatch } from '../../helpers/patch.js';
 import { deploymentCreate, edited, podCreate, requestOf } from '../../fixtures/reviews/index.js';
@@ -17,23 +11,9 @@ const PODS = "{ rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v
 const DEPLOYMENTS =
   '{ rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments] }] }';
 
-const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-const log = createLogger('silent');
-
 /** The mutate route's answer to `request` with a chain of the policy entries written in `chain` (YAML). */
-async function mutate(chain: string, request: AdmissionRequest = requestOf(podCreate())): Promise<AdmissionResponse> {
-  const config = parseConfig(`chain:\n${chain}`);
-  const steps = createChain(buildPluginSteps(config.chain, createPluginRegistry([]), config.file));
-  const reviewer = createReviewer({
-    chain: () => steps,
-    metrics,
-    log,
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: 250,
-    defaultTimeoutMs: 10_000,
-  });
-  return (await reviewer.review(request, selectionOf('mutate'))).response;
-}
+const mutate = (chain: string, request: AdmissionRequest = requestOf(podCreate())): Promise<AdmissionResponse> =>
+  chainAnswer(chain, request, 'mutate');
 
 /** A policy entry named `name` for Pods with `body` (YAML, indented six spaces) after its match. */
 const policy = (name: string, body: string, match = PODS): string =>
