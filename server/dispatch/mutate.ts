@@ -13,7 +13,7 @@ import { diffWritten } from '../patch/diff-written.js';
 import { trackObject, type TrackedSession } from '../patch/tracked-object.js';
 import { WorkingCopy } from '../patch/working-copy.js';
 import { WriteHistory } from '../patch/write-history.js';
-import { WrittenPaths, type ContainerPlace } from '../patch/written-paths.js';
+import { WrittenPaths, type ContainerPlace, type WrittenNode } from '../patch/written-paths.js';
 import { invokeStep, type StepResult } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, yieldIfLarge, type ReviewContext } from './review-context.js';
 import type { PatchConflict } from '../trace/step-report.js';
@@ -144,11 +144,12 @@ class MutatePhase {
     if (!working || (this.changes === 0 && !stamped)) return APPROVED;
     await yieldIfLarge(ctx);
     // Only what some step wrote can differ: diff those subtrees, not the whole object.
-    const patch = diffWritten(request.object!, working.root, this.written);
+    const places: WrittenNode[] | undefined = this.history ? [] : undefined;
+    const patch = diffWritten(request.object!, working.root, this.written, places);
     if (this.history) {
       // A write the gateway stamped over a step's is not told as a conflict: its share is worked back then.
       const plain = !stamped && ctx.observer.conflicts === undefined;
-      this.history.finish(working.root, plain ? { patch, written: this.written.tree } : undefined);
+      this.history.finish(working.root, plain ? { patch, places: places! } : undefined);
       ctx.observer.writes = this.history;
     }
     return patch.length > 0 ? { allowed: true, patch } : APPROVED;

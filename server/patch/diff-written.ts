@@ -42,14 +42,27 @@ function diffAt(pointer: string, before: unknown, after: unknown, ops: JsonPatch
  * every element a step shifted or replaced was itself written, so each written element is diffed on its
  * own — a container edited in place costs that container's fields, not a comparison of the whole list.
  */
-function diffNode(node: WrittenNode, pointer: string, before: unknown, after: unknown, ops: JsonPatchOperation[]) {
-  if (node.writer !== undefined || !node.firstChild) return diffAt(pointer, before, after, ops);
-  if ((Array.isArray(before) || Array.isArray(after)) && !sameLengthArrays(before, after)) {
-    return diffAt(pointer, before, after, ops);
+function diffNode(
+  node: WrittenNode,
+  pointer: string,
+  before: unknown,
+  after: unknown,
+  ops: JsonPatchOperation[],
+  places: WrittenNode[] | undefined,
+): void {
+  if (
+    node.writer !== undefined ||
+    !node.firstChild ||
+    ((Array.isArray(before) || Array.isArray(after)) && !sameLengthArrays(before, after))
+  ) {
+    const from = ops.length;
+    diffAt(pointer, before, after, ops);
+    if (places) for (let i = from; i < ops.length; i++) places.push(node);
+    return;
   }
   for (let child: WrittenNode | undefined = node.firstChild; child; child = child.nextSibling) {
     const { key } = child;
-    diffNode(child, `${pointer}/${escapeSegment(key)}`, member(before, key), member(after, key), ops);
+    diffNode(child, `${pointer}/${escapeSegment(key)}`, member(before, key), member(after, key), ops, places);
   }
 }
 
@@ -58,12 +71,15 @@ const sameLengthArrays = (a: unknown, b: unknown): boolean =>
 
 /**
  * The patch from `original` to `current` when only the subtrees at the `written` pointers can differ.
- * Values in the patch are shared with `current`, which the caller no longer modifies.
+ * Values in the patch are shared with `current`, which the caller no longer modifies. Given `places`, each
+ * operation's node of the tree is pushed to it, in the patch's order: the node it was diffed at, the first
+ * written one on its way down or an array above several writes (split-patch.ts tells writers by it).
  */
 export function diffWritten(
   original: object,
   current: object,
   written: WrittenPaths | Iterable<string>,
+  places?: WrittenNode[],
 ): JsonPatchOperation[] {
   let tree: WrittenNode;
   if (written instanceof WrittenPaths) tree = written.tree;
@@ -72,9 +88,8 @@ export function diffWritten(
     for (const pointer of written) paths.record(pointer, '');
     tree = paths.tree;
   }
-  if (tree.writer !== undefined) return diffPatch(original, current);
-  if (!tree.firstChild) return [];
+  if (!tree.firstChild && tree.writer === undefined) return [];
   const ops: JsonPatchOperation[] = [];
-  diffNode(tree, '', original, current, ops);
+  diffNode(tree, '', original, current, ops, places);
   return ops;
 }

@@ -2,8 +2,9 @@
  * A review's patch split by the step that wrote each operation's place, when that is plain: each operation lies
  * in a part of the object only one step wrote (the phase's WrittenPaths says who wrote what). Then, if no step
  * overwrote another's write, each step's own patch is its share of the review's, in the review's order, and
- * nothing needs working back (write-history.ts does that otherwise). Linear in the written tree: the operations'
- * places are disjoint, so each part of it is walked once.
+ * nothing needs working back (write-history.ts does that otherwise). The review's diff says where in the tree it
+ * found each operation (diff-written.ts), so an operation's writer is read there rather than looked for from the
+ * root. Linear in the written tree: the operations' places are disjoint, so each part of it is walked once.
  */
 import type { JsonPatchOperation } from '../admission/types.js';
 import { unescapeSegment, type WrittenNode } from './written-paths.js';
@@ -47,49 +48,87 @@ function descend(
   return { node, missed: false };
 }
 
-/**
- * Who wrote the place an operation at `pointer` changes: the first write on the way down to it, or, when the
- * operation covers several writes below it (a map two steps added keys to, made at once), their one writer.
- */
-function writerAt(pointer: string, tree: WrittenNode): string | undefined {
-  const { node, missed } = descend(tree, pointer, (at) => at.writer === undefined);
-  return missed ? undefined : soleWriter(node);
-}
-
-/** The longest pointer every one of `ops` lies at or below. */
-function commonPointer(ops: readonly JsonPatchOperation[]): string {
-  let common = ops[0]!.path.split('/');
-  for (let i = 1; i < ops.length && common.length > 1; i++) {
-    const segments = ops[i]!.path.split('/');
-    let same = 0;
-    while (same < common.length && same < segments.length && common[same] === segments[same]) same++;
-    common = common.slice(0, same);
+/** The deepest node `a` and `b` both lie at or below. */
+function commonAncestor(a: WrittenNode, b: WrittenNode): WrittenNode {
+  let depthA = depthOf(a);
+  let depthB = depthOf(b);
+  for (; depthA > depthB; depthA--) a = a.parent!;
+  for (; depthB > depthA; depthB--) b = b.parent!;
+  while (a !== b) {
+    a = a.parent!;
+    b = b.parent!;
   }
-  return common.join('/');
+  return a;
+}
+
+function depthOf(node: WrittenNode): number {
+  let depth = 0;
+  for (let at = node.parent; at; at = at.parent) depth++;
+  return depth;
 }
 
 /**
- * Whether `ops`, all `writer`'s, lie in one place only it wrote: the review's patch then already lists them in the
- * order its own diff would (the tree's children there are in the order it wrote them), and nothing is reordered.
+ * Whether operations at `places` (their written places), all `writer`'s, lie in one place only it wrote: the review's patch then
+ * already lists them in the order its own diff would (the tree's children there are in the order it wrote
+ * them), and nothing is reordered.
  */
-export function inOnePlaceOf(writer: string, ops: readonly JsonPatchOperation[], written: WrittenNode): boolean {
-  const { node, missed } = descend(written, commonPointer(ops));
-  return !missed && soleWriter(node) === writer;
+export function inOnePlaceOf(writer: string, places: readonly WrittenNode[]): boolean {
+  let common = places[0]!;
+  for (let i = 1; i < places.length; i++) if (places[i] !== places[i - 1]) common = commonAncestor(common, places[i]!);
+  return soleWriter(common) === writer;
 }
 
-/** Each writer's operations of `patch`, in its order; undefined when some operation is not one writer's. */
+/** One writer's operations of the review's patch, and the written place of each. */
+export interface Share {
+  readonly ops: JsonPatchOperation[];
+  readonly places: WrittenNode[];
+}
+
+/** `pointer` past its first `segments` segments ('' when that is all of it). */
+function pointerBelow(pointer: string, segments: number): string {
+  let at = 0;
+  for (let i = 0; i < segments && at >= 0; i++) at = pointer.indexOf('/', at + 1);
+  return at < 0 ? '' : pointer.slice(at);
+}
+
+/**
+ * The place an operation diffed at `place` changes, as far as the tree tells it: `place` itself when it was
+ * written (or leads nowhere), else — an array diffed whole above several writes — the first write on the way
+ * down to the operation's own place; undefined when nothing was written there.
+ */
+function writtenPlace(op: JsonPatchOperation, place: WrittenNode): WrittenNode | undefined {
+  if (place.writer !== undefined || !place.firstChild) return place;
+  const { node, missed } = descend(place, pointerBelow(op.path, depthOf(place)), (at) => at.writer === undefined);
+  return missed ? undefined : node;
+}
+
+/**
+ * Each writer's operations of `patch`, in its order, by `places` (diff-written.ts: the node each operation was
+ * diffed at); undefined when some operation is not one writer's.
+ */
 export function splitByWriter(
   patch: readonly JsonPatchOperation[],
-  written: WrittenNode,
-): Map<string, JsonPatchOperation[]> | undefined {
-  const byWriter = new Map<string, JsonPatchOperation[]>();
-  for (const op of patch) {
+  places: readonly WrittenNode[],
+): Map<string, Share> | undefined {
+  const byWriter = new Map<string, Share>();
+  let last: WrittenNode | undefined;
+  let writer: string | undefined;
+  for (let i = 0; i < patch.length; i++) {
+    const op = patch[i]!;
     if (op.op === 'move' || op.op === 'copy') return undefined;
-    const writer = writerAt(op.path, written);
+    const place = writtenPlace(op, places[i]!);
+    if (place === undefined) return undefined;
+    // One written place gives its operations one after another: its writer is found once.
+    if (place !== last) {
+      last = place;
+      writer = soleWriter(place);
+    }
     if (writer === undefined) return undefined;
-    const ops = byWriter.get(writer);
-    if (ops) ops.push(op);
-    else byWriter.set(writer, [op]);
+    const share = byWriter.get(writer);
+    if (share) {
+      share.ops.push(op);
+      share.places.push(place);
+    } else byWriter.set(writer, { ops: [op], places: [place] });
   }
   return byWriter;
 }

@@ -23,8 +23,8 @@ import { WrittenPaths, type ContainerPlace, type WrittenNode } from './written-p
 export interface ReviewWrites {
   /** The review's patch. */
   readonly patch: readonly JsonPatchOperation[];
-  /** Who wrote what (the phase's WrittenPaths tree). */
-  readonly written: WrittenNode;
+  /** The node of the phase's WrittenPaths tree each operation was diffed at (diffWritten's `places`). */
+  readonly places: readonly WrittenNode[];
 }
 
 type Container = Record<string, unknown> | unknown[];
@@ -136,14 +136,14 @@ export class WriteHistory {
       if (owners.has(session.owner)) return undefined;
       owners.add(session.owner);
     }
-    const byWriter = splitByWriter(review.patch, review.written);
+    const byWriter = splitByWriter(review.patch, review.places);
     return (
       byWriter &&
       this.sessions.map((session) => {
         const share = byWriter.get(session.owner);
         if (!share) return [];
-        if (share.length < 2 || inOnePlaceOf(session.owner, share, review.written)) return share;
-        return inWriteOrder(share, pathsOf(session).tree, this.root);
+        if (share.ops.length < 2 || inOnePlaceOf(session.owner, share.places)) return share.ops;
+        return inWriteOrder(share.ops, pathsOf(session).tree, this.root);
       })
     );
   }

@@ -36,7 +36,7 @@ export class WrittenNode {
 
   constructor(
     readonly key: string,
-    private readonly parent: WrittenNode | undefined,
+    readonly parent: WrittenNode | undefined,
   ) {}
 
   /** The escaped JSON pointer of this place (worked out only for messages). */

@@ -6,7 +6,7 @@ import { WriteHistory } from '../../../server/patch/write-history.js';
 import fc from 'fast-check';
 import { diffWritten } from '../../../server/patch/diff-written.js';
 import { splitByWriter } from '../../../server/patch/split-patch.js';
-import { WrittenPaths } from '../../../server/patch/written-paths.js';
+import { WrittenPaths, type WrittenNode } from '../../../server/patch/written-paths.js';
 
 type Doc = Record<string, unknown> & {
   metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
@@ -122,10 +122,11 @@ describe('WriteHistory given the review patch (split-patch.ts)', () => {
             workedBack.add(session);
             return shared.add(session);
           });
-          const patch = diffWritten(original, working.root, written);
+          const places: WrittenNode[] = [];
+          const patch = diffWritten(original, working.root, written, places);
           workedBack.finish(working.root);
-          shared.finish(working.root, overwrote ? undefined : { patch, written: written.tree });
-          const shares = splitByWriter(patch, written.tree);
+          shared.finish(working.root, overwrote ? undefined : { patch, places });
+          const shares = splitByWriter(patch, places);
           if (!overwrote && shares) split++;
           for (const n of entries) assert.deepEqual(shared.patchOf(n), workedBack.patchOf(n), `step-${n}`);
         },
