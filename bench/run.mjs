@@ -781,8 +781,18 @@ function evaluate(s) {
     })(),
   };
   const targets = [
-    check('emptyChain', '(b)/(a) closed-loop throughput, 16 connections', ratios.emptyChain, 0.65, 'ratio', '>='),
+    check('emptyChain', '(b)/(a) closed-loop throughput, 16 connections', ratios.emptyChain, 0.7, 'ratio', '>='),
     check('plugins', '(c)/(a) closed-loop throughput, /mutate, shipped chain', ratios.plugins, 0.45, 'ratio', '>='),
+    check(
+      'validateVsMutate',
+      '(c/validate)/(a) closed-loop throughput, shipped chain, at least (c)/(a)',
+      ratios.pluginsValidate,
+      ratios.plugins ?? Infinity,
+      'ratio',
+      '>=',
+    ),
+    check('provider', '(d)/(a) closed-loop throughput, one healthy provider', ratios.provider, 0.3, 'ratio', '>='),
+    check('breakerOpen', '(e)/(a) closed-loop throughput, breaker open', ratios.breakerOpen, 0.6, 'ratio', '>='),
     check(
       'cpuPerExtraPlugin',
       `each further trivial plugin: server CPU per review (closed loop, ${opts.extra} extra)`,

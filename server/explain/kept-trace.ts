@@ -136,19 +136,30 @@ class Keeper {
     return structuredClone(value);
   }
 
+  /** `v` itself when no part needs clipping (the common case: nothing to copy). */
   gvk(v: GroupVersionKind): GroupVersionKind {
+    const { group, version, kind } = v;
+    if (group.length <= MAX_ECHO_CHARS && version.length <= MAX_ECHO_CHARS && kind.length <= MAX_ECHO_CHARS) {
+      this.bytes += group.length + version.length + kind.length;
+      return v;
+    }
     return {
-      group: this.text(v.group, MAX_ECHO_CHARS),
-      version: this.text(v.version, MAX_ECHO_CHARS),
-      kind: this.text(v.kind, MAX_ECHO_CHARS),
+      group: this.text(group, MAX_ECHO_CHARS),
+      version: this.text(version, MAX_ECHO_CHARS),
+      kind: this.text(kind, MAX_ECHO_CHARS),
     };
   }
 
   gvr(v: GroupVersionResource): GroupVersionResource {
+    const { group, version, resource } = v;
+    if (group.length <= MAX_ECHO_CHARS && version.length <= MAX_ECHO_CHARS && resource.length <= MAX_ECHO_CHARS) {
+      this.bytes += group.length + version.length + resource.length;
+      return v;
+    }
     return {
-      group: this.text(v.group, MAX_ECHO_CHARS),
-      version: this.text(v.version, MAX_ECHO_CHARS),
-      resource: this.text(v.resource, MAX_ECHO_CHARS),
+      group: this.text(group, MAX_ECHO_CHARS),
+      version: this.text(version, MAX_ECHO_CHARS),
+      resource: this.text(resource, MAX_ECHO_CHARS),
     };
   }
 

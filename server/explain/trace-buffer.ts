@@ -50,8 +50,11 @@ export class TraceBuffer {
   private readonly ring: Array<KeptInput | undefined>;
   /** The newest kept review of each uid: its slot. */
   private readonly byUid = new Map<string, number>();
-  /** The kept reviews of each trace id: their slots, oldest first. */
-  private readonly byTraceId = new Map<string, number[]>();
+  /**
+   * The kept reviews of each trace id: the slot of the only one (by far the most common: a trace id is made from
+   * the uid unless the apiserver sent one), or their slots, oldest first.
+   */
+  private readonly byTraceId = new Map<string, number | number[]>();
   private oldest = 0;
   private count = 0;
   private held = 0;
@@ -82,8 +85,9 @@ export class TraceBuffer {
     this.byUid.set(kept.input.request.uid, slot);
     const traceId = traceIdOf(kept.input);
     const slots = this.byTraceId.get(traceId);
-    if (slots) slots.push(slot);
-    else this.byTraceId.set(traceId, [slot]);
+    if (slots === undefined) this.byTraceId.set(traceId, slot);
+    else if (typeof slots === 'number') this.byTraceId.set(traceId, [slots, slot]);
+    else slots.push(slot);
   }
 
   /** The trace of the review with this uid, if it is still kept. */
@@ -95,7 +99,8 @@ export class TraceBuffer {
 
   /** The kept traces with this trace id (a review's mutate and validate calls may share one), oldest first. */
   withTraceId(traceId: string): KeptTrace[] {
-    return (this.byTraceId.get(traceId) ?? []).map((slot) => this.trace(this.ring[slot]!));
+    const slots = this.byTraceId.get(traceId) ?? [];
+    return (typeof slots === 'number' ? [slots] : slots).map((slot) => this.trace(this.ring[slot]!));
   }
 
   /** The most recent reviews, newest first; `denied` keeps only refused ones. */
@@ -132,8 +137,9 @@ export class TraceBuffer {
     // The oldest kept review is the oldest of its trace id too: the first of its slots.
     const traceId = traceIdOf(input);
     const slots = this.byTraceId.get(traceId)!;
-    slots.shift();
-    if (slots.length === 0) this.byTraceId.delete(traceId);
+    if (typeof slots === 'number') this.byTraceId.delete(traceId);
+    else if (slots.length === 2) this.byTraceId.set(traceId, slots[1]!);
+    else slots.shift();
   }
 
   private trace({ input, clipped }: KeptInput): KeptTrace {
