@@ -2,7 +2,7 @@
 import type { AdmissionApiVersion, Phase } from '../admission/types.js';
 import type { Decision } from '../admission/decision.js';
 import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
-import type { Step } from '../steps/step.js';
+import type { Step, StepInvocation } from '../steps/step.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
 
@@ -20,29 +20,35 @@ export interface ProviderStepOptions extends StepPlacement {
 
 export function createProviderStep(o: ProviderStepOptions): Step {
   const mutating = o.phase === 'mutate';
+  const call = async (inv: StepInvocation): Promise<Decision> => {
+    const answer = await o.breaker.fire(() =>
+      o.client.call({
+        request: inv.request,
+        object: inv.plainObject,
+        mutating,
+        timeoutMs: inv.timeoutMs,
+        signal: inv.signal,
+        apiVersion: o.apiVersion,
+        ...(o.path ? { path: o.path } : {}),
+        traceHeaders: inv.traceHeaders,
+      }),
+    );
+    for (const warning of answer.warnings) inv.warn(warning);
+    for (const [key, value] of Object.entries(answer.auditAnnotations)) inv.annotate(key, value);
+    return answer.decision;
+  };
   return {
     ...placedFields(o, o.phase),
     source: 'provider',
     phase: o.phase,
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
-    // A failed call rejects with a ProviderCallError, itself the step's failure (a StepFailedError).
-    async invoke(inv): Promise<Decision> {
-      const answer = await o.breaker.fire(() =>
-        o.client.call({
-          request: inv.request,
-          object: inv.plainObject,
-          mutating,
-          timeoutMs: inv.timeoutMs,
-          signal: inv.signal,
-          apiVersion: o.apiVersion,
-          ...(o.path ? { path: o.path } : {}),
-          traceHeaders: inv.traceHeaders,
-        }),
-      );
-      for (const warning of answer.warnings) inv.warn(warning);
-      for (const [key, value] of Object.entries(answer.auditAnnotations)) inv.annotate(key, value);
-      return answer.decision;
+    // A failed call rejects with a ProviderCallError, itself the step's failure (a StepFailedError). Behind an
+    // open breaker it throws at once: the step fails as a synchronous one does, with no deadline timer.
+    invoke(inv): Promise<Decision> {
+      const open = o.breaker.failingFast();
+      if (open) throw open;
+      return call(inv);
     },
     breakerState: () => o.breaker.state(),
     describe: () => ({
