@@ -786,8 +786,8 @@ function evaluate(s) {
     check(
       'validateVsMutate',
       '(c/validate)/(a) closed-loop throughput, shipped chain, at least (c)/(a)',
-      ratios.pluginsValidate,
-      ratios.plugins ?? Infinity,
+      ratios.plugins === null ? null : ratios.pluginsValidate,
+      ratios.plugins,
       'ratio',
       '>=',
     ),
