@@ -32,19 +32,10 @@ import {
 import { readEntryFiles } from '../native-policy/native-steps.js';
 import type { Step } from '../steps/step.js';
 import { runInformer, type BackoffOptions, type InformerRunner } from './informer-runner.js';
-import { kubeErrorMessage, statusCode } from './kube-errors.js';
+import { kubeErrorMessage } from './kube-errors.js';
 import { createParamLedger } from './param-bounds.js';
-import { createParamWatch, type ParamWatch } from './param-watch.js';
-
-const GROUP = 'admissionregistration.k8s.io';
-
-/** The four kinds, and the versions each is looked for in, preferred first. */
-const WATCHED = [
-  { kind: 'ValidatingAdmissionPolicy', versions: ['v1'] },
-  { kind: 'ValidatingAdmissionPolicyBinding', versions: ['v1'] },
-  { kind: 'MutatingAdmissionPolicy', versions: ['v1', 'v1beta1'] },
-  { kind: 'MutatingAdmissionPolicyBinding', versions: ['v1', 'v1beta1'] },
-] as const;
+import { createParamWatch, paramPages, type ParamWatch } from './param-watch.js';
+import { apiPath, POLICY_GROUP, POLICY_KINDS, ResourceDiscovery, servedPolicyKind } from './policy-kinds.js';
 
 export interface NativePolicyWatcherOptions {
   readonly kc: KubeConfig;
@@ -80,24 +71,7 @@ export interface NativePolicyWatcher {
   stop(): Promise<void>;
 }
 
-/** Discovery, from client-node's own cached lookup of a group version's resources. */
-class ResourceDiscovery extends KubernetesObjectApi {
-  /** The resource serving `kind` at `apiVersion`, or undefined when the group version or kind is not served. */
-  async find(apiVersion: string, kind: string): Promise<V1APIResource | undefined> {
-    try {
-      return await this.resource(apiVersion, kind);
-    } catch (err) {
-      if (statusCode(err) === 404) return undefined;
-      throw err;
-    }
-  }
-}
-
 type Watched = ObjectCache<KubernetesObject> & { readonly kind: string; readonly apiVersion: string };
-
-function apiPath(apiVersion: string): string {
-  return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-}
 
 export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): NativePolicyWatcher {
   const discovery = o.kc.makeApiClient(ResourceDiscovery);
@@ -188,19 +162,7 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
     const watch = createParamWatch({
       name: `params ${apiVersion} ${kind}`,
       params: describeParams(query),
-      listPage: (limit, token) =>
-        objectsApi.list<KubernetesObject>(
-          apiVersion,
-          kind,
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          query.fieldSelector,
-          query.labelSelector,
-          limit,
-          token,
-        ),
+      listPage: paramPages(objectsApi, query, namespace),
       informer: (list) =>
         new ListWatch<KubernetesObject>(path, new Watch(o.kc), list, false, query.labelSelector, query.fieldSelector),
       tally: ledger.query(),
@@ -218,20 +180,13 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
     const max = o.backoff?.maxMs ?? 30_000;
     while (!stopped) {
       try {
-        for (const { kind, versions } of WATCHED) {
-          let served: { version: string; plural: string } | undefined;
-          for (const version of versions) {
-            const resource = await discovery.find(`${GROUP}/${version}`, kind);
-            if (resource) {
-              served = { version, plural: resource.name };
-              break;
-            }
-          }
+        for (const policyKind of POLICY_KINDS) {
+          const served = await servedPolicyKind(discovery, policyKind);
           if (!served) {
-            o.log.info({ kind }, 'not served by this cluster: none read');
+            o.log.info({ kind: policyKind.kind }, 'not served by this cluster: none read');
             continue;
           }
-          watch(kind, served.version, served.plural);
+          watch(policyKind.kind, served.version, served.plural);
         }
         discovered = true;
         failure = undefined;
@@ -248,14 +203,14 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
   function watch(kind: string, version: string, plural: string): void {
     const informer = makeInformer<KubernetesObject>(
       o.kc,
-      `/apis/${GROUP}/${version}/${plural}`,
+      `/apis/${POLICY_GROUP}/${version}/${plural}`,
       () =>
-        custom.listClusterCustomObject({ group: GROUP, version, plural }) as Promise<
+        custom.listClusterCustomObject({ group: POLICY_GROUP, version, plural }) as Promise<
           KubernetesListObject<KubernetesObject>
         >,
     );
     for (const event of ['add', 'update', 'delete'] as const) informer.on(event, schedule);
-    watched.push(Object.assign(informer, { kind, apiVersion: `${GROUP}/${version}` }));
+    watched.push(Object.assign(informer, { kind, apiVersion: `${POLICY_GROUP}/${version}` }));
     runners.push(
       runInformer(plural, informer, o.log, {
         ...(o.backoff ? { backoff: o.backoff } : {}),

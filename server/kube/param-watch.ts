@@ -5,10 +5,17 @@
  * a warning is logged once, the bindings reading it are told why (`paramsNow()`), and it is listed again after a
  * backoff that doubles up to its maximum, until the objects fit again.
  */
-import type { Informer, KubernetesListObject, KubernetesObject, ObjectCache } from '@kubernetes/client-node';
+import type {
+  Informer,
+  KubernetesListObject,
+  KubernetesObject,
+  KubernetesObjectApi,
+  ObjectCache,
+} from '@kubernetes/client-node';
+import type { ParamQuery } from '../native-policy/cluster-policies.js';
 import type { Logger } from '../base/log.js';
 import { runInformer, type BackoffOptions, type InformerRunner } from './informer-runner.js';
-import { listInPages, type FetchPage } from './paged-list.js';
+import { listInPages, type FetchPage, type PagedList } from './paged-list.js';
 import { objectBytes, overBoundError, type OverBound, type QueryTally } from './param-bounds.js';
 
 export type ParamInformer = Informer<KubernetesObject> & ObjectCache<KubernetesObject>;
@@ -43,7 +50,43 @@ export interface ParamWatch {
 /** Thrown by the list of a query over its bound: its informer is already dropped, so nobody retries it. */
 class OverBoundError extends Error {}
 
-const idOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+/** The pages of a query's objects: `namespace` is the query's for a namespaced kind, else undefined. */
+export function paramPages(
+  objectsApi: KubernetesObjectApi,
+  query: ParamQuery,
+  namespace: string | undefined,
+): FetchPage<KubernetesObject> {
+  const { apiVersion, kind } = query.paramKind;
+  return (limit, token) =>
+    objectsApi.list<KubernetesObject>(
+      apiVersion,
+      kind,
+      namespace,
+      undefined,
+      undefined,
+      undefined,
+      query.fieldSelector,
+      query.labelSelector,
+      limit,
+      token,
+    );
+}
+
+/** A query's list, read in pages and weighed after each against its share of the ledger (not yet kept in it). */
+export async function listWithin(
+  tally: QueryTally,
+  fetchPage: FetchPage<KubernetesObject>,
+): Promise<PagedList<KubernetesObject, OverBound>> {
+  let objects = 0;
+  let bytes = 0;
+  return listInPages(fetchPage, (page) => {
+    objects += page.length;
+    for (const object of page) bytes += objectBytes(object);
+    return tally.fits({ objects, bytes });
+  });
+}
+
+export const idOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
 export function createParamWatch(o: ParamWatchOptions): ParamWatch {
   const initialMs = o.backoff?.initialMs ?? 500;
@@ -75,13 +118,7 @@ export function createParamWatch(o: ParamWatchOptions): ParamWatch {
 
   /** The list, weighed page by page against what the rest of the process holds. */
   async function list(): Promise<KubernetesListObject<KubernetesObject>> {
-    let objects = 0;
-    let bytes = 0;
-    const read = await listInPages(o.listPage, (page) => {
-      objects += page.length;
-      for (const object of page) bytes += objectBytes(object);
-      return o.tally.fits({ objects, bytes });
-    });
+    const read = await listWithin(o.tally, o.listPage);
     if ('refused' in read) {
       goOver(read.refused);
       throw new OverBoundError(overBoundError(o.params, read.refused));
