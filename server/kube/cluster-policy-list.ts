@@ -41,8 +41,7 @@ export interface ClusterPolicyListOptions {
 export type ClusterPolicySteps = { readonly steps: ReadonlyMap<string, Step[]> } | { readonly problem: string };
 
 /** The cluster's policies and bindings, stamped with their kind; or the problem when there are too many. */
-async function listPolicyObjects(kc: KubeConfig): Promise<KubeObject[] | string> {
-  const discovery = kc.makeApiClient(ResourceDiscovery);
+async function listPolicyObjects(kc: KubeConfig, discovery: ResourceDiscovery): Promise<KubeObject[] | string> {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const objects: KubeObject[] = [];
   for (const policyKind of POLICY_KINDS) {
@@ -73,20 +72,28 @@ async function listPolicyObjects(kc: KubeConfig): Promise<KubeObject[] | string>
 }
 
 /** The objects one query selects, or why none are read (past the bound). */
-async function listParams(kc: KubeConfig, ledger: ParamLedger, query: ParamQuery): Promise<ParamsFound> {
+async function listParams(
+  clients: { readonly discovery: ResourceDiscovery; readonly objectsApi: KubernetesObjectApi },
+  ledger: ParamLedger,
+  query: ParamQuery,
+): Promise<ParamsFound> {
   const { apiVersion, kind } = query.paramKind;
-  const resource = await kc.makeApiClient(ResourceDiscovery).find(apiVersion, kind);
+  const resource = await clients.discovery.find(apiVersion, kind);
   if (!resource) return [];
   const namespace = resource.namespaced ? query.namespace : undefined;
   const tally = ledger.query();
-  const read = await listWithin(tally, paramPages(kc.makeApiClient(KubernetesObjectApi), query, namespace));
+  const read = await listWithin(tally, paramPages(clients.objectsApi, query, namespace));
   if ('refused' in read) return { error: overBoundError(describeParams(query), read.refused) };
   for (const object of read.list.items) tally.set(idOf(object), objectBytes(object));
   return read.list.items.map((object) => plain(object) as KubeObject);
 }
 
 export async function listClusterPolicySteps(o: ClusterPolicyListOptions): Promise<ClusterPolicySteps> {
-  const objects = await listPolicyObjects(o.kc);
+  const clients = {
+    discovery: o.kc.makeApiClient(ResourceDiscovery),
+    objectsApi: o.kc.makeApiClient(KubernetesObjectApi),
+  };
+  const objects = await listPolicyObjects(o.kc, clients.discovery);
   if (typeof objects === 'string') return { problem: objects };
   const ledger = createParamLedger(o.bounds);
   const found = new Map<string, ParamsFound>();
@@ -97,7 +104,7 @@ export async function listClusterPolicySteps(o: ClusterPolicyListOptions): Promi
   // The first build says which params the bindings need; the second runs them with what was read.
   for (const { policies } of entries)
     for (const query of policies.build(objects, () => undefined).queries)
-      if (!found.has(query.key)) found.set(query.key, await listParams(o.kc, ledger, query));
+      if (!found.has(query.key)) found.set(query.key, await listParams(clients, ledger, query));
   return {
     steps: new Map(
       entries.map(({ entry, policies }) => [entry.name, policies.build(objects, (q) => found.get(q.key)).steps]),
