@@ -3,7 +3,8 @@
  * cluster (server/audit/), with the results written as PolicyReports and a ClusterPolicyReport, and the
  * operator's summary printed. The credentials are found as cluster mode finds them (--kubeconfig first).
  * The chain is the config's: AdmissionProviders registered in the cluster are audited by the periodic audit
- * of a running gateway, which reviews with its live chain.
+ * of a running gateway, which reviews with its live chain; `admissionPolicies` entries with `fromCluster: true`
+ * run the cluster's policies, bindings and params too, read once (server/kube/cluster-policy-list.ts).
  */
 import { commandChain } from './offline-reviewer.js';
 import path from 'node:path';
@@ -15,6 +16,9 @@ import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { GatewayConfig } from '../config/types.js';
 import { loadExceptions } from '../exceptions/watched-exceptions.js';
 import { findKubeconfig, loadKubeConfig } from '../kube/kube-config.js';
+import { kubeErrorMessage } from '../kube/kube-errors.js';
+import { isClusterEntry, type ProviderChains } from '../providers/configured-chain.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { EXIT_DENIED, UsageError, type Values } from './usage.js';
 
 /** The audit did not reach everything, or could not write its reports. */
@@ -110,10 +114,44 @@ async function kubeConfigFor(command: AuditCommand, config: GatewayConfig, io: A
   return (await loadKubeConfig(section, io.env))!;
 }
 
+/**
+ * The `fromCluster` entries' steps from the cluster's policies, bindings and params, read once (as cluster mode
+ * watches them, within the same bounds). False when they could not be read: those entries run their files only.
+ */
+async function readClusterPolicies(
+  kc: KubeConfig,
+  config: GatewayConfig,
+  chains: ProviderChains,
+  io: AuditIO,
+): Promise<boolean> {
+  const entries = config.chain.filter(isClusterEntry);
+  if (entries.length === 0) return true;
+  const { listClusterPolicySteps } = await import('../kube/cluster-policy-list.js');
+  const warn = (text: string) => io.stderr(`admission-gateway audit: ${text}\n`);
+  let read: Awaited<ReturnType<typeof listClusterPolicySteps>>;
+  try {
+    read = await listClusterPolicySteps({
+      kc,
+      entries,
+      configFile: config.file,
+      bounds: config.kube.policyParams,
+      report: (entry, problem) => warn(`admissionPolicies ${entry}: ${problem}`),
+    });
+  } catch (err) {
+    read = { problem: `cannot read them: ${kubeErrorMessage(err)}` };
+  }
+  if ('problem' in read) {
+    warn(`the cluster's admission policies: ${read.problem}; the fromCluster entries run their files only`);
+    return false;
+  }
+  for (const [entry, steps] of read.steps) chains.setEntrySteps(entry, steps);
+  return true;
+}
+
 /** Runs the audit; returns the exit code. */
 export async function runAuditCommand(command: AuditCommand, config: GatewayConfig, io: AuditIO): Promise<number> {
   const kc = await kubeConfigFor(command, config, io);
-  const { log, metrics, chains } = await commandChain(config, io);
+  const { log, metrics, chains } = await commandChain(config, io, { readsClusterPolicies: true });
   const deadline = AbortSignal.timeout(config.audit.timeoutSeconds * 1000);
   // The exceptions admission applies: the config's files and the cluster's objects, as they are now.
   const exceptions = await loadExceptions(config.exceptions);
@@ -122,6 +160,7 @@ export async function runAuditCommand(command: AuditCommand, config: GatewayConf
   const inCluster = await listClusterExceptions(kc, { maxLifetimeMs: exceptions.maxLifetimeMs, now: exceptions.now() });
   exceptions.setWatched(inCluster.exceptions);
   for (const problem of inCluster.problems) io.stderr(`admission-gateway audit: exception left out: ${problem}\n`);
+  const policiesRead = await readClusterPolicies(kc, config, chains, io);
   let outcome: AuditOutcome;
   try {
     // Providers with discovery get one attempt, so the audit sees their handlers.
@@ -152,7 +191,10 @@ export async function runAuditCommand(command: AuditCommand, config: GatewayConf
     command.output === 'json' ? `${JSON.stringify(printable(outcome), null, 2)}\n` : auditText(outcome, command.dryRun),
   );
   const incomplete =
-    outcome.run.cutShort.length > 0 || outcome.run.problems.length > 0 || (outcome.write?.errors.length ?? 0) > 0;
+    !policiesRead ||
+    outcome.run.cutShort.length > 0 ||
+    outcome.run.problems.length > 0 ||
+    (outcome.write?.errors.length ?? 0) > 0;
   if (incomplete) return EXIT_INCOMPLETE;
   const refused = outcome.summaries.some((s) => s.fail > 0 || s.error > 0);
   return command.exitCode && refused ? EXIT_DENIED : 0;

@@ -44,11 +44,17 @@ export interface CommandIO {
 export async function commandChain(
   config: GatewayConfig,
   io: { readonly stderr: (text: string) => void; readonly plugins?: readonly AnyPlugin[] | undefined },
-  { providerDispatcher }: Pick<ConfiguredChainDeps, 'providerDispatcher'> = {},
+  {
+    providerDispatcher,
+    readsClusterPolicies = false,
+  }: Pick<ConfiguredChainDeps, 'providerDispatcher'> & {
+    /** `audit`: the command sets the `fromCluster` entries' steps from the cluster's policies itself. */
+    readonly readsClusterPolicies?: boolean;
+  } = {},
 ): Promise<{ log: BindableLogger; metrics: Metrics; chains: ProviderChains }> {
   const log = createLogger(commandLogLevel(config.log.level), { write: io.stderr });
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
-  warnFilesOnly(config, log, 'this command reads nothing from the cluster');
+  if (!readsClusterPolicies) warnFilesOnly(config, log, 'this command reads nothing from the cluster');
   const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
     metrics,
     log,

@@ -97,6 +97,23 @@ export interface KubeConfigSection {
   readonly certificate: ManagedCertificateConfig;
   /** The Lease whose holder does what one replica does for all (cluster mode, with such work configured). */
   readonly leaderElection: LeaderElectionConfig;
+  /** What the watches of `fromCluster` entries' params may hold (server/kube/param-bounds.ts). */
+  readonly policyParams: PolicyParamsConfig;
+}
+
+/**
+ * `kube.policyParams`: bounds on the params `admissionPolicies` entries with `fromCluster: true` watch, since
+ * whoever may create objects of a paramKind chooses how many match a paramRef's selector.
+ */
+export interface PolicyParamsConfig {
+  /** Objects one paramRef's watch may hold. Default 256. */
+  readonly maxObjects: number;
+  /** Bytes (as JSON) one paramRef's watch may hold. Default 4 MiB. */
+  readonly maxBytes: number;
+  /** Objects all params watches of the process may hold together. Default 2048. */
+  readonly maxTotalObjects: number;
+  /** Bytes all params watches of the process may hold together. Default 8 MiB. */
+  readonly maxTotalBytes: number;
 }
 
 /**

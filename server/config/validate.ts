@@ -17,6 +17,7 @@ import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath, urlForMessage } from './reader.js';
 import { readTracing } from './tracing.js';
+import { readPolicyParams } from './policy-params.js';
 import { readExceptionsConfig } from './exceptions.js';
 import { POLICY_FIELDS, readPolicySpec } from './policy-entry.js';
 import { readNativePoliciesEntry } from './native-policies-entry.js';
@@ -146,7 +147,14 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
 }
 
 function readKube(r: Reader, value: unknown, serviceNamespace: string, baseDir: string): KubeConfigSection {
-  const m = r.map(value, 'kube', ['enabled', 'watchProviders', 'kubeconfig', 'certificate', 'leaderElection']);
+  const m = r.map(value, 'kube', [
+    'enabled',
+    'watchProviders',
+    'kubeconfig',
+    'certificate',
+    'leaderElection',
+    'policyParams',
+  ]);
   let enabled: KubeConfigSection['enabled'] = 'auto';
   if (m.enabled !== undefined && m.enabled !== 'auto') {
     enabled = r.boolean(m.enabled, 'kube.enabled') ?? 'auto';
@@ -161,6 +169,7 @@ function readKube(r: Reader, value: unknown, serviceNamespace: string, baseDir: 
     kubeconfig: resolveFile(baseDir, r.string(m.kubeconfig, 'kube.kubeconfig') ?? ''),
     certificate,
     leaderElection: readLeaderElection(r, m.leaderElection, serviceNamespace),
+    policyParams: readPolicyParams(r, m.policyParams),
   };
 }
 

@@ -205,6 +205,13 @@ export function createClusterMode(
           log,
           ...(options.backoff ? { backoff: options.backoff } : {}),
           onConnectionChange: (resource, connected) => connection(resource)(connected),
+          paramBounds: config.kube.policyParams,
+          onParams: ({ watched, overBound, objects, bytes }) => {
+            gateway.metrics.policyParamQueries.set({ state: 'watched' }, watched);
+            gateway.metrics.policyParamQueries.set({ state: 'over_bound' }, overBound);
+            gateway.metrics.policyParamsObjects.set(objects);
+            gateway.metrics.policyParamsBytes.set(bytes);
+          },
         });
         void policyWatcher.start();
       }

@@ -21,22 +21,21 @@ import {
 import { plain } from '../admission/namespace-object.js';
 import type { KubeObject } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
-import type { NativePoliciesEntry } from '../config/types.js';
-import { createClusterPolicies, type ClusterPolicies, type ParamQuery } from '../native-policy/cluster-policies.js';
+import type { NativePoliciesEntry, PolicyParamsConfig } from '../config/types.js';
+import {
+  createClusterPolicies,
+  describeParams,
+  type ClusterPolicies,
+  type ParamQuery,
+  type ParamsFound,
+} from '../native-policy/cluster-policies.js';
 import { readEntryFiles } from '../native-policy/native-steps.js';
 import type { Step } from '../steps/step.js';
 import { runInformer, type BackoffOptions, type InformerRunner } from './informer-runner.js';
-import { kubeErrorMessage, statusCode } from './kube-errors.js';
-
-const GROUP = 'admissionregistration.k8s.io';
-
-/** The four kinds, and the versions each is looked for in, preferred first. */
-const WATCHED = [
-  { kind: 'ValidatingAdmissionPolicy', versions: ['v1'] },
-  { kind: 'ValidatingAdmissionPolicyBinding', versions: ['v1'] },
-  { kind: 'MutatingAdmissionPolicy', versions: ['v1', 'v1beta1'] },
-  { kind: 'MutatingAdmissionPolicyBinding', versions: ['v1', 'v1beta1'] },
-] as const;
+import { kubeErrorMessage } from './kube-errors.js';
+import { createParamLedger } from './param-bounds.js';
+import { createParamWatch, paramPages, type ParamWatch } from './param-watch.js';
+import { apiPath, POLICY_GROUP, POLICY_KINDS, ResourceDiscovery, servedPolicyKind } from './policy-kinds.js';
 
 export interface NativePolicyWatcherOptions {
   readonly kc: KubeConfig;
@@ -49,6 +48,19 @@ export interface NativePolicyWatcherOptions {
   readonly backoff?: BackoffOptions;
   /** Told when a policy kind's list/watch connects or loses its connection (by its resource, for a metric). */
   readonly onConnectionChange?: (resource: string, connected: boolean) => void;
+  /** What the params watches may hold (`kube.policyParams`). */
+  readonly paramBounds: PolicyParamsConfig;
+  /** Told, after each rebuild, what the params watches hold (for metrics). */
+  readonly onParams?: (state: ParamsState) => void;
+}
+
+/** The params watches of the process now. */
+export interface ParamsState {
+  readonly watched: number;
+  /** Those over their bound (holding nothing, their bindings failing). */
+  readonly overBound: number;
+  readonly objects: number;
+  readonly bytes: number;
 }
 
 export interface NativePolicyWatcher {
@@ -59,29 +71,7 @@ export interface NativePolicyWatcher {
   stop(): Promise<void>;
 }
 
-/** Discovery, from client-node's own cached lookup of a group version's resources. */
-class ResourceDiscovery extends KubernetesObjectApi {
-  /** The resource serving `kind` at `apiVersion`, or undefined when the group version or kind is not served. */
-  async find(apiVersion: string, kind: string): Promise<V1APIResource | undefined> {
-    try {
-      return await this.resource(apiVersion, kind);
-    } catch (err) {
-      if (statusCode(err) === 404) return undefined;
-      throw err;
-    }
-  }
-}
-
 type Watched = ObjectCache<KubernetesObject> & { readonly kind: string; readonly apiVersion: string };
-
-interface ParamWatch {
-  readonly informer?: ListWatch<KubernetesObject>;
-  readonly runner?: InformerRunner;
-}
-
-function apiPath(apiVersion: string): string {
-  return apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-}
 
 export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): NativePolicyWatcher {
   const discovery = o.kc.makeApiClient(ResourceDiscovery);
@@ -95,7 +85,9 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
   }));
   const watched: Watched[] = [];
   const runners: InformerRunner[] = [];
-  const params = new Map<string, ParamWatch>();
+  // undefined: its kind is being looked up, or is not served.
+  const params = new Map<string, ParamWatch | undefined>();
+  const ledger = createParamLedger(o.paramBounds);
   let stopped = true;
   let discovered = false;
   let failure: string | undefined;
@@ -114,11 +106,10 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
     );
   }
 
-  function paramsOf(query: ParamQuery): readonly KubeObject[] | undefined {
-    return params
-      .get(query.key)
-      ?.informer?.list()
-      .map((object) => plain(object) as KubeObject);
+  function paramsOf(query: ParamQuery): ParamsFound {
+    const found = params.get(query.key)?.paramsNow();
+    if (found === undefined || 'error' in found) return found;
+    return found.map((object) => plain(object) as KubeObject);
   }
 
   function rebuild(): void {
@@ -132,17 +123,23 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
       for (const query of built.queries) queries.set(query.key, query);
     }
     syncParams(queries);
+    const watches = [...params.values()];
+    o.onParams?.({
+      watched: watches.filter((w) => w !== undefined).length,
+      overBound: watches.filter((w) => w?.overBound()).length,
+      ...ledger.held(),
+    });
   }
 
   function syncParams(queries: ReadonlyMap<string, ParamQuery>): void {
     for (const [key, watch] of params) {
       if (queries.has(key)) continue;
       params.delete(key);
-      void watch.runner?.stop();
+      void watch?.stop();
     }
     for (const [key, query] of queries) {
       if (params.has(key)) continue;
-      params.set(key, {});
+      params.set(key, undefined);
       void watchParams(query);
     }
   }
@@ -162,31 +159,19 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
     }
     const namespace = resource.namespaced ? query.namespace : undefined;
     const path = `${apiPath(apiVersion)}${namespace ? `/namespaces/${namespace}` : ''}/${resource.name}`;
-    const informer = new ListWatch<KubernetesObject>(
-      path,
-      new Watch(o.kc),
-      () =>
-        objectsApi.list<KubernetesObject>(
-          apiVersion,
-          kind,
-          namespace,
-          undefined,
-          undefined,
-          undefined,
-          query.fieldSelector,
-          query.labelSelector,
-        ),
-      false,
-      query.labelSelector,
-      query.fieldSelector,
-    );
-    for (const event of ['add', 'update', 'delete'] as const) informer.on(event, schedule);
-    const runner = runInformer(`params ${apiVersion} ${kind}`, informer, o.log, {
+    const watch = createParamWatch({
+      name: `params ${apiVersion} ${kind}`,
+      params: describeParams(query),
+      listPage: paramPages(objectsApi, query, namespace),
+      informer: (list) =>
+        new ListWatch<KubernetesObject>(path, new Watch(o.kc), list, false, query.labelSelector, query.fieldSelector),
+      tally: ledger.query(),
+      log: o.log,
       ...(o.backoff ? { backoff: o.backoff } : {}),
+      onChange: schedule,
     });
-    params.set(query.key, { informer, runner });
-    await runner.start();
-    schedule();
+    params.set(query.key, watch);
+    await watch.start();
   }
 
   /** The served version of each kind (retried with backoff until the apiserver answers). */
@@ -195,20 +180,13 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
     const max = o.backoff?.maxMs ?? 30_000;
     while (!stopped) {
       try {
-        for (const { kind, versions } of WATCHED) {
-          let served: { version: string; plural: string } | undefined;
-          for (const version of versions) {
-            const resource = await discovery.find(`${GROUP}/${version}`, kind);
-            if (resource) {
-              served = { version, plural: resource.name };
-              break;
-            }
-          }
+        for (const policyKind of POLICY_KINDS) {
+          const served = await servedPolicyKind(discovery, policyKind);
           if (!served) {
-            o.log.info({ kind }, 'not served by this cluster: none read');
+            o.log.info({ kind: policyKind.kind }, 'not served by this cluster: none read');
             continue;
           }
-          watch(kind, served.version, served.plural);
+          watch(policyKind.kind, served.version, served.plural);
         }
         discovered = true;
         failure = undefined;
@@ -225,14 +203,14 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
   function watch(kind: string, version: string, plural: string): void {
     const informer = makeInformer<KubernetesObject>(
       o.kc,
-      `/apis/${GROUP}/${version}/${plural}`,
+      `/apis/${POLICY_GROUP}/${version}/${plural}`,
       () =>
-        custom.listClusterCustomObject({ group: GROUP, version, plural }) as Promise<
+        custom.listClusterCustomObject({ group: POLICY_GROUP, version, plural }) as Promise<
           KubernetesListObject<KubernetesObject>
         >,
     );
     for (const event of ['add', 'update', 'delete'] as const) informer.on(event, schedule);
-    watched.push(Object.assign(informer, { kind, apiVersion: `${GROUP}/${version}` }));
+    watched.push(Object.assign(informer, { kind, apiVersion: `${POLICY_GROUP}/${version}` }));
     runners.push(
       runInformer(plural, informer, o.log, {
         ...(o.backoff ? { backoff: o.backoff } : {}),
@@ -252,7 +230,7 @@ export function createNativePolicyWatcher(o: NativePolicyWatcherOptions): Native
     },
     async stop() {
       stopped = true;
-      await Promise.all([...runners.map((r) => r.stop()), ...[...params.values()].map((p) => p.runner?.stop())]);
+      await Promise.all([...runners.map((r) => r.stop()), ...[...params.values()].map((p) => p?.stop())]);
       params.clear();
     },
   };

@@ -171,6 +171,22 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['resource'] as const,
       registers,
     }),
+    policyParamQueries: new Gauge({
+      name: `${METRIC_PREFIX}policy_param_queries`,
+      help: 'Cluster mode, fromCluster: the paramRef queries watched (state "watched"), and of them those over kube.policyParams (state "over_bound": dropped, their bindings failing).',
+      labelNames: ['state'] as const,
+      registers,
+    }),
+    policyParamsObjects: new Gauge({
+      name: `${METRIC_PREFIX}policy_params_objects`,
+      help: 'Cluster mode, fromCluster: objects the params watches hold together (bounded by kube.policyParams.maxTotalObjects).',
+      registers,
+    }),
+    policyParamsBytes: new Gauge({
+      name: `${METRIC_PREFIX}policy_params_bytes`,
+      help: 'Cluster mode, fromCluster: bytes (as JSON) the params watches hold together (bounded by kube.policyParams.maxTotalBytes).',
+      registers,
+    }),
     certificateExpiry: new Gauge({
       name: `${METRIC_PREFIX}serving_certificate_expiry_timestamp_seconds`,
       help: 'notAfter of the serving certificate in use.',

@@ -28,12 +28,14 @@ function isNamespaced(kind: ParamKind, objects: readonly KubeObject[]): boolean 
 /** A function giving the params of `binding` for a request's namespace; all but the namespace settled at load. */
 export function paramsOfBinding(
   policy: Pick<NativePolicy, 'paramKind'>,
-  binding: Pick<NativeBinding, 'paramRef'>,
+  binding: Pick<NativeBinding, 'paramRef' | 'paramsError'>,
   objects: readonly KubeObject[],
 ): (namespace: string) => ParamsOutcome {
   const { paramKind } = policy;
   const ref = binding.paramRef;
   if (!paramKind || !ref) return () => NO_PARAMS;
+  const { paramsError } = binding;
+  if (paramsError !== undefined) return () => ({ error: paramsError });
   const candidates = ofKind(objects, paramKind);
   const namespaced = isNamespaced(paramKind, candidates);
   if (ref.namespace && !namespaced)

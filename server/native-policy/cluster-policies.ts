@@ -31,6 +31,9 @@ export interface ParamQuery {
   readonly labelSelector?: string;
 }
 
+/** What a query's watch holds: its objects, why it holds none (over the gateway's bound), or nothing read yet. */
+export type ParamsFound = readonly KubeObject[] | { readonly error: string } | undefined;
+
 /** What a build came to. */
 export interface ClusterBuild {
   readonly steps: Step[];
@@ -40,10 +43,7 @@ export interface ClusterBuild {
 
 export interface ClusterPolicies {
   /** The entry's steps from the cluster's `policyObjects` (all four kinds) and the params each query found. */
-  build(
-    policyObjects: readonly KubeObject[],
-    paramsOf: (query: ParamQuery) => readonly KubeObject[] | undefined,
-  ): ClusterBuild;
+  build(policyObjects: readonly KubeObject[], paramsOf: (query: ParamQuery) => ParamsFound): ClusterBuild;
 }
 
 function values(list: readonly string[] | undefined): string {
@@ -62,10 +62,25 @@ export function selectorQuery(selector: LabelSelector): string {
   return parts.join(',');
 }
 
-/** The queries the bound bindings' paramRefs need, each once, in the order first asked. */
-function paramQueries(set: NativePolicySet): ParamQuery[] {
+/** A query in words, after "the params": `of v1 ConfigMap selected by "app=web" in namespace "team-a"`. */
+export function describeParams(query: ParamQuery): string {
+  const { apiVersion, kind } = query.paramKind;
+  const which = query.fieldSelector
+    ? ` named "${query.fieldSelector.slice('metadata.name='.length)}"`
+    : query.labelSelector
+      ? ` selected by "${query.labelSelector}"`
+      : '';
+  return `of ${apiVersion} ${kind}${which}${query.namespace ? ` in namespace "${query.namespace}"` : ''}`;
+}
+
+/** A binding of either kind: what its params need. */
+type AnyBinding = NativePolicySet['mutatingBindings'][number];
+
+/** The queries the bound bindings' paramRefs need, each once, in the order first asked; and each binding's. */
+function paramQueries(set: NativePolicySet): { queries: ParamQuery[]; of: Map<AnyBinding, string> } {
   const policies = new Map([...set.policies, ...set.mutatingPolicies].map((p) => [p.name, p]));
   const queries = new Map<string, ParamQuery>();
+  const of = new Map<AnyBinding, string>();
   for (const binding of [...set.mutatingBindings, ...set.bindings]) {
     const paramKind = policies.get(binding.policyName)?.paramKind;
     const ref = binding.paramRef;
@@ -79,8 +94,9 @@ function paramQueries(set: NativePolicySet): ParamQuery[] {
     };
     const key = JSON.stringify(query);
     if (!queries.has(key)) queries.set(key, { key, ...query });
+    of.set(binding, key);
   }
-  return [...queries.values()];
+  return { queries: [...queries.values()], of };
 }
 
 /**
@@ -123,7 +139,7 @@ export function createClusterPolicies(
       for (const [id, value] of seen) compiled.set(id, value);
 
       const merged = mergePolicySets(files, clusterPolicySet(reads));
-      const wanted = paramQueries(merged);
+      const { queries: wanted, of } = paramQueries(merged);
       const queries = wanted.slice(0, MAX_PARAM_QUERIES);
       if (wanted.length > queries.length)
         problems.push(
@@ -131,15 +147,30 @@ export function createClusterPolicies(
         );
       // Two queries may find one object (a name and a selector): it is one candidate.
       const params = new Map<string, KubeObject>();
+      const errors = new Map<string, string>();
       for (const query of queries) {
         const found = paramsOf(query) ?? [];
+        if ('error' in found) {
+          errors.set(query.key, found.error);
+          continue;
+        }
         if (found.length > MAX_PARAM_OBJECTS)
           problems.push(
             `${query.paramKind.kind} params ${query.key}: ${found.length} objects, only the first ${MAX_PARAM_OBJECTS} are read`,
           );
         for (const o of stamped(query, found.slice(0, MAX_PARAM_OBJECTS))) params.set(objectKey(o), o);
       }
-      const steps = nativeStepsOf(entry, mergePolicySets(merged, { ...EMPTY, objects: [...params.values()] }));
+      // A binding whose query's params cannot be had fails whatever else it would find: they are not all known.
+      const failing = <B extends AnyBinding>(binding: B): B => {
+        const error = errors.get(of.get(binding) ?? '');
+        return error === undefined ? binding : { ...binding, paramsError: error };
+      };
+      const bound: NativePolicySet = {
+        ...merged,
+        bindings: merged.bindings.map(failing),
+        mutatingBindings: merged.mutatingBindings.map(failing),
+      };
+      const steps = nativeStepsOf(entry, mergePolicySets(bound, { ...EMPTY, objects: [...params.values()] }));
 
       const now = new Set(problems);
       for (const problem of now) if (!reported.has(problem)) report(problem);

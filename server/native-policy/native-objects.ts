@@ -75,6 +75,11 @@ export interface NativeBinding {
   /** Absent: every request the policy matches. */
   readonly matchResources?: MatchResources;
   readonly paramRef?: ParamRef;
+  /**
+   * Why the params its paramRef selects cannot be had (fromCluster: their watch is over the gateway's bound): every
+   * request it matches meets this error, through the policy's failurePolicy.
+   */
+  readonly paramsError?: string;
 }
 
 /**

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { eventually, randomSuffix, requireKube } from './cluster.js';
 import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
-import { apiserverRequest } from './server-side-apply.js';
+import { apiserverRequest, apiserverSend as send } from './server-side-apply.js';
 
 const SUITE = 'native-cluster-policies';
 const SUFFIX = randomSuffix();
@@ -62,15 +62,6 @@ const CHAIN = `
 `;
 
 const RULES = [CONFIG_MAPS];
-
-async function send(method: string, apiPath: string, body?: object): Promise<unknown> {
-  const answer = await apiserverRequest(method, apiPath, {
-    ...(body ? { body: JSON.stringify(body) } : {}),
-    contentType: method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
-  });
-  assert.ok(answer.status >= 200 && answer.status < 300, `${method} ${apiPath}: ${answer.text}`);
-  return answer.body;
-}
 
 describe('admissionPolicies fromCluster: the cluster’s own policies rehearsed in the gateway', function () {
   let gw: E2EGateway | undefined;

@@ -62,6 +62,19 @@ export async function apiserverRequest(
   }
 }
 
+/**
+ * A JSON request (a merge patch for PATCH) that must succeed: its answer's body, or an assertion naming the
+ * request and the apiserver's answer.
+ */
+export async function apiserverSend(method: string, apiPath: string, body?: object): Promise<unknown> {
+  const answer = await apiserverRequest(method, apiPath, {
+    ...(body ? { body: JSON.stringify(body) } : {}),
+    contentType: method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+  });
+  assert.ok(answer.status >= 200 && answer.status < 300, `${method} ${apiPath}: ${answer.text}`);
+  return answer.body;
+}
+
 /** Where a kind is served: its plural and scope, from the apiserver's discovery document. */
 export interface ServedResource {
   readonly groupVersionPath: string;

@@ -70,6 +70,12 @@ describe('parseConfigText()', () => {
           renewDeadlineSeconds: 10,
           retryPeriodSeconds: 2,
         },
+        policyParams: {
+          maxObjects: 256,
+          maxBytes: 4 * 1024 * 1024,
+          maxTotalObjects: 2048,
+          maxTotalBytes: 8 * 1024 * 1024,
+        },
       });
       assert.deepEqual(config.log, { level: 'info' });
       assert.deepEqual(config.chain, []);

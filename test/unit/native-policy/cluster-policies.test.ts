@@ -9,6 +9,7 @@ import { selectionOf } from '../../../server/http/routes.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import {
   createClusterPolicies,
+  describeParams,
   MAX_CLUSTER_POLICY_OBJECTS,
   selectorQuery,
   type ParamQuery,
@@ -204,6 +205,57 @@ describe('createClusterPolicies(): the steps of a fromCluster entry from the clu
     assert.equal(
       await answer(missing.steps, 'db'),
       "ValidatingAdmissionPolicy 'limits' with binding 'by-name' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction",
+    );
+  });
+
+  it('fails the bindings whose params are over the gateway’s bound, each through its policy’s failurePolicy', async function () {
+    const policies = createClusterPolicies(ENTRY, NO_FILES, () => undefined);
+    const configMaps = { apiVersion: 'v1', kind: 'ConfigMap' };
+    const ignoring = policy('lenient', 'params.data.forbidden != object.metadata.name', '1', configMaps);
+    const objects = [
+      policy('limits', 'params.data.forbidden != object.metadata.name', '1', configMaps),
+      binding('by-team', 'limits', { selector: { matchLabels: { team: 'a' } }, parameterNotFoundAction: 'Allow' }),
+      { ...ignoring, spec: { ...(ignoring.spec as object), failurePolicy: 'Ignore' } },
+      binding('lenient', 'lenient', { selector: { matchLabels: { team: 'a' } }, parameterNotFoundAction: 'Allow' }),
+    ];
+    const over = 'the params of v1 ConfigMap selected by "team=a" exceed the gateway\'s bound (…)';
+    const failing = policies.build(objects, () => ({ error: over }));
+    assert.deepEqual(
+      failing.steps.map((s) => s.name),
+      ['native/lenient/lenient', 'native/limits/by-team'],
+    );
+    assert.equal(
+      await answer(failing.steps, 'db'),
+      `ValidatingAdmissionPolicy 'limits' with binding 'by-team' denied request: failed to configure binding: ${over}`,
+    );
+    assert.equal(await answer([failing.steps[0]!], 'db'), 'allowed');
+    // Once the objects fit again the bindings read them.
+    const listed = [
+      { metadata: { name: 'p', namespace: 'team-a', labels: { team: 'a' } }, data: { forbidden: 'web' } },
+    ];
+    const fitting = policies.build(objects, () => listed);
+    assert.deepEqual(
+      [await answer(fitting.steps, 'db'), await answer([fitting.steps[0]!], 'web')],
+      [
+        'allowed',
+        "ValidatingAdmissionPolicy 'lenient' with binding 'lenient' denied request: failed expression: params.data.forbidden != object.metadata.name",
+      ],
+    );
+  });
+
+  it('describes a query in words for its error', function () {
+    const paramKind = { apiVersion: 'v1', kind: 'ConfigMap' };
+    assert.deepEqual(
+      [
+        describeParams({ key: '', paramKind, labelSelector: 'team=a' }),
+        describeParams({ key: '', paramKind, fieldSelector: 'metadata.name=limits', namespace: 'team-a' }),
+        describeParams({ key: '', paramKind }),
+      ],
+      [
+        'of v1 ConfigMap selected by "team=a"',
+        'of v1 ConfigMap named "limits" in namespace "team-a"',
+        'of v1 ConfigMap',
+      ],
     );
   });
 
