@@ -10,6 +10,7 @@
  * bound to the answer; reading a Decision that has no answer yet throws AnswerPendingError, and the caller
  * runs its expressions again once the questions they asked are answered (policy/authorizer-session.ts).
  */
+import { AuthzValue } from './authz-value.js';
 import type { Library } from './library.js';
 import { CelEvalError } from './library.js';
 
@@ -52,9 +53,6 @@ export class AnswerPendingError extends CelEvalError {
     super('authorizer_pending', 'the authorization check has no answer yet');
   }
 }
-
-/** What the library's values have in common: their calls are priced apart (cost-rules.ts). */
-export abstract class AuthzValue {}
 
 /** The resource a ResourceCheck is about. */
 export interface ResourceFields {

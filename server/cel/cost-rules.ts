@@ -3,7 +3,7 @@
  * and the apiserver's `library.CostEstimator`, restated). Charged before the call runs, so a call the budget
  * cannot pay for never starts.
  */
-import { AuthzValue } from './authz.js';
+import { AuthzValue } from './authz-value.js';
 import { deepSize, shallowSize, traversal } from './cost.js';
 
 const keyCounts = new WeakMap<object, number>();

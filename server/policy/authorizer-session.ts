@@ -17,6 +17,8 @@ import type { AccessAnswer, AccessAttributes, AccessQuestions, AccessRecord, Acc
 /** Asks the apiserver: rejects when it did not answer (unreachable, an error, the signal). */
 export interface SubjectAccessChecker {
   check(user: AccessUser, attributes: AccessAttributes, signal: AbortSignal): Promise<AccessAnswer>;
+  /** What a review may ask of it (default AUTHORIZER_LIMITS). */
+  readonly limits?: Partial<AuthorizerLimits>;
 }
 
 export interface AuthorizerLimits {
@@ -54,11 +56,11 @@ export class ReviewAuthorizer implements AccessQuestions {
   /** Reads of a Decision without an answer so far: a run that adds to it is run again (withAnswers). */
   waits = 0;
   private readonly questions = new Map<string, Question>();
+  private readonly limits: AuthorizerLimits;
 
-  constructor(
-    private readonly checker: SubjectAccessChecker | undefined,
-    private readonly limits: AuthorizerLimits = AUTHORIZER_LIMITS,
-  ) {}
+  constructor(private readonly checker: SubjectAccessChecker | undefined) {
+    this.limits = checker?.limits ? { ...AUTHORIZER_LIMITS, ...checker.limits } : AUTHORIZER_LIMITS;
+  }
 
   ask(user: AccessUser, attributes: AccessAttributes): AccessRecord {
     const key = keyOf(user, attributes);
