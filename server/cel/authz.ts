@@ -230,3 +230,18 @@ export const authzLibrary: Library = {
     [`${DECISION}.error(): string`, (d: AuthzDecision) => d.answer.error ?? ''],
   ],
 };
+
+/**
+ * What `authorizer` is where the apiserver binds no authorizer although the expression may name it (a
+ * ValidatingAdmissionPolicy's auditAnnotations, and the variables its messageExpressions read): a check fails
+ * as cel-go fails on the missing variable.
+ */
+export const UNBOUND_AUTHORIZER = new CelAuthorizer(
+  {
+    ask() {
+      throw new CelEvalError('no_such_attribute', 'no such attribute(s): authorizer');
+    },
+    waited() {},
+  },
+  { username: '' },
+);

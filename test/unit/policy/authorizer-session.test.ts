@@ -111,53 +111,41 @@ describe('authorizer in admission policies', function () {
   });
 
   it('gives an errored decision when the apiserver fails, times out or is not there, and never hangs', async function () {
-    // A messageExpression may not check, but it may read a variable that did.
-    const policies = vap(
-      `    - expression: "!${EXEC}.errored()"
-      messageExpression: "'errored: ' + variables.error"`,
-      `  variables:\n    - { name: error, expression: ${JSON.stringify(`${EXEC}.error()`)} }\n`,
-    );
+    // Allowed when the error is `error`; else refused with the error the check gave (the test's own message).
+    const policies = (error: string) =>
+      vap(
+        `    - expression: ${JSON.stringify(`variables.d.errored() && !variables.d.allowed() && variables.d.error() == ${JSON.stringify(error)}`)}`,
+        `  variables:\n    - { name: d, expression: ${JSON.stringify(EXEC)} }\n`,
+      );
     const failing = fakeApiserver(() => Promise.reject(new Error('503 Service Unavailable')));
-    assert.equal(
-      refusal(await answer(policies, requestOf(podCreate()), failing.checker)),
-      "422 ValidatingAdmissionPolicy 'rbac' with binding 'rbac-binding' denied request: " +
-        'errored: SubjectAccessReview failed: 503 Service Unavailable',
-    );
+    const failed = policies('SubjectAccessReview failed: 503 Service Unavailable');
+    assert.equal(refusal(await answer(failed, requestOf(podCreate()), failing.checker)), 'allowed');
     // Never answers, and ignores its signal: the check's own time limit ends it.
     const silent = fakeApiserver(() => new Promise<AccessAnswer>(() => undefined));
+    const timedOut = policies('SubjectAccessReview failed: no answer within 50 ms');
+    assert.equal(refusal(await answer(timedOut, requestOf(podCreate()), silent.checker)), 'allowed');
+    assert.equal(refusal(await answer(policies(NOT_IN_CLUSTER), requestOf(podCreate()))), 'allowed');
+    // The same policy, with another error expected: it is the check's error that decided.
     assert.equal(
-      refusal(await answer(policies, requestOf(podCreate()), silent.checker)),
-      "422 ValidatingAdmissionPolicy 'rbac' with binding 'rbac-binding' denied request: " +
-        'errored: SubjectAccessReview failed: no answer within 50 ms',
-    );
-    assert.equal(
-      refusal(await answer(policies, requestOf(podCreate()))),
-      `422 ValidatingAdmissionPolicy 'rbac' with binding 'rbac-binding' denied request: errored: ${NOT_IN_CLUSTER}`,
+      refusal(await answer(policies('other'), requestOf(podCreate()))),
+      `422 ValidatingAdmissionPolicy 'rbac' with binding 'rbac-binding' denied request: failed expression: variables.d.errored() && !variables.d.allowed() && variables.d.error() == "other"`,
     );
   });
 
   it('asks at most the review’s number of different checks; past it a check is errored unasked', async function () {
     const verbs = ['get', 'list', 'watch', 'delete'];
+    // The fourth is past the limit: errored with why, unasked.
     const policies = vap(
       verbs
-        .map(
-          (verb) => `    - expression: "!authorizer.group('').resource('pods').check('${verb}').errored()"
-      messageExpression: variables.${verb}`,
-        )
+        .map((verb) => {
+          const error = verb === 'delete' ? 'more than 3 different authorization checks in one review' : '';
+          return `    - expression: "authorizer.group('').resource('pods').check('${verb}').error() == '${error}'"
+      message: ${verb} not as expected`;
+        })
         .join('\n'),
-      `  variables:\n${verbs
-        .map(
-          (verb) =>
-            `    - { name: ${verb}, expression: "authorizer.group('').resource('pods').check('${verb}').error()" }`,
-        )
-        .join('\n')}\n`,
     );
     const api = fakeApiserver();
-    assert.equal(
-      refusal(await answer(policies, requestOf(podCreate()), api.checker)),
-      "422 ValidatingAdmissionPolicy 'rbac' with binding 'rbac-binding' denied request: " +
-        'more than 3 different authorization checks in one review',
-    );
+    assert.equal(refusal(await answer(policies, requestOf(podCreate()), api.checker)), 'allowed');
     assert.deepEqual(
       api.asked.map(([, a]) => a.verb),
       ['get', 'list', 'watch'],
@@ -199,6 +187,28 @@ spec: { policyName: mark }
       'mutate',
     );
     assert.equal(bob.patch, undefined);
+  });
+
+  it('is not bound for messageExpressions and auditAnnotations, whose variables fail to check, as in the apiserver', async function () {
+    const policies = vap(
+      `    - expression: "variables.exec.allowed()"
+      messageExpression: "'reason: ' + variables.exec.reason()"
+      message: may exec`,
+      `  variables:\n    - { name: exec, expression: ${JSON.stringify(EXEC)} }\n` +
+        `  auditAnnotations:\n    - { key: exec, valueExpression: ${JSON.stringify(`${EXEC}.reason()`)} }\n`,
+    );
+    // Bob may not exec: refused with the fallback message, the messageExpression having failed.
+    const bob = edited(requestOf(podCreate()), { 'userInfo.username': 'bob' });
+    assert.equal(
+      refusal(await answer(policies, bob, fakeApiserver().checker)),
+      "422 ValidatingAdmissionPolicy 'rbac' with binding 'rbac-binding' denied request: may exec",
+    );
+    // Alice may: the auditAnnotation's check fails, under failurePolicy Fail a refusal.
+    assert.equal(
+      refusal(await answer(policies, requestOf(podCreate()), fakeApiserver().checker)),
+      "422 ValidatingAdmissionPolicy 'rbac' with binding 'rbac-binding' denied request: " +
+        `expression '${EXEC}.reason()' resulted in error: no such attribute(s): authorizer`,
+    );
   });
 
   it('is not given to a messageExpression, as in the apiserver', async function () {
