@@ -55,7 +55,8 @@ function keyOf(user: AccessUser, attributes: AccessAttributes): string {
 export class ReviewAuthorizer implements AccessQuestions {
   /** Reads of a Decision without an answer so far: a run that adds to it is run again (withAnswers). */
   waits = 0;
-  private readonly questions = new Map<string, Question>();
+  /** Made by the first check: most reviews ask none. */
+  private questions?: Map<string, Question>;
   private readonly limits: AuthorizerLimits;
 
   constructor(private readonly checker: SubjectAccessChecker | undefined) {
@@ -63,16 +64,17 @@ export class ReviewAuthorizer implements AccessQuestions {
   }
 
   ask(user: AccessUser, attributes: AccessAttributes): AccessRecord {
-    const key = keyOf(user, attributes);
-    const known = this.questions.get(key);
-    if (known) return known;
     if (this.checker === undefined) return { answer: errored(NOT_IN_CLUSTER) };
-    if (this.questions.size >= this.limits.maxChecksPerReview)
+    const key = keyOf(user, attributes);
+    const questions = (this.questions ??= new Map<string, Question>());
+    const known = questions.get(key);
+    if (known) return known;
+    if (questions.size >= this.limits.maxChecksPerReview)
       return {
         answer: errored(`more than ${this.limits.maxChecksPerReview} different authorization checks in one review`),
       };
     const question: Question = { user, attributes };
-    this.questions.set(key, question);
+    questions.set(key, question);
     return question;
   }
 
@@ -83,7 +85,7 @@ export class ReviewAuthorizer implements AccessQuestions {
   /** Answers every question asked so far (those another step is asking included); never rejects. */
   async answerAll(signal: AbortSignal): Promise<void> {
     const waiting: Promise<void>[] = [];
-    for (const question of this.questions.values()) {
+    for (const question of this.questions?.values() ?? []) {
       if (question.answer !== undefined) continue;
       waiting.push((question.asking ??= this.answer(question, signal)));
     }
