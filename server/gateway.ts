@@ -51,6 +51,7 @@ import { startTracing } from './tracing/start-tracing.js';
 import { createExceptionLabels } from './exceptions/exception-label.js';
 import { loadExceptions, type WatchedExceptions } from './exceptions/watched-exceptions.js';
 import type { GatewayException } from './exceptions/exception.js';
+import type { SubjectAccessChecker } from './policy/authorizer-session.js';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -85,6 +86,8 @@ export interface GatewayOptions {
    * callers the apiserver authenticates and allows to `get` the path. Without it, the ops port is plain HTTP.
    */
   readonly opsAccess?: OpsAccessOptions;
+  /** Where admission policies' authorization checks are asked (cluster mode); absent, every check is errored. */
+  readonly accessChecker?: SubjectAccessChecker;
 }
 
 export interface Gateway {
@@ -228,6 +231,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ...(config.explain.auditAnnotation && traces.size > 0 ? { annotateTrace: config.explain.keep } : {}),
     shadow: new ShadowRunner({ metrics, log, now: () => performance.now() }),
     exceptions,
+    ...(options.accessChecker ? { accessChecker: options.accessChecker } : {}),
   });
 
   const authorizer = createAuthorizer({

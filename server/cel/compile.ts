@@ -22,6 +22,8 @@ export interface CompileOptions {
   readonly resultType?: 'bool' | 'string';
   /** The message constructions the expression may write (a mutation's `JSONPatch{…}`, `Object{…}`). */
   readonly messages?: MessageTypes;
+  /** It may read `authorizer` (authz.ts), as an admission policy's expressions may, its messageExpressions aside. */
+  readonly authorizer?: boolean;
 }
 
 /** A compiled expression. Only evaluate() runs it. */
@@ -33,6 +35,8 @@ export interface CelProgram {
   readonly variablesRead: readonly string[];
   /** It names `namespaceObject`, which the review then looks up (a namespace is only read when something reads it). */
   readonly readsNamespaceObject: boolean;
+  /** It names `authorizer`: its authorization checks may need answers before it has a value. */
+  readonly readsAuthorizer: boolean;
   /** The engine's callable (evaluate.ts calls it inside a cost meter). */
   readonly run: (activation: Readonly<Record<string, unknown>>) => unknown;
   /** Where an offset of the compiled text is in `expression`, when they differ (message-syntax.ts). */
@@ -102,9 +106,14 @@ function* syntaxNodes(root: unknown): Generator<SyntaxNode> {
 }
 
 /** The apiserver's checks the engine does not make: functions and variables we lack, regex literals. */
-function precheck(expression: string, root: unknown, originOf: (offset: number) => number): CompileResult | undefined {
+function precheck(
+  expression: string,
+  root: unknown,
+  originOf: (offset: number) => number,
+  authorizer: boolean,
+): CompileResult | undefined {
   for (const node of syntaxNodes(root)) {
-    if (node.op === 'id' && typeof node.args === 'string') {
+    if (node.op === 'id' && typeof node.args === 'string' && !(authorizer && node.args === 'authorizer')) {
       const missing = missingVariable(node.args);
       if (missing) return failure(expression, 'unavailable_variable', missing, originOf(node.start));
     }
@@ -156,14 +165,14 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
     source = rewritten.text;
     originOf = rewritten.originOf;
   }
-  const env = environmentFor(options.declarations ?? DECLARATIONS, options.variables);
+  const env = environmentFor(options.declarations ?? DECLARATIONS, options.variables, options.authorizer === true);
   let parsed: Parsed;
   try {
     parsed = env.parse(source);
   } catch (err) {
     return fromEngine(expression, err, 'parse_error', originOf);
   }
-  const pre = precheck(expression, parsed.ast, originOf);
+  const pre = precheck(expression, parsed.ast, originOf, options.authorizer === true);
   if (pre) return pre;
   const checked = parsed.check();
   if (!checked.valid) return fromEngine(expression, checked.error, 'type_error', originOf);
@@ -177,6 +186,7 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
     );
   const variablesRead = options.variables === undefined ? [] : variablesReadBy(parsed.ast);
   const readsNamespaceObject = readsIdentifier(parsed.ast, 'namespaceObject');
+  const readsAuthorizer = options.authorizer === true && readsIdentifier(parsed.ast, 'authorizer');
   instrument(parsed.ast, OVERRIDES);
   return {
     ok: true,
@@ -185,6 +195,7 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
       resultType,
       variablesRead,
       readsNamespaceObject,
+      readsAuthorizer,
       run: (activation: Readonly<Record<string, unknown>>): unknown => parsed(activation),
       ...(source !== expression ? { originOf } : {}),
     }),

@@ -3,6 +3,7 @@
  * and the apiserver's `library.CostEstimator`, restated). Charged before the call runs, so a call the budget
  * cannot pay for never starts.
  */
+import { AuthzValue } from './authz-value.js';
 import { deepSize, shallowSize, traversal } from './cost.js';
 
 const keyCounts = new WeakMap<object, number>();
@@ -56,8 +57,24 @@ function regexCost(text: unknown, pattern: unknown): number {
   return Math.max(1, textCost * patternCost);
 }
 
+/**
+ * An authorization check, as the apiserver prices it: a fixed cost that lets an expression make two
+ * (library.CostEstimator, "check").
+ */
+export const AUTHORIZATION_CHECK_COST = 350_000;
+
+/**
+ * A field or label selector given to an authorization check: parsed into requirements, about one per two
+ * characters, each a list and a struct (the apiserver's selectorCostEstimate).
+ */
+function selectorCost(selector: unknown): number {
+  const length = typeof selector === 'string' ? [...selector].length : 0;
+  return 10 + Math.ceil(length * 0.1) + Math.ceil(length * 0.5) * 50;
+}
+
 /** `receiver.name(args)` or `name(args)` (receiver undefined). */
 export function callCost(name: string, receiver: unknown, args: readonly unknown[]): number {
+  if (receiver instanceof AuthzValue) return authzCallCost(name, args);
   switch (name) {
     case 'size':
       return sizeCallCost(receiver === undefined ? args[0] : receiver);
@@ -79,6 +96,13 @@ export function callCost(name: string, receiver: unknown, args: readonly unknown
     default:
       return 1 + traversal((receiver === undefined ? 0 : shallowSize(receiver)) + args.reduce(sumShallow, 0));
   }
+}
+
+/** The authorization library's calls: the builders and accessors cost 1. */
+function authzCallCost(name: string, args: readonly unknown[]): number {
+  if (name === 'check') return AUTHORIZATION_CHECK_COST;
+  if (name === 'fieldSelector' || name === 'labelSelector') return selectorCost(args[0]);
+  return 1;
 }
 
 const sumDeep = (n: number, v: unknown): number =>

@@ -19,6 +19,7 @@ import { urlLibrary } from './urls.js';
 import { semverLibrary } from './semver.js';
 import { formatLibrary } from './format.js';
 import { jsonPatchLibrary } from './jsonpatch.js';
+import { AUTHORIZER_TYPE, authzLibrary } from './authz.js';
 
 /** The top-level variables an expression may be given, as the apiserver names them. */
 export const DECLARATIONS = ['object', 'oldObject', 'request', 'params', 'namespaceObject'] as const;
@@ -40,6 +41,7 @@ const LIBRARIES: readonly Library[] = [
   semverLibrary,
   formatLibrary,
   jsonPatchLibrary,
+  authzLibrary,
 ];
 
 /** The engine's functions the libraries implement instead (regex's `matches`). */
@@ -57,7 +59,9 @@ export function newEnvironment(overrides: { homogeneousAggregateLiterals?: boole
     homogeneousAggregateLiterals: overrides.homogeneousAggregateLiterals ?? true,
     limits: { maxAstNodes: 10_000, maxDepth: 250 },
   });
-  for (const lib of LIBRARIES) for (const [name, ctor] of lib.types ?? []) env.registerType(name, ctor);
+  for (const lib of LIBRARIES)
+    for (const [name, ctor, fields] of lib.types ?? [])
+      env.registerType(name, fields ? { ctor, fields: { ...fields } } : ctor);
   for (const lib of LIBRARIES)
     for (const [name, type, value] of lib.constants ?? []) env.registerConstant(name, type, value);
   for (const lib of LIBRARIES) {
@@ -80,14 +84,20 @@ const environments = new Map<string, Environment>();
 
 /**
  * The environment with `declarations` and, when `variables` is given, `variables` with one field per name
- * (reading any other name is a compile error, as in the apiserver).
+ * (reading any other name is a compile error, as in the apiserver); with `authorizer`, the variable `authorizer`
+ * (authz.ts), which the apiserver gives an admission policy's expressions.
  */
-export function environmentFor(declarations: readonly Declaration[], variables?: readonly string[]): Environment {
-  const key = `${[...declarations].sort().join(',')}|${variables === undefined ? '-' : [...variables].sort().join(',')}`;
+export function environmentFor(
+  declarations: readonly Declaration[],
+  variables?: readonly string[],
+  authorizer = false,
+): Environment {
+  const key = `${[...declarations].sort().join(',')}|${variables === undefined ? '-' : [...variables].sort().join(',')}|${authorizer}`;
   const known = environments.get(key);
   if (known !== undefined) return known;
   const env = baseEnvironment().clone();
   for (const name of declarations) env.registerVariable(name, 'dyn');
+  if (authorizer) env.registerVariable('authorizer', AUTHORIZER_TYPE);
   if (variables !== undefined) {
     env.registerType('PolicyVariables', {
       ctor: PolicyVariables,

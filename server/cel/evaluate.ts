@@ -3,6 +3,7 @@
  * a missing key, a division by zero, a failed conversion and an exhausted budget are all results the caller
  * reports (under the step's failurePolicy), with the position in the expression where the engine knows it.
  */
+import type { CelAuthorizer } from './authz.js';
 import type { CelProgram } from './compile.js';
 import { type CostBudget, endMeter, meterUnderWay, startMeter, timeAllowedMs } from './cost.js';
 import { DECLARATIONS, type Declaration, PolicyVariables } from './environment.js';
@@ -25,7 +26,10 @@ export type EvalResult =
       readonly cost: number;
     };
 
-type ActivationInput = Partial<Record<Declaration, unknown>>;
+type ActivationInput = Partial<Record<Declaration, unknown>> & {
+  /** `authorizer` (authz.ts): the review's, in admission policies; null elsewhere. */
+  readonly authorizer?: CelAuthorizer | undefined;
+};
 
 /**
  * A review's values as an expression reads them, made once per review and shared by all its expressions:
@@ -35,6 +39,7 @@ type ActivationInput = Partial<Record<Declaration, unknown>>;
 export function activation(input: ActivationInput): Activation {
   const out: Record<string, unknown> = {};
   for (const name of DECLARATIONS) out[name] = toCel(input[name] ?? null);
+  out.authorizer = input.authorizer ?? null;
   return out;
 }
 
@@ -50,6 +55,7 @@ export function withVariables(values: Activation, variables: PolicyVariables): A
     request: values.request,
     params: values.params,
     namespaceObject: values.namespaceObject,
+    authorizer: values.authorizer,
     variables,
   };
 }

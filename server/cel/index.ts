@@ -10,3 +10,5 @@ export type { Declaration } from './environment.js';
 export type { Position } from './position.js';
 export { CelValueError, MAX_VALUE_DEPTH, toCel, toJson } from './values.js';
 export { MAX_PREVIEW_CHARS, previewValue } from './preview.js';
+export { AnswerPendingError, CelAuthorizer, serviceAccountUser, UNBOUND_AUTHORIZER } from './authz.js';
+export type { AccessAnswer, AccessAttributes, AccessQuestions, AccessRecord, AccessUser } from './authz.js';

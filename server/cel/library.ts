@@ -11,8 +11,13 @@ type Handler = (...args: any[]) => unknown;
 export interface Library {
   /** Engine signatures (`string.find(string): string`, `ip(string): net.IP`) and their implementations. */
   readonly functions: ReadonlyArray<readonly [signature: string, handler: Handler]>;
-  /** Types the functions take or return: a CEL type name and the class of its values. */
-  readonly types?: ReadonlyArray<readonly [name: string, ctor: abstract new (...args: never[]) => unknown]>;
+  /**
+   * Types the functions take or return: a CEL type name, the class of its values and, when given, the only fields
+   * an expression may read of them (else their own properties).
+   */
+  readonly types?: ReadonlyArray<
+    readonly [name: string, ctor: abstract new (...args: never[]) => unknown, fields?: Readonly<Record<string, string>>]
+  >;
   /** Namespaces such as `lists` in `lists.range(3)`: a constant of a type declared in `types`. */
   readonly constants?: ReadonlyArray<readonly [name: string, type: string, value: unknown]>;
   /** Operators on those types (`net.IP == net.IP`). */

@@ -28,7 +28,10 @@ const MISSING: readonly Missing[] = [
 
 /** Variables the apiserver declares that this gateway does not give. */
 const MISSING_VARIABLES: ReadonlyMap<string, string> = new Map([
-  ['authorizer', 'the authorizer library (SubjectAccessReview checks from an expression) is not available here'],
+  [
+    'authorizer',
+    "the apiserver gives it to an admission policy's validations, matchConditions, variables, auditAnnotations and mutations, not to this field",
+  ],
 ]);
 
 /** Why `name` called with `arity` arguments is not available, or undefined when it is (or is unknown to both). */

@@ -28,6 +28,7 @@ export function readMatchConditions(
   value: unknown,
   p: string,
   declarations: readonly Declaration[] = CONDITION_DECLARATIONS,
+  authorizer = false,
 ): MatchCondition[] | undefined {
   const seen = new Set<string>();
   const conditions = boundedList(r, value, p, MAX_MATCH_CONDITIONS).map((item, i) => {
@@ -39,6 +40,7 @@ export function readMatchConditions(
     const compiled = program(r, m.expression, childPath(at, 'expression'), {
       declarations,
       resultType: 'bool',
+      authorizer,
     });
     return { name, program: compiled };
   });

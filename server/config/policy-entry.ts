@@ -28,7 +28,12 @@ export const MAX_MUTATIONS = 16;
 /** A variable is read as `variables.<name>`: a CEL identifier. */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-function readVariables(r: Reader, value: unknown, p: string): PolicyVariable[] {
+/** Whether the expressions may read `authorizer`: an admission policy's may, but for its messageExpressions. */
+interface SpecOptions {
+  readonly authorizer?: boolean;
+}
+
+function readVariables(r: Reader, value: unknown, p: string, o: SpecOptions): PolicyVariable[] {
   const names: string[] = [];
   return boundedList(r, value, p, MAX_VARIABLES).map((item, i) => {
     const at = childPath(p, i);
@@ -43,17 +48,23 @@ function readVariables(r: Reader, value: unknown, p: string): PolicyVariable[] {
         'the name "constructor" is not supported here (the CEL engine takes it for the type of `variables`); choose another',
       );
     // As in the apiserver, a variable reads only those defined before it.
-    const compiled = program(r, m.expression, childPath(at, 'expression'), { variables: [...names] });
+    const compiled = program(r, m.expression, childPath(at, 'expression'), { variables: [...names], ...o });
     names.push(name);
     return { name, program: compiled };
   });
 }
 
-function readValidations(r: Reader, value: unknown, p: string, variables: readonly string[]): PolicyValidation[] {
+function readValidations(
+  r: Reader,
+  value: unknown,
+  p: string,
+  variables: readonly string[],
+  o: SpecOptions,
+): PolicyValidation[] {
   return boundedList(r, value, p, MAX_VALIDATIONS).map((item, i) => {
     const at = childPath(p, i);
     const m = r.map(item, at, ['expression', 'message', 'messageExpression', 'reason'], false);
-    const compiled = program(r, m.expression, childPath(at, 'expression'), { variables, resultType: 'bool' });
+    const compiled = program(r, m.expression, childPath(at, 'expression'), { variables, resultType: 'bool', ...o });
     const message = r.string(m.message, childPath(at, 'message'));
     if (message !== undefined && /[\r\n]/.test(message))
       r.fail(childPath(at, 'message'), 'expected a message without line breaks');
@@ -75,6 +86,7 @@ function readAuditAnnotations(
   value: unknown,
   p: string,
   variables: readonly string[],
+  o: SpecOptions,
 ): PolicyAuditAnnotation[] {
   const seen = new Set<string>();
   return boundedList(r, value, p, MAX_AUDIT_ANNOTATIONS).map((item, i) => {
@@ -83,7 +95,7 @@ function readAuditAnnotations(
     const key = r.requiredString(m.key, childPath(at, 'key'));
     if (!isQualifiedName(key)) r.fail(childPath(at, 'key'), `expected a key of ${QUALIFIED_NAME_RULE}`, key);
     uniqueName(r, seen, key, childPath(at, 'key'));
-    const compiled = program(r, m.valueExpression, childPath(at, 'valueExpression'), { variables });
+    const compiled = program(r, m.valueExpression, childPath(at, 'valueExpression'), { variables, ...o });
     return { key, program: compiled };
   });
 }
@@ -92,7 +104,13 @@ function readAuditAnnotations(
  * `mutations`, as the apiserver's MutatingAdmissionPolicy writes them: `patchType` and the one expression of its
  * kind, compiled with the constructions it may build (JSONPatch{…} for a JSON patch, Object{…} for both).
  */
-function readMutations(r: Reader, value: unknown, p: string, variables: readonly string[]): PolicyMutation[] {
+function readMutations(
+  r: Reader,
+  value: unknown,
+  p: string,
+  variables: readonly string[],
+  o: SpecOptions,
+): PolicyMutation[] {
   return boundedList(r, value, p, MAX_MUTATIONS).map((item, i) => {
     const at = childPath(p, i);
     const m = r.map(item, at, ['patchType', 'jsonPatch', 'applyConfiguration'], false);
@@ -107,18 +125,19 @@ function readMutations(r: Reader, value: unknown, p: string, variables: readonly
     const compiled = program(r, body.expression, childPath(childPath(at, field), 'expression'), {
       variables,
       messages: field,
+      ...o,
     });
     return { patchType, program: compiled };
   });
 }
 
 /** The compiled body of the policy entry at `p` (whose keys the caller has checked). */
-export function readPolicySpec(r: Reader, m: Record<string, unknown>, p: string): PolicySpec {
-  const variables = readVariables(r, m.variables, childPath(p, 'variables'));
+export function readPolicySpec(r: Reader, m: Record<string, unknown>, p: string, o: SpecOptions = {}): PolicySpec {
+  const variables = readVariables(r, m.variables, childPath(p, 'variables'), o);
   const names = variables.map((v) => v.name);
-  const validations = readValidations(r, m.validations, childPath(p, 'validations'), names);
-  const auditAnnotations = readAuditAnnotations(r, m.auditAnnotations, childPath(p, 'auditAnnotations'), names);
-  const mutations = readMutations(r, m.mutations, childPath(p, 'mutations'), names);
+  const validations = readValidations(r, m.validations, childPath(p, 'validations'), names, o);
+  const auditAnnotations = readAuditAnnotations(r, m.auditAnnotations, childPath(p, 'auditAnnotations'), names, o);
+  const mutations = readMutations(r, m.mutations, childPath(p, 'mutations'), names, o);
   if (validations.length === 0 && auditAnnotations.length === 0 && mutations.length === 0)
     r.fail(p, 'expected validations, auditAnnotations or mutations: a policy entry without any does nothing');
   return { variables, validations, auditAnnotations, ...(mutations.length > 0 ? { mutations } : {}) };

@@ -8,6 +8,7 @@ import { answerTo } from '../admission/responses.js';
 import type { AdmissionRequest, AdmissionResponse, KubeObject, Phase } from '../admission/types.js';
 import { namespaceFromLabels } from '../admission/namespace-object.js';
 import { provideNamespaceObject } from '../policy/review-cel.js';
+import { provideAccessChecker, type SubjectAccessChecker } from '../policy/authorizer-session.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from '../chain/chain.js';
@@ -103,6 +104,11 @@ export interface ReviewerDeps {
   readonly tracing?: ReviewTracer | undefined;
   /** The exceptions in force (README "Exceptions"); absent or empty, they cost a review one check. */
   readonly exceptions?: ExceptionSource | undefined;
+  /**
+   * Where admission policies' authorization checks (`authorizer`) are asked, in cluster mode; absent, every check
+   * is errored (policy/authorizer-session.ts).
+   */
+  readonly accessChecker?: SubjectAccessChecker | undefined;
 }
 
 export { ReviewedRequest };
@@ -359,6 +365,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         deps.tracing?.startReview(request, phase, selection.name, incoming),
       );
       const notes = new ReviewNotes();
+      if (deps.accessChecker) provideAccessChecker(request, deps.accessChecker);
       // Asked for before the labels are awaited, so that a namespace not yet cached is read once for both.
       const namespaceObject = chain.needsNamespaceObject(phase, failurePolicy)
         ? lookUpNamespaceObject(deps.namespaceLabels, request)

@@ -23,6 +23,8 @@ import type { ProviderRuntime } from '../providers/provider-runtime.js';
 import type { CertificateSource } from '../tls/certificate-source.js';
 import { loadClientCA } from '../tls/serving-certificate.js';
 import { createKubeAccessReviewer } from './access-reviewer.js';
+import { createSubjectAccessChecker } from './subject-access-checker.js';
+import type { SubjectAccessChecker } from '../policy/authorizer-session.js';
 import type { BackoffOptions } from './informer-runner.js';
 import { startLeaderDuties, type LeaderDuties, type LeaderDuty } from './leader-duties.js';
 import { createManagedCertificate, type RotationStep } from './managed-certificate.js';
@@ -56,6 +58,8 @@ export interface ClusterGatewayOptions {
   readonly certificates?: CertificateSource;
   /** With server.opsAuth kube (its default in cluster mode): the apiserver checks the ops port's callers. */
   readonly opsAccess?: OpsAccessOptions;
+  /** Admission policies' authorization checks, as SubjectAccessReviews. */
+  readonly accessChecker: SubjectAccessChecker;
 }
 
 /** What cluster mode takes from the running gateway (its Gateway is one). */
@@ -144,6 +148,7 @@ export function createClusterMode(
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
     onExtensionServed: (extension) => watcher?.served(extension),
     onExceptionUsed: (exception) => exceptionWatcher?.used(exception),
+    accessChecker: createSubjectAccessChecker(kc),
     ...((config.server.opsAuth ?? 'kube') === 'kube' ? { opsAccess: { reviewer: createKubeAccessReviewer(kc) } } : {}),
   };
 

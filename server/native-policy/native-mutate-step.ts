@@ -15,6 +15,7 @@ import { activation, CelValueError, type Activation, type EvalResult } from '../
 import { MAX_MUTATION_OPERATIONS, patchedCopy, runMutations, type MutationFailure } from '../policy/mutations.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { requestValue, reviewCel } from '../policy/review-cel.js';
+import { withAnswers } from '../policy/authorizer-session.js';
 import { specReadsNamespaceObject } from '../policy/policy-spec.js';
 import type { ExpressionRef } from '../policy/run-policy.js';
 import { placedFields } from '../steps/placement.js';
@@ -68,7 +69,12 @@ function mutate(
     let values: Activation;
     try {
       values = {
-        ...activation({ object: current, oldObject: request.oldObject, request: plainRequest }),
+        ...activation({
+          object: current,
+          oldObject: request.oldObject,
+          request: plainRequest,
+          authorizer: cel.authorizer,
+        }),
         params: celParam,
       };
     } catch (err) {
@@ -141,27 +147,35 @@ export function createNativeMutateStep(
     needsObject: true,
     ownWords: true,
     readsNamespaceObject: specReadsNamespaceObject(policy.spec, policy.spec.matchConditions),
-    invoke(inv): Decision {
-      const budget = reviewCel(inv.request).budget;
-      const before = budget.remaining;
-      const result = mutate(policy, params, inv);
-      const refused = policy.failurePolicy === 'Fail' && result.errors.length > 0;
-      // The apiserver's PolicyError: Forbidden's code, whatever went wrong.
-      const outcome: Decision = refused
-        ? { allowed: false, message: mutatingPolicyDenied(policy.name, binding.name, result.errors[0]!), code: 403 }
-        : result.patch.length > 0
-          ? { allowed: true, patch: [...result.patch] }
-          : APPROVED;
-      keepPolicyRun(inv.request, placed.name, {
-        spec: policy.spec,
-        outcome,
-        ...(result.decidedBy ? { decidedBy: result.decidedBy } : {}),
-        ...(result.failure ? { failure: result.failure } : {}),
-        ...(result.failureMessage !== undefined ? { failureMessage: result.failureMessage } : {}),
-        annotations: [],
-        cost: before - budget.remaining,
+    invoke(inv): Decision | Promise<Decision> {
+      const cel = reviewCel(inv.request);
+      // Every mutation of the binding, run again when its authorization checks need answers (authorizer-session.ts).
+      const mutated = withAnswers(cel, inv.signal, () => {
+        const before = cel.budget.remaining;
+        const result = mutate(policy, params, inv);
+        return { result, cost: before - cel.budget.remaining };
       });
-      return outcome;
+      return mutated instanceof Promise ? mutated.then(act) : act(mutated);
+
+      function act({ result, cost }: { result: Mutated; cost: number }): Decision {
+        const refused = policy.failurePolicy === 'Fail' && result.errors.length > 0;
+        // The apiserver's PolicyError: Forbidden's code, whatever went wrong.
+        const outcome: Decision = refused
+          ? { allowed: false, message: mutatingPolicyDenied(policy.name, binding.name, result.errors[0]!), code: 403 }
+          : result.patch.length > 0
+            ? { allowed: true, patch: [...result.patch] }
+            : APPROVED;
+        keepPolicyRun(inv.request, placed.name, {
+          spec: policy.spec,
+          outcome,
+          ...(result.decidedBy ? { decidedBy: result.decidedBy } : {}),
+          ...(result.failure ? { failure: result.failure } : {}),
+          ...(result.failureMessage !== undefined ? { failureMessage: result.failureMessage } : {}),
+          annotations: [],
+          cost,
+        });
+        return outcome;
+      }
     },
     describe: () => ({
       ...describeBinding(placed, placement.entry, policy, binding, 'mutate', {}),

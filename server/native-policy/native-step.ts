@@ -13,6 +13,7 @@ import type { Mode } from '../config/step-options.js';
 import { REASON_CODES, specReadsNamespaceObject } from '../policy/policy-spec.js';
 import { keepPolicyRun } from '../policy/policy-runs.js';
 import { reviewCel } from '../policy/review-cel.js';
+import { withAnswers } from '../policy/authorizer-session.js';
 import { placedFields } from '../steps/placement.js';
 import type { Step } from '../steps/step.js';
 import { celParams, paramsOfBinding } from './binding-params.js';
@@ -105,39 +106,47 @@ export function createNativeStep(
     needsObject: false,
     ownWords: true,
     readsNamespaceObject: specReadsNamespaceObject(policy.spec, policy.spec.matchConditions),
-    invoke(inv): Decision {
-      const budget = reviewCel(inv.request).budget;
-      const before = budget.remaining;
-      const result = decide(policy, params, inv.request, inv.plainObject);
-      const { decisions, annotations } = result;
-      let denial: Decision = APPROVED;
-      let audited = false;
-      for (const decision of decisions) {
-        for (const action of actions) {
-          if (action === 'Deny' && denial.allowed) {
-            const message = deniedRequest(policy.name, binding.name, decision.message);
-            denial = { allowed: false, message, code: REASON_CODES[decision.reason] };
-          } else if (action === 'Warn') {
-            inv.warn(validationFailedWarning(policy.name, binding.name, decision.message));
-          } else if (action === 'Audit' && !audited) {
-            // The apiserver keeps the first value of its one key.
-            audited = true;
-            inv.annotate(
-              VALIDATION_FAILURE_KEY,
-              validationFailureValue({
-                message: decision.message,
-                policy: policy.name,
-                binding: binding.name,
-                expressionIndex: decision.index,
-                validationActions: binding.validationActions,
-              }),
-            );
+    invoke(inv): Decision | Promise<Decision> {
+      const cel = reviewCel(inv.request);
+      // Every expression of the binding, run again when its authorization checks need answers (authorizer-session.ts).
+      const decided = withAnswers(cel, inv.signal, () => {
+        const before = cel.budget.remaining;
+        const result = decide(policy, params, inv.request, inv.plainObject);
+        return { result, cost: before - cel.budget.remaining };
+      });
+      return decided instanceof Promise ? decided.then(act) : act(decided);
+
+      function act({ result, cost }: { result: NativePolicyResult; cost: number }): Decision {
+        const { decisions, annotations } = result;
+        let denial: Decision = APPROVED;
+        let audited = false;
+        for (const decision of decisions) {
+          for (const action of actions) {
+            if (action === 'Deny' && denial.allowed) {
+              const message = deniedRequest(policy.name, binding.name, decision.message);
+              denial = { allowed: false, message, code: REASON_CODES[decision.reason] };
+            } else if (action === 'Warn') {
+              inv.warn(validationFailedWarning(policy.name, binding.name, decision.message));
+            } else if (action === 'Audit' && !audited) {
+              // The apiserver keeps the first value of its one key.
+              audited = true;
+              inv.annotate(
+                VALIDATION_FAILURE_KEY,
+                validationFailureValue({
+                  message: decision.message,
+                  policy: policy.name,
+                  binding: binding.name,
+                  expressionIndex: decision.index,
+                  validationActions: binding.validationActions,
+                }),
+              );
+            }
           }
         }
+        for (const { key, value } of annotations) inv.annotate(auditAnnotationKey(policy.name, key), value);
+        keepRun(inv.request, placed.name, policy.spec, result, denial, cost);
+        return denial;
       }
-      for (const { key, value } of annotations) inv.annotate(auditAnnotationKey(policy.name, key), value);
-      keepRun(inv.request, placed.name, policy.spec, result, denial, before - budget.remaining);
-      return denial;
     },
     describe: () => ({
       ...describeBinding(placed, placement.entry, policy, binding, 'validate', {

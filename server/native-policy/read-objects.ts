@@ -118,11 +118,17 @@ function readPolicyOf(r: Reader, doc: Record<string, unknown>, fields: readonly 
     matchConstraints: readMatchResources(r, spec.matchConstraints, 'spec.matchConstraints', true),
     ...(paramKind ? { paramKind } : {}),
     spec: {
-      ...readPolicySpec(r, spec, 'spec'),
+      // Its expressions may check authorization, as the apiserver's may (its messageExpressions aside).
+      ...readPolicySpec(r, spec, 'spec', { authorizer: true }),
       // A policy's conditions may read its params, as the apiserver's do.
       matchConditions:
-        readMatchConditions(r, spec.matchConditions, 'spec.matchConditions', [...CONDITION_DECLARATIONS, 'params']) ??
-        [],
+        readMatchConditions(
+          r,
+          spec.matchConditions,
+          'spec.matchConditions',
+          [...CONDITION_DECLARATIONS, 'params'],
+          true,
+        ) ?? [],
     },
   };
   return { policy, spec };

@@ -9,6 +9,7 @@ import {
   evaluate,
   lazyVariables,
   withVariables,
+  UNBOUND_AUTHORIZER,
   type Activation,
   type CostBudget,
   type EvalResult,
@@ -110,6 +111,47 @@ function cut(text: string, maxBytes: number): string {
   return Buffer.from(text, 'utf8').subarray(0, maxBytes).toString('utf8');
 }
 
+const readsAuthorizer = new WeakMap<NativePolicySpec, boolean>();
+
+/** Whether any expression of the policy names `authorizer`. */
+function specReadsAuthorizer(spec: NativePolicySpec): boolean {
+  let reads = readsAuthorizer.get(spec);
+  if (reads === undefined) {
+    const programs = [
+      ...spec.variables.map((v) => v.program),
+      ...spec.validations.map((v) => v.program),
+      ...spec.auditAnnotations.map((a) => a.program),
+      ...spec.matchConditions.map((c) => c.program),
+    ];
+    readsAuthorizer.set(spec, (reads = programs.some((p) => p.readsAuthorizer)));
+  }
+  return reads;
+}
+
+/**
+ * The values a policy's messageExpressions and auditAnnotations read. The apiserver evaluates them apart, each
+ * list with its variables evaluated again and no authorizer bound, so that a variable that checks authorization
+ * fails there; a policy that checks none reads the validations' own values (the same, with its variables kept).
+ */
+function unboundValues(
+  spec: NativePolicySpec,
+  base: Activation,
+  values: Activation,
+  budget: CostBudget,
+): () => Activation {
+  if (!specReadsAuthorizer(spec)) return () => values;
+  let made: Activation | undefined;
+  return () => {
+    if (made) return made;
+    const plain: Activation = { ...base, authorizer: UNBOUND_AUTHORIZER };
+    const fresh: Activation = withVariables(
+      plain,
+      lazyVariables(programsOf(spec), () => fresh, budget),
+    );
+    return (made = fresh);
+  };
+}
+
 /** Evaluates `spec` on `base` (the request's values with `params` set) under `failurePolicy`. */
 export function validatePolicy(
   spec: NativePolicySpec,
@@ -124,6 +166,7 @@ export function validatePolicy(
 
   const variables: PolicyVariables = lazyVariables(programsOf(spec), () => values, budget);
   const values = withVariables(base, variables);
+  const unbound = unboundValues(spec, base, values, budget);
   const decisions: PolicyDecision[] = [];
   let decidedBy: ExpressionRef | undefined;
   let failure: Extract<EvalResult, { ok: false }> | undefined;
@@ -149,7 +192,7 @@ export function validatePolicy(
       // As cel-go's `!= types.True`: a result that is not true, of whatever type, fails the validation.
       decisions.push({
         evaluation: 'deny',
-        message: failureMessage(validation, values, budget),
+        message: failureMessage(validation, unbound(), budget),
         reason: validation.reason,
         index,
       });
@@ -157,7 +200,7 @@ export function validatePolicy(
   }
   const annotations: { key: string; value: string }[] = [];
   for (const annotation of spec.auditAnnotations) {
-    const result = evaluate(annotation.program, values, budget);
+    const result = evaluate(annotation.program, unbound(), budget);
     if (!result.ok) {
       decisions.push(...onError(expressionError(annotation.program.expression, result)));
     } else if (typeof result.value === 'string') {

@@ -139,7 +139,7 @@ export function runMutations(
   const params = options.params ?? null;
   // Not the review's shared values (review-cel.ts): those are kept by the object, which the mutate phase edits.
   const baseFor = (object: KubeObject): Activation => ({
-    ...activation({ object, oldObject: request.oldObject, request: plainRequest }),
+    ...activation({ object, oldObject: request.oldObject, request: plainRequest, authorizer: cel.authorizer }),
     params,
   });
   let base: Activation;

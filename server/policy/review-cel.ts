@@ -4,10 +4,15 @@
  * spend more than one review may. Kept by the review's request object, so it goes when the review does.
  */
 import type { AdmissionRequest, KubeObject } from '../admission/types.js';
-import { activation, createCostBudget, type Activation, type CostBudget } from '../cel/index.js';
+import { activation, CelAuthorizer, createCostBudget, type Activation, type CostBudget } from '../cel/index.js';
+import { accessCheckerOf, ReviewAuthorizer } from './authorizer-session.js';
 
 export interface ReviewCel {
   readonly budget: CostBudget;
+  /** The review's authorization checks (authorizer-session.ts). */
+  readonly questions: ReviewAuthorizer;
+  /** `authorizer`, as the request's user (authz.ts). */
+  readonly authorizer: CelAuthorizer;
   /**
    * The values for `object`; made again only when a step sees another object than the last one, or the same one
    * at another `version` (the mutate phase edits its working copy in place: it passes its count of changes).
@@ -33,12 +38,32 @@ export function requestValue(request: AdmissionRequest): Omit<AdmissionRequest, 
   return rest;
 }
 
+/** `authorizer` for the request's user, `authorizer.requestResource` the request's resource. */
+export function authorizerFor(request: AdmissionRequest, questions: ReviewAuthorizer): CelAuthorizer {
+  const { username, uid, groups, extra } = request.userInfo ?? {};
+  return new CelAuthorizer(
+    questions,
+    { username: username ?? '', ...(uid ? { uid } : {}), ...(groups ? { groups } : {}), ...(extra ? { extra } : {}) },
+    {
+      group: request.resource?.group ?? '',
+      resource: request.resource?.resource ?? '',
+      subresource: request.subResource ?? '',
+      namespace: request.namespace ?? '',
+      name: request.name ?? '',
+    },
+  );
+}
+
 function create(request: AdmissionRequest): ReviewCel {
   let madeFor: KubeObject | null | undefined;
   let madeAt = 0;
   let values: Activation | undefined;
+  const questions = new ReviewAuthorizer(accessCheckerOf(request));
+  const authorizer = authorizerFor(request, questions);
   return {
     budget: createCostBudget(),
+    questions,
+    authorizer,
     valuesFor(object, version = 0) {
       if (values === undefined || madeFor !== (object ?? null) || madeAt !== version) {
         madeFor = object ?? null;
@@ -49,6 +74,7 @@ function create(request: AdmissionRequest): ReviewCel {
           oldObject: request.oldObject,
           request: requestValue(request),
           namespaceObject: namespaces.get(request),
+          authorizer,
         });
       }
       return values;

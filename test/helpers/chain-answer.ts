@@ -1,6 +1,7 @@
 /**
  * The answer a real reviewer gives to one request with a chain written as gateway.yaml's `chain:` (plugin-free
- * entries: policies, native policies), on a route, with the namespace source a test gives (standalone by default).
+ * entries: policies, native policies), on a route, with the namespace source a test gives (standalone by default)
+ * and, when given, where policies' authorization checks are asked.
  */
 import { Registry } from 'prom-client';
 import type { AdmissionRequest, AdmissionResponse } from '../../server/admission/types.js';
@@ -11,6 +12,7 @@ import {
   createReviewer,
   standaloneNamespaceLabels,
   type NamespaceLabelSource,
+  type ReviewerDeps,
 } from '../../server/dispatch/reviewer.js';
 import { selectionOf, type Route } from '../../server/http/routes.js';
 import { createMetrics } from '../../server/metrics/metrics.js';
@@ -24,6 +26,7 @@ export async function chainAnswer(
   request: AdmissionRequest,
   route: Route,
   namespaceLabels: NamespaceLabelSource = standaloneNamespaceLabels,
+  more: Pick<ReviewerDeps, 'accessChecker'> = {},
 ): Promise<AdmissionResponse> {
   const config = parseConfig(`chain:\n${chain}`);
   const steps = createChain(buildPluginSteps(config.chain, createPluginRegistry([]), config.file));
@@ -34,6 +37,7 @@ export async function chainAnswer(
     namespaceLabels,
     deadlineMarginMs: 250,
     defaultTimeoutMs: 10_000,
+    ...more,
   });
   return (await reviewer.review(request, selectionOf(route))).response;
 }

@@ -564,7 +564,11 @@ describe('manifests/ files', function () {
       const delegation = all<V1ClusterRoleBinding>(base, 'ClusterRoleBinding').filter(
         (b) => b.roleRef.name === 'system:auth-delegator',
       );
-      assert.equal(delegation.length, 1, 'system:auth-delegator (create tokenreviews, subjectaccessreviews) is bound');
+      assert.equal(
+        delegation.length,
+        1,
+        "system:auth-delegator (create tokenreviews, subjectaccessreviews: the ops port and policies' authorizer) is bound",
+      );
       const readers = Object.fromEntries(
         all<V1ClusterRole>(base, 'ClusterRole')
           .filter((r) => r.rules!.some((rule) => rule.nonResourceURLs))
