@@ -54,14 +54,14 @@ export function authorizerFor(request: AdmissionRequest, questions: ReviewAuthor
   );
 }
 
-function create(request: AdmissionRequest): ReviewCel {
+function create(request: AdmissionRequest, clock: (() => number) | undefined): ReviewCel {
   let madeFor: KubeObject | null | undefined;
   let madeAt = 0;
   let values: Activation | undefined;
   const questions = new ReviewAuthorizer(accessCheckerOf(request));
   const authorizer = authorizerFor(request, questions);
   return {
-    budget: createCostBudget(),
+    budget: createCostBudget(clock ? { clock } : {}),
     questions,
     authorizer,
     valuesFor(object, version = 0) {
@@ -82,11 +82,14 @@ function create(request: AdmissionRequest): ReviewCel {
   };
 }
 
-/** The review's shared CEL state, made by its first policy step. */
-export function reviewCel(request: AdmissionRequest): ReviewCel {
+/**
+ * The review's shared CEL state, made by its first policy step; `clock` (a test's own) is the one its time limits
+ * read, given by whoever makes it.
+ */
+export function reviewCel(request: AdmissionRequest, clock?: () => number): ReviewCel {
   let state = reviews.get(request);
   if (state === undefined) {
-    state = create(request);
+    state = create(request, clock);
     reviews.set(request, state);
   }
   return state;
