@@ -48,6 +48,8 @@ import {
 } from './tls/serving-certificate.js';
 import type { CertificateSource } from './tls/certificate-source.js';
 import { startTracing } from './tracing/start-tracing.js';
+import { availablePlugins } from '../plugins/index.js';
+import { createLargeReviewLane, type LargeReviewLane } from './lane/large-review-lane.js';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -80,6 +82,11 @@ export interface GatewayOptions {
    * callers the apiserver authenticates and allows to `get` the path. Without it, the ops port is plain HTTP.
    */
   readonly opsAccess?: OpsAccessOptions;
+  /**
+   * The module whose export `name` lists `plugins`, for the workers of the large-review lane to load them from
+   * (server.largeReviews). Without it the lane runs only when `plugins` are the compiled-in ones.
+   */
+  readonly pluginsModule?: { readonly url: string; readonly name: string };
 }
 
 export interface Gateway {
@@ -149,6 +156,28 @@ function fanOut<T>(sinks: ReadonlyArray<(value: T) => void>): ((value: T) => voi
   return (value) => {
     for (const sink of sinks) sink(value);
   };
+}
+
+/**
+ * The large-review lane of `server.largeReviews`, when it can run: workers on, the configuration's text known
+ * (a worker reads it again) and the plugins a module the workers can load.
+ */
+function largeReviewLane(
+  options: GatewayOptions,
+  deps: Omit<Parameters<typeof createLargeReviewLane>[0], 'config' | 'workerData'>,
+): LargeReviewLane | undefined {
+  const { config } = options;
+  const plugins =
+    options.pluginsModule ??
+    (options.plugins === availablePlugins
+      ? { url: new URL('../plugins/index.js', import.meta.url).href, name: 'availablePlugins' }
+      : undefined);
+  if (config.server.largeReviews.workers === 0 || !config.source || !plugins) return undefined;
+  return createLargeReviewLane({
+    ...deps,
+    config: config.server.largeReviews,
+    workerData: { config: { ...config.source, file: config.file }, plugins },
+  });
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
@@ -257,6 +286,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     'review memory and connections bounded',
   );
 
+  const lane = largeReviewLane(options, {
+    chain: () => chains.current(),
+    metrics,
+    log,
+    namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
+    ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
+    ...(traces.size > 0 ? { traces } : {}),
+    ...(recorder ? { recorder } : {}),
+  });
+
   const webhookServer = https.createServer(
     // Keep-alive beyond the apiserver's idle timeout (90 s) so pooled connections are not cut under it.
     { ...secureContextOptions(material), ...connectionOptions(serverConfig), keepAliveTimeout: 95_000 },
@@ -270,6 +309,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         bodyTiming: serverConfig,
         budget,
         draining: () => closing,
+        ...(lane ? { lane } : {}),
       }),
     ),
   );
@@ -390,6 +430,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const untilBound = () =>
           new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, boundAt - Date.now())).unref());
         await Promise.race([chains.close(), untilBound()]);
+        await lane?.close();
         // The spans of the last reviews are exported within what is left of the bound.
         if (tracing) await Promise.race([tracing.shutdown().catch(() => undefined), untilBound()]);
         // The probes answer (readiness 503) until the very end.

@@ -9,7 +9,7 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import { checkContentType, decodeReview, encodeReview, type DecodedReview } from '../admission/codec.js';
 import { errored } from '../admission/responses.js';
 import { parseTimeoutParam } from '../admission/timeout.js';
-import { ADMISSION_V1, type AdmissionResponse } from '../admission/types.js';
+import { ADMISSION_V1, type AdmissionApiVersion, type AdmissionResponse } from '../admission/types.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Reviewer } from '../dispatch/reviewer.js';
 import type { StepSelection } from '../chain/chain.js';
@@ -31,6 +31,16 @@ export interface ReviewServices {
   readonly maxRequestBytes: number;
   /** How fast a body must arrive. */
   readonly bodyTiming: BodyTiming;
+  /** Where reviews too large for the event loop run instead (server/lane/); none: every review runs here. */
+  readonly lane?: ReviewLane;
+}
+
+/** A lane that runs the reviews it takes elsewhere than on the event loop, and answers them itself. */
+export interface ReviewLane {
+  /** Whether it takes the review of a body this long (in characters). */
+  takes(bodyChars: number): boolean;
+  /** Decodes, runs and answers the review of `body`; throws as readReview and runReview do. */
+  run(ctx: ReviewContext, body: string): Promise<void>;
 }
 
 /** One review request's state (`ctx.state`), filled in as its middleware run. */
@@ -39,6 +49,8 @@ export interface ReviewState {
   lease: ByteLease;
   /** The decoded review, once its body has been read. */
   review?: DecodedReview;
+  /** What an answer echoes of a review decoded elsewhere (a lane), once known. */
+  echo?: { readonly uid: string; readonly apiVersion: AdmissionApiVersion };
 }
 
 export type ReviewContext = ParameterizedContext<ReviewState, ReviewServices>;
@@ -50,7 +62,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * client-go, which the apiserver calls webhooks with, retries a 429 carrying Retry-After after that many
  * seconds (up to ten times, within the webhook's timeout): a shed review comes back once memory is free.
  */
-const SHED_RETRY_AFTER_SECONDS = 1;
+export const SHED_RETRY_AFTER_SECONDS = 1;
 
 /**
  * From this many objects and arrays a review takes turns with other work (ReviewOptions.large): a Pod of a
@@ -105,6 +117,7 @@ export const answerInProtocol: ReviewMiddleware = async (ctx, next) => {
 export const readReview: ReviewMiddleware = async (ctx, next) => {
   checkContentType(ctx.req.headers['content-type']);
   const body = await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming);
+  if (ctx.lane?.takes(body.length)) return ctx.lane.run(ctx, body);
   let review: DecodedReview;
   try {
     review = decodeReview(body);
@@ -162,8 +175,9 @@ function answerError(ctx: ReviewContext, err: unknown): void {
   const { metrics, log } = ctx;
   const route = ctx.path.slice(1);
   const decodeError = err instanceof ReviewDecodeError ? err : undefined;
-  const uid = ctx.state.review?.request.uid ?? decodeError?.uid ?? '';
-  const apiVersion = ctx.state.review?.apiVersion ?? decodeError?.apiVersion ?? ADMISSION_V1;
+  const { review, echo } = ctx.state;
+  const uid = review?.request.uid ?? echo?.uid ?? decodeError?.uid ?? '';
+  const apiVersion = review?.apiVersion ?? echo?.apiVersion ?? decodeError?.apiVersion ?? ADMISSION_V1;
   if (err instanceof BudgetExceededError && !err.never) {
     metrics.shedReviews.inc({ reason: 'inflight_bytes' });
     log.warn(
@@ -190,7 +204,7 @@ function answerError(ctx: ReviewContext, err: unknown): void {
 const TIMEOUT_PARAM = /(?:^|&)timeout=([^&]*)/;
 
 /** `?timeout=` as the apiserver sends it (URLSearchParams would cost more than the rest of the routing). */
-function timeoutParam(querystring: string): number | undefined {
+export function timeoutParam(querystring: string): number | undefined {
   const m = querystring ? TIMEOUT_PARAM.exec(querystring) : null;
   if (!m) return undefined;
   let value: string;

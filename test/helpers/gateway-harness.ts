@@ -43,6 +43,8 @@ export interface HarnessOptions {
   readonly onExtensionServed?: GatewayOptions['onExtensionServed'];
   /** Guard the ops port (HTTPS, callers checked by an apiserver), as cluster mode does with server.opsAuth kube. */
   readonly opsAccess?: GatewayOptions['opsAccess'];
+  /** Where the large-review lane's workers load the plugins from (GatewayOptions.pluginsModule). */
+  readonly pluginsModule?: GatewayOptions['pluginsModule'];
 }
 
 let sharedBundle: CertificateBundle | undefined;
@@ -205,6 +207,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       ...(options.namespaceLabels ? { namespaceLabels: options.namespaceLabels } : {}),
       ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
       ...(options.opsAccess ? { opsAccess: options.opsAccess } : {}),
+      ...(options.pluginsModule ? { pluginsModule: options.pluginsModule } : {}),
     });
     const ca = await readFile(join(dir, 'ca.crt'));
     const client = new Agent({ connect: { ca } });

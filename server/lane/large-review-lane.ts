@@ -1,0 +1,222 @@
+/**
+ * The lane of large reviews (`server.largeReviews`): a review whose body is over the threshold is decoded, run
+ * through the chain and encoded in a worker thread (worker-pool.ts, lane-worker.ts), so that the event loop
+ * serving ordinary reviews, probes and metrics is held by it only to hand it over and write its answer. What
+ * the review does is the main lane's: the same reviewer on the same configuration's chain; its memory weighed
+ * against the same budget (its body while it waits, then its objects once the worker has decoded it: a review
+ * the budget cannot hold is shed as the main lane sheds it); its metric updates, decision trace, recording
+ * line and shadow entries brought back to the main thread's registry, trace buffer and recorder. Reviews whose
+ * chain has remote providers stay in the main lane: a provider's breaker and connection pool are the process's.
+ */
+import { encodeReview } from '../admission/codec.js';
+import { errored } from '../admission/responses.js';
+import { ReviewDecodeError } from '../admission/review-decode-error.js';
+import { ADMISSION_V1 } from '../admission/types.js';
+import type { BindableLogger } from '../base/log.js';
+import type { Chain } from '../chain/chain.js';
+import type { LargeReviewsConfig } from '../config/types.js';
+import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
+import type { TraceBuffer } from '../explain/trace-buffer.js';
+import { WEIGHT_PER_CONTAINER } from '../http/byte-budget.js';
+import { SHED_RETRY_AFTER_SECONDS, answer, type ReviewContext, type ReviewLane } from '../http/review-middleware.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { Recorder } from '../recording/recorder.js';
+import type { ShadowStepTrace } from '../trace/step-report.js';
+import { logRecord } from './forwarded-log.js';
+import type { FromWorker, JobMessage, LaneWorkerData, MainCall, ToWorker } from './lane-messages.js';
+import { replayMetricCalls } from './metric-calls.js';
+import { restoredKept } from './portable-trace.js';
+import { WorkerPool } from './worker-pool.js';
+
+/** Kept traces whose shadow entries may still come: the oldest are let go past this many. */
+const MAX_SHADOW_PENDING = 1024;
+
+export interface LargeReviewLaneDeps {
+  readonly config: LargeReviewsConfig;
+  /** What the workers start with: the configuration's source and the plugins' module. */
+  readonly workerData: Omit<LaneWorkerData, 'listens' | 'namespaceReferences'>;
+  readonly chain: () => Chain;
+  readonly metrics: Metrics;
+  readonly log: BindableLogger;
+  readonly namespaceLabels: NamespaceLabelSource;
+  readonly onExtensionServed?: (extension: string) => void;
+  /** Where kept traces go (absent: none are kept). */
+  readonly traces?: TraceBuffer;
+  /** Where sampled reviews are recorded (absent: none are). */
+  readonly recorder?: Recorder;
+}
+
+export interface LargeReviewLane extends ReviewLane {
+  /** Stops the workers (reviews still in them are lost). */
+  close(): Promise<void>;
+}
+
+/** Whether any of the chain's steps, live or shadow, is a remote provider's. */
+const hasProviders = (chain: Chain): boolean =>
+  [...chain.steps, ...chain.shadowOf('mutate'), ...chain.shadowOf('validate')].some((s) => s.source === 'provider');
+
+export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLane {
+  const { config, metrics, log } = deps;
+  const shadowPending = new Map<number, { entries: ShadowStepTrace[]; left: number }>();
+
+  const answerCall = async (call: MainCall): Promise<unknown> => {
+    const source = deps.namespaceLabels;
+    if (call.method === 'labels') return source.labels(call.namespace);
+    return source.extensions?.(call.namespace);
+  };
+
+  const onMessage = (message: FromWorker, reply: (message: ToWorker) => void): void => {
+    switch (message.type) {
+      case 'metrics':
+        return replayMetricCalls(metrics, message.metrics);
+      case 'log':
+        return logRecord(log, message.record);
+      case 'served':
+        return deps.onExtensionServed?.(message.extension);
+      case 'call':
+        return void answerCall(message).then(
+          (value) => reply({ type: 'reply', call: message.call, value }),
+          (err: unknown) => reply({ type: 'reply', call: message.call, error: String(err) }),
+        );
+    }
+  };
+
+  const pool = new WorkerPool({
+    workers: config.workers,
+    queue: config.queue,
+    workerData: {
+      ...deps.workerData,
+      listens: deps.traces !== undefined || deps.recorder !== undefined,
+      namespaceReferences: deps.namespaceLabels.extensions !== undefined,
+    },
+    message: onMessage,
+    broken: (err) => log.error({ err: err.message }, 'large-review lane stopped: large reviews run on the event loop'),
+  });
+
+  /** The trace the worker kept, into the buffer; its later shadow entries are awaited. */
+  const keepTrace = (id: number, message: Extract<JobMessage, { type: 'answer' }>): void => {
+    if (!message.kept || !deps.traces) return;
+    const restored = restoredKept(message.kept, deps.chain());
+    if (!restored) return;
+    deps.traces.addKept(restored.kept);
+    const { shadow } = restored;
+    const left = (message.kept.input.shadowSteps ?? 0) - (shadow?.length ?? 0);
+    if (!shadow || left <= 0) return pool.forget(id);
+    shadowPending.set(id, { entries: shadow, left });
+    if (shadowPending.size > MAX_SHADOW_PENDING) {
+      const oldest = shadowPending.keys().next().value!;
+      shadowPending.delete(oldest);
+      pool.forget(oldest);
+    }
+  };
+
+  const addShadow = (id: number, entry: ShadowStepTrace): void => {
+    const pending = shadowPending.get(id);
+    if (!pending) return;
+    pending.entries.push(entry);
+    if (--pending.left > 0) return;
+    shadowPending.delete(id);
+    pool.forget(id);
+  };
+
+  let nextId = 0;
+
+  return {
+    takes(bodyChars) {
+      return bodyChars > config.thresholdBytes && config.workers > 0 && !pool.broken && !hasProviders(deps.chain());
+    },
+
+    run(ctx: ReviewContext, body: string): Promise<void> {
+      const id = nextId++;
+      const route = ctx.path.slice(1);
+      const { lease } = ctx.state;
+      const { traceparent, tracestate } = ctx.req.headers;
+      return new Promise<void>((resolve, reject) => {
+        const fail = (err: Error) => {
+          pool.forget(id);
+          reject(err);
+        };
+        const handle = pool.submit(
+          {
+            type: 'review',
+            id,
+            body,
+            route,
+            query: ctx.querystring,
+            ...(typeof traceparent === 'string' ? { traceparent } : {}),
+            ...(typeof tracestate === 'string' ? { tracestate } : {}),
+            receivedAt: Date.now(),
+            record: deps.recorder?.samples(route) ?? false,
+          },
+          {
+            lost: fail,
+            message(message) {
+              switch (message.type) {
+                case 'decoded': {
+                  ctx.state.echo = { uid: message.uid, apiVersion: message.apiVersion };
+                  try {
+                    lease.take(message.containers * WEIGHT_PER_CONTAINER);
+                  } catch (err) {
+                    handle?.send({ type: 'drop', id });
+                    // Its body is let go now, as readReview lets a shed review's go.
+                    lease.release();
+                    return fail(err as Error);
+                  }
+                  return handle?.send({ type: 'proceed', id });
+                }
+                case 'refused':
+                  lease.release();
+                  return fail(new ReviewDecodeError(message.message, message.status, message.uid, message.apiVersion));
+                case 'failed':
+                  replayMetricCalls(metrics, message.metrics);
+                  return fail(new Error(message.message));
+                case 'answer': {
+                  replayMetricCalls(metrics, message.metrics);
+                  const answered =
+                    typeof message.body === 'string'
+                      ? message.body
+                      : Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
+                  lease.force(answered.length);
+                  answer(ctx, 200, answered);
+                  if (message.record) {
+                    const { record } = message;
+                    const uid = ctx.state.echo?.uid ?? '';
+                    deps.recorder?.append(uid, () => {
+                      if ('line' in record) return record.line;
+                      throw new Error(record.error);
+                    });
+                  }
+                  keepTrace(id, message);
+                  if (!shadowPending.has(id)) pool.forget(id);
+                  return resolve();
+                }
+                case 'shadow':
+                  return addShadow(id, message.entry);
+              }
+            },
+          },
+        );
+        if (handle) return;
+        // Full: shed as the memory budget sheds, the body let go at once.
+        lease.release();
+        metrics.shedReviews.inc({ reason: 'large_review_lane' });
+        log.warn(
+          { route, jobs: pool.jobs, workers: config.workers, queue: config.queue },
+          'large review shed: every large-review worker busy and the queue full (answered 429, the apiserver retries)',
+        );
+        answer(
+          ctx,
+          429,
+          encodeReview(
+            ADMISSION_V1,
+            errored('', 429, 'the gateway runs as many large reviews as it may (server.largeReviews); retry'),
+          ),
+        );
+        ctx.set('Retry-After', String(SHED_RETRY_AFTER_SECONDS));
+        resolve();
+      });
+    },
+
+    close: () => pool.close(),
+  };
+}
