@@ -267,9 +267,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
 
+  const lane = largeReviewLane(options, {
+    chain: () => chains.current(),
+    metrics,
+    log,
+    namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
+    ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
+    ...(traces.size > 0 ? { traces } : {}),
+    ...(recorder ? { recorder } : {}),
+  });
+
   const limit = memoryLimit();
-  // Everything a review does not bring is loaded by now: chain, tracing, certificate.
-  const baseline = measureBaseline();
+  // Everything a review does not bring is loaded by now: chain, tracing, certificate; the lane's workers, which
+  // start when the first large review comes, are counted at what each holds once started.
+  const baseline = measureBaseline() + (lane?.workersBytes ?? 0);
   const budget = new ByteBudget(
     serverConfig.maxInflightBytes ?? defaultInflightBytes(limit, baseline, serverConfig.maxRequestBytes),
     (delta) => metrics.inflightBytes.inc(delta),
@@ -285,16 +296,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     'review memory and connections bounded',
   );
-
-  const lane = largeReviewLane(options, {
-    chain: () => chains.current(),
-    metrics,
-    log,
-    namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
-    ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
-    ...(traces.size > 0 ? { traces } : {}),
-    ...(recorder ? { recorder } : {}),
-  });
 
   const webhookServer = https.createServer(
     // Keep-alive beyond the apiserver's idle timeout (90 s) so pooled connections are not cut under it.

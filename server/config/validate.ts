@@ -160,7 +160,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
 }
 
 /** Defaults of `server.largeReviews` (docs/decisions.md, "Large reviews in worker threads"). */
-export const DEFAULT_LARGE_REVIEWS: LargeReviewsConfig = { thresholdBytes: 256 * 1024, workers: 2, queue: 8 };
+export const DEFAULT_LARGE_REVIEWS: LargeReviewsConfig = { thresholdBytes: 64 * 1024, workers: 1, queue: 8 };
 
 function readLargeReviews(r: Reader, value: unknown, p: string): LargeReviewsConfig {
   const m = r.map(value, p, ['thresholdBytes', 'workers', 'queue']);

@@ -28,6 +28,12 @@ import { replayMetricCalls } from './metric-calls.js';
 import { restoredKept } from './portable-trace.js';
 import { WorkerPool } from './worker-pool.js';
 
+/**
+ * What one started worker holds: its own heap with the gateway's modules and chain loaded (measured;
+ * docs/decisions.md, "Large reviews in worker threads"). The default memory budget leaves it out.
+ */
+export const WORKER_BYTES = 40 * 1024 * 1024;
+
 /** Kept traces whose shadow entries may still come: the oldest are let go past this many. */
 const MAX_SHADOW_PENDING = 1024;
 
@@ -47,6 +53,8 @@ export interface LargeReviewLaneDeps {
 }
 
 export interface LargeReviewLane extends ReviewLane {
+  /** What its workers hold once all are started, besides the reviews in them. */
+  readonly workersBytes: number;
   /** Stops the workers (reviews still in them are lost). */
   close(): Promise<void>;
 }
@@ -217,6 +225,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       });
     },
 
+    workersBytes: config.workers * WORKER_BYTES,
     close: () => pool.close(),
   };
 }
