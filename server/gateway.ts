@@ -164,7 +164,7 @@ function fanOut<T>(sinks: ReadonlyArray<(value: T) => void>): ((value: T) => voi
  */
 function largeReviewLane(
   options: GatewayOptions,
-  deps: Omit<Parameters<typeof createLargeReviewLane>[0], 'config' | 'workerData'>,
+  deps: Omit<Parameters<typeof createLargeReviewLane>[0], 'config' | 'workerData' | 'defaultTimeoutMs'>,
 ): LargeReviewLane | undefined {
   const { config } = options;
   const plugins =
@@ -176,6 +176,7 @@ function largeReviewLane(
   return createLargeReviewLane({
     ...deps,
     config: config.server.largeReviews,
+    defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
     workerData: { config: { ...config.source, file: config.file }, plugins },
   });
 }

@@ -18,7 +18,13 @@ import type { LargeReviewsConfig } from '../config/types.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { TraceBuffer } from '../explain/trace-buffer.js';
 import { WEIGHT_PER_CONTAINER } from '../http/byte-budget.js';
-import { SHED_RETRY_AFTER_SECONDS, answer, type ReviewContext, type ReviewLane } from '../http/review-middleware.js';
+import {
+  SHED_RETRY_AFTER_SECONDS,
+  answer,
+  timeoutParam,
+  type ReviewContext,
+  type ReviewLane,
+} from '../http/review-middleware.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Recorder } from '../recording/recorder.js';
 import type { ShadowStepTrace } from '../trace/step-report.js';
@@ -34,11 +40,28 @@ import { WorkerPool } from './worker-pool.js';
  */
 export const WORKER_BYTES = 40 * 1024 * 1024;
 
+/**
+ * How long past its own timeout a review may run in a worker before the worker is stopped: the apiserver has
+ * given up on it by then, and a step computing without end would otherwise hold the worker for good.
+ */
+const STOP_AFTER_TIMEOUT_MS = 1000;
+
+/** A review's timeout as the worker will read it: `?timeout`, else the default (an unreadable one is refused there). */
+function timeoutOf(querystring: string, defaultMs: number): number {
+  try {
+    return timeoutParam(querystring) ?? defaultMs;
+  } catch {
+    return defaultMs;
+  }
+}
+
 /** Kept traces whose shadow entries may still come: the oldest are let go past this many. */
 const MAX_SHADOW_PENDING = 1024;
 
 export interface LargeReviewLaneDeps {
   readonly config: LargeReviewsConfig;
+  /** server.defaultTimeoutSeconds, in ms: a review's time without `?timeout`. */
+  readonly defaultTimeoutMs: number;
   /** What the workers start with: the configuration's source and the plugins' module. */
   readonly workerData: Omit<LaneWorkerData, 'listens' | 'namespaceReferences'>;
   readonly chain: () => Chain;
@@ -203,6 +226,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
               }
             },
           },
+          timeoutOf(ctx.querystring, deps.defaultTimeoutMs) + STOP_AFTER_TIMEOUT_MS,
         );
         if (handle) return;
         // Full: shed as the memory budget sheds, the body let go at once.

@@ -40,6 +40,10 @@ interface PoolWorker {
   ready: boolean;
   /** The job it runs (it runs one at a time). */
   job: number | undefined;
+  /** Stops the worker when its job runs past its limit. */
+  timer?: NodeJS.Timeout | undefined;
+  /** Why the pool stopped it. */
+  stopped?: string;
 }
 
 /** The ESM entry of tsx's API, from its package's exports (a worker imports it by URL, not by name). */
@@ -66,7 +70,7 @@ function startWorker(workerData: LaneWorkerData): Worker {
 
 export class WorkerPool {
   private readonly workers: PoolWorker[] = [];
-  private readonly waiting: ReviewJob[] = [];
+  private readonly waiting: Array<{ job: ReviewJob; limitMs: number }> = [];
   private readonly listeners = new Map<number, JobListener>();
   private isBroken = false;
   private closed = false;
@@ -82,15 +86,19 @@ export class WorkerPool {
     return this.workers.filter((w) => w.job !== undefined).length + this.waiting.length;
   }
 
-  /** Hands `job` to a worker, or queues it; undefined when the pool is full (or broken, or closed). */
-  submit(job: ReviewJob, listener: JobListener): JobHandle | undefined {
+  /**
+   * Hands `job` to a worker, or queues it; undefined when the pool is full (or broken, or closed). A job still
+   * running `limitMs` after it started stops its worker (a step that computes without end would hold it for
+   * good): the job is lost, and the next job gets a new worker.
+   */
+  submit(job: ReviewJob, listener: JobListener, limitMs: number): JobHandle | undefined {
     const { workers, queue } = this.options;
     if (this.isBroken || this.closed || this.jobs >= workers + queue) return undefined;
     this.listeners.set(job.id, listener);
     const idle = this.workers.find((w) => w.ready && w.job === undefined);
-    if (idle) this.dispatch(idle, job);
+    if (idle) this.dispatch(idle, job, limitMs);
     else {
-      this.waiting.push(job);
+      this.waiting.push({ job, limitMs });
       const starting = this.workers.filter((w) => !w.ready).length;
       if (this.workers.length < workers && starting < this.waiting.length) this.spawn();
     }
@@ -114,19 +122,25 @@ export class WorkerPool {
     await Promise.all(workers.map((w) => w.thread.terminate()));
   }
 
-  private dispatch(worker: PoolWorker, job: ReviewJob): void {
+  private dispatch(worker: PoolWorker, job: ReviewJob, limitMs: number): void {
     worker.job = job.id;
     worker.thread.postMessage(job);
+    worker.timer = setTimeout(() => {
+      worker.stopped = `the review ran more than ${limitMs} ms, past its deadline: its worker was stopped`;
+      void worker.thread.terminate();
+    }, limitMs);
+    worker.timer.unref();
   }
 
   private free(worker: PoolWorker): void {
+    clearTimeout(worker.timer);
     worker.job = undefined;
     this.next(worker);
   }
 
   private next(worker: PoolWorker): void {
-    const job = this.waiting.shift();
-    if (job) this.dispatch(worker, job);
+    const next = this.waiting.shift();
+    if (next) this.dispatch(worker, next.job, next.limitMs);
   }
 
   private spawn(): void {
@@ -162,10 +176,11 @@ export class WorkerPool {
     const at = this.workers.indexOf(worker);
     if (at < 0) return;
     this.workers.splice(at, 1);
+    clearTimeout(worker.timer);
     if (worker.job !== undefined) {
       const listener = this.listeners.get(worker.job);
       this.listeners.delete(worker.job);
-      listener?.lost(err);
+      listener?.lost(worker.stopped ? new Error(worker.stopped) : err);
     }
     if (!worker.ready && !this.closed) return this.break(err);
     if (this.waiting.length > 0 && !this.closed) this.spawn();
@@ -174,7 +189,7 @@ export class WorkerPool {
   private break(err: Error): void {
     if (this.isBroken) return;
     this.isBroken = true;
-    for (const job of this.waiting.splice(0)) {
+    for (const { job } of this.waiting.splice(0)) {
       const listener = this.listeners.get(job.id);
       this.listeners.delete(job.id);
       listener?.lost(err);

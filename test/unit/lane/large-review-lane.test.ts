@@ -44,6 +44,13 @@ async function gateway(chain: object[], lanes: Lanes): Promise<Harness> {
 
 const PODS = { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['*'], resources: ['pods'] }] };
 
+/** A `spins-until` entry for the Pods labelled `size: <size>`. */
+const spinsOn = (size: string, file: string, maxMs: number) => ({
+  plugin: 'spins-until',
+  match: { ...PODS, objectSelector: { matchLabels: { size } } },
+  settings: { file, maxMs },
+});
+
 /** A chain with a mutating plugin, warn-mode validators, a CEL policy and a shadow step. */
 const SHIPPED_LIKE = [
   {
@@ -217,13 +224,7 @@ describe('the large-review lane', function () {
 
   it('answers probes and ordinary reviews while a worker holds a large review', async () => {
     const release = join(await tempDir(), 'release');
-    const chain = [
-      {
-        plugin: 'spins-until',
-        match: { ...PODS, objectSelector: { matchLabels: { size: 'large' } } },
-        settings: { file: release, maxMs: 20_000 },
-      },
-    ];
+    const chain = [spinsOn('large', release, 20_000)];
     const lane = await start(chain, { workers: 1 });
     const large = largePod('bf1c2d3e-4a5b-4c6d-8e7f-901234567890') as { request: { object: { metadata: object } } };
     large.request.object.metadata = { ...large.request.object.metadata, labels: { size: 'large' } };
@@ -236,6 +237,32 @@ describe('the large-review lane', function () {
     assert.equal(answered, undefined, 'the large review is still in its worker');
     await writeFile(release, '');
     assert.equal((await pending).status, 200);
+  });
+});
+
+describe('the large-review lane, a step that computes past its deadline', function () {
+  this.timeout(60_000);
+  let lane: Harness | undefined;
+  afterEach(() => lane?.close());
+
+  it('stops its worker (500), and the next large review gets a new one', async () => {
+    const chain = [spinsOn('endless', join(await tempDir(), 'never'), 30_000)];
+    lane = await gateway(chain, { workers: 1 });
+    const endless = largePod('cf1c2d3e-4a5b-4c6d-8e7f-901234567890') as { request: { object: { metadata: object } } };
+    endless.request.object.metadata = { ...endless.request.object.metadata, labels: { size: 'endless' } };
+    // The worker started (its start-up would otherwise eat the endless review's second).
+    assert.equal(
+      (await lane.review('/mutate', largePod('ef1c2d3e-4a5b-4c6d-8e7f-901234567890'))).response.allowed,
+      true,
+    );
+    const stopped = await lane.post('/mutate?timeout=1s', endless);
+    assert.equal(stopped.status, 500);
+    assert.match(
+      (stopped.body as { response: { status: { message: string } } }).response.status.message,
+      /ran more than 2000 ms, past its deadline: its worker was stopped/,
+    );
+    const next = await lane.review('/mutate', largePod('df1c2d3e-4a5b-4c6d-8e7f-901234567890'));
+    assert.equal(next.response.allowed, true);
   });
 });
 
