@@ -6,50 +6,61 @@
 //      (the review's values made CEL values once, a cost budget, the ten evaluations).
 //   2. A quadratic walk of the 40,000-container Pod: wall time until it is refused with cost_exceeded (making
 //      the Pod's values and the evaluation), and CPU.
+//   4. A mutating policy (a JSONPatch label and an ApplyConfiguration sidecar, as the README's examples) on the
+//      ordinary Pod: CPU per review of its mutations (server/policy/mutations.ts runMutations), no target.
+//   3. A quadratic walk of the same Pod that fails on every pair (the engine throws and catches an Error for
+//      each): few units, long work, refused when its time is up; and a review of five such validations, refused
+//      when the review's time is up. Every other review waits this long.
 // Prints one JSON line last (run.mjs reads it), and PASS/FAIL against the targets before it.
 /* global process, console, structuredClone */
 import fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { URL, fileURLToPath, pathToFileURL } from 'node:url';
 import { CEL_TARGETS } from './cel-targets.mjs';
+import { CONTAINERS, RULES } from './restricted-rules.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const cel = await import(pathToFileURL(`${ROOT}dist/server/cel/index.js`).href);
+const { parseConfigText } = await import(pathToFileURL(`${ROOT}dist/server/config/load.js`).href);
+const { runMutations } = await import(pathToFileURL(`${ROOT}dist/server/policy/mutations.js`).href);
 const fixture = JSON.parse(fs.readFileSync(`${ROOT}test/fixtures/reviews/pod-create.json`, 'utf8'));
 
-const SC = 'object.spec.securityContext';
-const CONTAINERS =
-  'object.spec.containers + object.spec.?initContainers.orValue([]) + object.spec.?ephemeralContainers.orValue([])';
-/** The restricted profile of the Pod Security Standards, one validation a rule, as a policy would write them. */
-const RULES = [
-  // Host namespaces
-  '!object.spec.?hostNetwork.orValue(false) && !object.spec.?hostPID.orValue(false) && !object.spec.?hostIPC.orValue(false)',
-  // Privileged containers
-  'variables.containers.all(c, !c.?securityContext.?privileged.orValue(false))',
-  // Host ports
-  'variables.containers.all(c, c.?ports.orValue([]).all(p, p.?hostPort.orValue(0) == 0))',
-  // Volume types
-  'object.spec.?volumes.orValue([]).all(v, has(v.configMap) || has(v.csi) || has(v.downwardAPI) || has(v.emptyDir) || ' +
-    'has(v.ephemeral) || has(v.persistentVolumeClaim) || has(v.projected) || has(v.secret))',
-  // Sysctls
-  `${SC}.?sysctls.orValue([]).all(s, s.name in ['kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', ` +
-    `'net.ipv4.ip_unprivileged_port_start', 'net.ipv4.tcp_syncookies', 'net.ipv4.ping_group_range', ` +
-    `'net.ipv4.ip_local_reserved_ports', 'net.ipv4.tcp_keepalive_time', 'net.ipv4.tcp_fin_timeout', ` +
-    `'net.ipv4.tcp_keepalive_intvl', 'net.ipv4.tcp_keepalive_probes'])`,
-  // Privilege escalation
-  'variables.containers.all(c, c.?securityContext.?allowPrivilegeEscalation.orValue(true) == false)',
-  // Running as non-root
-  `variables.containers.all(c, c.?securityContext.?runAsNonRoot.orValue(${SC}.?runAsNonRoot.orValue(false)))`,
-  // Running as non-root user
-  `${SC}.?runAsUser.orValue(1) != 0 && variables.containers.all(c, c.?securityContext.?runAsUser.orValue(1) != 0)`,
-  // Seccomp
-  `variables.containers.all(c, c.?securityContext.?seccompProfile.?type.orValue(${SC}.?seccompProfile.?type.orValue('')) ` +
-    `in ['RuntimeDefault', 'Localhost'])`,
-  // Capabilities
-  "variables.containers.all(c, 'ALL' in c.?securityContext.?capabilities.?drop.orValue([]) && " +
-    "c.?securityContext.?capabilities.?add.orValue([]).all(a, a == 'NET_BIND_SERVICE'))",
-];
 const QUADRATIC = "object.spec.containers.all(c, !object.spec.containers.exists(d, d.name == c.name + '-x'))";
+/** The mutating policy: a team label from the namespace, and a log-shipper container merged by name. */
+const MUTATING = `chain:
+  - policy: team-and-logs
+    match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }] }
+    mutations:
+      - patchType: JSONPatch
+        jsonPatch:
+          expression: >
+            (has(object.metadata.labels) ? [] : [JSONPatch{op: "add", path: "/metadata/labels", value: {}}]) +
+            [JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("acme.io/team"), value: request.namespace}]
+      - patchType: ApplyConfiguration
+        applyConfiguration:
+          expression: >
+            Object{spec: Object.spec{containers: [Object.spec.containers{name: "log-shipper",
+              image: "ghcr.io/acme/log-shipper:2.1.0",
+              env: [Object.spec.containers.env{name: "POD_NAME", value: object.metadata.name}]}]}}
+`;
+
+/** CPU per review of the mutating policy's mutations on the fixture's Pod (a request of its own each time). */
+function mutationCpuUs(reviews) {
+  const [entry] = parseConfigText(MUTATING, 'bench.yaml', ROOT).chain;
+  const requests = Array.from({ length: reviews }, () => structuredClone(fixture.request));
+  const first = runMutations(entry.spec, { request: requests[0], plainObject: requests[0].object });
+  if (!Array.isArray(first) || first.length !== 2) throw new Error(`the mutating policy gave ${JSON.stringify(first)}`);
+  for (let i = 0; i < 2_000; i++) {
+    const request = structuredClone(fixture.request);
+    runMutations(entry.spec, { request, plainObject: request.object });
+  }
+  const start = process.cpuUsage();
+  for (let i = 1; i < reviews; i++) runMutations(entry.spec, { request: requests[i], plainObject: requests[i].object });
+  const used = process.cpuUsage(start);
+  return { cpuUsPerReview: round((used.user + used.system) / (reviews - 1)), operations: first.length };
+}
+
+const FAILING = 'object.spec.containers.all(c, object.spec.containers.exists(d, int(d.name) == 1) || true)';
 
 function compile(expression, variables) {
   const compiled = cel.compile(expression, { variables, resultType: 'bool' });
@@ -73,7 +84,7 @@ export function policy() {
     const values = cel.activation({ object });
     const budget = cel.createCostBudget();
     const variables = cel.lazyVariables(containers, () => values, budget);
-    const withVariables = { ...values, variables };
+    const withVariables = cel.withVariables(values, variables);
     return rules.map((rule) => cel.evaluate(rule, withVariables, budget));
   };
 }
@@ -112,6 +123,22 @@ export function measure({ reviews = 20_000, windows = 5, cutOffRuns = 5 } = {}) 
     runs.push({ ms: performance.now() - started, cpuMs: (cpuUsed.user + cpuUsed.system) / 1000, result });
   }
   const refused = runs.every((r) => !r.result.ok && r.result.reason === 'cost_exceeded');
+
+  const failing = compile(FAILING);
+  const failingRuns = [];
+  const reviewRuns = [];
+  for (let i = 0; i < cutOffRuns; i++) {
+    const values = cel.activation({ object: big });
+    let started = performance.now();
+    const result = cel.evaluate(failing, values, cel.createCostBudget());
+    failingRuns.push({ ms: performance.now() - started, result });
+    const budget = cel.createCostBudget();
+    started = performance.now();
+    const results = Array.from({ length: 5 }, () => cel.evaluate(failing, values, budget));
+    reviewRuns.push({ ms: performance.now() - started, results });
+  }
+  const cutForTime = (r) => !r.ok && r.reason === 'cost_exceeded';
+  const mutations = Array.from({ length: windows }, () => mutationCpuUs(reviews / windows / 2));
   return {
     validations: {
       rules: RULES.length,
@@ -129,7 +156,25 @@ export function measure({ reviews = 20_000, windows = 5, cutOffRuns = 5 } = {}) 
       medianCpuMs: round(median(runs.map((r) => r.cpuMs))),
       runsMs: runs.map((r) => round(r.ms)),
     },
-    limits: { perExpression: cel.createCostBudget().perExpression, perReview: cel.createCostBudget().remaining },
+    mutations: {
+      cpuUsPerReview: Math.min(...mutations.map((m) => m.cpuUsPerReview)),
+      cpuUsPerReviewWindows: mutations.map((m) => m.cpuUsPerReview),
+      operations: mutations[0].operations,
+    },
+    failingWalk: {
+      refused: failingRuns.every((r) => cutForTime(r.result)) && reviewRuns.every((r) => r.results.every(cutForTime)),
+      outcome: failingRuns[0].result.ok
+        ? 'allowed'
+        : `${failingRuns[0].result.reason}: ${failingRuns[0].result.message}`,
+      medianMs: round(median(failingRuns.map((r) => r.ms))),
+      reviewOfFiveMedianMs: round(median(reviewRuns.map((r) => r.ms))),
+      reviewOfFiveLast: reviewRuns[0].results.at(-1).message,
+    },
+    limits: {
+      perExpression: cel.createCostBudget().perExpression,
+      perReview: cel.createCostBudget().remaining,
+      reviewMs: cel.createCostBudget().millisecondsLeft,
+    },
   };
 }
 
@@ -143,6 +188,15 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(
     `  ${verdict(m.cutOff.refused && m.cutOff.medianMs <= CEL_TARGETS.cutOffMs)}  quadratic walk of a 40,000-container Pod: ` +
       `${m.cutOff.outcome} in ${m.cutOff.medianMs} ms (≤ ${CEL_TARGETS.cutOffMs}; ${m.cutOff.medianCpuMs} ms CPU)`,
+  );
+  console.log(
+    `  ${verdict(m.failingWalk.refused && m.failingWalk.reviewOfFiveMedianMs <= CEL_TARGETS.reviewStallMs)}  a quadratic walk failing ` +
+      `on every pair of 40,000 containers: ${m.failingWalk.outcome} in ${m.failingWalk.medianMs} ms; five in one review: ` +
+      `${m.failingWalk.reviewOfFiveMedianMs} ms (≤ ${CEL_TARGETS.reviewStallMs})`,
+  );
+  console.log(
+    `  info  a mutating policy (a JSONPatch label, an ApplyConfiguration sidecar): ${m.mutations.cpuUsPerReview} µs ` +
+      `CPU per review, ${m.mutations.operations} operations`,
   );
   console.log(JSON.stringify(m));
 }

@@ -14,12 +14,13 @@ import type { GatewayConfig } from './config/types.js';
 import { ReviewDecodeError } from './admission/review-decode-error.js';
 import { ConfigError, PluginRegistrationError, errorMessage } from './base/errors.js';
 import { startGateway } from './gateway.js';
+import { warnFilesOnly } from './providers/configured-chain.js';
 import { createLogger } from './base/log.js';
 import { packageVersion } from './base/version.js';
 import { auditCommand, runAuditCommand } from './commands/audit.js';
 import { runProvider } from './commands/provider.js';
 import { replayCommand, runReplay } from './commands/replay.js';
-import { reviewCommand, runReview } from './commands/review.js';
+import { reviewCommand, runReviewCommand } from './commands/review.js';
 import { runTests, testCommand } from './commands/test.js';
 import { writeRecordedTests } from './commands/test-from-recording.js';
 import { HELP, UsageError, parseCommandLine, type Values } from './commands/usage.js';
@@ -104,6 +105,7 @@ async function serve(values: Values, io: CliIO): Promise<number> {
   }
   const cluster = kc ? (await import('./kube/cluster-mode.js')).createClusterMode(kc, config, log) : undefined;
   log.info({ cluster: kc?.getCurrentCluster()?.server ?? null }, kc ? 'cluster mode' : 'standalone mode (no cluster)');
+  if (!kc) warnFilesOnly(config, log, 'there is no cluster (standalone mode)');
   // The managed certificate Secret must be read (or created) before the webhook server can listen.
   const clusterOptions = await cluster?.prepare();
   const gateway = await startGateway({
@@ -207,6 +209,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
           offline: values.offline,
           output: values.output,
           exitCode: values['exit-code'],
+          exceptions: values.exceptions,
         });
         return await runReplay(replay, await configFrom(values, io), io);
       }
@@ -230,8 +233,9 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
         const review = reviewCommand(args, values.route, values['exit-code'] === true, {
           explain: values.explain === true,
           output: values.output,
+          exceptions: values.exceptions,
         });
-        return await runReview(review, await configFrom(values, io), io);
+        return await runReviewCommand(review, await configFrom(values, io), io);
       }
     }
   } catch (err) {

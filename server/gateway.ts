@@ -50,6 +50,9 @@ import type { CertificateSource } from './tls/certificate-source.js';
 import { startTracing } from './tracing/start-tracing.js';
 import { availablePlugins } from '../plugins/index.js';
 import { createLargeReviewLane, type LargeReviewLane } from './lane/large-review-lane.js';
+import { createExceptionLabels } from './exceptions/exception-label.js';
+import { loadExceptions, type WatchedExceptions } from './exceptions/watched-exceptions.js';
+import type { GatewayException } from './exceptions/exception.js';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -64,6 +67,8 @@ export interface GatewayOptions {
   readonly onProviderChange?: (runtime: ProviderRuntime) => void;
   /** Called once per object an opt-in extension served (cluster mode counts it into the provider's status). */
   readonly onExtensionServed?: (extension: string) => void;
+  /** Called once per review per exception it used (cluster mode counts it into the exception's status). */
+  readonly onExceptionUsed?: (exception: GatewayException) => void;
   /** More readiness conditions (e.g. the provider watch has synced). */
   readonly readiness?: readonly ReadinessCheck[];
   /**
@@ -91,6 +96,8 @@ export interface GatewayOptions {
 
 export interface Gateway {
   readonly metrics: Metrics;
+  /** The exceptions in force: those of `exceptions.files`, and the cluster's as cluster mode sets them. */
+  readonly exceptions: WatchedExceptions;
   readonly reviewer: Reviewer;
   /** https://host:port of the webhook server. */
   readonly webhookUrl: string;
@@ -230,6 +237,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (recorder) reviewSinks.push((reviewed) => recorder.offer(reviewed));
   const onReviewed = fanOut(reviewSinks);
 
+  const exceptionLabel = createExceptionLabels();
+  const exceptions = await loadExceptions(config.exceptions, {
+    onApplied: (step, exception) =>
+      metrics.exceptionsApplied.inc({ step, exception: exceptionLabel(exception), mode: exception.mode }),
+    ...(options.onExceptionUsed ? { onUsed: options.onExceptionUsed } : {}),
+  });
   const tracing = await startTracing(config.tracing, { log, metrics });
   const reviewer = createReviewer({
     chain: () => chains.current(),
@@ -244,6 +257,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // The annotation names a kept trace: the reviews the buffer keeps get it.
     ...(config.explain.auditAnnotation && traces.size > 0 ? { annotateTrace: config.explain.keep } : {}),
     shadow: new ShadowRunner({ metrics, log, now: () => performance.now() }),
+    exceptions,
   });
 
   const authorizer = createAuthorizer({
@@ -403,6 +417,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   return {
     metrics,
+    exceptions,
     reviewer,
     webhookUrl,
     opsUrl,

@@ -10,17 +10,12 @@
  */
 import type { ConfigurationOptions, CoreV1Api, KubeConfig, ObservableMiddleware } from '@kubernetes/client-node';
 import type { KubeObject } from '../admission/types.js';
+import { namespaceForPolicies } from '../admission/namespace-object.js';
 import { errorMessage } from '../base/errors.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
-import {
-  MANAGED_BY,
-  MANAGED_BY_LABEL,
-  REPORT_GROUP,
-  REPORT_NAME,
-  REPORT_VERSION,
-  type PolicyReport,
-} from './reports.js';
+import { MANAGED_BY, MANAGED_BY_LABEL } from '../base/managed-by.js';
+import { REPORT_GROUP, REPORT_NAME, REPORT_VERSION, type PolicyReport } from './reports.js';
 import type { AuditTarget, DiscoveredGroup, DiscoveredResource } from './targets.js';
 
 export interface ListedPage {
@@ -187,26 +182,29 @@ export function createAuditCluster(kc: KubeConfig): AuditCluster {
 }
 
 /**
- * Namespace labels for namespaceSelector from the cluster, one GET per namespace per run (kept as the promise,
- * so concurrent reviews of one namespace share it). A namespace that cannot be read has no labels.
+ * Namespace labels for namespaceSelector, and namespaces for `namespaceObject`, from the cluster: one GET per
+ * namespace per run (kept as the promise, so concurrent reviews of one namespace share it). A namespace that
+ * cannot be read has no labels and is null.
  */
 export function namespaceLabelsFromCluster(kc: KubeConfig, signal: AbortSignal): NamespaceLabelSource {
   let core: Promise<{ kube: KubeClient; api: CoreV1Api }> | undefined;
-  const cache = new Map<string, Promise<Labels | undefined>>();
+  const cache = new Map<string, Promise<{ labels: Labels; object: KubeObject } | undefined>>();
+  const read = (namespace: string) => {
+    let found = cache.get(namespace);
+    if (!found) {
+      core ??= kubeClient().then((kube) => ({ kube, api: kc.makeApiClient(kube.CoreV1Api) }));
+      found = core
+        .then(({ kube, api }) => api.readNamespace({ name: namespace }, callOptions(kube, signal)))
+        .then(
+          (ns) => ({ labels: ns.metadata?.labels ?? {}, object: namespaceForPolicies(ns) }),
+          () => undefined,
+        );
+      cache.set(namespace, found);
+    }
+    return found;
+  };
   return {
-    labels(namespace) {
-      let found = cache.get(namespace);
-      if (!found) {
-        core ??= kubeClient().then((kube) => ({ kube, api: kc.makeApiClient(kube.CoreV1Api) }));
-        found = core
-          .then(({ kube, api }) => api.readNamespace({ name: namespace }, callOptions(kube, signal)))
-          .then(
-            (ns) => ns.metadata?.labels ?? {},
-            () => undefined,
-          );
-        cache.set(namespace, found);
-      }
-      return found;
-    },
+    labels: (namespace) => read(namespace).then((found) => found?.labels),
+    object: (namespace) => read(namespace).then((found) => found?.object),
   };
 }

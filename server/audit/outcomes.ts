@@ -8,6 +8,8 @@
  * - failed (error, timeout, open circuit) → `error` with the reason and message;
  * - skipped because the audit's request is a dry run and the step declares side effects → `skip`: the step does
  *   apply to the object, but the audit cannot run it without its side effects;
+ * - skipped because an exception lets the object off the step → `skip`, naming the exception and until when, the
+ *   answer admission gives the object (README "Exceptions");
  * - skipped because its rules, selectors or `attach: OptIn` leave the object out → no result: the step would
  *   not apply to the object if enforced, and a `skip` for every object some other step matches would bury the
  *   results that matter.
@@ -15,12 +17,12 @@
 import type { DecisionTrace } from '../trace/decision-trace.js';
 import { shown } from '../steps/policy.js';
 import type { StepReport } from '../trace/step-report.js';
-import { DRY_RUN_WITH_SIDE_EFFECTS } from '../steps/skip-reasons.js';
+import { DRY_RUN_WITH_SIDE_EFFECTS, EXEMPTED_BY_EXCEPTION } from '../steps/skip-reasons.js';
 
 export type PolicyResult = 'pass' | 'fail' | 'warn' | 'error' | 'skip';
 
-/** One step's result for one object. */
-export interface StepResult {
+/** One step's PolicyReport result for one object. */
+export interface StepPolicyResult {
   readonly step: string;
   readonly result: PolicyResult;
   readonly message?: string;
@@ -33,7 +35,11 @@ export interface StepResult {
 export function stepMessages(trace: DecisionTrace | undefined): Map<string, string> {
   const messages = new Map<string, string>();
   for (const step of trace?.steps ?? []) {
-    if (step.message !== undefined) messages.set(step.step, shown(step.message));
+    if (step.message === undefined) continue;
+    // A policy step's refusal names its validation, as its failure names the expression that failed.
+    const decided = step.policy?.decidedBy;
+    const validation = step.outcome === 'denied' && decided?.result === 'false' ? `${decided.field}: ` : '';
+    messages.set(step.step, shown(`${validation}${step.message}`));
   }
   return messages;
 }
@@ -42,8 +48,8 @@ export function stepMessages(trace: DecisionTrace | undefined): Map<string, stri
 export function stepResults(
   reports: readonly StepReport[],
   messages: ReadonlyMap<string, string> | undefined,
-): StepResult[] {
-  const results: StepResult[] = [];
+): StepPolicyResult[] {
+  const results: StepPolicyResult[] = [];
   for (const report of reports) {
     const message = messages?.get(report.step);
     switch (report.outcome) {
@@ -70,6 +76,8 @@ export function stepResults(
             result: 'skip',
             message: 'not run: the step declares side effects, and the audit reviews as a dry run',
           });
+        } else if (report.reason?.startsWith(EXEMPTED_BY_EXCEPTION)) {
+          results.push({ step: report.step, result: 'skip', message: report.reason });
         }
         break;
       case 'no_opinion':

@@ -12,6 +12,7 @@ import type { Logger } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
+import type { ExceptionSource } from '../exceptions/exception-source.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { audit, auditReviewLog } from './audit.js';
 import { apiErrorMessage, createAuditCluster } from './cluster.js';
@@ -25,6 +26,8 @@ export interface PeriodicAuditOptions {
   /** The gateway's metrics, for the audit's own. */
   readonly metrics: Metrics;
   readonly log: Logger;
+  /** The exceptions in force, the cluster's included, as admission applies them. */
+  readonly exceptions?: ExceptionSource | undefined;
 }
 
 export interface PeriodicAudit {
@@ -58,6 +61,7 @@ export function startPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudit
           deadlineMarginMs: config.server.deadlineMarginMs,
           defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
           gatewayNamespace: config.server.service.namespace,
+          exceptions: options.exceptions,
           signal: stopping.signal,
         },
         { dryRun: false },

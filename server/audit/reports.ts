@@ -9,6 +9,7 @@
  * about 1 KiB, and the largest report (audit.maxResultsPerReport at most 1500) within etcd's limit.
  */
 import { clip } from '../base/limits.js';
+import { MANAGED_BY, MANAGED_BY_LABEL } from '../base/managed-by.js';
 import type { PolicyResult } from './outcomes.js';
 import {
   noCounts,
@@ -25,8 +26,6 @@ export const REPORT_VERSION = 'v1alpha2';
 export const REPORT_API_VERSION = `${REPORT_GROUP}/${REPORT_VERSION}`;
 /** The name of every report the gateway writes, and its field manager. */
 export const REPORT_NAME = 'admission-gateway';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'admission-gateway';
 /** `source` of every result. */
 export const RESULT_SOURCE = 'admission-gateway';
 export const SUMMARY_ANNOTATION = 'admissiongateway.io/audit-summary';

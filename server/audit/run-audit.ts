@@ -18,6 +18,7 @@ import { effectiveFailurePolicy } from '../steps/policy.js';
 import { createReviewer, type NamespaceLabelSource, type Reviewer } from '../dispatch/reviewer.js';
 import type { Step } from '../steps/step.js';
 import type { AuditConfig } from '../config/types.js';
+import { uncounted, type ExceptionSource } from '../exceptions/exception-source.js';
 import { selectionOf } from '../http/routes.js';
 import { ALWAYS_EXCLUDED, EXCLUDE_LABEL } from '../manifests/render.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -65,6 +66,8 @@ export interface AuditDeps {
   readonly gatewayNamespace: string;
   /** Only this step. */
   readonly step?: string | undefined;
+  /** The exceptions in force (README "Exceptions"): a step one lets an object off is its `skip`. */
+  readonly exceptions?: ExceptionSource | undefined;
   /** Stops the run early (shutdown). */
   readonly signal?: AbortSignal;
   readonly now?: () => Date;
@@ -88,8 +91,13 @@ function isMatch(value: unknown): value is Match {
 }
 
 /** The validating steps to audit. */
+/**
+ * The validating steps an audit runs: the live ones and the shadow ones, which are candidates for enforcement
+ * (a shadow native policy's bindings act as if bound with Deny), run here as live steps.
+ */
 export function stepsToAudit(chain: Chain, only: string | undefined): readonly Step[] {
-  const steps = chain.stepsOf('validate');
+  const shadow = chain.shadowOf('validate').map(({ shadow: _shadow, ...step }): Step => step);
+  const steps = [...chain.stepsOf('validate'), ...shadow];
   if (only === undefined) return steps;
   const found = steps.filter((s) => s.name === only);
   if (found.length === 0) {
@@ -218,6 +226,8 @@ export async function runAudit(deps: AuditDeps): Promise<AuditRun> {
     namespaceLabels: deps.namespaceLabels,
     deadlineMarginMs: deps.deadlineMarginMs,
     defaultTimeoutMs: deps.defaultTimeoutMs,
+    // The audit's reviews are no requests: what they are let off is not counted as admission's use.
+    ...(deps.exceptions ? { exceptions: uncounted(deps.exceptions) } : {}),
     // Traced reviews: the trace has each step's own message (a warn step's denial is otherwise a warning).
     onReviewed: () => undefined,
   });

@@ -3,7 +3,7 @@
  * exist. Printed by `admission-gateway audit` and written into each report (annotation). Pure.
  */
 import type { Mode } from '../config/step-options.js';
-import type { PolicyResult, StepResult } from './outcomes.js';
+import type { PolicyResult, StepPolicyResult } from './outcomes.js';
 
 /** What the audit knows of a step. */
 export interface AuditedStep {
@@ -23,7 +23,7 @@ export interface ObjectRef {
 
 export interface AuditedObject {
   readonly ref: ObjectRef;
-  readonly results: readonly StepResult[];
+  readonly results: readonly StepPolicyResult[];
 }
 
 export type Counts = Record<PolicyResult, number>;

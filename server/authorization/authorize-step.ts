@@ -1,13 +1,20 @@
 /**
  * One step of the authorize chain (`POST /authorize`): an in-process plugin's `authorize` hook, or a remote
- * provider that speaks SubjectAccessReview. A step forbids (`{ deny: reason }`) or has no opinion
- * (undefined); it can never grant.
+ * provider that speaks SubjectAccessReview. A step forbids (`{ denied: true, reason }`) or has no opinion
+ * (`{ denied: false }`); it can never grant.
  */
 import type { Logger } from '../base/log.js';
 import type { AuthorizationAttributes } from './attributes.js';
 import type { AuthorizeMatch, CompiledAuthorizeMatch } from './authorize-match.js';
 
-export type AuthorizeVerdict = { readonly deny: string } | undefined;
+/**
+ * What the authorize path comes to, for one step and for the chain alike: forbidden with a reason (the chain's
+ * names the step that forbids), or no opinion.
+ */
+export type AuthorizeDecision = { readonly denied: true; readonly reason: string } | { readonly denied: false };
+
+/** No opinion: one object for every such decision. */
+export const NO_OPINION: AuthorizeDecision = Object.freeze({ denied: false });
 
 export interface AuthorizeCall {
   readonly attributes: AuthorizationAttributes;
@@ -27,7 +34,7 @@ export interface AuthorizeStep {
   readonly timeoutMs: number;
   readonly match: CompiledAuthorizeMatch;
   readonly matchSpec: AuthorizeMatch;
-  invoke(call: AuthorizeCall): AuthorizeVerdict | Promise<AuthorizeVerdict>;
+  invoke(call: AuthorizeCall): AuthorizeDecision | Promise<AuthorizeDecision>;
   /** Describes the step for `/chain`. */
   describe(): Readonly<Record<string, unknown>>;
 }

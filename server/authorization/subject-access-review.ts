@@ -11,7 +11,7 @@ import type {
   ResourceAttributesWire,
   SelectorRequirement,
 } from './attributes.js';
-import type { AuthorizeVerdict } from './authorize-step.js';
+import { NO_OPINION, type AuthorizeDecision } from './authorize-step.js';
 
 export const SAR_V1 = 'authorization.k8s.io/v1';
 export const SAR_V1BETA1 = 'authorization.k8s.io/v1beta1';
@@ -218,7 +218,7 @@ export function encodeSubjectAccessReviewRequest(a: AuthorizationAttributes): st
  * provider cannot grant through the gateway, so `allowed: true` counts as no opinion too. An answer that is
  * not a v1 SubjectAccessReview with a status is an error.
  */
-export function readSubjectAccessReviewAnswer(body: string): AuthorizeVerdict {
+export function readSubjectAccessReviewAnswer(body: string): AuthorizeDecision {
   let answer: unknown;
   try {
     answer = JSON.parse(body);
@@ -230,7 +230,10 @@ export function readSubjectAccessReviewAnswer(body: string): AuthorizeVerdict {
   }
   const { status } = answer;
   if (!isMap(status)) throw new SubjectAccessReviewError('the answer has no status');
-  if (status.denied !== true) return undefined;
+  if (status.denied !== true) return NO_OPINION;
   const reason = typeof status.reason === 'string' && status.reason ? status.reason : 'denied';
-  return { deny: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}…` : reason };
+  return {
+    denied: true,
+    reason: reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}…` : reason,
+  };
 }

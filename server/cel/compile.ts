@@ -11,6 +11,7 @@ import { instrument } from './instrument.js';
 import { type Position, positionAt } from './position.js';
 import { RegexError, compileRegex } from './regex.js';
 import { missingFunction, missingVariable } from './unavailable.js';
+import { type MessageTypes, rewriteMessages } from './message-syntax.js';
 
 export interface CompileOptions {
   /** The top-level variables the expression may read (default: all of them). */
@@ -19,6 +20,8 @@ export interface CompileOptions {
   readonly variables?: readonly string[];
   /** The type the result must have (`dyn`, which is only known at review time, is let through). */
   readonly resultType?: 'bool' | 'string';
+  /** The message constructions the expression may write (a mutation's `JSONPatch{…}`, `Object{…}`). */
+  readonly messages?: MessageTypes;
 }
 
 /** A compiled expression. Only evaluate() runs it. */
@@ -26,8 +29,14 @@ export interface CelProgram {
   readonly expression: string;
   /** The result's type as the checker sees it: `bool`, `string`, `dyn`, `list<string>`, ... */
   readonly resultType: string;
+  /** The names under `variables` it reads itself (not those its variables read), in order of first use. */
+  readonly variablesRead: readonly string[];
+  /** It names `namespaceObject`, which the review then looks up (a namespace is only read when something reads it). */
+  readonly readsNamespaceObject: boolean;
   /** The engine's callable (evaluate.ts calls it inside a cost meter). */
   readonly run: (activation: Readonly<Record<string, unknown>>) => unknown;
+  /** Where an offset of the compiled text is in `expression`, when they differ (message-syntax.ts). */
+  readonly originOf?: (offset: number) => number;
 }
 
 export interface CompileError {
@@ -55,12 +64,17 @@ function failure(expression: string, code: string, message: string, offset: numb
 }
 
 /** The engine's error as ours: its one-line summary and where it points. */
-function fromEngine(expression: string, err: unknown, fallbackCode: string): CompileResult {
+function fromEngine(
+  expression: string,
+  err: unknown,
+  fallbackCode: string,
+  originOf: (offset: number) => number,
+): CompileResult {
   if (typeof err !== 'object' || err === null) throw err;
   const e = err as EngineError;
   const code = typeof e.name === 'string' && e.name === 'ParseError' ? 'parse_error' : fallbackCode;
   const text = typeof e.summary === 'string' ? e.summary : typeof e.message === 'string' ? e.message : 'unknown error';
-  return failure(expression, code, text.split('\n')[0] ?? text, e.range?.start ?? 0);
+  return failure(expression, code, text.split('\n')[0] ?? text, originOf(e.range?.start ?? 0));
 }
 
 interface SyntaxNode {
@@ -88,17 +102,17 @@ function* syntaxNodes(root: unknown): Generator<SyntaxNode> {
 }
 
 /** The apiserver's checks the engine does not make: functions and variables we lack, regex literals. */
-function precheck(expression: string, root: unknown): CompileResult | undefined {
+function precheck(expression: string, root: unknown, originOf: (offset: number) => number): CompileResult | undefined {
   for (const node of syntaxNodes(root)) {
     if (node.op === 'id' && typeof node.args === 'string') {
       const missing = missingVariable(node.args);
-      if (missing) return failure(expression, 'unavailable_variable', missing, node.start);
+      if (missing) return failure(expression, 'unavailable_variable', missing, originOf(node.start));
     }
     if (node.op !== 'call' && node.op !== 'rcall') continue;
     const name = (node.args as unknown[])[0] as string;
     const args = (node.op === 'call' ? (node.args as unknown[])[1] : (node.args as unknown[])[2]) as SyntaxNode[];
     const missing = missingFunction(name, args.length);
-    if (missing) return failure(expression, 'unavailable_function', missing, node.start);
+    if (missing) return failure(expression, 'unavailable_function', missing, originOf(node.start));
     if (name === 'matches' || name === 'find' || name === 'findAll') {
       const pattern = node.op === 'call' ? args[1] : args[0];
       if (pattern?.op === 'value' && typeof pattern.args === 'string') {
@@ -106,7 +120,7 @@ function precheck(expression: string, root: unknown): CompileResult | undefined 
           compileRegex(pattern.args);
         } catch (err) {
           if (!(err instanceof RegexError)) throw err;
-          return failure(expression, 'invalid_regex', err.message, pattern.start);
+          return failure(expression, 'invalid_regex', err.message, originOf(pattern.start));
         }
       }
     }
@@ -114,20 +128,45 @@ function precheck(expression: string, root: unknown): CompileResult | undefined 
   return undefined;
 }
 
+/** The fields of `variables` the tree selects (`variables.x`, `variables.?x`). */
+function variablesReadBy(root: unknown): string[] {
+  const names = new Set<string>();
+  for (const node of syntaxNodes(root)) {
+    if (node.op !== '.' && node.op !== '.?') continue;
+    const [target, field] = node.args as [SyntaxNode, unknown];
+    if (target.op === 'id' && target.args === 'variables' && typeof field === 'string') names.add(field);
+  }
+  return [...names];
+}
+
+/** Whether the tree names the top-level variable `name`. */
+function readsIdentifier(root: unknown, name: string): boolean {
+  for (const node of syntaxNodes(root)) if (node.op === 'id' && node.args === name) return true;
+  return false;
+}
+
 export function compile(expression: string, options: CompileOptions = {}): CompileResult {
   if (expression.length > MAX_EXPRESSION_LENGTH)
     return failure(expression, 'too_long', `the expression is longer than ${MAX_EXPRESSION_LENGTH} characters`, 0);
+  let source = expression;
+  let originOf = (offset: number): number => offset;
+  if (options.messages !== undefined) {
+    const rewritten = rewriteMessages(expression, options.messages);
+    if (!rewritten.ok) return failure(expression, 'parse_error', rewritten.message, rewritten.offset);
+    source = rewritten.text;
+    originOf = rewritten.originOf;
+  }
   const env = environmentFor(options.declarations ?? DECLARATIONS, options.variables);
   let parsed: Parsed;
   try {
-    parsed = env.parse(expression);
+    parsed = env.parse(source);
   } catch (err) {
-    return fromEngine(expression, err, 'parse_error');
+    return fromEngine(expression, err, 'parse_error', originOf);
   }
-  const pre = precheck(expression, parsed.ast);
+  const pre = precheck(expression, parsed.ast, originOf);
   if (pre) return pre;
   const checked = parsed.check();
-  if (!checked.valid) return fromEngine(expression, checked.error, 'type_error');
+  if (!checked.valid) return fromEngine(expression, checked.error, 'type_error', originOf);
   const resultType = checked.type ?? 'dyn';
   if (options.resultType !== undefined && resultType !== options.resultType && resultType !== 'dyn')
     return failure(
@@ -136,13 +175,18 @@ export function compile(expression: string, options: CompileOptions = {}): Compi
       `the expression gives ${resultType}, where ${options.resultType} is expected`,
       0,
     );
+  const variablesRead = options.variables === undefined ? [] : variablesReadBy(parsed.ast);
+  const readsNamespaceObject = readsIdentifier(parsed.ast, 'namespaceObject');
   instrument(parsed.ast, OVERRIDES);
   return {
     ok: true,
     program: Object.freeze({
       expression,
       resultType,
+      variablesRead,
+      readsNamespaceObject,
       run: (activation: Readonly<Record<string, unknown>>): unknown => parsed(activation),
+      ...(source !== expression ? { originOf } : {}),
     }),
   };
 }

@@ -8,7 +8,13 @@
  *
  * Evaluation is synchronous, so the meter of the one under way is a module variable that the engine's wrapped
  * nodes (instrument.ts) and the library functions charge.
+ *
+ * Units price what cel-go does; here some work takes far longer than its units say (the engine makes, throws and
+ * catches an Error for every element an all() or exists() absorbs an error from), and every other review waits
+ * while one is evaluated. So an evaluation also has a time limit, what its units allow at NANOSECONDS_PER_UNIT,
+ * and the review all its expressions' time (docs/decisions.md, "A time limit beside the cost limit").
  */
+import { performance } from 'node:perf_hooks';
 
 /** The apiserver's per-expression limit (`PerCallLimit` in k8s.io/apiserver/pkg/apis/cel), and ours. */
 export const PER_EXPRESSION_COST_LIMIT = 1_000_000;
@@ -18,6 +24,13 @@ export const PER_EXPRESSION_COST_LIMIT = 1_000_000;
  * while one is evaluated, so a review gets half that (docs/decisions.md).
  */
 export const PER_REVIEW_COST_LIMIT = 5_000_000;
+/**
+ * The longest a unit may take on average before an evaluation is cut for time: a few times what the engine
+ * takes for a unit of ordinary work (docs/decisions.md).
+ */
+export const NANOSECONDS_PER_UNIT = 500;
+/** Charges between two looks at the clock: often enough to stop within milliseconds, rarely enough to cost nothing. */
+const CLOCK_INTERVAL = 1024;
 /** cel-go's `StringTraversalCostFactor`: a tenth of a unit per character or element walked. */
 export const TRAVERSAL_FACTOR = 0.1;
 
@@ -27,12 +40,26 @@ export interface CostBudget {
   remaining: number;
   /** The most one expression may spend. */
   readonly perExpression: number;
+  /** Milliseconds of evaluation left for the review: what its units allow at NANOSECONDS_PER_UNIT. */
+  millisecondsLeft: number;
+  /** Milliseconds on a monotonic clock (performance.now; a test's own). */
+  readonly clock: () => number;
 }
 
-export function createCostBudget(limits: { perReview?: number; perExpression?: number } = {}): CostBudget {
+/** The time `units` may take. */
+export const timeAllowedMs = (units: number): number => (units * NANOSECONDS_PER_UNIT) / 1e6;
+
+const monotonic = (): number => performance.now();
+
+export function createCostBudget(
+  limits: { perReview?: number; perExpression?: number; clock?: () => number } = {},
+): CostBudget {
+  const perReview = limits.perReview ?? PER_REVIEW_COST_LIMIT;
   return {
-    remaining: limits.perReview ?? PER_REVIEW_COST_LIMIT,
+    remaining: perReview,
     perExpression: limits.perExpression ?? PER_EXPRESSION_COST_LIMIT,
+    millisecondsLeft: timeAllowedMs(perReview),
+    clock: limits.clock ?? monotonic,
   };
 }
 
@@ -42,9 +69,17 @@ export class CostExceededError extends Error {
   readonly code = 'cost_exceeded';
 }
 
-interface Meter {
+/** What one evaluation may still spend (the outermost of nested ones: see metered()). */
+export interface Meter {
   remaining: number;
   exceeded: boolean;
+  /** When, on `clock`, the evaluation is cut. */
+  deadline: number;
+  clock: () => number;
+  /** Charges left before the next look at the clock. */
+  ticks: number;
+  /** It was cut for time, not for units. */
+  timedOut: boolean;
   /** Made when first needed: an Error captures a stack trace, too slow to make for every evaluation. */
   error?: CostExceededError;
 }
@@ -53,25 +88,66 @@ const exceeded = (meter: Meter): CostExceededError => (meter.error ??= new CostE
 
 let current: Meter | undefined;
 
-/** Spends `units` of the evaluation under way; throws CostExceededError once it has none left. */
+/** Whether the clock says the meter's time is up (once it has, every later look says so without the clock). */
+function overtime(meter: Meter): boolean {
+  if (!meter.timedOut) {
+    meter.ticks = CLOCK_INTERVAL;
+    if (meter.clock() <= meter.deadline) return false;
+    meter.timedOut = true;
+  }
+  meter.ticks = 0;
+  return true;
+}
+
+/** Spends `units` of the evaluation under way; throws CostExceededError once it has none left, or no time. */
 export function charge(units: number): void {
   const meter = current;
   if (meter === undefined) return;
-  if ((meter.remaining -= units) < 0) {
+  if ((meter.remaining -= units) < 0 || (--meter.ticks <= 0 && overtime(meter))) {
     meter.exceeded = true;
     throw exceeded(meter);
   }
 }
 
+const outOf = (meter: Meter): boolean => meter.remaining < 0 || meter.timedOut;
+
 /** Whether the evaluation under way has run out. */
 export function exhausted(): boolean {
-  return current !== undefined && current.remaining < 0;
+  return current !== undefined && outOf(current);
 }
 
 /** Throws when the evaluation under way has already run out (for code about to start costly work). */
 export function checkBudget(): void {
   const meter = current;
-  if (meter !== undefined && meter.remaining < 0) throw exceeded(meter);
+  if (meter !== undefined && outOf(meter)) throw exceeded(meter);
+}
+
+/**
+ * The one meter of the outermost evaluation: evaluations are synchronous, so one is under way at a time, and
+ * reusing it makes none per evaluation.
+ */
+const outermost: Meter = { remaining: 0, exceeded: false, deadline: 0, clock: monotonic, ticks: 0, timedOut: false };
+
+/** The meter under way, if an evaluation is (one starting now runs inside it: meterUnderWay() first). */
+export const meterUnderWay = (): Meter | undefined => current;
+
+/**
+ * Starts an outermost evaluation with `limit` units, to be cut at `deadline` on `clock`; its meter is good until
+ * the next one starts.
+ */
+export function startMeter(limit: number, deadline = Infinity, clock = monotonic): Meter {
+  outermost.remaining = limit;
+  outermost.exceeded = false;
+  outermost.deadline = deadline;
+  outermost.clock = clock;
+  outermost.ticks = CLOCK_INTERVAL;
+  outermost.timedOut = false;
+  return (current = outermost);
+}
+
+/** Ends the outermost evaluation. */
+export function endMeter(): void {
+  current = undefined;
 }
 
 export interface Metered<T> {
@@ -91,16 +167,15 @@ export interface Metered<T> {
  */
 export function metered<T>(limit: number, fn: () => T): Metered<T> {
   const outer = current;
-  const meter: Meter = outer ?? { remaining: limit, exceeded: false };
+  const meter = outer ?? startMeter(limit);
   const before = meter.remaining;
-  if (outer === undefined) current = meter;
   let outcome: Metered<T>['outcome'];
   try {
     outcome = { ok: true, value: fn() };
   } catch (error) {
     outcome = { ok: false, error };
   } finally {
-    if (outer === undefined) current = undefined;
+    if (outer === undefined) endMeter();
   }
   return {
     outcome,

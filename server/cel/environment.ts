@@ -1,13 +1,14 @@
 /**
  * The CEL environment: @marcbachmann/cel-js with the options and libraries the apiserver's base environment has
  * (optional types, homogeneous aggregate literals, the strings, lists, sets, regex, URL, IP, CIDR, quantity,
- * semver and format libraries), and the variables an expression may read. Building one is slow (milliseconds),
+ * semver, format and JSON Patch libraries), and the variables an expression may read. Building one is slow (milliseconds),
  * so the base is built once and each set of declared variables once.
  */
 import { Environment } from '@marcbachmann/cel-js';
 import type { Override, Overrides } from './instrument.js';
 import type { Library } from './library.js';
 import { listsLibrary } from './lists.js';
+import { optionalFieldsLibrary } from './optional-fields.js';
 import { optionalsLibrary } from './optionals.js';
 import { regexLibrary } from './regex.js';
 import { setsLibrary } from './sets.js';
@@ -17,6 +18,7 @@ import { ipLibrary } from './ip.js';
 import { urlLibrary } from './urls.js';
 import { semverLibrary } from './semver.js';
 import { formatLibrary } from './format.js';
+import { jsonPatchLibrary } from './jsonpatch.js';
 
 /** The top-level variables an expression may be given, as the apiserver names them. */
 export const DECLARATIONS = ['object', 'oldObject', 'request', 'params', 'namespaceObject'] as const;
@@ -27,6 +29,7 @@ export const MAX_EXPRESSION_LENGTH = 100_000;
 
 const LIBRARIES: readonly Library[] = [
   optionalsLibrary,
+  optionalFieldsLibrary,
   stringsLibrary,
   listsLibrary,
   setsLibrary,
@@ -36,6 +39,7 @@ const LIBRARIES: readonly Library[] = [
   quantityLibrary,
   semverLibrary,
   formatLibrary,
+  jsonPatchLibrary,
 ];
 
 /** The engine's functions the libraries implement instead (regex's `matches`). */

@@ -1,5 +1,6 @@
 /**
- * Owns the current chain: the static plugin steps plus the steps of every remote provider's runtime (a
+ * Owns the current chain: the static plugin steps, the steps of entries that change at run time (native policies
+ * read from the cluster, set whole by their watcher), plus the steps of every remote provider's runtime (a
  * StepSource, made by the `createRuntime` it is given). Provider changes (discovery results, a new set of
  * dynamic providers) rebuild the chain off the request path — coalesced, then swapped in whole. Runtimes whose
  * entry did not change are kept, so their breakers and connection pools survive a rebuild.
@@ -13,6 +14,11 @@ import type { AuthorizeStep } from '../authorization/authorize-step.js';
 
 export interface ChainManagerDeps<R extends StepSource> {
   readonly pluginSteps: readonly Step[];
+  /**
+   * The steps of entries whose steps change at run time (an `admissionPolicies` entry with `fromCluster: true`),
+   * by entry name: at first those of its files, then as `setEntrySteps` sets them.
+   */
+  readonly entrySteps?: ReadonlyMap<string, readonly Step[]>;
   /** The plugins' authorize steps. */
   readonly pluginAuthorizeSteps?: readonly AuthorizeStep[];
   readonly createRuntime: (entry: ProviderEntry, onChange: (runtime: R) => void) => Promise<R>;
@@ -27,6 +33,8 @@ export interface ChainManager<R extends StepSource = StepSource> {
   current(): Chain;
   /** Replaces the set of providers; unchanged entries keep their runtime. Resolves once the chain is rebuilt. */
   setProviders(entries: readonly ProviderEntry[]): Promise<void>;
+  /** Replaces the steps of entry `name` (one of `entrySteps`'s; any other is ignored) and swaps the chain whole. */
+  setEntrySteps(name: string, steps: readonly Step[]): void;
   runtimes(): readonly R[];
   close(): Promise<void>;
 }
@@ -34,7 +42,9 @@ export interface ChainManager<R extends StepSource = StepSource> {
 export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<R>): ChainManager<R> {
   const runtimes = new Map<string, { key: string; runtime: R }>();
   const authorize = deps.pluginAuthorizeSteps ?? [];
-  let chain = createChain(deps.pluginSteps, authorize);
+  const entrySteps = new Map(deps.entrySteps);
+  const staticSteps = () => [...deps.pluginSteps, ...[...entrySteps.values()].flat()];
+  let chain = createChain(staticSteps(), authorize);
   let pending = false;
   let closed = false;
 
@@ -43,7 +53,7 @@ export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<
     if (closed) return;
     const sources = [...runtimes.values()].map(({ runtime }) => runtime);
     chain = createChain(
-      [...deps.pluginSteps, ...sources.flatMap((runtime) => runtime.steps())],
+      [...staticSteps(), ...sources.flatMap((runtime) => runtime.steps())],
       [...authorize, ...sources.flatMap((runtime) => runtime.authorizeSteps?.() ?? [])],
     );
     deps.onChain(chain);
@@ -83,6 +93,11 @@ export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<
             .catch((err: unknown) => deps.log.warn({ provider: r.name, err: String(err) }, 'closing provider failed')),
         ),
       );
+    },
+    setEntrySteps(name, steps) {
+      if (!entrySteps.has(name)) return;
+      entrySteps.set(name, steps);
+      rebuild();
     },
     async close() {
       closed = true;

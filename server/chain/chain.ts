@@ -7,21 +7,21 @@
 import type { Phase } from '../admission/types.js';
 import { didYouMeanOrKnown } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
-import { resolveStepOptions, type FailurePolicy } from '../config/step-options.js';
+import type { FailurePolicy } from '../config/step-options.js';
 import type { ChainEntry, PluginEntry } from '../config/types.js';
 import { SettingsError } from '../plugin-api/settings.js';
 import type { PluginHandlers } from '../plugin-api/types.js';
-import { attachmentOf, indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
-import { compileMatch } from '../steps/match.js';
+import { indexExtensions, type ChainExtensions } from '../extensions/chain-extensions.js';
 import { createPluginSteps } from './plugin-step.js';
-import { createPolicyStep } from './policy-entry-step.js';
+import { createPolicySteps } from './policy-entry-step.js';
+import { buildNativeSteps } from '../native-policy/native-steps.js';
 import { createPluginAuthorizeStep } from './plugin-authorize-step.js';
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
 import type { PluginRegistry } from './plugin-registry.js';
 import { effectiveFailurePolicy } from '../steps/policy.js';
-import { declarationFields } from '../steps/declarations.js';
+import { placeEntry } from '../steps/placement.js';
 import { planSteps, type PlanProblem, type StepPlan } from '../steps/step-graph.js';
-import type { Step } from '../steps/step.js';
+import { readsNamespaceObject, type Step } from '../steps/step.js';
 
 /** Which of the chain's steps a review runs: a phase's, or only those of one effective failure policy. */
 export interface StepSelection {
@@ -43,6 +43,8 @@ export interface Chain {
   stepsOf(phase: Phase, failurePolicy?: FailurePolicy): readonly Step[];
   /** Whether any of those steps has a namespaceSelector (so the namespace's labels are needed). */
   needsNamespaceLabels(phase: Phase, failurePolicy?: FailurePolicy): boolean;
+  /** Whether any of those steps, or the phase's shadow steps, read `namespaceObject` (so the namespace is read). */
+  needsNamespaceObject(phase: Phase, failurePolicy?: FailurePolicy): boolean;
   /** The mutate phase's steps (all, or one effective failure policy's) in levels (step-graph.ts). */
   planOf(failurePolicy?: FailurePolicy): StepPlan;
   /** What is wrong with the steps' declarations; the steps concerned run as barriers meanwhile. */
@@ -62,23 +64,42 @@ export function byOrder(a: { order: number; name: string }, b: { order: number; 
   return a.order - b.order || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
 
-/** Some of a phase's steps, and whether any of them needs the namespace's labels. */
+/** Some of a phase's steps, and whether any of them needs the namespace's labels, or the namespace itself. */
 interface Selection {
   readonly steps: readonly Step[];
   readonly needsNamespaceLabels: boolean;
+  readonly needsNamespaceObject: boolean;
 }
 
 /** A phase's selections: all its steps, and those of each effective failure policy. */
 type PhaseSelections = Readonly<Record<FailurePolicy | 'all', Selection>>;
 
-function select(steps: readonly Step[]): Selection {
-  return { steps: Object.freeze(steps), needsNamespaceLabels: steps.some((s) => s.match.needsNamespaceLabels) };
+/** What the phase's shadow steps read of the namespace: they run after any selection of it, with its lookups. */
+interface ShadowReads {
+  readonly labels: boolean;
+  readonly object: boolean;
 }
 
-function phaseSelections(ordered: readonly Step[], phase: Phase): PhaseSelections {
+function select(steps: readonly Step[], shadowReads: ShadowReads): Selection {
+  return {
+    steps: Object.freeze(steps),
+    needsNamespaceLabels: shadowReads.labels || steps.some((s) => s.match.needsNamespaceLabels),
+    needsNamespaceObject: shadowReads.object || steps.some(readsNamespaceObject),
+  };
+}
+
+function phaseSelections(ordered: readonly Step[], shadow: readonly Step[], phase: Phase): PhaseSelections {
   const all = ordered.filter((s) => s.phase === phase);
-  const byPolicy = (policy: FailurePolicy) => select(all.filter((s) => effectiveFailurePolicy(s) === policy));
-  return { all: select(all), Fail: byPolicy('Fail'), Ignore: byPolicy('Ignore') };
+  const shadowReads: ShadowReads = {
+    labels: shadow.some((s) => s.match.needsNamespaceLabels),
+    object: shadow.some(readsNamespaceObject),
+  };
+  const byPolicy = (policy: FailurePolicy) =>
+    select(
+      all.filter((s) => effectiveFailurePolicy(s) === policy),
+      shadowReads,
+    );
+  return { all: select(all, shadowReads), Fail: byPolicy('Fail'), Ignore: byPolicy('Ignore') };
 }
 
 export function createChain(steps: readonly Step[], authorizeSteps: readonly AuthorizeStep[] = []): Chain {
@@ -90,8 +111,8 @@ export function createChain(steps: readonly Step[], authorizeSteps: readonly Aut
   };
   const authorize = Object.freeze([...authorizeSteps].sort(byOrder));
   const phases: Readonly<Record<Phase, PhaseSelections>> = {
-    mutate: phaseSelections(ordered, 'mutate'),
-    validate: phaseSelections(ordered, 'validate'),
+    mutate: phaseSelections(ordered, shadow.mutate, 'mutate'),
+    validate: phaseSelections(ordered, shadow.validate, 'validate'),
   };
   // A declaration found wrong in the whole phase is set aside in every selection of it.
   const { demoted, ...all } = planSteps(phases.mutate.all.steps);
@@ -106,6 +127,7 @@ export function createChain(steps: readonly Step[], authorizeSteps: readonly Aut
     shadowOf: (phase) => shadow[phase],
     stepsOf: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].steps,
     needsNamespaceLabels: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceLabels,
+    needsNamespaceObject: (phase, failurePolicy) => phases[phase][failurePolicy ?? 'all'].needsNamespaceObject,
     planOf: (failurePolicy) => plans[failurePolicy ?? 'all'],
     problems: all.problems,
     authorize,
@@ -178,20 +200,8 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
   if (authorizeHook && !plugin.authorizeMatch) {
     throw new ConfigError(file, entry.path, `plugin "${plugin.name}" returned authorize but has no authorizeMatch`);
   }
-  const { timeoutSeconds, ...options } = resolveStepOptions(entry, plugin.defaults);
-  const matchSpec = entry.match ?? plugin.match;
-  const steps = createPluginSteps(plugin, {
-    name: entry.name,
-    match: compileMatch(matchSpec),
-    matchSpec,
-    ...options,
-    timeoutMs: timeoutSeconds * 1000,
-    order: entry.order,
-    ...attachmentOf(entry),
-    ...(entry.shadow ? { shadow: true } : {}),
-    ...declarationFields(entry),
-    handlers,
-  });
+  const placement = placeEntry(entry, { match: entry.match ?? plugin.match, defaults: plugin.defaults });
+  const steps = createPluginSteps(plugin, { ...placement, handlers });
   // The authorize chain has no shadow: a shadow entry's authorize hook is not run.
   const authorize =
     authorizeHook && !entry.shadow
@@ -202,8 +212,8 @@ export function pluginEntrySteps(entry: PluginEntry, registry: PluginRegistry, f
             description: plugin.description,
             order: entry.order,
             // A step that may not block (warn, audit) fails open here too.
-            failurePolicy: options.mode === 'enforce' ? options.failurePolicy : 'Ignore',
-            timeoutMs: timeoutSeconds * 1000,
+            failurePolicy: effectiveFailurePolicy(placement),
+            timeoutMs: placement.timeoutMs,
             matchSpec: plugin.authorizeMatch!,
             authorize: authorizeHook,
           }),
@@ -222,8 +232,10 @@ export function buildPluginEntries(
     entry.kind === 'plugin'
       ? [pluginEntrySteps(entry, registry, file)]
       : entry.kind === 'policy'
-        ? [{ steps: [createPolicyStep(entry)], authorize: [] }]
-        : [],
+        ? [{ steps: createPolicySteps(entry), authorize: [] }]
+        : entry.kind === 'admissionPolicies'
+          ? [{ steps: buildNativeSteps(entry, file), authorize: [] }]
+          : [],
   );
   return { steps: built.flatMap((b) => b.steps), authorize: built.flatMap((b) => b.authorize) };
 }

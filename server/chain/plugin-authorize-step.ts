@@ -1,6 +1,11 @@
 /** Adapts a plugin's `authorize` hook to the authorize chain's step. */
 import { verbOf, type SelectorRequirement } from '../authorization/attributes.js';
-import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
+import {
+  NO_OPINION,
+  type AuthorizeCall,
+  type AuthorizeDecision,
+  type AuthorizeStep,
+} from '../authorization/authorize-step.js';
 import { compileAuthorizeMatch, type AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { Logger } from '../base/log.js';
 import { isThenable } from '../base/thenable.js';
@@ -69,10 +74,11 @@ class PluginAuthorizeContext implements AuthorizeContext {
   }
 }
 
-function toVerdict(result: AuthorizeResult): AuthorizeVerdict {
-  if (result === undefined || result === null || result.allowed) return undefined;
+/** The plugin's verdict as the authorize chain's decision: the plugin API's Verdict stops here. */
+function toDecision(result: AuthorizeResult): AuthorizeDecision {
+  if (result === undefined || result === null || result.allowed) return NO_OPINION;
   if (typeof result.message !== 'string') throw new Error('authorize returned a denial without a message');
-  return { deny: result.message };
+  return { denied: true, reason: result.message };
 }
 
 export function createPluginAuthorizeStep(options: PluginAuthorizeOptions): AuthorizeStep {
@@ -87,7 +93,7 @@ export function createPluginAuthorizeStep(options: PluginAuthorizeOptions): Auth
     matchSpec: options.matchSpec,
     invoke(call) {
       const result = authorize(new PluginAuthorizeContext(call));
-      return isThenable<AuthorizeResult>(result) ? Promise.resolve(result).then(toVerdict) : toVerdict(result);
+      return isThenable<AuthorizeResult>(result) ? Promise.resolve(result).then(toDecision) : toDecision(result);
     },
     describe: () => ({
       name: options.name,

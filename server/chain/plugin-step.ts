@@ -11,8 +11,8 @@ import type {
   ValidateContext,
   Verdict,
 } from '../plugin-api/types.js';
-import { describeAttachment } from '../extensions/chain-extensions.js';
-import type { Step, StepInvocation, StepPlacement } from '../steps/step.js';
+import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
+import type { Step, StepInvocation } from '../steps/step.js';
 
 /** The chain entry's resolved settings for one plugin (config defaults and the plugin's own applied). */
 export interface PluginStepOptions extends StepPlacement {
@@ -64,21 +64,9 @@ class PluginContext implements MutateContext, ValidateContext {
 export function createPluginSteps(plugin: Plugin<unknown, object>, options: PluginStepOptions): Step[] {
   const steps: Step[] = [];
   const common = (phase: Phase) => ({
-    name: options.name,
+    ...placedFields(options, phase),
     source: 'plugin' as const,
     phase,
-    match: options.match,
-    matchSpec: options.matchSpec,
-    failurePolicy: options.failurePolicy,
-    timeoutMs: options.timeoutMs,
-    mode: options.mode,
-    sideEffects: options.sideEffects,
-    reinvocationPolicy: phase === 'mutate' ? options.reinvocationPolicy : ('Never' as const),
-    order: options.order,
-    extension: options.extension,
-    attach: options.attach,
-    conflictGroup: options.conflictGroup,
-    ...(options.shadow ? { shadow: true } : {}),
     describe: () => ({
       name: options.name,
       source: 'plugin',
@@ -86,15 +74,7 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
       phase,
       order: options.order,
       description: plugin.description,
-      mode: options.mode,
-      failurePolicy: options.failurePolicy,
-      timeoutSeconds: options.timeoutMs / 1000,
-      sideEffects: options.sideEffects,
-      reinvocationPolicy: phase === 'mutate' ? options.reinvocationPolicy : 'Never',
-      match: options.matchSpec,
-      ...(phase === 'mutate' && options.declared ? options.declared : {}),
-      ...describeAttachment(options),
-      ...(options.shadow ? { shadow: true } : {}),
+      ...describePlacement(options, phase),
     }),
   });
 
@@ -103,7 +83,6 @@ export function createPluginSteps(plugin: Plugin<unknown, object>, options: Plug
   if (mutate) {
     steps.push({
       ...common('mutate'),
-      ...(options.declarations ? { declarations: options.declarations } : {}),
       // In-process mutators edit the object; without one (DELETE, CONNECT) there is nothing for them to do.
       needsObject: true,
       invoke(inv) {

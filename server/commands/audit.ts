@@ -13,6 +13,7 @@ import { reportsOf } from '../audit/write-reports.js';
 import { AuditSetupError } from '../audit/run-audit.js';
 import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { GatewayConfig } from '../config/types.js';
+import { loadExceptions } from '../exceptions/watched-exceptions.js';
 import { findKubeconfig, loadKubeConfig } from '../kube/kube-config.js';
 import { EXIT_DENIED, UsageError, type Values } from './usage.js';
 
@@ -114,6 +115,13 @@ export async function runAuditCommand(command: AuditCommand, config: GatewayConf
   const kc = await kubeConfigFor(command, config, io);
   const { log, metrics, chains } = await commandChain(config, io);
   const deadline = AbortSignal.timeout(config.audit.timeoutSeconds * 1000);
+  // The exceptions admission applies: the config's files and the cluster's objects, as they are now.
+  const exceptions = await loadExceptions(config.exceptions);
+  // Imported here: the Kubernetes client is loaded only where a cluster is used, never by `serve` without one.
+  const { listClusterExceptions } = await import('../kube/cluster-exceptions.js');
+  const inCluster = await listClusterExceptions(kc, { maxLifetimeMs: exceptions.maxLifetimeMs, now: exceptions.now() });
+  exceptions.setWatched(inCluster.exceptions);
+  for (const problem of inCluster.problems) io.stderr(`admission-gateway audit: exception left out: ${problem}\n`);
   let outcome: AuditOutcome;
   try {
     // Providers with discovery get one attempt, so the audit sees their handlers.
@@ -130,6 +138,7 @@ export async function runAuditCommand(command: AuditCommand, config: GatewayConf
         defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
         gatewayNamespace: config.server.service.namespace,
         step: command.step,
+        exceptions,
       },
       { dryRun: command.dryRun },
     );

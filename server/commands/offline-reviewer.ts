@@ -17,8 +17,14 @@ import {
   type Reviewer,
 } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
+import type { ExceptionSource } from '../exceptions/exception-source.js';
 import { createMetrics, type Metrics } from '../metrics/metrics.js';
-import { createChainForConfig, type ConfiguredChainDeps, type ProviderChains } from '../providers/configured-chain.js';
+import {
+  createChainForConfig,
+  warnFilesOnly,
+  type ConfiguredChainDeps,
+  type ProviderChains,
+} from '../providers/configured-chain.js';
 
 /** Warnings and errors only, unless the config asks for debug (or for less): the command's output is the result. */
 const commandLogLevel = (level: LogLevel): LogLevel => (level === 'info' ? 'warn' : level);
@@ -27,6 +33,14 @@ const commandLogLevel = (level: LogLevel): LogLevel => (level === 'info' ? 'warn
  * The chain of `config` for a command: logs on standard error in serve's format, metrics of its own; its
  * providers' calls go through `providerDispatcher` when given (`test`).
  */
+/** What an offline command is given of the process: its output, its folder, the plugins compiled in. */
+export interface CommandIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly cwd: string;
+  readonly plugins?: readonly AnyPlugin[] | undefined;
+}
+
 export async function commandChain(
   config: GatewayConfig,
   io: { readonly stderr: (text: string) => void; readonly plugins?: readonly AnyPlugin[] | undefined },
@@ -34,6 +48,7 @@ export async function commandChain(
 ): Promise<{ log: BindableLogger; metrics: Metrics; chains: ProviderChains }> {
   const log = createLogger(commandLogLevel(config.log.level), { write: io.stderr });
   const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+  warnFilesOnly(config, log, 'this command reads nothing from the cluster');
   const chains = await createChainForConfig(config, io.plugins ?? availablePlugins, {
     metrics,
     log,
@@ -52,6 +67,8 @@ export function offlineReviewer(
     readonly onReviewed?: ((reviewed: ReviewedRequest) => void) | undefined;
     /** Where namespace labels come from; without a cluster, only the name label. */
     readonly namespaceLabels?: NamespaceLabelSource | undefined;
+    /** The exceptions applied (README "Exceptions"); none without. */
+    readonly exceptions?: ExceptionSource | undefined;
   },
 ): Reviewer {
   return createReviewer({
@@ -62,5 +79,6 @@ export function offlineReviewer(
     deadlineMarginMs: deps.config.server.deadlineMarginMs,
     defaultTimeoutMs: deps.config.server.defaultTimeoutSeconds * 1000,
     ...(deps.onReviewed ? { onReviewed: deps.onReviewed } : {}),
+    ...(deps.exceptions ? { exceptions: deps.exceptions } : {}),
   });
 }

@@ -7,14 +7,13 @@
 import path from 'node:path';
 import type { AdmissionRequest } from '../admission/types.js';
 import { escapeControl } from '../base/limits.js';
-import type { AnyPlugin } from '../chain/plugin-registry.js';
 import type { ReviewResult } from '../dispatch/reviewer.js';
 import type { GatewayConfig } from '../config/types.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
 import { OfflineAnswers, offlineChain } from '../recording/offline-steps.js';
-import { RecordingLineError, parseRecordedReview, type RecordedAnswer } from '../recording/recorded-review.js';
+import type { RecordedAnswer } from '../recording/recorded-review.js';
 import { compileRedaction, type Redaction } from '../recording/redact.js';
-import { RecordingFileError, recordingLines } from '../recording/recording-file.js';
+import { RecordingFileError, recordedReviews } from '../recording/recording-file.js';
 import {
   describeRequest,
   diffAnswers,
@@ -23,7 +22,8 @@ import {
   type ReplayReport,
   type ReviewDifference,
 } from '../recording/review-diff.js';
-import { commandChain, offlineReviewer } from './offline-reviewer.js';
+import { loadExceptions } from '../exceptions/watched-exceptions.js';
+import { commandChain, offlineReviewer, type CommandIO } from './offline-reviewer.js';
 import { EXIT_CHANGED, EXIT_DENIED, UsageError } from './usage.js';
 
 export interface ReplayCommand {
@@ -31,26 +31,32 @@ export interface ReplayCommand {
   readonly offline: boolean;
   readonly output: 'text' | 'json';
   readonly exitCode: boolean;
-}
-
-export interface ReplayIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly cwd: string;
-  readonly plugins?: readonly AnyPlugin[] | undefined;
+  /** Files of exceptions applied besides the candidate's `exceptions.files` (README "Exceptions"). */
+  readonly exceptions?: readonly string[];
 }
 
 /** Checks replay's arguments before anything is read. */
 export function replayCommand(
   args: readonly string[],
-  options: { offline?: boolean | undefined; output?: string | undefined; exitCode?: boolean | undefined },
+  options: {
+    offline?: boolean | undefined;
+    output?: string | undefined;
+    exitCode?: boolean | undefined;
+    exceptions?: readonly string[] | undefined;
+  },
 ): ReplayCommand {
   const [recording, extra] = args;
   if (!recording) throw new UsageError('replay: expected the recording (an NDJSON file written by record:)');
   if (extra !== undefined) throw new UsageError(`replay: unexpected argument "${extra}" (one recording at a time)`);
   const output = options.output ?? 'text';
   if (output !== 'text' && output !== 'json') throw new UsageError(`--output: expected text or json, got "${output}"`);
-  return { recording, offline: options.offline === true, output, exitCode: options.exitCode === true };
+  return {
+    recording,
+    offline: options.offline === true,
+    output,
+    exitCode: options.exitCode === true,
+    ...(options.exceptions?.length ? { exceptions: options.exceptions } : {}),
+  };
 }
 
 /** The candidate's answer as a recording states one, its patch redacted as the recording's are. */
@@ -74,28 +80,29 @@ export function replayExitCode(report: ReplayReport, exitCode: boolean): number 
 }
 
 /** Runs the replay; returns the exit code. */
-export async function runReplay(command: ReplayCommand, config: GatewayConfig, io: ReplayIO): Promise<number> {
+export async function runReplay(command: ReplayCommand, config: GatewayConfig, io: CommandIO): Promise<number> {
   const file = path.resolve(io.cwd, command.recording);
+  // The exceptions admission would apply: the candidate's files and --exceptions, each review's judged at the
+  // time it was recorded (as admission judged it then), one without a time now.
+  let reviewedAt = Date.now();
+  const exceptions = await loadExceptions(config.exceptions, {
+    files: (command.exceptions ?? []).map((f) => path.resolve(io.cwd, f)),
+    clock: () => reviewedAt,
+  });
   const { log, metrics, chains } = await commandChain(config, io);
   const answers = new OfflineAnswers();
   try {
     // Online, providers with discovery get one attempt, as `review` gives them; offline, nothing is called.
     if (!command.offline) await Promise.all(chains.runtimes().map((r) => r.discover()));
     const chain = command.offline ? offlineChain(chains.current(), answers) : chains.current();
-    const reviewer = offlineReviewer(chain, { log, metrics, config });
+    const reviewer = offlineReviewer(chain, { log, metrics, config, exceptions });
     // The candidate's patches are compared with the recording's redacted ones, so redacted alike.
     const redaction = compileRedaction(config.record.redact);
     const differences: ReviewDifference[] = [];
     let reviews = 0;
-    for await (const { line, text } of recordingLines(file)) {
-      let recorded;
-      try {
-        recorded = parseRecordedReview(text, ROUTES);
-      } catch (err) {
-        if (err instanceof RecordingLineError) throw new RecordingFileError(`${file}: line ${line}: ${err.message}`);
-        throw err;
-      }
+    for await (const { line, review: recorded } of recordedReviews(file, ROUTES)) {
       answers.replaying(recorded, line);
+      reviewedAt = Date.parse(recorded.recordedAt) || Date.now();
       const result = await reviewer.review(recorded.request, selectionOf(recorded.route as Route));
       reviews++;
       const changes = diffAnswers(recorded.answer, answerOf(result, redaction, recorded.request));

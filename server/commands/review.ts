@@ -20,6 +20,8 @@ import { type Metrics } from '../metrics/metrics.js';
 import type { AdmissionRequest } from '../admission/types.js';
 import { reviewAsApiserver } from '../policy-test/apiserver-review.js';
 import { commandChain, offlineReviewer } from './offline-reviewer.js';
+import { loadExceptions } from '../exceptions/watched-exceptions.js';
+import type { ExceptionSource } from '../exceptions/exception-source.js';
 import { reviewInput } from './review-input.js';
 import { EXIT_DENIED, UsageError } from './usage.js';
 
@@ -31,6 +33,8 @@ export interface ReviewCommand {
   readonly exitCode: boolean;
   /** Print the decision traces instead of the answers, as text or JSON. */
   readonly explain?: 'text' | 'json';
+  /** Files of exceptions applied besides the config's `exceptions.files` (README "Exceptions"). */
+  readonly exceptions?: readonly string[];
 }
 
 export interface ReviewIO {
@@ -46,7 +50,11 @@ export function reviewCommand(
   args: readonly string[],
   route: string | undefined,
   exitCode: boolean,
-  { explain = false, output }: { explain?: boolean; output?: string | undefined } = {},
+  {
+    explain = false,
+    output,
+    exceptions,
+  }: { explain?: boolean; output?: string | undefined; exceptions?: readonly string[] | undefined } = {},
 ): ReviewCommand {
   const [source, extra] = args;
   if (!source) throw new UsageError('review: expected a file name or "-" for standard input');
@@ -67,6 +75,7 @@ export function reviewCommand(
     route: name as ReviewCommand['route'],
     exitCode,
     ...(explain ? { explain: output === 'json' ? 'json' : 'text' } : {}),
+    ...(exceptions?.length ? { exceptions } : {}),
   };
 }
 
@@ -86,10 +95,13 @@ async function readSource(command: ReviewCommand, io: ReviewIO): Promise<string>
   }
 }
 
-/** Runs the review; returns the exit code. */
-export async function runReview(command: ReviewCommand, config: GatewayConfig, io: ReviewIO): Promise<number> {
+/** Runs the `review` command: reviews the input offline and prints the answer; returns the exit code. */
+export async function runReviewCommand(command: ReviewCommand, config: GatewayConfig, io: ReviewIO): Promise<number> {
   const input = reviewInput(await readSource(command, io), command.source);
   if (input.wrapped) io.stderr(`admission-gateway review: reviewing the ${input.wrapped}\n`);
+  const exceptions = await loadExceptions(config.exceptions, {
+    files: (command.exceptions ?? []).map((file) => path.resolve(io.cwd, file)),
+  });
   const { log, metrics, chains } = await commandChain(config, io);
   try {
     // Providers with discovery get one attempt, so the offline run sees their handlers.
@@ -99,6 +111,7 @@ export async function runReview(command: ReviewCommand, config: GatewayConfig, i
       log,
       metrics,
       config,
+      exceptions,
       // The reviewer's own object: its patch values are shown in full.
       ...(command.explain ? { onReviewed: (r: ReviewedRequest) => traces.push({ ...r.trace, redacted: false }) } : {}),
     });
@@ -120,6 +133,7 @@ async function reviewOnChain(
     log: BindableLogger;
     metrics: Metrics;
     config: GatewayConfig;
+    exceptions: ExceptionSource;
     onReviewed?: (reviewed: ReviewedRequest) => void;
   },
 ): Promise<{ output: unknown; allowed: boolean }> {

@@ -14,7 +14,8 @@ import { recordedCaseBatches } from '../policy-test/recorded-cases.js';
 import type { ProviderDouble, TestSuite } from '../policy-test/suite.js';
 import { ExistingSuiteError, MAX_CASES_WRITTEN, PinnedSuiteWriter } from '../policy-test/suite-writer.js';
 import { RecordingFileError } from '../recording/recording-file.js';
-import { configName, runTestFile, type RecordingToTests, type TestIO } from './test.js';
+import type { CommandIO } from './offline-reviewer.js';
+import { configName, runTestFile, type RecordingToTests } from './test.js';
 import { UsageError } from './usage.js';
 
 /** The provider entries of `config`, each answering from `recording`; refused when one is discovered. */
@@ -34,7 +35,7 @@ function recordedProviders(config: GatewayConfig, recording: string): Map<string
 }
 
 /** Writes the test files; returns the exit code. */
-export async function writeRecordedTests(o: RecordingToTests, config: GatewayConfig, io: TestIO): Promise<number> {
+export async function writeRecordedTests(o: RecordingToTests, config: GatewayConfig, io: CommandIO): Promise<number> {
   if (config.file === EMBEDDED_CONFIG) {
     throw new UsageError('--from-recording pins the answers of a config file: give it with --config FILE', 'test');
   }
@@ -61,7 +62,15 @@ export async function writeRecordedTests(o: RecordingToTests, config: GatewayCon
   const notes: string[] = [];
   try {
     for await (const { cases, lines } of recordedCaseBatches(recording, MAX_CASES_WRITTEN)) {
-      const suite: TestSuite = { file: o.recording, config: configFile, providers, cases, locate: () => undefined };
+      const suite: TestSuite = {
+        file: o.recording,
+        config: configFile,
+        policies: [],
+        exceptions: [],
+        providers,
+        cases,
+        locate: () => undefined,
+      };
       const result = await runTestFile(suite, config, RecordedAnswers.of(recording, lines), io);
       for (const [i, r] of result.cases.entries()) {
         if (r.answer && r.error === undefined) {

@@ -7,7 +7,6 @@
  */
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
-import type { AnyPlugin } from '../chain/plugin-registry.js';
 import { locateConfigError } from '../config/field-positions.js';
 import { loadConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
@@ -17,14 +16,16 @@ import { TestPathError, displayName, findTestFiles } from '../policy-test/find-t
 import { renderJson } from '../policy-test/json-report.js';
 import { renderJunit } from '../policy-test/junit-report.js';
 import { withIndependentCases } from '../policy-test/independent-cases.js';
+import { loadExceptions } from '../exceptions/watched-exceptions.js';
 import { createProviderDoubles } from '../policy-test/provider-doubles.js';
 import { readTestFile } from '../policy-test/read-test-file.js';
 import { RecordedAnswers, chainForCases } from '../policy-test/recorded-answers.js';
 import { runSuite, type SuiteResult } from '../policy-test/run-suite.js';
+import { suiteConfig } from '../policy-test/suite-config.js';
 import type { TestSuite } from '../policy-test/suite.js';
 import { renderSuite, renderSummary } from '../policy-test/text-report.js';
-import { summarise } from '../policy-test/test-summary.js';
-import { commandChain, offlineReviewer } from './offline-reviewer.js';
+import { summariseTests } from '../policy-test/test-summary.js';
+import { commandChain, offlineReviewer, type CommandIO } from './offline-reviewer.js';
 import { UsageError } from './usage.js';
 
 export const TEST_OUTPUTS = ['text', 'junit', 'json'] as const;
@@ -43,13 +44,6 @@ export interface TestCommand {
   /** --config: the config every file runs against instead of its own. */
   readonly config?: string;
   readonly fromRecording?: RecordingToTests;
-}
-
-export interface TestIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly cwd: string;
-  readonly plugins?: readonly AnyPlugin[] | undefined;
 }
 
 /** Checks test's arguments before anything is read. */
@@ -92,13 +86,14 @@ export async function runTestFile(
   suite: TestSuite,
   config: GatewayConfig,
   recorded: RecordedAnswers,
-  io: TestIO,
+  io: CommandIO,
 ): Promise<SuiteResult> {
   checkProviders(suite, config);
+  const exceptions = await loadExceptions(config.exceptions, { files: suite.exceptions });
   const play = new CaseInPlay(suite);
   const doubles = createProviderDoubles(suite, play);
   try {
-    const { log, metrics, chains } = await commandChain(withIndependentCases(config), io, {
+    const { log, metrics, chains } = await commandChain(withIndependentCases(suiteConfig(config, suite)), io, {
       providerDispatcher: (entry) => doubles.dispatcherFor(entry),
     });
     try {
@@ -106,7 +101,7 @@ export async function runTestFile(
       await Promise.all(chains.runtimes().map((r) => r.discover()));
       const providerOf = new Map(chains.runtimes().flatMap((r) => r.steps().map((s) => [s.name, r.entry.name])));
       const chain = chainForCases(chains.current(), providerOf, { suite, play, recorded });
-      const reviewer = offlineReviewer(chain, { log, metrics, config, namespaceLabels: play });
+      const reviewer = offlineReviewer(chain, { log, metrics, config, namespaceLabels: play, exceptions });
       return await runSuite(suite, configName(config, io.cwd), { reviewer, play });
     } finally {
       await chains.close();
@@ -127,7 +122,7 @@ async function configOf(suite: TestSuite): Promise<GatewayConfig> {
 }
 
 /** Runs the tests; returns the exit code. */
-export async function runTests(command: TestCommand, io: TestIO): Promise<number> {
+export async function runTests(command: TestCommand, io: CommandIO): Promise<number> {
   let files: string[];
   try {
     files = await findTestFiles(command.paths, io.cwd);
@@ -150,7 +145,7 @@ export async function runTests(command: TestCommand, io: TestIO): Promise<number
     results.push(result);
     if (command.output === 'text') io.stdout(renderSuite(result));
   }
-  const summary = summarise(results);
+  const summary = summariseTests(results);
   if (command.output === 'text') io.stdout(renderSummary(summary));
   else io.stdout(command.output === 'junit' ? renderJunit(results, summary) : renderJson(results, summary));
   return summary.failed > 0 ? 1 : 0;

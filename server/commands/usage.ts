@@ -52,6 +52,7 @@ export const OPTIONS = {
   route: { type: 'string' },
   'exit-code': { type: 'boolean' },
   explain: { type: 'boolean' },
+  exceptions: { type: 'string', multiple: true },
   ca: { type: 'string' },
   service: { type: 'string' },
   url: { type: 'string' },
@@ -114,8 +115,8 @@ export const REGISTRATION_OPTIONS = [
 const COMMAND_OPTIONS: Readonly<Record<Command, readonly OptionName[]>> = {
   serve: ['port', 'ops-port', 'health-port', 'log-level'],
   certs: ['ca'],
-  review: ['route', 'exit-code', 'explain', 'output'],
-  replay: ['offline', 'output', 'exit-code'],
+  review: ['route', 'exit-code', 'explain', 'output', 'exceptions'],
+  replay: ['offline', 'output', 'exit-code', 'exceptions'],
   provider: [
     'port',
     'log-level',
@@ -264,7 +265,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 audited, 1 incomplete (a resource not listed, a bound reached, a report not written) or a
 runtime failure, 2 bad usage or config, ${EXIT_DENIED} some object fails (with --exit-code).`,
   review: `usage: admission-gateway review <file|-> [--config FILE] [--route ROUTE] [--exit-code]
-                                       [--explain] [--output text|json]
+                                       [--explain] [--output text|json] [--exceptions FILE]...
 
 Runs an AdmissionReview, or a Kubernetes object (JSON or YAML; "-" reads standard input), through the
 configured chain without a cluster and prints, as JSON, each phase's AdmissionReview response and its
@@ -281,11 +282,13 @@ ${CONFIG_OPTION}
                       time and the deadline it had left
   --output, -o FORMAT without --explain, json (the answers, as by default); with --explain, text (default) or
                       json (the traces as GET /explain/<uid> serves them)
+  --exceptions FILE   AdmissionExceptions and ClusterAdmissionExceptions (YAML) applied besides those of
+                      exceptions.files, judged at the current time (repeatable)
 
 Exit codes: 0 reviewed (whatever the answer, without --exit-code), 1 runtime failure, 2 bad usage, config
 or input, ${EXIT_DENIED} refused (with --exit-code).`,
   replay: `usage: admission-gateway replay <recording> [--config CANDIDATE.yaml] [--offline] [--output text|json]
-                                [--exit-code]
+                                [--exit-code] [--exceptions FILE]...
 
 Runs every review of a recording (the NDJSON file record: writes) through the candidate configuration's
 chain on the route that answered it, and prints what would be answered differently: reviews newly denied,
@@ -300,6 +303,8 @@ ${CONFIG_OPTION}
   --output, -o FORMAT text (default) or json
   --exit-code         exit ${EXIT_DENIED} when a review would be newly denied, else ${EXIT_CHANGED} when any would be answered
                       differently (a changed denial included), to gate CI
+  --exceptions FILE   AdmissionExceptions and ClusterAdmissionExceptions (YAML) applied besides those of the
+                      candidate's exceptions.files, judged at the time each review was recorded (repeatable)
 
 Exit codes: 0 replayed (whatever the differences, without --exit-code), 1 runtime failure, 2 bad usage,
 config or recording (the message names the line), ${EXIT_DENIED} newly denied, ${EXIT_CHANGED} answered differently (with

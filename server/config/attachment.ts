@@ -6,13 +6,19 @@
  */
 import { isDnsLabel } from './names.js';
 import { childPath, type Reader } from './reader.js';
-import type { Attach } from './types.js';
+
+export type Attach = 'Always' | 'OptIn';
 
 export const ATTACH_FIELDS = ['attach', 'conflictGroup'] as const;
 export const ATTACH_VALUES: readonly Attach[] = ['Always', 'OptIn'];
 
 export interface Attachment {
+  /**
+   * `OptIn`: the entry's steps run only for requests whose object or namespace names the entry in the
+   * annotation `admissiongateway.io/extensions` (README, "Opt-in providers"). Default `Always`.
+   */
   readonly attach?: Attach;
+  /** At most one entry of a conflict group may be referenced by one object. */
   readonly conflictGroup?: string;
 }
 

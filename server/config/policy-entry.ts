@@ -1,67 +1,32 @@
 /**
- * Reads a `policy` chain entry's body (matchConditions, variables, validations, auditAnnotations) from
- * gateway.yaml and compiles every expression, so that a mistake is refused when the configuration loads: the
- * error names the field and, through the loader, the file and line; its message says where in the expression.
+ * Reads a `policy` chain entry's body (variables, validations, auditAnnotations, mutations; its matchConditions are every
+ * entry's, match-conditions.ts) from gateway.yaml and compiles every expression, so that a mistake is refused when
+ * the configuration loads: the error names the field and, through the loader, the file and line; its message says
+ * where in the expression.
  */
-import { compile, type CelProgram, type CompileOptions } from '../cel/index.js';
+import { boundedList, program, uniqueName } from './cel-field.js';
 import { isQualifiedName, QUALIFIED_NAME_RULE } from './names.js';
 import { childPath, type Reader } from './reader.js';
 import {
+  PATCH_TYPES,
   VALIDATION_REASONS,
   type PolicyAuditAnnotation,
-  type PolicyCondition,
+  type PolicyMutation,
   type PolicySpec,
   type PolicyValidation,
   type PolicyVariable,
 } from '../policy/policy-spec.js';
 
-/** The entry's fields besides the common ones; `mutations` is named so that it is refused as such. */
-export const POLICY_FIELDS = ['policy', 'matchConditions', 'variables', 'validations', 'auditAnnotations', 'mutations'];
-
-/** As many as the apiserver accepts on a webhook or a policy. */
-export const MAX_MATCH_CONDITIONS = 64;
+/** The entry's fields besides the common ones. */
+export const POLICY_FIELDS = ['policy', 'variables', 'validations', 'auditAnnotations', 'mutations'];
 /** Bounds of our own: each is compiled once and may run on every review. */
 export const MAX_VARIABLES = 64;
 export const MAX_VALIDATIONS = 64;
 export const MAX_AUDIT_ANNOTATIONS = 20;
+export const MAX_MUTATIONS = 16;
 
 /** A variable is read as `variables.<name>`: a CEL identifier. */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-function boundedList(r: Reader, value: unknown, path: string, max: number): unknown[] {
-  const list = r.list(value, path) ?? [];
-  if (list.length > max) r.fail(path, `expected at most ${max} items, got ${list.length}`);
-  return list;
-}
-
-/** Compiles `expression` or fails at its field, saying where in it the problem is. */
-function program(r: Reader, value: unknown, path: string, options: CompileOptions): CelProgram {
-  const expression = r.requiredString(value, path);
-  const result = compile(expression, options);
-  if (result.ok) return result.program;
-  const { position, message } = result.error;
-  const where = expression.includes('\n')
-    ? `line ${position.line}, column ${position.column}`
-    : `column ${position.column}`;
-  return r.fail(path, `${message} (at ${where} of the expression)`);
-}
-
-function uniqueName(r: Reader, seen: Set<string>, name: string, path: string): void {
-  if (seen.has(name)) r.fail(path, `the name "${name}" is already used in this list`);
-  seen.add(name);
-}
-
-function readMatchConditions(r: Reader, value: unknown, p: string): PolicyCondition[] {
-  const seen = new Set<string>();
-  return boundedList(r, value, p, MAX_MATCH_CONDITIONS).map((item, i) => {
-    const at = childPath(p, i);
-    const m = r.map(item, at, ['name', 'expression'], false);
-    const name = r.requiredString(m.name, childPath(at, 'name'));
-    if (!isQualifiedName(name)) r.fail(childPath(at, 'name'), `expected a name of ${QUALIFIED_NAME_RULE}`, name);
-    uniqueName(r, seen, name, childPath(at, 'name'));
-    return { name, program: program(r, m.expression, childPath(at, 'expression'), { resultType: 'bool' }) };
-  });
-}
 
 function readVariables(r: Reader, value: unknown, p: string): PolicyVariable[] {
   const names: string[] = [];
@@ -71,6 +36,12 @@ function readVariables(r: Reader, value: unknown, p: string): PolicyVariable[] {
     const name = r.requiredString(m.name, childPath(at, 'name'));
     if (!IDENTIFIER.test(name)) r.fail(childPath(at, 'name'), 'expected a CEL identifier (letters, digits, _)', name);
     if (names.includes(name)) r.fail(childPath(at, 'name'), `the name "${name}" is already used in this list`);
+    // The engine finds a value's type by its `constructor`: a variable of that name would make `variables` unusable.
+    if (name === 'constructor')
+      r.fail(
+        childPath(at, 'name'),
+        'the name "constructor" is not supported here (the CEL engine takes it for the type of `variables`); choose another',
+      );
     // As in the apiserver, a variable reads only those defined before it.
     const compiled = program(r, m.expression, childPath(at, 'expression'), { variables: [...names] });
     names.push(name);
@@ -117,19 +88,38 @@ function readAuditAnnotations(
   });
 }
 
+/**
+ * `mutations`, as the apiserver's MutatingAdmissionPolicy writes them: `patchType` and the one expression of its
+ * kind, compiled with the constructions it may build (JSONPatch{…} for a JSON patch, Object{…} for both).
+ */
+function readMutations(r: Reader, value: unknown, p: string, variables: readonly string[]): PolicyMutation[] {
+  return boundedList(r, value, p, MAX_MUTATIONS).map((item, i) => {
+    const at = childPath(p, i);
+    const m = r.map(item, at, ['patchType', 'jsonPatch', 'applyConfiguration'], false);
+    const patchType =
+      r.oneOf(m.patchType, childPath(at, 'patchType'), PATCH_TYPES) ??
+      r.fail(childPath(at, 'patchType'), 'is required (JSONPatch or ApplyConfiguration)');
+    const field = patchType === 'JSONPatch' ? 'jsonPatch' : 'applyConfiguration';
+    const other = patchType === 'JSONPatch' ? 'applyConfiguration' : 'jsonPatch';
+    if (m[other] !== undefined) r.fail(childPath(at, other), `not allowed with patchType ${patchType}`);
+    if (m[field] === undefined) r.fail(childPath(at, field), `is required with patchType ${patchType}`);
+    const body = r.map(m[field], childPath(at, field), ['expression'], false);
+    const compiled = program(r, body.expression, childPath(childPath(at, field), 'expression'), {
+      variables,
+      messages: field,
+    });
+    return { patchType, program: compiled };
+  });
+}
+
 /** The compiled body of the policy entry at `p` (whose keys the caller has checked). */
 export function readPolicySpec(r: Reader, m: Record<string, unknown>, p: string): PolicySpec {
-  if (m.mutations !== undefined)
-    r.fail(
-      childPath(p, 'mutations'),
-      'not yet supported: a policy entry validates only (write a mutating plugin or provider meanwhile)',
-    );
-  const matchConditions = readMatchConditions(r, m.matchConditions, childPath(p, 'matchConditions'));
   const variables = readVariables(r, m.variables, childPath(p, 'variables'));
   const names = variables.map((v) => v.name);
   const validations = readValidations(r, m.validations, childPath(p, 'validations'), names);
   const auditAnnotations = readAuditAnnotations(r, m.auditAnnotations, childPath(p, 'auditAnnotations'), names);
-  if (validations.length === 0 && auditAnnotations.length === 0)
-    r.fail(p, 'expected validations or auditAnnotations: a policy entry without either does nothing');
-  return { matchConditions, variables, validations, auditAnnotations };
+  const mutations = readMutations(r, m.mutations, childPath(p, 'mutations'), names);
+  if (validations.length === 0 && auditAnnotations.length === 0 && mutations.length === 0)
+    r.fail(p, 'expected validations, auditAnnotations or mutations: a policy entry without any does nothing');
+  return { variables, validations, auditAnnotations, ...(mutations.length > 0 ? { mutations } : {}) };
 }

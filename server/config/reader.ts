@@ -6,7 +6,11 @@
 import { didYouMean, didYouMeanOrKnown } from '../base/did-you-mean.js';
 import { ConfigError } from '../base/errors.js';
 
-export function describeValue(value: unknown): string {
+/**
+ * A configured value as an error message quotes it: scalars as JSON, containers by kind (base/limits.ts's
+ * describeValue is the one for review and provider input).
+ */
+export function describeConfigValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a map';
@@ -29,7 +33,7 @@ export class Reader {
 
   /** Throws the ConfigError for `path`; with `value`, says what was given, then `after` (a suggestion). */
   fail(path: string, expected: string, value?: unknown, after = ''): never {
-    const got = arguments.length >= 3 ? `, got ${describeValue(value)}` : '';
+    const got = arguments.length >= 3 ? `, got ${describeConfigValue(value)}` : '';
     throw new ConfigError(this.file, path, `${expected}${got}${after}`);
   }
 

@@ -20,6 +20,15 @@ export const MODES: readonly Mode[] = ['enforce', 'warn', 'audit'];
 export const REINVOCATION_POLICIES: readonly ReinvocationPolicy[] = ['Never', 'IfNeeded'];
 export const SIDE_EFFECTS: readonly SideEffects[] = ['None', 'Some'];
 
+/** The keys readStepOptions reads. */
+export const STEP_OPTION_FIELDS = [
+  'failurePolicy',
+  'timeoutSeconds',
+  'mode',
+  'sideEffects',
+  'reinvocationPolicy',
+] as const;
+
 export { MIN_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS };
 
 /** What a step gets when neither its entry nor its plugin says otherwise: a webhook registration's defaults. */

@@ -6,10 +6,10 @@ import type { ReviewVersion } from '../protocol/versions.js';
 import type { Match } from '../admission/types.js';
 import type { LogLevel } from '../base/log.js';
 import type { LocateField } from './field-positions.js';
-import type { StepDeclarations } from './step-declarations.js';
-import type { StepOptions } from './step-options.js';
+import type { StepFields } from './entry-fields.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { PolicySpec } from '../policy/policy-spec.js';
+import type { ExceptionsConfig } from './exceptions.js';
 
 export interface TlsConfig {
   /** Serving certificate (PEM). Default `certs/tls.crt`, relative to the config file. */
@@ -195,7 +195,7 @@ export interface TracingConfig {
 }
 
 /** Options every chain entry accepts (absent step options: the plugin's default, then the gateway's). */
-export interface EntryOptions extends StepOptions, StepDeclarations {
+export interface EntryCommon extends StepFields {
   /** Step name; defaults to the plugin or provider name. Needed to run one plugin twice. */
   readonly name: string;
   readonly match?: Match;
@@ -204,23 +204,11 @@ export interface EntryOptions extends StepOptions, StepDeclarations {
   readonly order: number;
   /** Field path of the entry, for error messages. */
   readonly path: string;
-  /**
-   * `OptIn`: the entry's steps run only for requests whose object or namespace names the entry in the
-   * annotation `admissiongateway.io/extensions` (README, "Opt-in providers"). Default `Always`.
-   */
-  readonly attach?: Attach;
-  /** At most one entry of a conflict group may be referenced by one object. */
-  readonly conflictGroup?: string;
-  /**
-   * The entry's steps run beside the live chain after the answer, and never change it; their disagreements are
-   * counted (README "Shadow steps").
-   */
-  readonly shadow?: boolean;
 }
 
-export type Attach = 'Always' | 'OptIn';
+export type { Attach } from './attachment.js';
 
-export interface PluginEntry extends EntryOptions {
+export interface PluginEntry extends EntryCommon {
   readonly kind: 'plugin';
   readonly plugin: string;
 }
@@ -236,7 +224,8 @@ export interface CircuitBreakerConfig {
   readonly rollingWindowMs: number;
 }
 
-export interface ServiceReference {
+/** A provider's Service as the gateway calls it, port and path resolved (provider-sdk's is as written). */
+export interface ResolvedServiceReference {
   readonly namespace: string;
   readonly name: string;
   readonly port: number;
@@ -246,11 +235,11 @@ export interface ServiceReference {
 /** What a remote provider is called for: the admission phases, and the authorize chain (POST /authorize). */
 export type ProviderPhase = 'mutate' | 'validate' | 'authorize';
 
-export interface ProviderEntry extends EntryOptions {
+export interface ProviderEntry extends EntryCommon {
   readonly kind: 'provider';
   readonly provider: string;
   readonly url?: string;
-  readonly service?: ServiceReference;
+  readonly service?: ResolvedServiceReference;
   readonly phases: readonly ProviderPhase[];
   /** The requests its authorize phase sees (with `authorize` in phases). */
   readonly authorizeMatch?: AuthorizeMatch;
@@ -265,13 +254,30 @@ export interface ProviderEntry extends EntryOptions {
 }
 
 /** A validation written in CEL (README "Policies in CEL"): its expressions compiled when the file loads. */
-export interface PolicyEntry extends EntryOptions {
+export interface PolicyEntry extends EntryCommon {
   readonly kind: 'policy';
   readonly policy: string;
   readonly spec: PolicySpec;
 }
 
-export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry;
+/**
+ * Native admission policies and their bindings as the apiserver takes them, read from files and (fromCluster) the
+ * cluster (README "Native admission policies"): each binding a step at the entry's place.
+ */
+export interface NativePoliciesEntry extends EntryCommon {
+  readonly kind: 'admissionPolicies';
+  /** The entry's name (also `name`): its steps are `<name>/<policy>/<binding>`. */
+  readonly admissionPolicies: string;
+  /** Absolute paths of the YAML files and folders (a folder's `*.yaml`, `*.yml` and `*.json` files). */
+  readonly files: readonly string[];
+  /**
+   * In cluster mode, the cluster's policies and bindings join the files' (a name in both: the file's), and
+   * bindings' params are read from the cluster too. Without a cluster, nothing is read from it.
+   */
+  readonly fromCluster: boolean;
+}
+
+export type ChainEntry = PluginEntry | ProviderEntry | PolicyEntry | NativePoliciesEntry;
 
 export interface GatewayConfig {
   /** The file it was read from ('(embedded default)' when none). */
@@ -289,6 +295,8 @@ export interface GatewayConfig {
   readonly audit: AuditConfig;
   /** Absent: tracing is off (no `tracing.otlpEndpoint`). */
   readonly tracing?: TracingConfig;
+  /** Exceptions (README "Exceptions"): which steps accept them, their longest life, files of them. */
+  readonly exceptions: ExceptionsConfig;
 }
 
 /** The decision traces of recent reviews (README "Explaining a decision"). */

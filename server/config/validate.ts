@@ -6,8 +6,8 @@
 import { closestName, didYouMean } from '../base/did-you-mean.js';
 import { REVIEW_VERSIONS } from '../protocol/versions.js';
 import { readReviewVersions } from './review-versions.js';
-import { DECLARATION_FIELDS, readStepDeclarations } from './step-declarations.js';
-import { ATTACH_FIELDS, readAttachment } from './attachment.js';
+import { DECLARATION_FIELDS } from './step-declarations.js';
+import { STEP_FIELDS, readStepFields, type StepFieldsContext } from './entry-fields.js';
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import path from 'node:path';
 import { DEFAULT_SERVICE, defaultSans } from '../../certs/generate.js';
@@ -16,15 +16,15 @@ import { CONNECTION_FIELDS, readConnectionBounds } from './connection-bounds.js'
 import { readMatch } from './match-schema.js';
 import { isDnsLabel, isDnsSubdomain } from './names.js';
 import { Reader, childPath, urlForMessage } from './reader.js';
-import { readStepOptions } from './step-options.js';
-import { SHADOW_FIELDS, readShadow } from './shadow.js';
 import { readTracing } from './tracing.js';
+import { readExceptionsConfig } from './exceptions.js';
 import { POLICY_FIELDS, readPolicySpec } from './policy-entry.js';
+import { readNativePoliciesEntry } from './native-policies-entry.js';
 import type {
   AuditConfig,
   ChainEntry,
   CircuitBreakerConfig,
-  EntryOptions,
+  EntryCommon,
   GatewayConfig,
   KubeConfigSection,
   LargeReviewsConfig,
@@ -37,30 +37,19 @@ import type {
   ProviderEntry,
   ProviderPhase,
   ServerConfig,
-  ServiceReference,
+  ResolvedServiceReference,
 } from './types.js';
 
 export const CONFIG_API_VERSION = 'admissiongateway.io/v1alpha1';
 
 export const CONFIG_KIND = 'GatewayConfig';
 
-const ENTRY_FIELDS = [
-  'name',
-  'match',
-  'failurePolicy',
-  'timeoutSeconds',
-  'mode',
-  'sideEffects',
-  'reinvocationPolicy',
-  'settings',
-  ...SHADOW_FIELDS,
-  ...DECLARATION_FIELDS,
-  ...ATTACH_FIELDS,
-];
-/** A policy validates: it takes no settings and writes nothing. */
+const ENTRY_FIELDS = ['name', 'match', 'settings', ...STEP_FIELDS];
+/** A policy takes no settings and has no side effects; only one with `mutations` writes, and may say what. */
 const NOT_FOR_POLICIES: readonly string[] = ['settings', 'sideEffects', 'reinvocationPolicy', ...DECLARATION_FIELDS];
+const NOT_FOR_MUTATING_POLICIES: readonly string[] = ['settings', 'sideEffects'];
 /** The key that makes a chain entry a plugin, a provider or a policy. */
-const ENTRY_KINDS = ['plugin', 'provider', 'policy'];
+const ENTRY_KINDS = ['plugin', 'provider', 'policy', 'admissionPolicies'];
 const PROVIDER_FIELDS = [
   ...ENTRY_FIELDS,
   'provider',
@@ -401,7 +390,14 @@ function readRecord(r: Reader, value: unknown, baseDir: string): RecordConfig {
   };
 }
 
-function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name: string, order: number): EntryOptions {
+function readEntryCommon(
+  r: Reader,
+  m: Record<string, unknown>,
+  p: string,
+  name: string,
+  order: number,
+  context: StepFieldsContext = {},
+): EntryCommon {
   const stepName = r.string(m.name, childPath(p, 'name')) ?? name;
   // Step names become metric labels, annotation keys and URL-safe identifiers.
   if (!isDnsLabel(stepName)) {
@@ -417,9 +413,7 @@ function readEntryOptions(r: Reader, m: Record<string, unknown>, p: string, name
     order,
     path: p,
     ...(match ? { match } : {}),
-    ...readStepOptions(r, m, p),
-    ...readStepDeclarations(r, m, p),
-    ...readAttachment(r, m, p),
+    ...readStepFields(r, m, p, context),
     ...(m.settings !== undefined ? { settings: m.settings } : {}),
   };
 }
@@ -455,7 +449,7 @@ export function readCircuitBreaker(r: Reader, value: unknown, p: string): Circui
   };
 }
 
-function readService(r: Reader, value: unknown, p: string): ServiceReference {
+function readService(r: Reader, value: unknown, p: string): ResolvedServiceReference {
   const m = r.map(value, p, ['namespace', 'name', 'port', 'path'], false);
   const servicePath = r.string(m.path, `${p}.path`) ?? '/';
   if (!servicePath.startsWith('/') || servicePath.includes('?') || servicePath.includes('#')) {
@@ -496,7 +490,7 @@ export function readProviderFields(
   r: Reader,
   m: Record<string, unknown>,
   p: string,
-): Omit<ProviderEntry, keyof EntryOptions | 'kind' | 'provider'> {
+): Omit<ProviderEntry, keyof EntryCommon | 'kind' | 'provider'> {
   if ((m.url === undefined) === (m.service === undefined)) r.fail(p, 'expected exactly one of url or service');
   const phases = r.stringList(m.phases, `${p}.phases`) ?? ['mutate', 'validate'];
   if (phases.length === 0) r.fail(`${p}.phases`, 'expected mutate, validate and/or authorize');
@@ -550,20 +544,21 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
     if (misspelt !== undefined) r.fail(childPath(p, misspelt), `unknown field${didYouMean(misspelt, ENTRY_KINDS)}`);
     r.fail(
       p,
-      'expected exactly one of plugin (an in-process plugin name), provider (a remote provider name) or policy (a policy written in CEL)',
+      'expected exactly one of plugin (an in-process plugin name), provider (a remote provider name), policy (a policy written in CEL) or admissionPolicies (ValidatingAdmissionPolicies from files)',
     );
   }
+  if (raw.admissionPolicies !== undefined) return readNativePoliciesEntry(r, raw, p, order, baseDir);
   if (raw.policy !== undefined) {
-    const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !NOT_FOR_POLICIES.includes(f))]);
+    const notFor = raw.mutations === undefined ? NOT_FOR_POLICIES : NOT_FOR_MUTATING_POLICIES;
+    const m = r.map(raw, p, [...POLICY_FIELDS, ...ENTRY_FIELDS.filter((f) => !notFor.includes(f))]);
     const policy = r.requiredString(m.policy, `${p}.policy`);
     if (m.match === undefined) r.fail(`${p}.match`, 'is required (the requests the policy is for)');
-    const entry = { kind: 'policy' as const, policy, ...readEntryOptions(r, m, p, policy, order) };
-    return { ...entry, ...readShadow(r, m, p), spec: readPolicySpec(r, m, p) };
+    return { kind: 'policy', policy, ...readEntryCommon(r, m, p, policy, order), spec: readPolicySpec(r, m, p) };
   }
   if (raw.plugin !== undefined) {
     const m = r.map(raw, p, ['plugin', ...ENTRY_FIELDS]);
     const plugin = r.requiredString(m.plugin, `${p}.plugin`);
-    return { kind: 'plugin', plugin, ...readEntryOptions(r, m, p, plugin, order), ...readShadow(r, m, p) };
+    return { kind: 'plugin', plugin, ...readEntryCommon(r, m, p, plugin, order) };
   }
   const m = r.map(raw, p, PROVIDER_FIELDS);
   const provider = r.requiredString(m.provider, `${p}.provider`);
@@ -573,9 +568,8 @@ function readEntry(r: Reader, value: unknown, index: number, baseDir: string): C
   return {
     kind: 'provider',
     provider,
-    ...readEntryOptions(r, m, p, provider, order),
+    ...readEntryCommon(r, m, p, provider, order, { phases: fields.phases }),
     ...fields,
-    ...readShadow(r, m, p, fields.phases),
     ...(clientCert
       ? {
           clientCert: {
@@ -599,6 +593,7 @@ export const TOP_LEVEL_FIELDS = [
   'chain',
   'audit',
   'tracing',
+  'exceptions',
 ] as const;
 
 /** Validates a parsed config document; relative file paths resolve against `baseDir`. */
@@ -637,5 +632,6 @@ export function validateConfig(doc: unknown, file: string, baseDir: string): Gat
     chain,
     audit: readAudit(r, m.audit),
     ...(tracing ? { tracing } : {}),
+    exceptions: readExceptionsConfig(r, m.exceptions, 'exceptions', baseDir),
   };
 }

@@ -6,8 +6,13 @@
  * the path of every request to the apiserver.
  */
 import { verbOf, type AuthorizationAttributes } from '../authorization/attributes.js';
-import type { AuthorizeCall, AuthorizeStep, AuthorizeVerdict } from '../authorization/authorize-step.js';
-import { StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
+import {
+  NO_OPINION,
+  type AuthorizeCall,
+  type AuthorizeDecision,
+  type AuthorizeStep,
+} from '../authorization/authorize-step.js';
+import { StepFailedError, errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -15,12 +20,6 @@ import { Invocation, callWithin, type CallRules, type Called } from '../steps/in
 import { failureMessage } from '../steps/policy.js';
 import { outcomeOfFailure } from './review-observer.js';
 import type { NamespaceLabelSource } from './reviewer.js';
-
-/** The chain's answer: the reason of the step that forbids, or no opinion. */
-export type AuthorizeDecision =
-  { readonly denied: true; readonly step: string; readonly reason: string } | { readonly denied: false };
-
-const NO_OPINION: AuthorizeDecision = Object.freeze({ denied: false });
 
 export interface AuthorizerDeps {
   /** The current chain's authorize steps. */
@@ -33,13 +32,15 @@ export interface AuthorizerDeps {
 }
 
 export interface Authorizer {
+  /** The chain's decision: the reason of the step that forbids, or no opinion. */
   authorize(attributes: AuthorizationAttributes): AuthorizeDecision | Promise<AuthorizeDecision>;
 }
 
-/** How one step's call ended. */
-type Settled =
-  | { readonly verdict: AuthorizeVerdict; readonly ms: number }
-  | { readonly failure: FailureReason; readonly message: string; readonly ms: number };
+/** How one step's call ended: its decision or its failure, and when. */
+interface Settled {
+  readonly called: Called<AuthorizeDecision>;
+  readonly ms: number;
+}
 
 /** What a step is called with (invocation.ts: its AbortController is made only if the step reads its signal). */
 class AuthorizeInvocation extends Invocation implements AuthorizeCall {
@@ -53,9 +54,9 @@ class AuthorizeInvocation extends Invocation implements AuthorizeCall {
   }
 }
 
-/** An authorize step's answer is its verdict as its adapter made it; its timeouts are worded for the reason. */
-const AUTHORIZE_RULES: CallRules<AuthorizeVerdict> = {
-  answer: (value) => value as AuthorizeVerdict,
+/** An authorize step's answer is its decision as its adapter made it; its timeouts are worded for the reason. */
+const AUTHORIZE_RULES: CallRules<AuthorizeDecision> = {
+  answer: (value) => value as AuthorizeDecision,
   late: (timeoutMs) => `no answer within ${timeoutMs} ms`,
   overran: (ms) => `ran for ${Math.round(ms)} ms`,
 };
@@ -71,45 +72,48 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
     namespaceLabels: Readonly<Record<string, string>> | undefined,
   ): Settled | Promise<Settled> => {
     const started = now();
-    const settled = (called: Called<AuthorizeVerdict>): Settled =>
-      called instanceof StepFailedError
-        ? { failure: called.reason, message: clip(errorMessage(called)), ms: now() - started }
-        : { verdict: called, ms: now() - started };
+    const settled = (called: Called<AuthorizeDecision>): Settled => ({ called, ms: now() - started });
     const invocation = new AuthorizeInvocation(attributes, namespaceLabels, step.timeoutMs, deps.log);
-    const called = callWithin<AuthorizeInvocation, AuthorizeVerdict>(step, invocation, AUTHORIZE_RULES, now);
+    const called = callWithin<AuthorizeInvocation, AuthorizeDecision>(step, invocation, AUTHORIZE_RULES, now);
     return called instanceof Promise ? called.then(settled) : settled(called);
   };
 
   /** Counts and logs how a call ended: every call, including those settled after the decision. */
   const record = (step: AuthorizeStep, settled: Settled, attributes: AuthorizationAttributes): void => {
     metrics.stepDuration.observe({ step: step.name, phase: 'authorize' }, settled.ms / 1000);
-    if (!('failure' in settled)) {
-      const outcome = settled.verdict === undefined ? 'no_opinion' : 'denied';
+    const { called } = settled;
+    if (!(called instanceof StepFailedError)) {
+      const outcome = called.denied ? 'denied' : 'no_opinion';
       metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome });
       return;
     }
-    const outcome = outcomeOfFailure(settled.failure);
+    const outcome = outcomeOfFailure(called.reason);
     metrics.stepCalls.inc({ step: step.name, phase: 'authorize', outcome });
     if (step.failurePolicy === 'Ignore') metrics.failOpen.inc({ step: step.name });
     // An open breaker fails every call at once: a line each would be thousands a second of noise.
-    if (settled.failure === 'breaker_open') return;
-    const fields = { step: step.name, user: attributes.user, reason: settled.failure, err: settled.message };
+    if (called.reason === 'breaker_open') return;
+    const fields = { step: step.name, user: attributes.user, reason: called.reason, err: clip(errorMessage(called)) };
     if (step.failurePolicy === 'Ignore') deps.log.warn(fields, 'authorize step failed open');
     else deps.log.warn(fields, 'authorize step failed: request forbidden (failurePolicy Fail)');
   };
 
   /** The denial a settled call makes, or undefined. */
-  const denialOf = (step: AuthorizeStep, settled: Settled): AuthorizeDecision | undefined => {
-    if ('failure' in settled) {
+  const denialOf = (step: AuthorizeStep, { called }: Settled): AuthorizeDecision | undefined => {
+    if (called instanceof StepFailedError) {
       if (step.failurePolicy === 'Ignore') return undefined;
-      return { denied: true, step: step.name, reason: failureMessage(step, settled.failure, settled.message) };
+      return { denied: true, reason: failureMessage(step, called.reason, clip(errorMessage(called))) };
     }
-    if (settled.verdict === undefined) return undefined;
-    return { denied: true, step: step.name, reason: `${step.name}: ${clip(settled.verdict.deny)}` };
+    if (!called.denied) return undefined;
+    return { denied: true, reason: `${step.name}: ${clip(called.reason)}` };
   };
 
-  /** Counts the decision, and logs a denial. */
-  const finish = (decision: AuthorizeDecision, attributes: AuthorizationAttributes, started: number) => {
+  /** Counts the decision, and logs a denial with the step that made it. */
+  const finish = (
+    decision: AuthorizeDecision,
+    step: AuthorizeStep | undefined,
+    attributes: AuthorizationAttributes,
+    started: number,
+  ) => {
     metrics.authorizeDuration.observe((now() - started) / 1000);
     metrics.authorizeRequests.inc({ decision: decision.denied ? 'denied' : 'no_opinion' });
     if (decision.denied) {
@@ -126,7 +130,7 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
                 name: r.name,
               }
             : { path: attributes.nonResource!.path }),
-          step: decision.step,
+          step: step?.name,
           reason: decision.reason,
         },
         'authorize: forbidden',
@@ -167,19 +171,19 @@ export function createAuthorizer(deps: AuthorizerDeps): Authorizer {
             const denial = settle(k, await calls[k]!);
             if (denial) {
               countRest(k + 1);
-              return finish(denial, attributes, started);
+              return finish(denial, matched[k], attributes, started);
             }
           }
-          return finish(NO_OPINION, attributes, started);
+          return finish(NO_OPINION, undefined, attributes, started);
         })();
       }
       const denial = settle(i, settled);
       if (denial) {
         countRest(i + 1);
-        return finish(denial, attributes, started);
+        return finish(denial, matched[i], attributes, started);
       }
     }
-    return finish(NO_OPINION, attributes, started);
+    return finish(NO_OPINION, undefined, attributes, started);
   };
 
   const run = (

@@ -7,24 +7,24 @@
 import { MAX_STEP_NOTES, type ReviewNotes, type StepNotes } from './notes.js';
 
 export class HeldNotes implements StepNotes {
-  private readonly warnings: Array<readonly [string, string]> = [];
-  private readonly annotations: Array<readonly [string, string, string]> = [];
+  private readonly warnings: Array<readonly [string, string, boolean]> = [];
+  private readonly annotations: Array<readonly [string, string, string, boolean]> = [];
   private readonly over = new Map<string, { warnings: number; annotations: number }>();
 
-  stepWarn(step: string, text: string): void {
-    if (this.warnings.length < MAX_STEP_NOTES) this.warnings.push([step, text]);
+  stepWarn(step: string, text: string, asWritten = false): void {
+    if (this.warnings.length < MAX_STEP_NOTES) this.warnings.push([step, text, asWritten]);
     else this.overOf(step).warnings++;
   }
 
-  stepAnnotate(step: string, key: string, value: string): void {
-    if (this.annotations.length < MAX_STEP_NOTES) this.annotations.push([step, key, value]);
+  stepAnnotate(step: string, key: string, value: string, asWritten = false): void {
+    if (this.annotations.length < MAX_STEP_NOTES) this.annotations.push([step, key, value, asWritten]);
     else this.overOf(step).annotations++;
   }
 
   /** Hands what was held to the review's notes, as if the step had added it there. */
   passTo(notes: ReviewNotes): void {
-    for (const [step, text] of this.warnings) notes.stepWarn(step, text);
-    for (const [step, key, value] of this.annotations) notes.stepAnnotate(step, key, value);
+    for (const [step, text, asWritten] of this.warnings) notes.stepWarn(step, text, asWritten);
+    for (const [step, key, value, asWritten] of this.annotations) notes.stepAnnotate(step, key, value, asWritten);
     this.over.forEach((over, step) => notes.stepDropped(step, over.warnings, over.annotations));
   }
 

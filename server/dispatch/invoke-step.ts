@@ -8,13 +8,13 @@ import type { KubeObject } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import type { Logger } from '../base/log.js';
 import { readOnlyView } from '../patch/tracked-object.js';
-import { Invocation, callWithin, type CallRules } from '../steps/invocation.js';
+import { Invocation, callWithin, type CallRules, type Called } from '../steps/invocation.js';
 import type { StepNotes } from './notes.js';
 import type { ReviewTrace } from '../trace/review-trace.js';
 import type { Step, StepInvocation } from '../steps/step.js';
 
 /** What an invocation comes to: the step's decision, or its failure with the reason. */
-export type StepResult = Decision | StepFailedError;
+export type StepResult = Called<Decision>;
 
 /** Where a step's logger comes from: bound to the review and the step, made when the step first logs. */
 export interface StepLogs {
@@ -75,11 +75,13 @@ class AdmissionInvocation extends Invocation implements StepInvocation {
   }
 
   get warn(): (message: string) => void {
-    return (this.boundWarn ??= (message) => this.input.notes.stepWarn(this.stepOf.name, message));
+    return (this.boundWarn ??= (message) =>
+      this.input.notes.stepWarn(this.stepOf.name, message, this.stepOf.ownWords === true));
   }
 
   get annotate(): (key: string, value: string) => void {
-    return (this.boundAnnotate ??= (key, value) => this.input.notes.stepAnnotate(this.stepOf.name, key, value));
+    return (this.boundAnnotate ??= (key, value) =>
+      this.input.notes.stepAnnotate(this.stepOf.name, key, value, this.stepOf.ownWords === true));
   }
 
   /**
@@ -109,7 +111,7 @@ function checkDecision(value: unknown): StepResult {
   );
 }
 
-/** An admission step's answer is a verdict; its timeouts are worded for the review's warnings and denials. */
+/** An admission step's answer is a Decision; its timeouts are worded for the review's warnings and denials. */
 const ADMISSION_RULES: CallRules<Decision> = {
   answer: checkDecision,
   late: (timeoutMs) => `did not answer within ${timeoutMs} ms`,

@@ -20,10 +20,12 @@ import type { PatchConflict } from '../trace/step-report.js';
 import type { StepPlan } from '../steps/step-graph.js';
 import type { StepNotes } from './notes.js';
 import type { Step } from '../steps/step.js';
+import type { MatchCondition } from '../config/match-conditions.js';
 import { firstWriteOutside, mergePatch, creationsOnTheWay, readsIn, writesOnMerge } from '../steps/write-set.js';
 import { HeldNotes } from './held-notes.js';
 import { stampExtensionsApplied } from './extensions-applied.js';
 import { isPatchable } from '../steps/skip-reasons.js';
+import { checkConditions } from './match-conditions.js';
 import { skipReason } from './skip.js';
 
 /** A declared step's call, finished: the copy it worked on and how it ended. */
@@ -98,9 +100,14 @@ class MutatePhase {
       for (const step of level) {
         const skip =
           skipReason(step, ctx) ??
-          (step.needsObject && !patchable ? `nothing to mutate on ${request.operation}` : undefined);
-        if (skip) ctx.observer.skipped(step, skip);
-        else runnable.push(step);
+          (step.needsObject && !patchable ? `nothing to mutate on ${request.operation}` : undefined) ??
+          (step.matchConditions ? this.conditions(step.matchConditions) : undefined);
+        if (typeof skip === 'string') ctx.observer.skipped(step, skip);
+        else if (skip) {
+          // Not invoked: settled as a failure, without the bookkeeping of a step that ran.
+          const denial = settleRefusal(ctx, step, 0, skip, 0);
+          if (denial) return this.leveled(denial);
+        } else runnable.push(step);
       }
       if (runnable.length === 0) continue;
       this.invoked.push(...runnable);
@@ -110,10 +117,21 @@ class MutatePhase {
       if (denial) return this.leveled(denial);
     }
     // Reinvocation: once, in order, for IfNeeded steps whose view of the object is stale — for a declared step,
-    // only when a later step changed something it reads.
+    // only when a later step changed something it reads. Its matchConditions are asked again of the object as it
+    // is now, as the apiserver asks a reinvoked webhook's.
     for (const step of this.invoked) {
       if (step.reinvocationPolicy !== 'IfNeeded') continue;
       if (step.declarations ? !this.stale.has(step) : (this.seenChanges.get(step) ?? 0) === this.changes) continue;
+      const skip = step.matchConditions ? this.conditions(step.matchConditions) : undefined;
+      if (typeof skip === 'string') {
+        ctx.observer.skipped(step, `not reinvoked: ${skip}`, 1);
+        continue;
+      }
+      if (skip) {
+        const denial = settleRefusal(ctx, step, 0, skip, 1);
+        if (denial) return this.leveled(denial);
+        continue;
+      }
       const ran = this.runLevel([step], 1);
       const denial = ran instanceof Promise ? await ran : ran;
       if (denial) return this.leveled(denial);
@@ -124,13 +142,15 @@ class MutatePhase {
     const stamped = stampExtensionsApplied(ctx, this.working, this.written, this.history);
     const working = stamped ?? this.working;
     if (!working || (this.changes === 0 && !stamped)) return APPROVED;
-    if (this.history) {
-      this.history.finish(working.root);
-      ctx.observer.writes = this.history;
-    }
     await yieldIfLarge(ctx);
     // Only what some step wrote can differ: diff those subtrees, not the whole object.
     const patch = diffWritten(request.object!, working.root, this.written);
+    if (this.history) {
+      // A write the gateway stamped over a step's is not told as a conflict: its share is worked back then.
+      const plain = !stamped && ctx.observer.conflicts === undefined;
+      this.history.finish(working.root, plain ? { patch, written: this.written.tree } : undefined);
+      ctx.observer.writes = this.history;
+    }
     return patch.length > 0 ? { allowed: true, patch } : APPROVED;
   }
 
@@ -159,6 +179,12 @@ class MutatePhase {
       if (ran) return ran;
     }
     return undefined;
+  }
+
+  /** A step's matchConditions, on the object as the earlier steps left it. */
+  private conditions(conditions: readonly MatchCondition[]): string | StepFailedError | undefined {
+    const object = this.working?.root ?? this.request.object ?? undefined;
+    return checkConditions(conditions, this.request, object, this.changes);
   }
 
   /** Calls `step` on `object` (a tracked view, or none), with its share of the deadline. */
@@ -242,12 +268,12 @@ class MutatePhase {
     const started = this.ctx.now();
     const result = this.invoke(step, session?.view, working?.root ?? request.object ?? undefined, this.ctx.notes);
     return result instanceof Promise
-      ? result.then((settled) => this.settleOnWorkingCopy(step, round, session, started, settled))
-      : this.settleOnWorkingCopy(step, round, session, started, result);
+      ? result.then((settled) => this.finishOnWorkingCopy(step, round, session, started, settled))
+      : this.finishOnWorkingCopy(step, round, session, started, result);
   }
 
   /** What an undeclared step's result does to the review: the denial that ends it, or undefined. */
-  private settleOnWorkingCopy(
+  private finishOnWorkingCopy(
     step: Step,
     round: number,
     session: TrackedSession<KubeObject> | undefined,

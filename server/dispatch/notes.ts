@@ -43,8 +43,9 @@ interface StepNoteCount {
 
 /** Where a step's own warnings and audit annotations go while it runs. */
 export interface StepNotes {
-  stepWarn(step: string, text: string): void;
-  stepAnnotate(step: string, key: string, value: string): void;
+  /** `asWritten`: the text or key as the step wrote it, without the step's name (a Step's `ownWords`). */
+  stepWarn(step: string, text: string, asWritten?: boolean): void;
+  stepAnnotate(step: string, key: string, value: string, asWritten?: boolean): void;
 }
 
 export class ReviewNotes implements StepNotes {
@@ -52,37 +53,46 @@ export class ReviewNotes implements StepNotes {
   private annotationMap: Record<string, string> | undefined;
   private counts: Map<string, StepNoteCount> | undefined;
 
-  /** A warning of the gateway's about `step`. */
-  warn(step: string, text: string): void {
+  /** A warning of the gateway's about `step` (`asWritten`: without the step's name in front). */
+  warn(step: string, text: string, asWritten = false): void {
     // Cut before cleaning: a warning longer than the whole total could never be shown anyway.
     const clean = stripControl(clip(String(text), TOTAL_RUNES));
-    if (clean) this.warningSet.add(`${step}: ${clean}`);
+    if (clean) this.warningSet.add(asWritten ? clean : `${step}: ${clean}`);
   }
 
-  /** An audit annotation of the gateway's about `step`. */
-  annotate(step: string, key: string, value: string): void {
-    const qualified = annotationKey(step, key);
+  /**
+   * An audit annotation of the gateway's about `step`. `asWritten`: the key as it is, when it is a qualified name
+   * without `/` (the apiserver puts the webhook's name and a `/` in front), and the first value a key got stays.
+   */
+  annotate(step: string, key: string, value: string, asWritten = false): void {
+    const qualified = asWritten
+      ? isQualifiedName(key) && !key.includes('/')
+        ? key
+        : undefined
+      : annotationKey(step, key);
     if (!qualified) return;
-    (this.annotationMap ??= {})[qualified] = String(value).slice(0, MAX_ANNOTATION_VALUE);
+    this.annotationMap ??= {};
+    if (asWritten && qualified in this.annotationMap) return;
+    this.annotationMap[qualified] = String(value).slice(0, MAX_ANNOTATION_VALUE);
   }
 
   /** A warning the step added itself: kept within the step's limit. */
-  stepWarn(step: string, text: string): void {
+  stepWarn(step: string, text: string, asWritten = false): void {
     const count = this.countOf(step);
     if (count.warnings >= MAX_STEP_NOTES) count.droppedWarnings++;
     else {
       count.warnings++;
-      this.warn(step, text);
+      this.warn(step, text, asWritten);
     }
   }
 
   /** An audit annotation the step added itself: kept within the step's limit. */
-  stepAnnotate(step: string, key: string, value: string): void {
+  stepAnnotate(step: string, key: string, value: string, asWritten = false): void {
     const count = this.countOf(step);
     if (count.annotations >= MAX_STEP_NOTES) count.droppedAnnotations++;
     else {
       count.annotations++;
-      this.annotate(step, String(key).slice(0, 2 * ITEM_RUNES), value);
+      this.annotate(step, String(key).slice(0, 2 * ITEM_RUNES), value, asWritten);
     }
   }
 

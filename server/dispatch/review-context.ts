@@ -8,7 +8,8 @@ import type { AdmissionRequest, Phase } from '../admission/types.js';
 import { StepFailedError } from '../base/errors.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { ReviewNotes } from './notes.js';
-import { denialConsequence, failureConsequence, type Consequence } from '../steps/policy.js';
+import { denialConsequence, failureConsequence, shown, type Consequence } from '../steps/policy.js';
+import { warnedText, type ReviewExceptions } from './review-exceptions.js';
 import type { ReviewExtensions } from '../extensions/review-references.js';
 import type { ReviewObserver } from './review-observer.js';
 import type { Step } from '../steps/step.js';
@@ -20,7 +21,7 @@ export interface ReviewContext {
   readonly deadline: number;
   readonly namespaceLabels: Labels | undefined;
   /**
-   * The opt-in extensions the review references, settled (review-references.ts); undefined when the chain
+   * The opt-in extensions the review references, resolved (review-references.ts); undefined when the chain
    * has no `OptIn` step nor conflict group and the object references nothing.
    */
   readonly extensions: ReviewExtensions | undefined;
@@ -29,6 +30,8 @@ export interface ReviewContext {
   readonly now: () => number;
   /** The object is large: the phase lets other work run between its steps (see yieldIfLarge). */
   readonly large: boolean;
+  /** The exceptions in force for this review (review-exceptions.ts); undefined when there are none. */
+  readonly exceptions?: ReviewExceptions | undefined;
 }
 
 /**
@@ -67,6 +70,9 @@ export function settleRefusal(
     ctx.observer.failed(step, ms, refusal, round, consequence.kind !== 'block');
   } else {
     consequence = denialConsequence(step, refusal);
+    // A Warn exception changes only a denial that would refuse the review.
+    const warnedBy = consequence.kind === 'block' ? ctx.exceptions?.warnedBy(step) : undefined;
+    if (warnedBy) consequence = { kind: 'warn', warning: warnedText(shown(refusal.message), warnedBy) };
     ctx.observer.denied(step, ms, round, refusal, consequence.kind === 'block');
   }
   switch (consequence.kind) {

@@ -80,8 +80,13 @@ export class ReviewObserver implements StepLogs {
     return log;
   }
 
-  skipped(step: Step, reason: string): void {
-    this.reports.push({ step: step.name, outcome: 'skipped', ms: 0, reason });
+  /** `round` 1: a reinvocation its matchConditions turned down. */
+  skipped(step: Step, reason: string, round = 0): void {
+    this.reports.push(
+      round
+        ? { step: step.name, outcome: 'skipped', ms: 0, reason, round }
+        : { step: step.name, outcome: 'skipped', ms: 0, reason },
+    );
     this.details?.push({
       step,
       message: undefined,

@@ -5,7 +5,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Decision, Denial } from '../admission/decision.js';
 import { answerTo } from '../admission/responses.js';
-import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/types.js';
+import type { AdmissionRequest, AdmissionResponse, KubeObject, Phase } from '../admission/types.js';
+import { namespaceFromLabels } from '../admission/namespace-object.js';
+import { provideNamespaceObject } from '../policy/review-cel.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from '../chain/chain.js';
@@ -23,12 +25,14 @@ import {
   namespaceOfReferences,
   objectReferenceValue,
   objectReferences,
-  settleReferences,
+  resolveReferences,
   type ReviewExtensions,
 } from '../extensions/review-references.js';
 import type { ShadowRun } from './shadow.js';
 import type { Step } from '../steps/step.js';
 import { runValidatePhase } from './validate.js';
+import { reviewExceptions } from './review-exceptions.js';
+import type { ExceptionSource } from '../exceptions/exception-source.js';
 
 /** Where namespaceSelector labels come from: an informer cache in cluster mode, a stand-in otherwise. */
 export interface NamespaceLabelSource {
@@ -39,6 +43,32 @@ export interface NamespaceLabelSource {
    * cluster mode; absent without a cluster. Never throws: an unknown namespace references none.
    */
   extensions?(namespace: string): ExtensionReferences | Promise<ExtensionReferences>;
+  /**
+   * The namespace as a policy's `namespaceObject` reads it (admission/namespace-object.ts), in cluster mode. Never
+   * throws: undefined when it cannot be read. Absent: made of its name and labels (lookUpNamespaceObject).
+   */
+  object?(namespace: string): KubeObject | undefined | Promise<KubeObject | undefined>;
+}
+
+/**
+ * The review's `namespaceObject`, as the apiserver gives its policies: null for a cluster-scoped object and for a
+ * Namespace itself (whose request names itself as its namespace), and when the namespace cannot be read.
+ */
+export function lookUpNamespaceObject(
+  source: NamespaceLabelSource,
+  request: AdmissionRequest,
+): KubeObject | null | Promise<KubeObject | null> {
+  const name = request.namespace;
+  const { group, version, kind } = request.kind;
+  if (!name || (kind === 'Namespace' && version === 'v1' && group === '')) return null;
+  if (source.object) {
+    const found = source.object(name);
+    return found instanceof Promise ? found.then((o) => o ?? null) : (found ?? null);
+  }
+  const labels = source.labels(name);
+  return labels instanceof Promise
+    ? labels.then((l) => namespaceFromLabels(name, l))
+    : namespaceFromLabels(name, labels);
 }
 
 /**
@@ -71,6 +101,8 @@ export interface ReviewerDeps {
   readonly shadow?: { run(run: ShadowRun): void };
   /** Traces each review and its steps (README "Tracing"); absent, tracing costs a review nothing. */
   readonly tracing?: ReviewTracer | undefined;
+  /** The exceptions in force (README "Exceptions"); absent or empty, they cost a review one check. */
+  readonly exceptions?: ExceptionSource | undefined;
 }
 
 export { ReviewedRequest };
@@ -186,12 +218,16 @@ interface ReviewEnd {
 export function createReviewer(deps: ReviewerDeps): Reviewer {
   const now = deps.now ?? (() => performance.now());
   const { metrics } = deps;
+  // An exception's namespaceSelector needs the labels as a step's does.
+  const phaseNeedsLabels = (chain: Chain, selection: StepSelection): boolean =>
+    chain.needsNamespaceLabels(selection.phase, selection.failurePolicy) ||
+    deps.exceptions?.current().needsNamespaceLabels === true;
 
   /**
-   * The references of a review, settled (review-references.ts), and the namespace's labels: its references
+   * The references of a review, resolved (review-references.ts), and the namespace's labels: its references
    * and labels come from one lookup, both asked for before either is awaited.
    */
-  const settle = async (
+  const lookUpReferences = async (
     request: AdmissionRequest,
     chain: Chain,
     selection: StepSelection,
@@ -211,7 +247,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     // On a cache miss the namespace's references are not known yet: its labels are asked for at once if any
     // extension could need them, so that one GET serves both.
     const needsLabels =
-      chain.needsNamespaceLabels(selection.phase, selection.failurePolicy) ||
+      phaseNeedsLabels(chain, selection) ||
       needLabels(object) ||
       (fromNamespace instanceof Promise ? chain.extensions.needsNamespaceLabels : needLabels(fromNamespace));
     const labelsOf = needsLabels ? namespaceToLookUp(request) : undefined;
@@ -219,27 +255,27 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
     const namespace = fromNamespace instanceof Promise ? await fromNamespace : fromNamespace;
     const labels = foundLabels instanceof Promise ? await foundLabels : foundLabels;
     const warn = (nameAnything(object) || nameAnything(namespace)) && givesReferenceWarnings(chain, request, selection);
-    const settled = settleReferences({
+    const resolved = resolveReferences({
       request,
       chain: chain.extensions,
       sources: { object, unchanged, namespaceName, namespace },
       namespaceLabels: labels,
       warn,
     });
-    for (const warning of settled.warnings) notes.warn(EXTENSIONS_ANNOTATION, warning);
+    for (const warning of resolved.warnings) notes.warn(EXTENSIONS_ANNOTATION, warning);
     const extensions: ReviewExtensions = {
       chain: chain.extensions,
       failurePolicy: selection.failurePolicy,
-      referenced: settled.referenced,
-      setAside: settled.setAside,
+      referenced: resolved.referenced,
+      setAside: resolved.setAside,
     };
-    return { namespaceLabels: labels, extensions, refusal: settled.refusal };
+    return { namespaceLabels: labels, extensions, refusal: resolved.refusal };
   };
 
   /**
-   * What a review looks up before its phase runs: its references settled with its namespace's labels when the
-   * object or the chain has references (settle), else the namespace's labels alone when some step's selector
-   * needs them. A cached namespace's labels come back as they are, without a microtask hop.
+   * What a review looks up before its phase runs: its references resolved with its namespace's labels when the
+   * object or the chain has references (lookUpReferences), else the namespace's labels alone when some step's
+   * selector needs them. A cached namespace's labels come back as they are, without a microtask hop.
    */
   const lookUp = (
     request: AdmissionRequest,
@@ -249,10 +285,9 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   ): Lookups | Promise<Lookups> => {
     // A chain without OptIn steps or conflict groups costs a review one annotation read, and no lookup.
     const value = objectReferenceValue(request);
-    if (value !== undefined || chain.extensions.usesReferences) return settle(request, chain, selection, value, notes);
-    const namespace = chain.needsNamespaceLabels(selection.phase, selection.failurePolicy)
-      ? namespaceToLookUp(request)
-      : undefined;
+    if (value !== undefined || chain.extensions.usesReferences)
+      return lookUpReferences(request, chain, selection, value, notes);
+    const namespace = phaseNeedsLabels(chain, selection) ? namespaceToLookUp(request) : undefined;
     const found = namespace ? deps.namespaceLabels.labels(namespace) : undefined;
     return found instanceof Promise ? found.then(labelsOnly) : labelsOnly(found);
   };
@@ -329,8 +364,14 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         deps.tracing?.startReview(request, phase, selection.name, incoming),
       );
       const notes = new ReviewNotes();
+      // Asked for before the labels are awaited, so that a namespace not yet cached is read once for both.
+      const namespaceObject = chain.needsNamespaceObject(phase, failurePolicy)
+        ? lookUpNamespaceObject(deps.namespaceLabels, request)
+        : null;
       const found = lookUp(request, chain, selection, notes);
       const { namespaceLabels, extensions, refusal } = found instanceof Promise ? await found : found;
+      if (namespaceObject !== null)
+        provideNamespaceObject(request, namespaceObject instanceof Promise ? await namespaceObject : namespaceObject);
       const ctx: ReviewContext = {
         request,
         phase,
@@ -341,6 +382,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         observer,
         now,
         large,
+        exceptions: reviewExceptions(deps.exceptions, request, namespaceLabels, notes),
       };
       const decision =
         refusal ??
@@ -363,6 +405,7 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
         steps: chain.shadowOf(phase),
         decision,
         namespaceLabels,
+        exceptions: deps.exceptions,
         ...(shadowTraced ? { traced: shadowTraced } : {}),
       });
       if (!listener) {

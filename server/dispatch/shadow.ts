@@ -10,6 +10,7 @@ import { Registry } from 'prom-client';
 import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, JsonPatchOperation, Phase } from '../admission/types.js';
 import { errorMessage } from '../base/errors.js';
+import { uncounted, type ExceptionSource } from '../exceptions/exception-source.js';
 import { MAX_ECHO_CHARS, clip } from '../base/limits.js';
 import type { BindableLogger } from '../base/log.js';
 import { createMetrics, type Metrics, type StepOutcome } from '../metrics/metrics.js';
@@ -18,6 +19,7 @@ import { runMutatePhase } from './mutate.js';
 import { ReviewNotes } from './notes.js';
 import type { ReviewContext } from './review-context.js';
 import { ReviewObserver } from './review-observer.js';
+import { reviewExceptions } from './review-exceptions.js';
 import { planSteps } from '../steps/step-graph.js';
 import type { Step } from '../steps/step.js';
 import { runValidatePhase } from './validate.js';
@@ -41,6 +43,8 @@ export interface ShadowRun {
   /** The live answer's decision. */
   readonly decision: Decision;
   readonly namespaceLabels: Labels | undefined;
+  /** The exceptions in force: a step one lets the request off is skipped in shadow too (not counted as use). */
+  readonly exceptions?: ExceptionSource | undefined;
   /** Each step's entry is pushed here as it finishes (the decision trace's `shadow` list). */
   readonly traced?: ShadowStepTrace[];
 }
@@ -110,16 +114,18 @@ export class ShadowRunner {
     const { request, phase } = run;
     const started = this.deps.now();
     const observer = new ReviewObserver(this.quiet, this.deps.log.child({ shadow: true }), request, phase);
+    const notes = new ReviewNotes();
     const ctx: ReviewContext = {
       request,
       phase,
       deadline: started + step.timeoutMs,
       namespaceLabels: run.namespaceLabels,
       extensions: undefined,
-      notes: new ReviewNotes(),
+      notes,
       observer,
       now: this.deps.now,
       large: false,
+      exceptions: reviewExceptions(run.exceptions && uncounted(run.exceptions), request, run.namespaceLabels, notes),
     };
     const decision =
       phase === 'mutate' ? await runMutatePhase(planSteps([step]), ctx) : await runValidatePhase([step], ctx);

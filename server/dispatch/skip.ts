@@ -22,5 +22,6 @@ export function skipReason(step: Step, ctx: ReviewContext): string | undefined {
   const reason = step.match.matches(ctx.request, ctx.namespaceLabels);
   if (reason) return reason;
   if (ctx.request.dryRun && step.sideEffects === 'Some') return DRY_RUN_WITH_SIDE_EFFECTS;
-  return undefined;
+  // Last: an exception is decided (and counted) only for a step that would otherwise run.
+  return ctx.exceptions?.exemption(step);
 }

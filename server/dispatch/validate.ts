@@ -7,22 +7,33 @@ import { StepFailedError } from '../base/errors.js';
 import { readOnlyView } from '../patch/tracked-object.js';
 import { invokeStep } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, type ReviewContext } from './review-context.js';
+import { checkConditions } from './match-conditions.js';
 import { skipReason } from './skip.js';
 import type { Step } from '../steps/step.js';
 
 /** The phase's decision: allowed, or denied with every refusal joined. */
 export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContext): Promise<Decision> {
+  const { request } = ctx;
   const relevant: Step[] = [];
+  /** Steps whose matchConditions could not be evaluated: failed, not invoked. */
+  let unmatched: Map<Step, StepFailedError> | undefined;
   for (const step of steps) {
-    const skip = skipReason(step, ctx);
-    if (skip) ctx.observer.skipped(step, skip);
-    else relevant.push(step);
+    const skip =
+      skipReason(step, ctx) ??
+      (step.matchConditions ? checkConditions(step.matchConditions, request, request.object ?? undefined) : undefined);
+    if (typeof skip === 'string') {
+      ctx.observer.skipped(step, skip);
+      continue;
+    }
+    if (skip) (unmatched ??= new Map()).set(step, skip);
+    relevant.push(step);
   }
   if (relevant.length === 0) return APPROVED;
 
-  const { request } = ctx;
   const results = await Promise.all(
     relevant.map(async (step) => {
+      const failure = unmatched?.get(step);
+      if (failure) return { step, result: failure, ms: 0 };
       const started = ctx.now();
       const result = await invokeStep(
         step,

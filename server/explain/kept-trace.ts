@@ -22,6 +22,8 @@ import { NAMESPACE_SELECTOR_DOES_NOT_MATCH, OBJECT_SELECTOR_DOES_NOT_MATCH } fro
 import type { PatchConflict, StepDetail } from '../trace/step-report.js';
 import { MAX_SHADOW_MESSAGE_CHARS, MAX_SHADOW_TRACED_OPS } from '../dispatch/shadow.js';
 import type { Redaction } from '../recording/redact.js';
+import { explainPolicyRun, explainedBytes, type PolicyTrace } from '../policy/explain-policy.js';
+import { policyRunOf } from '../policy/policy-runs.js';
 
 /** Patch operations kept per step and for the review; the rest are counted. */
 export const MAX_TRACED_OPS = 50;
@@ -160,6 +162,23 @@ class Keeper {
     return { metadata: { labels: Object.fromEntries(kept) as Record<string, string> } };
   }
 
+  /**
+   * A policy step's run, explained (bounded by explain-policy.ts); the values of its variables are object
+   * content, kept only as patch values are (includeObjects), and never for a request the redaction covers.
+   */
+  policy(step: string): PolicyTrace | undefined {
+    const run = policyRunOf(this.request, step);
+    if (!run) return undefined;
+    const { includeObjects, redaction } = this.options;
+    const redacted = includeObjects && redaction.redacts(this.request);
+    const explained = explainPolicyRun(run, {
+      values: includeObjects && !redacted,
+      omitted: redacted ? 'redacted (record.redact, or a Secret)' : 'explain.includeObjects is off',
+    });
+    this.bytes += explainedBytes(explained);
+    return explained;
+  }
+
   /** Counts strings kept as they are (bounded where they were made). */
   count(strings: readonly string[]): void {
     for (const s of strings) this.bytes += s.length;
@@ -222,14 +241,16 @@ function keptResponse(response: AdmissionResponse, k: Keeper): AdmissionResponse
  * The steps' details with their messages clipped and their patches kept small (an in-process step's worked out
  * from the phase's writes, which are not kept); the same array when nothing changes.
  */
-function keptDetails(details: readonly StepDetail[], writes: TraceInput['writes'], k: Keeper): readonly StepDetail[] {
+function keptDetails(input: TraceInput, k: Keeper): readonly StepDetail[] {
+  const { details, writes } = input;
   let kept = details;
   for (let i = 0; i < details.length; i++) {
     const detail = details[i]!;
     const message = detail.message === undefined ? undefined : k.text(detail.message, MAX_MESSAGE_CHARS);
     const written = detail.written === undefined ? undefined : writes?.patchOf(detail.written);
     const patch = detail.patch ?? (written?.length ? written : undefined);
-    if (!patch && detail.written === undefined && message === detail.message) continue;
+    const policy = detail.step.source === 'policy' ? k.policy(detail.step.name) : undefined;
+    if (!patch && !policy && detail.written === undefined && message === detail.message) continue;
     if (kept === details) kept = details.slice();
     (kept as StepDetail[])[i] = {
       step: detail.step,
@@ -239,6 +260,7 @@ function keptDetails(details: readonly StepDetail[], writes: TraceInput['writes'
       patchOpsOmitted: patch ? Math.max(patch.length - MAX_TRACED_OPS, 0) : undefined,
       deadlineLeftMs: detail.deadlineLeftMs,
       decided: detail.decided,
+      ...(policy ? { policy } : {}),
     };
   }
   return kept;
@@ -288,7 +310,7 @@ export function keptInput(input: TraceInput, options: KeepOptions): KeptInput {
     startedAt: input.startedAt,
     ms: input.ms,
     reports,
-    details: keptDetails(input.details, input.writes, k),
+    details: keptDetails(input, k),
     namespaceLabels,
     writes: undefined,
     conflicts: keptConflicts(input.conflicts, k),

@@ -6,6 +6,7 @@
 import type { JsonPatchOperation } from '../admission/types.js';
 import { escapeControl } from '../base/limits.js';
 import type { KeptTrace } from './trace-buffer.js';
+import type { PolicyTrace } from '../policy/explain-policy.js';
 
 const OUTCOME_WORD: Readonly<Record<string, string>> = {
   allowed: 'allowed',
@@ -22,6 +23,30 @@ function operation(op: JsonPatchOperation): string {
   const from = 'from' in op ? ` from ${op.from}` : '';
   const value = 'value' in op && op.value !== undefined ? ` ${JSON.stringify(op.value)}` : '';
   return `${op.op} ${op.path}${from}${value}`;
+}
+
+/** What a policy step's trace adds: the expression that decided, the variables it read, annotations, cost. */
+function policyLines(policy: PolicyTrace): string[] {
+  const lines: string[] = [];
+  const d = policy.decidedBy;
+  if (d) {
+    const how =
+      d.result === 'false'
+        ? `is false${d.reason ? ` (reason ${d.reason})` : ''}`
+        : `failed (${d.reason ?? d.result}${d.cost !== undefined ? `, ${d.cost} cost units` : ''})`;
+    lines.push(`       decided by: ${d.field} ${how}: ${d.expression}`);
+    if (d.result !== 'false' && d.message) lines.push(`       failure: ${d.message}`);
+  }
+  for (const v of policy.variables ?? []) {
+    if (v.error !== undefined) lines.push(`       variable ${v.name} failed: ${v.error}`);
+    else if (v.value !== undefined) lines.push(`       variable ${v.name} = ${v.value}`);
+    else lines.push(`       variable ${v.name} (value left out: ${policy.valuesOmitted ?? 'not kept'})`);
+  }
+  if (policy.variablesOmitted) lines.push(`       variables: … ${policy.variablesOmitted} more`);
+  for (const [key, value] of Object.entries(policy.auditAnnotations ?? {}))
+    lines.push(`       audit annotation: ${key} = ${JSON.stringify(value)}`);
+  lines.push(`       cost: ${policy.cost} units`);
+  return lines;
 }
 
 /** The review's trace as lines of text (no trailing newline). */
@@ -60,6 +85,7 @@ export function renderTrace(trace: KeptTrace): string {
     if (step.rule) lines.push(`       matched: ${step.rule}`);
     if (step.reason) lines.push(`       why: ${step.reason}`);
     if (step.message) lines.push(`       message: ${step.message}`);
+    if (step.policy) lines.push(...policyLines(step.policy));
     for (const warning of step.warnings ?? []) lines.push(`       warning: ${warning}`);
     for (const op of step.patch ?? []) lines.push(`       patch: ${operation(op)}`);
     if (step.patchOpsOmitted) lines.push(`       patch: … ${step.patchOpsOmitted} more operations`);

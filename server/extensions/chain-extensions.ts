@@ -4,7 +4,7 @@
  * the request path, so a review that reads references looks each name up once.
  */
 import type { AuthorizeStep } from '../authorization/authorize-step.js';
-import type { Attach, EntryOptions } from '../config/types.js';
+import type { Attach } from '../config/types.js';
 import type { Step } from '../steps/step.js';
 
 export interface ChainExtension {
@@ -37,26 +37,6 @@ export interface ChainExtensions {
   readonly optInMutates: boolean;
   /** Some extension needs the namespace's labels to tell whether it applies. */
   readonly needsNamespaceLabels: boolean;
-}
-
-/** A step placement's attachment fields, from its chain entry (`extension` for discovered handlers too). */
-export function attachmentOf(entry: Pick<EntryOptions, 'name' | 'attach' | 'conflictGroup'>): {
-  readonly extension: string;
-  readonly attach: Attach;
-  readonly conflictGroup: string | undefined;
-} {
-  return { extension: entry.name, attach: entry.attach ?? 'Always', conflictGroup: entry.conflictGroup };
-}
-
-/** `/chain`'s attachment fields of a step: only those that differ from the default. */
-export function describeAttachment(step: Pick<Step, 'attach' | 'conflictGroup'>): {
-  attach?: Attach;
-  conflictGroup?: string;
-} {
-  return {
-    ...(step.attach === 'OptIn' ? { attach: step.attach } : {}),
-    ...(step.conflictGroup !== undefined ? { conflictGroup: step.conflictGroup } : {}),
-  };
 }
 
 /** The extensions of `ordered` (a chain's steps in order) and of its authorize steps. */

@@ -1,7 +1,7 @@
 /**
  * The opt-in extensions one review references (README "Opt-in providers"): the object's annotation
  * `admissiongateway.io/extensions` (its old object's when there is no new one, as on DELETE) and its
- * namespace's, settled against the chain. What comes out: the extensions whose `OptIn` steps run, those set
+ * namespace's, resolved against the chain. What comes out: the extensions whose `OptIn` steps run, those set
  * aside, a refusal when one source names two entries of a conflict group, and what to tell the user about
  * references that do nothing — never a silent no-op.
  *
@@ -54,7 +54,7 @@ export interface ReferenceSources {
   readonly namespace: ExtensionReferences;
 }
 
-export interface SettledReferences {
+export interface ResolvedReferences {
   readonly referenced: ReadonlySet<string>;
   readonly setAside: ReadonlyMap<string, string>;
   /** One source names two entries of a conflict group on a write: the review is refused with this. */
@@ -167,7 +167,7 @@ function isWrite(request: AdmissionRequest): boolean {
   return (request.operation === 'CREATE' || request.operation === 'UPDATE') && !isDeleting(request);
 }
 
-export interface SettleInput {
+export interface ResolveInput {
   readonly request: AdmissionRequest;
   readonly chain: ChainExtensions;
   readonly sources: ReferenceSources;
@@ -177,8 +177,8 @@ export interface SettleInput {
   readonly warn: boolean;
 }
 
-/** The references of a review, settled against the chain. */
-export function settleReferences(input: SettleInput): SettledReferences {
+/** The references of a review, resolved against the chain. */
+export function resolveReferences(input: ResolveInput): ResolvedReferences {
   const { request, chain, sources, warn } = input;
   const warnings: string[] = [];
   const notApplying = new Map<ChainExtension, string | undefined>();
@@ -221,7 +221,7 @@ export function settleReferences(input: SettleInput): SettledReferences {
     ...[...conflictsOf(objectSide).values()].map((members) => ({ source: undefined, members })),
     ...[...conflictsOf(fromNamespace).values()].map((members) => ({ source: sources.namespaceName, members })),
   ];
-  const refusal = settleConflicts(conflicts, { request, whyNot, warn, setAside, warnings });
+  const refusal = resolveConflicts(conflicts, { request, whyNot, warn, setAside, warnings });
 
   if (warn) {
     warnings.push(...unusable(sources.object, undefined, chain));
@@ -233,7 +233,7 @@ export function settleReferences(input: SettleInput): SettledReferences {
   return { referenced, setAside, refusal, warnings };
 }
 
-/** What settling conflicts works on: the review, and where it puts what it finds. */
+/** What resolving conflicts works on: the review, and where it puts what it finds. */
 interface ConflictContext {
   readonly request: AdmissionRequest;
   readonly whyNot: (extension: ChainExtension) => string | undefined;
@@ -247,7 +247,7 @@ interface ConflictContext {
  * CONNECT, an object being deleted) none of them runs, with a warning — which one was meant is never guessed.
  * A conflict between entries none of which applies to the request changes nothing: nothing of theirs runs.
  */
-function settleConflicts(
+function resolveConflicts(
   conflicts: ReadonlyArray<{ readonly source: string | undefined; readonly members: readonly ChainExtension[] }>,
   ctx: ConflictContext,
 ): Denial | undefined {

@@ -14,20 +14,21 @@ import { performance } from 'node:perf_hooks';
 import { LRUCache } from 'lru-cache';
 
 /** Who a token belongs to, as the apiserver's TokenReview says. */
-export interface UserInfo {
+export interface TokenUser {
   readonly username: string;
   readonly uid?: string;
   readonly groups?: readonly string[];
   readonly extra?: Readonly<Record<string, readonly string[]>>;
 }
 
-export type TokenReview = { readonly authenticated: true; readonly user: UserInfo } | { readonly authenticated: false };
+export type TokenReview =
+  { readonly authenticated: true; readonly user: TokenUser } | { readonly authenticated: false };
 
 /** The apiserver's two answers. Each rejects when the apiserver did not answer (unreachable, an error, the signal). */
 export interface AccessReviewer {
   reviewToken(token: string, signal: AbortSignal): Promise<TokenReview>;
   /** Whether `user` may `verb` the non-resource URL `path`. */
-  reviewAccess(user: UserInfo, path: string, verb: string, signal: AbortSignal): Promise<boolean>;
+  reviewAccess(user: TokenUser, path: string, verb: string, signal: AbortSignal): Promise<boolean>;
 }
 
 export type OpsAccessDecision =
@@ -172,7 +173,7 @@ class AnswerCache<V extends object> {
 }
 
 /** A stable key for one question about one user; the parts are the apiserver's and the request's, hashed. */
-function accessKey(user: UserInfo, verb: string, path: string): string {
+function accessKey(user: TokenUser, verb: string, path: string): string {
   const extra = Object.entries(user.extra ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return sha256(JSON.stringify([user.username, user.uid ?? '', user.groups ?? [], extra, verb, path]));
 }

@@ -40,7 +40,7 @@ export interface ReviewLane {
   /** Whether it takes the review of a body this long (in characters). */
   takes(bodyChars: number): boolean;
   /** Decodes, runs and answers the review of `body`; throws as readReview and runReview do. */
-  run(ctx: ReviewContext, body: string): Promise<void>;
+  run(ctx: ReviewKoaContext, body: string): Promise<void>;
 }
 
 /** One review request's state (`ctx.state`), filled in as its middleware run. */
@@ -53,7 +53,8 @@ export interface ReviewState {
   echo?: { readonly uid: string; readonly apiVersion: AdmissionApiVersion };
 }
 
-export type ReviewContext = ParameterizedContext<ReviewState, ReviewServices>;
+/** The Koa context of one review request (the review's own context is dispatch/review-context.ts). */
+export type ReviewKoaContext = ParameterizedContext<ReviewState, ReviewServices>;
 export type ReviewMiddleware = Middleware<ReviewState, ReviewServices>;
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -164,14 +165,14 @@ export function runReviewWith(
 }
 
 /** Writes a JSON answer. */
-export function answer(ctx: ReviewContext, status: number, body: string | Buffer): void {
+export function answer(ctx: ReviewKoaContext, status: number, body: string | Buffer): void {
   ctx.status = status;
   // Set as a header, not `ctx.type`, which would look the type up in the mime table on every answer.
   ctx.set('Content-Type', JSON_TYPE);
   ctx.body = body;
 }
 
-function answerError(ctx: ReviewContext, err: unknown): void {
+function answerError(ctx: ReviewKoaContext, err: unknown): void {
   const { metrics, log } = ctx;
   const route = ctx.path.slice(1);
   const decodeError = err instanceof ReviewDecodeError ? err : undefined;

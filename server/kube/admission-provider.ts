@@ -2,14 +2,11 @@
  * The AdmissionProvider resource (admissiongateway.io/v1alpha1, cluster-scoped) and its translation into
  * a provider chain entry, validated with the same rules as gateway.yaml's provider entries.
  */
-import { DECLARATION_FIELDS, readStepDeclarations } from '../config/step-declarations.js';
-import { ATTACH_FIELDS, readAttachment } from '../config/attachment.js';
-import { SHADOW_FIELDS, readShadow } from '../config/shadow.js';
+import { STEP_FIELDS, readStepFields } from '../config/entry-fields.js';
 import { readMatch } from '../config/match-schema.js';
 import { Reader } from '../config/reader.js';
 import type { ProviderEntry } from '../config/types.js';
 import { MAX_DNS_LABEL_CHARS, isDnsLabel } from '../config/names.js';
-import { readStepOptions } from '../config/step-options.js';
 import { readProviderFields } from '../config/validate.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 
@@ -117,20 +114,14 @@ const SPEC_FIELDS = [
   'phases',
   'match',
   'order',
-  'timeoutSeconds',
-  'failurePolicy',
-  'mode',
+  'clientCert',
   'circuitBreaker',
   'settings',
   'discovery',
   'discoveryPath',
   'admissionReviewVersions',
-  'sideEffects',
-  'reinvocationPolicy',
   'authorizeMatch',
-  ...DECLARATION_FIELDS,
-  ...ATTACH_FIELDS,
-  ...SHADOW_FIELDS,
+  ...STEP_FIELDS,
 ];
 
 /**
@@ -158,7 +149,6 @@ export function resolveProvider(resource: AdmissionProvider, reservedNames: Read
   const r: Reader = new Reader(`AdmissionProvider "${name}"`);
   try {
     const m = r.map(resource.spec, 'spec', SPEC_FIELDS, false);
-    const options = readStepOptions(r, m, 'spec', 'whole seconds');
     const order = r.integer(m.order, 'spec.order', -1_000_000, 1_000_000) ?? DEFAULT_PROVIDER_ORDER;
     const match = readMatch(r, m.match, 'spec.match');
     const settings = r.stringMap(m.settings, 'spec.settings');
@@ -175,10 +165,7 @@ export function resolveProvider(resource: AdmissionProvider, reservedNames: Read
       path: 'spec',
       ...fields,
       ...(match ? { match } : {}),
-      ...options,
-      ...readStepDeclarations(r, m, 'spec'),
-      ...readAttachment(r, m, 'spec'),
-      ...readShadow(r, m, 'spec', fields.phases),
+      ...readStepFields(r, m, 'spec', { timeout: 'whole seconds', phases: fields.phases }),
       ...(settings ? { settings } : {}),
     };
     return { entry };

@@ -6,8 +6,8 @@
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import { ANNOTATIONS, type SecretContent } from '../tls/managed-secret.js';
 import { statusCode } from './kube-errors.js';
+import { MANAGED_BY, MANAGED_BY_LABEL } from '../base/managed-by.js';
 
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 const OUR_ANNOTATIONS: readonly string[] = Object.values(ANNOTATIONS);
 
 export interface SecretRef {
@@ -63,7 +63,7 @@ export function createCertificateSecretStore(kc: KubeConfig, ref: SecretRef): Ce
               metadata: {
                 name: ref.name,
                 namespace: ref.namespace,
-                labels: { [MANAGED_BY_LABEL]: 'admission-gateway' },
+                labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
                 annotations: mergedAnnotations(undefined, content.annotations),
               },
               type: 'kubernetes.io/tls',

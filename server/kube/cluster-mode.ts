@@ -1,16 +1,19 @@
 /**
  * Cluster mode: namespace labels (and the extensions namespaces reference) from an informer cache,
  * AdmissionProviders watched into the chain, their status written back — references and the objects the
- * replicas served included — and their finalizers kept, readiness held until the first provider list has
- * synced, (with kube.certificate.secretName) the serving certificate kept and rotated in a Secret, (with
- * audit.intervalSeconds) the periodic audit writing PolicyReports — on the one replica elected leader with the
- * Lease of kube.leaderElection — and (server.opsAuth kube, the default here) the ops port's callers authenticated
- * and authorized by the apiserver.
+ * replicas served included — and their finalizers kept, AdmissionExceptions and ClusterAdmissionExceptions
+ * watched into the exceptions in force and their status written back — the reviews they let off included —, the
+ * cluster's admission policies and their params watched into `fromCluster` entries (native-policy-watcher.ts),
+ * readiness held until the first provider list has synced, (with kube.certificate.secretName) the serving
+ * certificate kept and rotated in a Secret, (with audit.intervalSeconds) the periodic audit writing
+ * PolicyReports — on the one replica elected leader with the Lease of kube.leaderElection — and (server.opsAuth
+ * kube, the default here) the ops port's callers authenticated and authorized by the apiserver.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startPeriodicAudit } from '../audit/periodic.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
+import { isClusterEntry } from '../providers/configured-chain.js';
 import type { ReadinessCheck } from '../http/health-app.js';
 import type { OpsAccessOptions } from '../http/ops-access.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -25,6 +28,10 @@ import { startLeaderDuties, type LeaderDuties, type LeaderDuty } from './leader-
 import { createManagedCertificate, type RotationStep } from './managed-certificate.js';
 import { createNamespaceLabelCache } from './namespace-labels.js';
 import { createProviderWatcher, type ProviderWatcher } from './provider-watcher.js';
+import { createExceptionWatcher, type ExceptionWatcher } from './exception-watcher.js';
+import { createNativePolicyWatcher, type NativePolicyWatcher } from './native-policy-watcher.js';
+import type { WatchedExceptions } from '../exceptions/watched-exceptions.js';
+import type { GatewayException } from '../exceptions/exception.js';
 
 export interface ClusterModeOptions {
   readonly backoff?: BackoffOptions;
@@ -32,6 +39,8 @@ export interface ClusterModeOptions {
   readonly resyncMs?: number;
   /** Minimum time between two writes of a provider's objects served. Default 5 s. */
   readonly servedFlushMs?: number;
+  /** Minimum time between two writes of an exception's usage. Default 5 s. */
+  readonly exceptionUsageFlushMs?: number;
 }
 
 /** What startGateway takes from cluster mode: `startGateway({ ...options, ...(await cluster.prepare()) })`. */
@@ -41,6 +50,8 @@ export interface ClusterGatewayOptions {
   readonly onProviderChange: (runtime: ProviderRuntime) => void;
   /** An opt-in extension served an object: counted into its AdmissionProvider's status.references. */
   readonly onExtensionServed: (extension: string) => void;
+  /** A review used an exception: counted into the AdmissionException's or ClusterAdmissionException's status.usage. */
+  readonly onExceptionUsed: (exception: GatewayException) => void;
   /** With kube.certificate.secretName: the managed certificate. */
   readonly certificates?: CertificateSource;
   /** With server.opsAuth kube (its default in cluster mode): the apiserver checks the ops port's callers. */
@@ -52,6 +63,8 @@ export interface RunningGateway {
   readonly metrics: Metrics;
   /** The chain AdmissionProviders are set into. */
   readonly chains: ProviderChains;
+  /** Where the cluster's AdmissionExceptions and ClusterAdmissionExceptions are set. */
+  readonly exceptions?: WatchedExceptions;
 }
 
 export interface ClusterMode {
@@ -81,7 +94,10 @@ export function createClusterMode(
   });
   let watcher: ProviderWatcher | undefined;
   let leaderDuties: LeaderDuties | undefined;
+  let exceptionWatcher: ExceptionWatcher | undefined;
+  let policyWatcher: NativePolicyWatcher | undefined;
   const watching = config.kube.watchProviders;
+  const clusterEntries = config.chain.filter(isClusterEntry);
 
   // prepare() may create the Secret before the gateway (and its metrics) exist: counted at attach().
   const stepsBeforeAttach: RotationStep[] = [];
@@ -103,18 +119,31 @@ export function createClusterMode(
 
   const gatewayOptions: ClusterGatewayOptions = {
     namespaceLabels: namespaces,
-    readiness: watching
-      ? [
-          {
-            name: 'providers',
-            ready: () => watcher?.runner.hasSynced() ?? false,
-            detail: () =>
-              `AdmissionProvider list not synced${watcher?.runner.lastError() ? `: ${watcher.runner.lastError()}` : ''}`,
-          },
-        ]
-      : [],
+    readiness: [
+      ...(watching
+        ? [
+            {
+              name: 'providers',
+              ready: () => watcher?.runner.hasSynced() ?? false,
+              detail: () =>
+                `AdmissionProvider list not synced${watcher?.runner.lastError() ? `: ${watcher.runner.lastError()}` : ''}`,
+            },
+          ]
+        : []),
+      ...(clusterEntries.length > 0
+        ? [
+            {
+              name: 'admissionPolicies',
+              ready: () => policyWatcher?.hasSynced() ?? false,
+              detail: () =>
+                `admission policies list not synced${policyWatcher?.lastError() ? `: ${policyWatcher.lastError()}` : ''}`,
+            },
+          ]
+        : []),
+    ],
     onProviderChange: (runtime) => watcher?.providerChanged(runtime.name),
     onExtensionServed: (extension) => watcher?.served(extension),
+    onExceptionUsed: (exception) => exceptionWatcher?.used(exception),
     ...((config.server.opsAuth ?? 'kube') === 'kube' ? { opsAccess: { reviewer: createKubeAccessReviewer(kc) } } : {}),
   };
 
@@ -143,6 +172,7 @@ export function createClusterMode(
               namespaceLabels: namespaces,
               metrics: gateway.metrics,
               log,
+              exceptions: gateway.exceptions,
             }),
         });
       }
@@ -154,6 +184,29 @@ export function createClusterMode(
           metrics: gateway.metrics,
           log,
         });
+      }
+      if (gateway.exceptions) {
+        exceptionWatcher = createExceptionWatcher({
+          kc,
+          exceptions: gateway.exceptions,
+          log,
+          ...(options.backoff ? { backoff: options.backoff } : {}),
+          onConnectionChange: (resource, connected) => connection(resource)(connected),
+          ...(options.exceptionUsageFlushMs !== undefined ? { usage: { flushMs: options.exceptionUsageFlushMs } } : {}),
+        });
+        void exceptionWatcher.start();
+      }
+      if (clusterEntries.length > 0) {
+        policyWatcher = createNativePolicyWatcher({
+          kc,
+          entries: clusterEntries,
+          configFile: config.file,
+          setEntrySteps: (entry, steps) => gateway.chains.setEntrySteps(entry, steps),
+          log,
+          ...(options.backoff ? { backoff: options.backoff } : {}),
+          onConnectionChange: (resource, connected) => connection(resource)(connected),
+        });
+        void policyWatcher.start();
       }
       if (!watching) return;
       watcher = createProviderWatcher({
@@ -174,7 +227,14 @@ export function createClusterMode(
       void watcher.start();
     },
     async stop() {
-      await Promise.all([namespaces.runner.stop(), watcher?.stop(), managed?.stop(), leaderDuties?.stop()]);
+      await Promise.all([
+        namespaces.runner.stop(),
+        watcher?.stop(),
+        exceptionWatcher?.stop(),
+        policyWatcher?.stop(),
+        managed?.stop(),
+        leaderDuties?.stop(),
+      ]);
     },
   };
 }

@@ -12,6 +12,8 @@ import {
   type ExtensionReferences,
 } from '../extensions/extension-references.js';
 import type { Labels } from '../steps/label-selector.js';
+import { namespaceForPolicies } from '../admission/namespace-object.js';
+import type { KubeObject } from '../admission/types.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
 import type { Logger } from '../base/log.js';
 import { isDnsLabel } from '../config/names.js';
@@ -49,6 +51,7 @@ export interface NamespaceLabelCache extends NamespaceLabelSource {
 interface NamespaceFacts {
   readonly labels: Labels;
   readonly extensions: ExtensionReferences;
+  readonly object: KubeObject;
 }
 
 /** What a namespace references in its annotation, bounded by the parser. */
@@ -57,7 +60,23 @@ function referencesOf(namespace: V1Namespace): ExtensionReferences {
 }
 
 function factsOf(name: string, namespace: V1Namespace): NamespaceFacts {
-  return { labels: withNameLabel(name, namespace.metadata?.labels), extensions: referencesOf(namespace) };
+  return {
+    labels: withNameLabel(name, namespace.metadata?.labels),
+    extensions: referencesOf(namespace),
+    object: namespaceForPolicies(namespace),
+  };
+}
+
+/** Each cached namespace as policies read it, made once per version the informer holds. */
+const forPolicies = new WeakMap<V1Namespace, KubeObject>();
+
+function cachedForPolicies(namespace: V1Namespace): KubeObject {
+  let object = forPolicies.get(namespace);
+  if (object === undefined) {
+    object = namespaceForPolicies(namespace);
+    forPolicies.set(namespace, object);
+  }
+  return object;
 }
 
 /** How long a review waits for a namespace the cache does not have yet (then: no labels, as for an error). */
@@ -147,6 +166,10 @@ export function createNamespaceLabelCache(
     labels(namespace) {
       const cached = informer.get(namespace);
       return cached ? withNameLabel(namespace, cached.metadata?.labels) : lookup(namespace).then((f) => f?.labels);
+    },
+    object(namespace) {
+      const cached = informer.get(namespace);
+      return cached ? cachedForPolicies(cached) : lookup(namespace).then((f) => f?.object);
     },
     // A cached namespace's references were parsed once, by its informer event.
     extensions(namespace) {

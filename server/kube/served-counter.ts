@@ -1,18 +1,21 @@
 /**
  * Counts the objects each opt-in AdmissionProvider served on this replica (the reviewer's onExtensionServed)
- * and adds them to `status.references.objects` — the sum over all replicas, not this replica's share.
- *
- * Each write is a merge patch of the status carrying the `metadata.resourceVersion` it was computed from:
- * the apiserver refuses it with 409 when another replica (or the status writer) wrote in between, and the
- * count is recomputed from a fresh read and tried again. A count leaves this replica only once a write of it
- * succeeded. Writes happen at most every `flushMs` per provider and only when something was served — or
- * when the window ended and the stored count must rotate (served-window.ts has the arithmetic).
+ * and adds them to `status.references.objects` — the sum over all replicas, not this replica's share — with
+ * `windowStart` and `previousWindowObjects` (docs/admission-provider-crd.md, "Objects served"). The counting,
+ * the windows and the conditional writes are usage-counter.ts's; this is where they are stored for a provider.
  */
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import type { Logger } from '../base/log.js';
 import { PROVIDER_RESOURCE, type AdmissionProvider } from './admission-provider.js';
-import { kubeErrorMessage, statusCode } from './kube-errors.js';
-import { SERVED_WINDOW_MS, addServed, windowStartOf, type ServedCounts } from './served-window.js';
+import { statusCode } from './kube-errors.js';
+import { createUsageCounter, type StoredUsage, type UsageCounterOptions } from './usage-counter.js';
+import type { WindowCounts } from './usage-window.js';
+
+/** The objects-served fields of `status.references`, as written. */
+export interface ServedCounts {
+  readonly objects: number;
+  readonly windowStart: string;
+  readonly previousWindowObjects: number;
+}
 
 /** Where the counts are stored: the AdmissionProviders of the informer, a fresh read, a conditional write. */
 export interface ServedStore {
@@ -26,18 +29,13 @@ export interface ServedStore {
   write(name: string, resourceVersion: string, counts: ServedCounts): Promise<void>;
 }
 
-export interface ServedCounterOptions {
+export interface ServedCounterOptions extends Pick<
+  UsageCounterOptions,
+  'log' | 'flushMs' | 'windowMs' | 'now' | 'maxAttempts'
+> {
   readonly store: ServedStore;
-  readonly log: Logger;
   /** Names that are never AdmissionProviders in the chain (gateway.yaml's entries): not counted. */
   readonly ignored?: ReadonlySet<string>;
-  /** Minimum time between two writes of one provider. Default 5 s. */
-  readonly flushMs?: number;
-  /** The window's length. Default an hour. */
-  readonly windowMs?: number;
-  readonly now?: () => number;
-  /** Attempts of one write that meets 409 after 409. Default 5. */
-  readonly maxAttempts?: number;
   /** Providers counted at once; more are not counted (the hook's names come from the chain: never reached). */
   readonly maxNames?: number;
 }
@@ -52,203 +50,46 @@ export interface ServedCounter {
   stop(timeoutMs?: number): Promise<void>;
 }
 
-/** The longest wait between attempts after failures (an apiserver that is away). */
-const MAX_RETRY_MS = 60_000;
-/** Spreads the rotation writes of several replicas after the window ends (the first one wins, the rest 409). */
-const ROTATION_SPREAD_MS = 10_000;
-
-export function createServedCounter(o: ServedCounterOptions): ServedCounter {
-  const flushMs = o.flushMs ?? 5000;
-  const windowMs = o.windowMs ?? SERVED_WINDOW_MS;
-  const now = o.now ?? Date.now;
-  const maxAttempts = o.maxAttempts ?? 5;
-  const maxNames = o.maxNames ?? 1024;
-  /** Not yet written, per provider: the window start → objects served in it. */
-  const pending = new Map<string, Map<number, number>>();
-  const timers = new Map<string, NodeJS.Timeout>();
-  const lastFlush = new Map<string, number>();
-  const failures = new Map<string, number>();
-  const flushing = new Map<string, Promise<void>>();
-  let rotationTimer: NodeJS.Timeout | undefined;
-  let stopped = true;
-  let warnedFull = false;
-
-  const deltasOf = (name: string): ReadonlyMap<number, number> => pending.get(name) ?? new Map<number, number>();
-
-  /** Takes what a successful write (or a drop) carried off the pending counts; later counts stay. */
-  const settle = (name: string, carried: ReadonlyMap<number, number>) => {
-    const left = pending.get(name);
-    if (!left) return;
-    for (const [window, count] of carried) {
-      const rest = (left.get(window) ?? 0) - count;
-      if (rest > 0) left.set(window, rest);
-      else left.delete(window);
-    }
-    if (left.size === 0) pending.delete(name);
-  };
-
-  function schedule(name: string, delayMs?: number): void {
-    if (stopped || timers.has(name)) return;
-    const wait = delayMs ?? Math.max(0, (lastFlush.get(name) ?? -Infinity) + flushMs - now());
-    const timer = setTimeout(() => {
-      timers.delete(name);
-      void flush(name);
-    }, wait);
-    timer.unref();
-    timers.set(name, timer);
-  }
-
-  /** One flush of `name` at a time: a later one waits for the one in flight. */
-  function flush(name: string): Promise<void> {
-    const previous = flushing.get(name) ?? Promise.resolve();
-    const next = previous.then(() => write(name));
-    flushing.set(name, next);
-    return next.finally(() => {
-      if (flushing.get(name) === next) flushing.delete(name);
-    });
-  }
-
-  /** Drops what was carried for a provider that is gone, and its bookkeeping unless more came meanwhile. */
-  function forget(name: string, carried: ReadonlyMap<number, number>): void {
-    settle(name, carried);
-    failures.delete(name);
-    if (!pending.has(name)) lastFlush.delete(name);
-  }
-
-  /** Keeps the counts of a write that failed (or may have), and tries again later, more slowly each time. */
-  function failed(name: string, err: unknown): void {
-    const times = (failures.get(name) ?? 0) + 1;
-    failures.set(name, times);
-    o.log.warn(
-      { provider: name, err: kubeErrorMessage(err), objects: sum(deltasOf(name)) },
-      'writing the objects served to the AdmissionProvider status failed; kept for the next attempt',
-    );
-    schedule(name, Math.min(flushMs * 2 ** times, MAX_RETRY_MS));
-  }
-
-  async function write(name: string): Promise<void> {
-    lastFlush.set(name, now());
-    let resource = o.store.cached(name);
-    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      if (!resource) {
-        try {
-          resource = await o.store.read(name);
-        } catch (err) {
-          failed(name, err);
-          return;
-        }
-      }
-      const carried = new Map(deltasOf(name));
-      if (!resource) {
-        // Not an AdmissionProvider (any more): nowhere to count it.
-        if (carried.size > 0) o.log.debug({ provider: name }, 'objects served by a provider that is gone: not counted');
-        forget(name, carried);
-        return;
-      }
-      const { next, dropped } = addServed(resource.status?.references, carried, now(), windowMs);
-      if (dropped > 0) {
-        o.log.warn({ provider: name, objects: dropped }, 'objects served in a window that has ended: not counted');
-      }
-      if (!next) {
-        settle(name, carried);
-        return;
-      }
-      const resourceVersion = resource.metadata.resourceVersion;
-      if (resourceVersion === undefined) {
-        // Nothing to make the write conditional on: read it from the apiserver instead.
-        resource = undefined;
-        continue;
-      }
-      try {
-        await o.store.write(name, resourceVersion, next);
-        settle(name, carried);
-        failures.delete(name);
-        return;
-      } catch (err) {
-        const code = statusCode(err);
-        if (code === 404) {
-          forget(name, carried);
-          return;
-        }
-        if (code !== 409) {
-          failed(name, err);
-          return;
-        }
-        // Someone wrote in between: start again from what is stored now.
-        o.log.debug(
-          { provider: name, attempt },
-          'objects served: the status changed meanwhile; retrying from a fresh read',
-        );
-        resource = undefined;
-      }
-    }
-    o.log.warn({ provider: name, attempts: maxAttempts }, 'objects served not written: conflicts on every attempt');
-    schedule(name);
-  }
-
-  /** Tells every provider whose stored window has ended, some time after the end of each window. */
-  function scheduleRotation(): void {
-    const end = windowStartOf(now(), windowMs) + windowMs;
-    const spread = Math.random() * Math.min(ROTATION_SPREAD_MS, windowMs / 10);
-    rotationTimer = setTimeout(
-      () => {
-        for (const name of o.store.names()) counter.observe(name);
-        scheduleRotation();
-      },
-      end - now() + spread,
-    );
-    rotationTimer.unref();
-  }
-
-  const counter: ServedCounter = {
-    served(extension) {
-      if (stopped || o.ignored?.has(extension)) return;
-      let windows = pending.get(extension);
-      if (!windows) {
-        if (pending.size >= maxNames) {
-          if (!warnedFull) o.log.warn({ maxNames }, 'too many providers to count objects served for; some not counted');
-          warnedFull = true;
-          return;
-        }
-        pending.set(extension, (windows = new Map<number, number>()));
-      }
-      const window = windowStartOf(now(), windowMs);
-      windows.set(window, (windows.get(window) ?? 0) + 1);
-      // After a failure the retry is already scheduled, later than this would be.
-      schedule(extension);
-    },
-    observe(name) {
-      if (stopped || timers.has(name) || o.ignored?.has(name)) return;
-      const resource = o.store.cached(name);
-      if (resource && addServed(resource.status?.references, new Map<number, number>(), now(), windowMs).next)
-        schedule(name);
-    },
-    start() {
-      stopped = false;
-      scheduleRotation();
-    },
-    async stop(timeoutMs = 5000) {
-      stopped = true;
-      clearTimeout(rotationTimer);
-      for (const timer of timers.values()) clearTimeout(timer);
-      timers.clear();
-      const last = Promise.all([...new Set([...pending.keys(), ...flushing.keys()])].map((name) => flush(name)));
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-      await Promise.race([last, late]).finally(() => clearTimeout(timer));
-      if (pending.size > 0) {
-        const objects = [...pending.values()].reduce((total, windows) => total + sum(windows), 0);
-        o.log.warn({ objects }, 'objects served not written before shutdown');
-      }
+/** A provider's objects served as the usage counter reads them. */
+function usageOf(provider: AdmissionProvider | undefined): StoredUsage | undefined {
+  if (!provider) return undefined;
+  const references = provider.status?.references;
+  return {
+    resourceVersion: provider.metadata.resourceVersion,
+    counts: references && {
+      count: references.objects,
+      windowStart: references.windowStart,
+      previousWindowCount: references.previousWindowObjects,
     },
   };
-  return counter;
 }
 
-function sum(windows: ReadonlyMap<number, number>): number {
-  let total = 0;
-  for (const count of windows.values()) total += count;
-  return total;
+/** The usage counter's counts under the provider's names (it keeps no lastUsed). */
+const servedCounts = (counts: WindowCounts): ServedCounts => ({
+  objects: counts.count,
+  windowStart: counts.windowStart,
+  previousWindowObjects: counts.previousWindowCount,
+});
+
+export function createServedCounter(o: ServedCounterOptions): ServedCounter {
+  const { store, maxNames, ...rest } = o;
+  const counter = createUsageCounter({
+    ...rest,
+    ...(maxNames !== undefined ? { maxKeys: maxNames } : {}),
+    words: { key: 'provider', counted: 'objects served', unit: 'objects', resource: 'AdmissionProvider' },
+    store: {
+      cached: (name) => usageOf(store.cached(name)),
+      keys: () => store.names(),
+      read: async (name) => usageOf(await store.read(name)),
+      write: (name, resourceVersion, counts) => store.write(name, resourceVersion, servedCounts(counts)),
+    },
+  });
+  return {
+    served: (extension) => counter.count(extension),
+    observe: (name) => counter.observe(name),
+    start: () => counter.start(),
+    stop: (timeoutMs) => counter.stop(timeoutMs),
+  };
 }
 
 /** The informer's cache of AdmissionProviders, as much as the counter reads of it. */

@@ -22,7 +22,7 @@ import {
   SHED_RETRY_AFTER_SECONDS,
   answer,
   timeoutParam,
-  type ReviewContext,
+  type ReviewKoaContext,
   type ReviewLane,
 } from '../http/review-middleware.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -157,7 +157,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       return bodyChars > config.thresholdBytes && config.workers > 0 && !pool.broken && !hasProviders(deps.chain());
     },
 
-    run(ctx: ReviewContext, body: string): Promise<void> {
+    run(ctx: ReviewKoaContext, body: string): Promise<void> {
       const id = nextId++;
       const route = ctx.path.slice(1);
       const { lease } = ctx.state;

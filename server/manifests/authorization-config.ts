@@ -10,7 +10,7 @@ import type { Exclusions } from '../authorization/exclusions.js';
 import { CACHE_AUTHORIZED_TTL, CACHE_UNAUTHORIZED_TTL, WEBHOOK_VERSION } from './apiserver-flags.js';
 import type { AuthorizationMode } from './authorization-mode.js';
 import { exclusionConditions, stepsCondition } from './authorize-conditions.js';
-import type { MatchCondition } from './render.js';
+import type { WebhookMatchCondition } from './render.js';
 
 export interface AuthorizationConfigOptions {
   /** The authorizers in order, Webhook among them (authorization-mode.ts `withWebhook`). */
@@ -50,7 +50,7 @@ export interface AuthorizationConfiguration {
 }
 
 /** The match conditions: the exclusions, then "some step matches" (left out when steps may come at run time). */
-export function authorizerConditions(options: AuthorizationConfigOptions): MatchCondition[] {
+export function authorizerConditions(options: AuthorizationConfigOptions): WebhookMatchCondition[] {
   const steps = stepsCondition(options.matches, options.allRequests);
   return [...exclusionConditions(options.exclusions), ...(steps ? [steps] : [])];
 }

@@ -9,7 +9,7 @@
 import type { AuthorizeMatch } from '../authorization/authorize-match.js';
 import type { Exclusions } from '../authorization/exclusions.js';
 import { celList, celString } from './cel-literal.js';
-import type { MatchCondition } from './render.js';
+import type { WebhookMatchCondition } from './render.js';
 
 const ANY = '*';
 const R = 'request.resourceAttributes';
@@ -33,7 +33,7 @@ function isOneOf(value: string, names: readonly string[]): string[] {
 }
 
 /** The exclusions as two conditions: not an excluded user, in no excluded group. */
-export function exclusionConditions(exclusions: Exclusions): MatchCondition[] {
+export function exclusionConditions(exclusions: Exclusions): WebhookMatchCondition[] {
   const user = isOneOf('request.user', exclusions.users);
   const group = isOneOf('g', exclusions.groups);
   return [
@@ -92,7 +92,10 @@ export function authorizeMatchExpression(match: AuthorizeMatch): string | undefi
  * One condition: some step matches. Undefined when there is no step to match (`everything`: steps added at run
  * time, unknown now, may match any request).
  */
-export function stepsCondition(matches: readonly AuthorizeMatch[], everything: boolean): MatchCondition | undefined {
+export function stepsCondition(
+  matches: readonly AuthorizeMatch[],
+  everything: boolean,
+): WebhookMatchCondition | undefined {
   if (everything) return undefined;
   const expressions = matches.map(authorizeMatchExpression).filter((e): e is string => e !== undefined);
   return {

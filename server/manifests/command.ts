@@ -23,12 +23,13 @@ import {
 } from './authorization-command.js';
 import { catchAllFailWarnings } from './catch-all-warning.js';
 import { DEFAULT_SERVICE_PORT, ManifestsUsageError, type ManifestsOptions } from './options.js';
-import { toJson, toYaml } from './output.js';
+import { toJsonList, toYaml } from './output.js';
 import { SINCE, atLeast, formatKubeVersion, type KubeVersion } from './kube-version.js';
 import {
   EXCLUDE_LABEL,
   excludedNamespaces,
   renderWebhookConfigurations,
+  stepConditionNotes,
   webhookTimeoutSeconds,
   type RenderStep,
   type WebhookTarget,
@@ -169,7 +170,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
   const admissionNotes = checkAdmissionConfig(options.admission, config);
   const { admission: steps, authorize } = await resolveSteps(deps);
   const caBundle = await readCaBundle(options, deps);
-  const objects = renderWebhookConfigurations(steps, {
+  const renderOptions = {
     name: options.name,
     target,
     caBundle,
@@ -180,7 +181,9 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
     deadlineMarginMs: config.server.deadlineMarginMs,
     defaultTimeoutSeconds: config.server.defaultTimeoutSeconds,
     kubeVersion: options.kubeVersion,
-  });
+  };
+  const objects = renderWebhookConfigurations(steps, renderOptions);
+  for (const text of stepConditionNotes(steps, renderOptions)) note(deps, text);
   for (const warning of catchAllFailWarnings(steps, options.allResources)) note(deps, warning);
   for (const text of admissionNotes) note(deps, text);
   if (runTimeProviders(config) && !options.allResources) {
@@ -225,5 +228,7 @@ export async function runManifests(options: ManifestsOptions, deps: ManifestsDep
       }),
     });
   }
-  deps.stdout(options.output === 'json' ? toJson(objects) : toYaml(objects, header(options, deps, excluded, caBundle)));
+  deps.stdout(
+    options.output === 'json' ? toJsonList(objects) : toYaml(objects, header(options, deps, excluded, caBundle)),
+  );
 }

@@ -31,6 +31,6 @@ export function toYaml(objects: readonly object[], header: readonly string[] = [
 }
 
 /** One JSON document kubectl applies as is. */
-export function toJson(objects: readonly RenderedConfiguration[]): string {
+export function toJsonList(objects: readonly RenderedConfiguration[]): string {
   return `${JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }, null, 2)}\n`;
 }

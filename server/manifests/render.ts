@@ -20,6 +20,7 @@ import {
 import { celList } from './cel-literal.js';
 import { SINCE, atLeast, type KubeVersion } from './kube-version.js';
 import { unionRules } from './rules.js';
+import { stepConditions, type WebhookMatchCondition } from './step-conditions.js';
 
 /** What the renderer needs of one resolved step. */
 export interface RenderStep {
@@ -31,6 +32,8 @@ export interface RenderStep {
   readonly timeoutMs: number;
   readonly sideEffects: SideEffects;
   readonly reinvocationPolicy: ReinvocationPolicy;
+  /** The step's matchConditions as written (step-conditions.ts). */
+  readonly matchConditions?: readonly WebhookMatchCondition[];
 }
 
 /** Where the apiserver reaches the gateway. */
@@ -88,11 +91,7 @@ export interface WebhookClientConfig {
   readonly caBundle?: string;
 }
 
-/** A webhook's CEL match condition: the apiserver calls the webhook only when every one is true. */
-export interface MatchCondition {
-  readonly name: string;
-  readonly expression: string;
-}
+export type { WebhookMatchCondition };
 
 export interface RenderedWebhook {
   readonly name: string;
@@ -105,8 +104,11 @@ export interface RenderedWebhook {
   readonly clientConfig: WebhookClientConfig;
   readonly namespaceSelector: LabelSelector;
   readonly rules: Match['rules'];
-  /** From Kubernetes 1.30: the excluded namespaces and Leases, by name, without a label anyone must set. */
-  readonly matchConditions?: readonly MatchCondition[];
+  /**
+   * From Kubernetes 1.30: the excluded namespaces and Leases, by name, without a label anyone must set; and the
+   * steps' own conditions when every step behind the webhook has some (step-conditions.ts).
+   */
+  readonly matchConditions?: readonly WebhookMatchCondition[];
 }
 
 export interface RenderedConfiguration {
@@ -171,7 +173,7 @@ export function namespaceSelector(options: RenderOptions): LabelSelector {
  * so the Namespace objects are excluded too), and Leases wherever they are — node heartbeats and leader
  * elections, the most frequent writes of a cluster, which no step should ever delay.
  */
-export function matchConditions(options: RenderOptions): MatchCondition[] | undefined {
+export function matchConditions(options: RenderOptions): WebhookMatchCondition[] | undefined {
   if (!atLeast(options.kubeVersion, SINCE.webhookMatchConditions)) return undefined;
   const excluded = excludedNamespaces(options.gatewayNamespace, options.excludeNamespaces);
   return [
@@ -203,7 +205,9 @@ export function webhookTimeoutSeconds(
 
 function renderWebhook(plan: WebhookPlan, options: RenderOptions): RenderedWebhook {
   const rules = options.allResources ? CATCH_ALL_RULES : unionRules(plan.steps.flatMap((s) => s.match.rules));
-  const conditions = matchConditions(options);
+  const steps = stepConditions(plan, options);
+  const exclusions = matchConditions(options);
+  const conditions = exclusions && steps?.condition ? [...exclusions, steps.condition] : exclusions;
   return {
     name: plan.name,
     admissionReviewVersions: ['v1', 'v1beta1'],
@@ -296,4 +300,11 @@ export function renderWebhookConfigurations(
       options,
     ),
   ];
+}
+
+/** Why the steps' matchConditions are not rendered into some webhook, one line each (the command prints them). */
+export function stepConditionNotes(steps: readonly RenderStep[], options: RenderOptions): string[] {
+  return planWebhooks(steps)
+    .filter((plan) => isRendered(plan, options.allResources))
+    .flatMap((plan) => stepConditions(plan, options)?.why ?? []);
 }

@@ -32,6 +32,9 @@ export function renderStepOf(step: Step): RenderStep {
     timeoutMs: step.timeoutMs,
     sideEffects: step.sideEffects,
     reinvocationPolicy: step.reinvocationPolicy,
+    ...(step.matchConditions
+      ? { matchConditions: step.matchConditions.map((c) => ({ name: c.name, expression: c.program.expression })) }
+      : {}),
   };
 }
 

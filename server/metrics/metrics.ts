@@ -84,6 +84,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['extension', 'phase'] as const,
       registers,
     }),
+    exceptionsApplied: new Counter({
+      name: `${METRIC_PREFIX}exceptions_applied_total`,
+      help: 'Steps an exception let off (mode Exempt) or whose denial it turned into a warning (mode Warn), by step and exception (namespace/name; _other past the first 100 exceptions).',
+      labelNames: ['step', 'exception', 'mode'] as const,
+      registers,
+    }),
     failOpen: new Counter({
       name: `${METRIC_PREFIX}fail_open_total`,
       help: 'Step failures that were ignored (failurePolicy Ignore, or a step in warn/audit mode).',

@@ -4,7 +4,7 @@
  *  - an undo log (a shallow snapshot of every container the step writes to), so a step whose failure is
  *    ignored, or whose deny is only a warning, leaves no half-applied edits behind;
  *  - the places the step wrote (a container's place and a key), for patch conflicts and the final diff;
- *  - the containers it moved or put at a second place, settled when it returns (working-copy.ts);
+ *  - the containers it moved or put at a second place, each given its place when it returns (working-copy.ts);
  * and refuses writes once the step has returned (a timed-out async plugin cannot keep editing).
  * This keeps the per-step cost to the properties a step actually touches, instead of a clone and a
  * diff per step; the final patch is one diff per review (docs/decisions.md, "The working copy is copied as it
@@ -20,6 +20,8 @@ type Container = Record<string | symbol, unknown> | unknown[];
 export interface TrackedSession<T extends object> {
   /** The view to hand to the step. */
   readonly view: T;
+  /** Who writes through it: the step's name, as the phase's WrittenPaths records its writes. */
+  readonly owner: string;
   /** How many writes (sets and deletes) went through the view. */
   readonly writeCount: number;
   /** Each write in order: the place of the container written to, and the key. */
@@ -55,7 +57,7 @@ function handlerOf(value: Container): ViewHandler | undefined {
 
 /**
  * Views in `value`, about to be written at `holder[key]` (below the container of `at`), are replaced by
- * their targets so the document never holds a view; each is noted with its new place (the session settles
+ * their targets so the document never holds a view; each is noted with its new place (the session places
  * shared ones when the step returns). A value that would make the object contain itself (`spec.self = spec`),
  * or nests deeper than any accepted object, is refused: the step's write throws, as JSON cannot say it.
  */
@@ -190,7 +192,7 @@ class Session<T extends object> implements TrackedSession<T> {
 
   /**
    * The container behind `view` is being written at `holder[key]`; whether it now sits at two places is
-   * settled when the step returns.
+   * decided when the step returns.
    */
   placed(holder: Container, key: string, view: ViewHandler): void {
     if (this.copy && view.parent) (this.moved ??= []).push(holder, key, view);
@@ -204,14 +206,14 @@ class Session<T extends object> implements TrackedSession<T> {
     this.open = false;
     const { moved, copy } = this;
     if (moved && copy) {
-      const settled = new Set<object>();
+      const placedSoFar = new Set<object>();
       for (let i = 0; i < moved.length; i += 3) {
         const view = moved[i + 2] as ViewHandler;
         const from = { holder: view.parent!.target, key: view.key };
         const holder = moved[i] as Record<string, unknown>;
         const key = moved[i + 1] as string;
         const there = holder[key];
-        copy.settle(holder, key, view.target, from, settled);
+        copy.assignPlace(holder, key, view.target, from, placedSoFar);
         if (there === view.target && holder[key] !== there)
           this.replaced(holder, key, view.target, holder[key] as Container);
       }

@@ -56,11 +56,11 @@ export class WorkingCopy<T extends object> {
 
   /**
    * After a step put `target`, a container of this copy it had found at `from`, at `holder[key]`: if it is
-   * still at `from` too, or the step put it at another place as well (`moved` holds the containers settled
+   * still at `from` too, or the step put it at another place as well (`moved` holds the containers placed
    * so far), this place gets a deep copy of its own — between steps two places never share; if it was moved
    * (a splice, a sort), this is its place now.
    */
-  settle(holder: Container, key: string, target: Container, from: Place, moved: Set<object>): void {
+  assignPlace(holder: Container, key: string, target: Container, from: Place, moved: Set<object>): void {
     if (memberOf(holder, key) !== target) return;
     if (from.holder === holder && from.key === key) return;
     if (memberOf(from.holder, from.key) === target || moved.has(target)) {

@@ -14,9 +14,18 @@
  */
 import type { JsonPatchOperation } from '../admission/types.js';
 import { diffWritten } from './diff-written.js';
+import { inOnePlaceOf, inWriteOrder, splitByWriter } from './split-patch.js';
 import type { TrackedSession } from './tracked-object.js';
 import { setMember } from './working-copy.js';
 import { WrittenPaths, type ContainerPlace, type WrittenNode } from './written-paths.js';
+
+/** The review's own account of its writes, given when no step overwrote another's (see finish). */
+export interface ReviewWrites {
+  /** The review's patch. */
+  readonly patch: readonly JsonPatchOperation[];
+  /** Who wrote what (the phase's WrittenPaths tree). */
+  readonly written: WrittenNode;
+}
 
 type Container = Record<string, unknown> | unknown[];
 
@@ -74,6 +83,7 @@ function pathsOf(session: TrackedSession<object>): WrittenPaths {
 export class WriteHistory {
   private readonly sessions: Array<TrackedSession<object>> = [];
   private root: object | undefined;
+  private review: ReviewWrites | undefined;
   private patchesOf: Array<readonly JsonPatchOperation[]> | undefined;
 
   /**
@@ -85,9 +95,14 @@ export class WriteHistory {
     return this.sessions.push(session) - 1;
   }
 
-  /** The working copy's root once the phase is over: the state every session's patch is worked back from. */
-  finish(root: object): void {
+  /**
+   * The working copy's root once the phase is over: the state every session's patch is worked back from. With
+   * `review`, given only when no step overwrote another's write, a session's patch is its share of the review's
+   * (split-patch.ts) whenever that is plain and each step had one session: nothing is worked back then.
+   */
+  finish(root: object, review?: ReviewWrites): void {
     this.root = root;
+    this.review = review;
   }
 
   /** The patch of the session numbered `index`: from the object as it found it to the object as it left it. */
@@ -97,6 +112,8 @@ export class WriteHistory {
 
   private patches(): Array<readonly JsonPatchOperation[]> {
     const { root, sessions } = this;
+    const shares = this.review && this.shares(this.review);
+    if (shares) return shares;
     const patches = sessions.map((): readonly JsonPatchOperation[] => []);
     if (!root) return patches;
     const states = new Map<object, object>();
@@ -110,5 +127,24 @@ export class WriteHistory {
       patches[i] = diffWritten(before as object, after as object, paths);
     }
     return patches;
+  }
+
+  /** Each session's share of the review's patch; undefined unless each owner had one session and it is plain. */
+  private shares(review: ReviewWrites): Array<readonly JsonPatchOperation[]> | undefined {
+    const owners = new Set<string>();
+    for (const session of this.sessions) {
+      if (owners.has(session.owner)) return undefined;
+      owners.add(session.owner);
+    }
+    const byWriter = splitByWriter(review.patch, review.written);
+    return (
+      byWriter &&
+      this.sessions.map((session) => {
+        const share = byWriter.get(session.owner);
+        if (!share) return [];
+        if (share.length < 2 || inOnePlaceOf(session.owner, share, review.written)) return share;
+        return inWriteOrder(share, pathsOf(session).tree, this.root);
+      })
+    );
   }
 }

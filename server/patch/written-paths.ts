@@ -10,7 +10,8 @@
 export const escapeSegment = (key: string): string =>
   key.includes('~') || key.includes('/') ? key.replace(/~/g, '~0').replace(/\//g, '~1') : key;
 
-const unescapeSegment = (segment: string): string =>
+/** The key a JSON pointer segment names: `~1` and `~0` unescaped (RFC 6901). */
+export const unescapeSegment = (segment: string): string =>
   segment.includes('~') ? segment.replace(/~1/g, '/').replace(/~0/g, '~') : segment;
 
 /** A container's place in the object, as a tracked view knows it: its parent's place and its key there. */
@@ -57,6 +58,13 @@ export class WrittenNode {
       this.lastChild = this.lastChild!.nextSibling = node;
     }
     return node;
+  }
+
+  /** The child at `key`, if anything was written there or below (never makes one). */
+  find(key: string): WrittenNode | undefined {
+    const first = this.firstChild;
+    if (first === undefined) return undefined;
+    return this.index === undefined ? (first.key === key ? first : undefined) : this.index.get(key);
   }
 
   /** Becomes a write by `writer`, replacing everything recorded below. */

@@ -2,6 +2,7 @@
  * Small readers for plugin settings. Each throws `SettingsError` naming the field path relative to the
  * entry's `settings`, so the gateway can report `chain[2].settings.labels.team: expected a string`.
  */
+import { describeConfigValue } from '../config/reader.js';
 
 export class SettingsError extends Error {
   readonly code = 'GW_ERR_SETTINGS';
@@ -15,10 +16,10 @@ export class SettingsError extends Error {
   }
 }
 
+/** A setting's value as configuration describes it, a scalar with its type first (`number 3`). */
 function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  return typeof value === 'object' ? 'a map' : `${typeof value} ${JSON.stringify(value)}`;
+  const described = describeConfigValue(value);
+  return value === null || typeof value === 'object' ? described : `${typeof value} ${described}`;
 }
 
 const join = (path: string, key: string | number): string =>

@@ -17,12 +17,15 @@ import { requestForObject, type RequestForObjectOptions } from '../admission/req
 import { buildPluginEntries, buildPluginSteps, createChain } from '../chain/chain.js';
 import { createAuthorizer } from '../dispatch/authorizer.js';
 import { DEFAULT_EXCLUSIONS, compileExclusions } from '../authorization/exclusions.js';
+import type { AuthorizeDecision } from '../authorization/authorize-step.js';
 import type { Labels } from '../steps/label-selector.js';
 import { compileMatch } from '../steps/match.js';
 import { createPluginRegistry } from '../chain/plugin-registry.js';
 import { createReviewer, type ReviewResult } from '../dispatch/reviewer.js';
 import type { BindableLogger } from '../base/log.js';
 import { validateConfig } from '../config/validate.js';
+import { explainPolicyRun, type PolicyTrace } from '../policy/explain-policy.js';
+import { policyRunOf } from '../policy/policy-runs.js';
 import { createMetrics } from '../metrics/metrics.js';
 import { toMatch, type MatchSpec } from '../plugin-api/match-builder.js';
 import type {
@@ -134,7 +137,45 @@ export async function runPlugin<S, T extends object>(
   request: AdmissionRequest,
   options: RunOptions = {},
 ): Promise<PluginRun<T>> {
-  const chain = chainFor(plugin, options);
+  return reviewThrough<T>(chainFor(plugin, options), request, options);
+}
+
+/** What `runPolicy` returns: what `runPlugin` does, and what decided the policy step. */
+export interface PolicyRunResult<T extends object = KubeObject> extends PluginRun<T> {
+  /**
+   * The policy step's account, as `review --explain` gives it: the validation that refused (index, expression,
+   * message, reason), the false matchCondition, or the expression that failed; the variables it read, with their
+   * values; the audit annotations it made; its cost. Absent when its match rules skipped the request.
+   */
+  readonly policy?: PolicyTrace;
+}
+
+/**
+ * Runs `request` through a chain of this `policy` entry alone, the object as written in gateway.yaml
+ * (`{ policy: 'memory-limits', match: {...}, validations: [...] }`), read by the gateway's own config reader
+ * (a mistake in an expression is the same ConfigError, naming the field and the position in it).
+ */
+export async function runPolicy<T extends object = KubeObject>(
+  policy: Readonly<Record<string, unknown>>,
+  request: AdmissionRequest,
+  options: Pick<RunOptions, 'namespaceLabels' | 'phases'> = {},
+): Promise<PolicyRunResult<T>> {
+  const config = validateConfig({ chain: [policy] }, 'gateway.yaml', process.cwd());
+  const entry = config.chain[0];
+  const chain = createChain(buildPluginEntries(config.chain, createPluginRegistry([]), config.file).steps);
+  let reviewed: AdmissionRequest | undefined;
+  const result = await reviewThrough<T>(chain, request, options, (r) => (reviewed = r));
+  const run = entry && reviewed ? policyRunOf(reviewed, entry.name) : undefined;
+  return run ? { ...result, policy: explainPolicyRun(run, { values: true }) } : result;
+}
+
+/** Reviews `request` through `chain` as the apiserver calls it: mutate, then validate on the stored result. */
+async function reviewThrough<T extends object>(
+  chain: ReturnType<typeof createChain>,
+  request: AdmissionRequest,
+  options: Pick<RunOptions, 'namespaceLabels' | 'phases'>,
+  onValidate?: (request: AdmissionRequest) => void,
+): Promise<PluginRun<T>> {
   const { namespaceLabels } = options;
   const reviewer = createReviewer({
     chain: () => chain,
@@ -182,6 +223,7 @@ export async function runPlugin<S, T extends object>(
     }
   }
   if (!denial && phases.includes('validate')) {
+    onValidate?.(current);
     denial = record('validate', await reviewer.review(current, { name: 'validate', phase: 'validate' }));
   }
   return {
@@ -230,7 +272,7 @@ export interface AuthorizeRequest {
 }
 
 /** What the authorize chain answered: the reason the user sees in the 403, or no opinion. */
-export type AuthorizeRun = { readonly denied: true; readonly reason: string } | { readonly denied: false };
+export type AuthorizeRun = AuthorizeDecision;
 
 /**
  * Asks a chain of this plugin alone about `request` (POST /authorize), through the gateway's own authorize

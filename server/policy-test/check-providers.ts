@@ -3,7 +3,7 @@
  * misspelt one would answer nothing), and a provider that is discovered has a discovery document it can read,
  * without which it has no steps to call. A mistake is the test file's (exit 2), at its line.
  */
-import { closestName } from '../base/did-you-mean.js';
+import { didYouMean } from '../base/did-you-mean.js';
 import { ConfigError } from '../base/errors.js';
 import { locateConfigError } from '../config/field-positions.js';
 import type { GatewayConfig, ProviderEntry } from '../config/types.js';
@@ -18,12 +18,8 @@ export function checkProviders(suite: TestSuite, config: GatewayConfig): void {
   };
   for (const double of suite.providers.values()) {
     if (names.includes(double.name)) continue;
-    const closest = closestName(double.name, names);
-    fail(
-      double.field,
-      `the chain of ${config.file} has no provider "${double.name}"` +
-        (closest ? ` (did you mean "${closest}"?)` : names.length ? ` (its providers: ${names.join(', ')})` : ''),
-    );
+    const hint = didYouMean(double.name, names) || (names.length ? ` (its providers: ${names.join(', ')})` : '');
+    fail(double.field, `the chain of ${config.file} has no provider "${double.name}"${hint}`);
   }
   for (const entry of entries.filter((e) => e.discovery)) {
     const field = `providers.${entry.name}.discovery`;

@@ -4,6 +4,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { clip } from '../base/limits.js';
+import { canonical, minus } from '../recording/review-diff.js';
 import type { CaseAnswer } from './case-answer.js';
 import { objectDifferences } from './object-differences.js';
 import type { Expectation, MatchMode } from './suite.js';
@@ -25,7 +26,7 @@ export const MAX_REPORTED_DIFFERENCES = 20;
 const MAX_SHOWN_CHARS = 240;
 
 /** A value as one line of a report: JSON, cut short; `(absent)` for a field that is not there. */
-export function shown(value: unknown): string {
+export function shownValue(value: unknown): string {
   if (value === undefined) return '(absent)';
   return clip(JSON.stringify(value) ?? '(not JSON)', MAX_SHOWN_CHARS);
 }
@@ -60,7 +61,7 @@ function warningFailures(expected: readonly TextPattern[], mode: MatchMode, actu
       field: 'warnings',
       expected: expected.length === 0 ? ['(none)'] : bounded(unmatched.map((p) => `a warning ${expectedText(p)}`)),
       // Wanting a subset, what was there helps; wanting the whole, what is too much.
-      actual: bounded((whole ? unused : actual).map(shown)),
+      actual: bounded((whole ? unused : actual).map(shownValue)),
     },
   ];
 }
@@ -74,13 +75,17 @@ function annotationFailures(
   for (const [key, pattern] of Object.entries(expected)) {
     const value = actual[key];
     if (value === undefined || !pattern.test(value)) {
-      failures.push({ field: `auditAnnotations.${key}`, expected: [expectedText(pattern)], actual: [shown(value)] });
+      failures.push({
+        field: `auditAnnotations.${key}`,
+        expected: [expectedText(pattern)],
+        actual: [shownValue(value)],
+      });
     }
   }
   if (mode === 'whole') {
     for (const [key, value] of Object.entries(actual)) {
       if (!Object.hasOwn(expected, key)) {
-        failures.push({ field: `auditAnnotations.${key}`, expected: ['(absent)'], actual: [shown(value)] });
+        failures.push({ field: `auditAnnotations.${key}`, expected: ['(absent)'], actual: [shownValue(value)] });
       }
     }
   }
@@ -91,8 +96,8 @@ function patchedFailures(expectation: Expectation, patched: unknown): Failure[] 
   const differences = objectDifferences(expectation.patched, patched, expectation.patchedMatch);
   const failures: Failure[] = differences.slice(0, MAX_REPORTED_DIFFERENCES).map((d) => ({
     field: `patched ${d.path}`,
-    expected: [shown(d.expected)],
-    actual: [shown(d.actual)],
+    expected: [shownValue(d.expected)],
+    actual: [shownValue(d.actual)],
   }));
   const more = differences.length - MAX_REPORTED_DIFFERENCES;
   if (more > 0) failures.push({ field: 'patched', expected: [`… and ${more} more fields`], actual: [] });
@@ -101,26 +106,14 @@ function patchedFailures(expectation: Expectation, patched: unknown): Failure[] 
 
 /** The operations of each list the other lacks; both whole when they differ only in order. */
 function patchFailure(expected: readonly unknown[], actual: readonly unknown[]): Failure {
-  const lacking = (list: readonly unknown[], other: readonly unknown[]) => {
-    const counts = new Map<string, number>();
-    for (const op of other) {
-      const key = JSON.stringify(op);
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-    return list.filter((op) => {
-      const key = JSON.stringify(op);
-      const left = counts.get(key) ?? 0;
-      counts.set(key, left - 1);
-      return left <= 0;
-    });
-  };
-  const missing = lacking(expected, actual);
-  const extra = lacking(actual, expected);
+  // Compared as JSON values, as replay compares patches: a test file may write an operation's keys in any order.
+  const missing = minus(expected, actual, canonical);
+  const extra = minus(actual, expected, canonical);
   const inOrder = missing.length === 0 && extra.length === 0;
   return {
     field: inOrder ? 'patch (the same operations in another order)' : 'patch',
-    expected: bounded((inOrder ? expected : missing).map(shown)),
-    actual: bounded((inOrder ? actual : extra).map(shown)),
+    expected: bounded((inOrder ? expected : missing).map(shownValue)),
+    actual: bounded((inOrder ? actual : extra).map(shownValue)),
   };
 }
 
@@ -132,13 +125,13 @@ export function unmetExpectations(expect: Expectation, answer: CaseAnswer): Fail
     failures.push({ field: 'allowed', expected: [String(expect.allowed)], actual: [String(answer.allowed)] });
   }
   if (expect.code !== undefined && expect.code !== answer.code) {
-    failures.push({ field: 'code', expected: [String(expect.code)], actual: [refusal ?? shown(answer.code)] });
+    failures.push({ field: 'code', expected: [String(expect.code)], actual: [refusal ?? shownValue(answer.code)] });
   }
   if (expect.message && (answer.message === undefined || !expect.message.test(answer.message))) {
     failures.push({
       field: 'message',
       expected: [expectedText(expect.message)],
-      actual: [refusal ?? shown(answer.message)],
+      actual: [refusal ?? shownValue(answer.message)],
     });
   }
   if (expect.warnings) failures.push(...warningFailures(expect.warnings, expect.warningsMatch, answer.warnings));

@@ -23,16 +23,24 @@ export function xmlText(text: string): string {
     .replace(/[&<>"']/g, (c) => ENTITIES[c]!);
 }
 
+/** Whitespace a parser would make a space in an attribute's value (XML 1.0, 3.3.3), kept as it is by references. */
+const ATTRIBUTE_WHITESPACE: Readonly<Record<string, string>> = { '\n': '&#10;', '\r': '&#13;', '\t': '&#9;' };
+
+/** `text` as an attribute's value: escaped as xmlText, its line breaks and tabs kept. */
+export function xmlAttribute(text: string): string {
+  return xmlText(text).replace(/[\n\r\t]/g, (c) => ATTRIBUTE_WHITESPACE[c]!);
+}
+
 const seconds = (ms: number): string => (ms / 1000).toFixed(3);
 
 function testcase(suite: SuiteResult, result: CaseResult): string {
-  const open = `    <testcase name="${xmlText(result.name)}" classname="${xmlText(suite.file)}" time="${seconds(result.ms)}"`;
+  const open = `    <testcase name="${xmlAttribute(result.name)}" classname="${xmlAttribute(suite.file)}" time="${seconds(result.ms)}"`;
   if (result.passed) return `${open}/>`;
   const details = result.failures.flatMap((f) => failureLines(f)).join('\n');
   const inner =
     result.error !== undefined
-      ? `<error message="${xmlText(result.error)}" type="ReviewError">${xmlText(details)}</error>`
-      : `<failure message="${xmlText(summaryOf(result))}" type="ExpectationFailed">${xmlText(details)}</failure>`;
+      ? `<error message="${xmlAttribute(result.error)}" type="ReviewError">${xmlText(details)}</error>`
+      : `<failure message="${xmlAttribute(summaryOf(result))}" type="ExpectationFailed">${xmlText(details)}</failure>`;
   return `${open}>\n      ${inner}\n    </testcase>`;
 }
 
@@ -56,9 +64,9 @@ export function renderJunit(suites: readonly SuiteResult[], summary: TestSummary
     const failed = suite.cases.filter((c) => !c.passed);
     const errors = failed.filter((c) => c.error !== undefined).length;
     lines.push(
-      `  <testsuite name="${xmlText(suite.file)}" tests="${suite.cases.length}" failures="${failed.length - errors}" errors="${errors}" skipped="0" time="${seconds(suite.ms)}">`,
+      `  <testsuite name="${xmlAttribute(suite.file)}" tests="${suite.cases.length}" failures="${failed.length - errors}" errors="${errors}" skipped="0" time="${seconds(suite.ms)}">`,
       '    <properties>',
-      `      <property name="config" value="${xmlText(suite.config)}"/>`,
+      `      <property name="config" value="${xmlAttribute(suite.config)}"/>`,
       '    </properties>',
       ...suite.cases.map((c) => testcase(suite, c)),
       '  </testsuite>',

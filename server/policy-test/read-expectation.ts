@@ -4,7 +4,7 @@ import { PatchApplyError } from '../base/errors.js';
 import { Reader, childPath } from '../config/reader.js';
 import { checkPatchShape } from '../patch/apply.js';
 import { MATCH_MODES, type Expectation } from './suite.js';
-import { PatternError, textPattern, type TextPattern } from './text-pattern.js';
+import { TextPatternError, textPattern, type TextPattern } from './text-pattern.js';
 
 const FIELDS = [
   'allowed',
@@ -28,7 +28,7 @@ function pattern(reader: Reader, value: unknown, field: string): TextPattern | u
   try {
     return textPattern(source);
   } catch (err) {
-    if (err instanceof PatternError) reader.fail(field, err.message);
+    if (err instanceof TextPatternError) reader.fail(field, err.message);
     throw err;
   }
 }

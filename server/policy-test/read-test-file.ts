@@ -1,14 +1,15 @@
 /**
  * Reads a test file (docs/policy-tests.md) without trusting it: every field is checked, and a mistake is a
  * ConfigError naming the file, its line and column, the field and what was expected (exit code 2), as
- * gateway.yaml's are. `policies` and `exceptions` are keys a later version will read: they are refused by name.
+ * gateway.yaml's are.
  */
 import path from 'node:path';
-import { closestName } from '../base/did-you-mean.js';
+import { didYouMean } from '../base/did-you-mean.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import { readRegularFile } from '../base/regular-file.js';
 import { locateConfigError, type LocateField } from '../config/field-positions.js';
 import { parseYamlText } from '../config/load.js';
+import { MAX_POLICY_PATHS } from '../config/native-policies-entry.js';
 import { Reader, childPath } from '../config/reader.js';
 import { readCase } from './read-case.js';
 import { readProviderDouble } from './read-provider-double.js';
@@ -19,13 +20,21 @@ export const MAX_TEST_FILE_BYTES = 32 * 1024 * 1024;
 /** Cases one test file may hold. */
 export const MAX_CASES_PER_FILE = 10_000;
 
-const FIELDS = ['apiVersion', 'kind', 'config', 'providers', 'cases'] as const;
+const FIELDS = ['apiVersion', 'kind', 'config', 'policies', 'exceptions', 'providers', 'cases'] as const;
 
-/** Keys of the format that name what this version cannot test yet. */
-const COMING: Readonly<Record<string, string>> = {
-  policies: 'CEL policies',
-  exceptions: 'policy exceptions',
-};
+/** Files or folders `policies` or `exceptions` may name (as an admissionPolicies entry's `files`). */
+export const MAX_TEST_FILE_PATHS = MAX_POLICY_PATHS;
+
+/** A list of files or folders at `field`, resolved against the test file's folder. */
+function readPaths(reader: Reader, value: unknown, field: string, dir: string): string[] {
+  const list = reader.stringList(value, field) ?? [];
+  if (list.length > MAX_TEST_FILE_PATHS)
+    reader.fail(field, `expected at most ${MAX_TEST_FILE_PATHS} files or folders, got ${list.length}`);
+  list.forEach((item, i) => {
+    if (item === '') reader.fail(childPath(field, i), 'expected a file or folder');
+  });
+  return list.map((item) => path.resolve(dir, item));
+}
 
 function isMap(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -64,28 +73,19 @@ function checkAnswered(reader: Reader, providers: Iterable<ProviderDouble>, case
   for (const provider of providers) {
     for (const name of provider.answers.keys()) {
       if (names.has(name)) continue;
-      const closest = closestName(name, names);
-      reader.fail(
-        childPath(`${provider.field}.answers`, name),
-        `no case is named "${name}"${closest === undefined ? '' : ` (did you mean "${closest}"?)`}`,
-      );
+      reader.fail(childPath(`${provider.field}.answers`, name), `no case is named "${name}"${didYouMean(name, names)}`);
     }
   }
 }
 
 async function readSuite(value: unknown, file: string, dir: string, locate: LocateField): Promise<TestSuite> {
   const reader = new Reader(file);
-  if (isMap(value)) {
-    for (const [key, what] of Object.entries(COMING)) {
-      if (key in value) {
-        reader.fail(key, `${what} are not in this version of admission-gateway yet; remove the key to run the file`);
-      }
-    }
-  }
   const top = reader.map(value, '', FIELDS, false);
   if (top.apiVersion !== TEST_API_VERSION) reader.fail('apiVersion', `expected ${TEST_API_VERSION}`, top.apiVersion);
   if (top.kind !== TEST_KIND) reader.fail('kind', `expected ${TEST_KIND}`, top.kind);
   const config = path.resolve(dir, reader.requiredString(top.config, 'config'));
+  const policies = readPaths(reader, top.policies, 'policies', dir);
+  const exceptions = readPaths(reader, top.exceptions, 'exceptions', dir);
   const cases: TestCase[] = [];
   for (const [i, item] of readCases(reader, top.cases).entries()) {
     cases.push(await readCase(reader, item, `cases[${i}]`, dir));
@@ -97,7 +97,7 @@ async function readSuite(value: unknown, file: string, dir: string, locate: Loca
     providers.set(name, readProviderDouble(reader, name, item, dir));
   }
   checkAnswered(reader, providers.values(), cases);
-  return { file, config, providers, cases, locate };
+  return { file, config, policies, exceptions, providers, cases, locate };
 }
 
 /** The test file `file` (as named; read relative to `cwd`), checked. */

@@ -12,29 +12,12 @@ import { createChain, type Chain } from '../chain/chain.js';
 import type { Step } from '../steps/step.js';
 import { ROUTES } from '../http/routes.js';
 import { OfflineAnswers, offlineStep } from '../recording/offline-steps.js';
-import { RecordingLineError, parseRecordedReview, type RecordedReview } from '../recording/recorded-review.js';
-import { RecordingFileError, recordingLines } from '../recording/recording-file.js';
+import { RecordingFileError, recordedReviews, type RecordedLine } from '../recording/recording-file.js';
 import type { CaseInPlay } from './case-in-play.js';
 import type { TestSuite } from './suite.js';
 
-/** A recorded review and its line in the recording. */
-export interface RecordedLine {
-  readonly review: RecordedReview;
-  readonly line: number;
-}
-
 /** A recording's reviews, by uid. */
 type RecordingIndex = ReadonlyMap<string, readonly RecordedLine[]>;
-
-/** A line of `file` that is not a recorded review, as an error naming the line. */
-export function recordedLine(file: string, line: number, text: string): RecordedLine {
-  try {
-    return { review: parseRecordedReview(text, ROUTES), line };
-  } catch (err) {
-    if (err instanceof RecordingLineError) throw new RecordingFileError(`${file}: line ${line}: ${err.message}`);
-    throw err;
-  }
-}
 
 function indexOf(lines: Iterable<RecordedLine>): RecordingIndex {
   const index = new Map<string, RecordedLine[]>();
@@ -50,8 +33,7 @@ function indexOf(lines: Iterable<RecordedLine>): RecordingIndex {
 /** The reviews of `file` whose uid is one of `uids`. */
 async function readRecording(file: string, uids: ReadonlySet<string>): Promise<RecordedLine[]> {
   const kept: RecordedLine[] = [];
-  for await (const { line, text } of recordingLines(file)) {
-    const recorded = recordedLine(file, line, text);
+  for await (const recorded of recordedReviews(file, ROUTES)) {
     if (uids.has(recorded.review.request.uid)) kept.push(recorded);
   }
   return kept;

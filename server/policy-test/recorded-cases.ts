@@ -5,8 +5,8 @@
  * recording is held at a time.
  */
 import { describeRequest } from '../recording/review-diff.js';
-import { recordingLines } from '../recording/recording-file.js';
-import { recordedLine, type RecordedLine } from './recorded-answers.js';
+import { ROUTES } from '../http/routes.js';
+import { recordedReviews, type RecordedLine } from '../recording/recording-file.js';
 import type { CaseRoute, Expectation, TestCase } from './suite.js';
 
 const NOTHING: Expectation = { warningsMatch: 'subset', auditAnnotationsMatch: 'subset', patchedMatch: 'subset' };
@@ -18,9 +18,9 @@ export async function* recordedCaseBatches(
 ): AsyncGenerator<{ cases: TestCase[]; lines: RecordedLine[] }> {
   let cases: TestCase[] = [];
   let lines: RecordedLine[] = [];
-  for await (const { line, text } of recordingLines(file)) {
-    const recorded = recordedLine(file, line, text);
+  for await (const recorded of recordedReviews(file, ROUTES)) {
     const { request, route } = recorded.review;
+    const { line } = recorded;
     lines.push(recorded);
     cases.push({
       name: `line ${line}: ${describeRequest(request)} on ${route}`,

@@ -9,6 +9,7 @@ import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import type { CaseAnswer } from './case-answer.js';
+import { TEST_FILE_SUFFIX } from './find-test-files.js';
 import { TEST_API_VERSION, TEST_KIND, type TestCase } from './suite.js';
 import { literalPattern } from './text-pattern.js';
 
@@ -107,7 +108,8 @@ export class PinnedSuiteWriter {
   /** A writer into `o.dir` (created when missing), refused when the folder has files of its names. */
   static async open(o: PinnedSuites): Promise<PinnedSuiteWriter> {
     await mkdir(o.dir, { recursive: true });
-    const ours = new RegExp(`^${o.base.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}(-\\d+)?\\.test\\.yaml$`);
+    const literal = (text: string) => text.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
+    const ours = new RegExp(`^${literal(o.base)}(-\\d+)?${literal(TEST_FILE_SUFFIX)}$`);
     const existing = (await readdir(o.dir)).filter((name) => ours.test(name)).sort();
     if (existing[0] !== undefined) throw new ExistingSuiteError(path.join(o.dir, existing[0]));
     return new PinnedSuiteWriter(o);
@@ -130,7 +132,7 @@ export class PinnedSuiteWriter {
   async finish(): Promise<string[]> {
     if (this.cases.length > 0) await this.flush();
     if (this.written.length === 1) {
-      const single = path.join(this.o.dir, `${this.o.base}.test.yaml`);
+      const single = path.join(this.o.dir, `${this.o.base}${TEST_FILE_SUFFIX}`);
       await rename(this.written[0]!, single);
       this.written[0] = single;
     }
@@ -139,7 +141,7 @@ export class PinnedSuiteWriter {
 
   private async flush(): Promise<void> {
     const number = String(this.written.length + 1).padStart(3, '0');
-    const file = path.join(this.o.dir, `${this.o.base}-${number}.test.yaml`);
+    const file = path.join(this.o.dir, `${this.o.base}-${number}${TEST_FILE_SUFFIX}`);
     await writeFile(file, `${this.header}${this.cases.join('')}`);
     this.written.push(file);
     this.cases = [];

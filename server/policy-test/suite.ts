@@ -71,6 +71,13 @@ export interface TestSuite {
   readonly file: string;
   /** The config under test (absolute path). */
   readonly config: string;
+  /**
+   * Native admission policy files or folders (absolute paths) added to the config's chain for the test, as one
+   * `admissionPolicies` entry after its own (docs/policy-tests.md).
+   */
+  readonly policies: readonly string[];
+  /** AdmissionException files (absolute paths) applied besides the config's `exceptions.files`. */
+  readonly exceptions: readonly string[];
   readonly providers: ReadonlyMap<string, ProviderDouble>;
   readonly cases: readonly TestCase[];
   /** Where a field of the test file is written. */

@@ -11,7 +11,7 @@ export interface TestSummary {
   readonly errors: number;
 }
 
-export function summarise(suites: readonly SuiteResult[]): TestSummary {
+export function summariseTests(suites: readonly SuiteResult[]): TestSummary {
   const cases = suites.flatMap((s) => s.cases);
   const passed = cases.filter((c) => c.passed).length;
   return {

@@ -19,10 +19,10 @@ const REGEX_LITERAL = /^\/(.+)\/([a-z]*)$/s;
 const FLAGS = /^[imsu]*$/;
 
 /** A pattern that cannot be compiled: the message says why. */
-export class PatternError extends Error {
+export class TextPatternError extends Error {
   constructor(message: string) {
     super(message);
-    this.name = 'PatternError';
+    this.name = 'TextPatternError';
   }
 }
 
@@ -32,12 +32,12 @@ export function textPattern(source: string): TextPattern {
     return { source, test: (text) => text.includes(source), describe: `contain ${JSON.stringify(source)}` };
   }
   const [, body = '', flags = ''] = literal;
-  if (!FLAGS.test(flags)) throw new PatternError(`regular expression flags may be i, m, s and u, got "${flags}"`);
+  if (!FLAGS.test(flags)) throw new TextPatternError(`regular expression flags may be i, m, s and u, got "${flags}"`);
   let expression: RegExp;
   try {
     expression = new RegExp(body, flags);
   } catch (err) {
-    throw new PatternError(`not a regular expression: ${(err as Error).message}`);
+    throw new TextPatternError(`not a regular expression: ${(err as Error).message}`);
   }
   return { source, test: (text) => expression.test(text), describe: `match ${source}` };
 }

@@ -1,6 +1,7 @@
 /**
  * A `policy` chain entry's body as compiled when the configuration loads: the field names of the apiserver's
- * ValidatingAdmissionPolicy, each expression already a program (server/cel/).
+ * ValidatingAdmissionPolicy and MutatingAdmissionPolicy, each expression already a program (server/cel/). Its
+ * matchConditions are every chain entry's (config/match-conditions.ts), which the dispatchers evaluate.
  */
 import type { CelProgram } from '../cel/index.js';
 
@@ -22,11 +23,6 @@ export const REASON_CODES: Readonly<Record<ValidationReason, number>> = {
   RequestEntityTooLarge: 413,
 };
 
-export interface PolicyCondition {
-  readonly name: string;
-  readonly program: CelProgram;
-}
-
 export interface PolicyVariable {
   readonly name: string;
   readonly program: CelProgram;
@@ -45,9 +41,38 @@ export interface PolicyAuditAnnotation {
   readonly program: CelProgram;
 }
 
+/** `mutations[].patchType`: how the expression's result changes the object. */
+export type PatchType = 'JSONPatch' | 'ApplyConfiguration';
+
+export const PATCH_TYPES: readonly PatchType[] = ['JSONPatch', 'ApplyConfiguration'];
+
+/** One of `mutations`: a `jsonPatch` or an `applyConfiguration` expression. */
+export interface PolicyMutation {
+  readonly patchType: PatchType;
+  readonly program: CelProgram;
+}
+
 export interface PolicySpec {
-  readonly matchConditions: readonly PolicyCondition[];
   readonly variables: readonly PolicyVariable[];
   readonly validations: readonly PolicyValidation[];
   readonly auditAnnotations: readonly PolicyAuditAnnotation[];
+  /** Run in the mutate phase, in order; absent or empty: the entry has no mutate step. */
+  readonly mutations?: readonly PolicyMutation[];
+}
+
+/** Whether any of the spec's expressions (and `more`, a native policy's own conditions) reads `namespaceObject`. */
+export function specReadsNamespaceObject(
+  spec: PolicySpec,
+  more: readonly { readonly program: CelProgram }[] = [],
+): boolean {
+  const reads = (items: readonly { readonly program: CelProgram }[] | undefined) =>
+    items?.some((item) => item.program.readsNamespaceObject) ?? false;
+  return (
+    reads(spec.variables) ||
+    reads(spec.validations) ||
+    spec.validations.some((v) => v.messageProgram?.readsNamespaceObject === true) ||
+    reads(spec.auditAnnotations) ||
+    reads(spec.mutations) ||
+    reads(more)
+  );
 }

@@ -11,7 +11,9 @@ import { createPluginRegistry, type AnyPlugin } from '../chain/plugin-registry.j
 import { unknownPlugin } from '../base/did-you-mean.js';
 import { ConfigError } from '../base/errors.js';
 import { locateConfigError } from '../config/field-positions.js';
-import type { GatewayConfig, ProviderEntry } from '../config/types.js';
+import type { ChainEntry, GatewayConfig, NativePoliciesEntry, ProviderEntry } from '../config/types.js';
+import { buildNativeSteps } from '../native-policy/native-steps.js';
+import type { Step } from '../steps/step.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './provider-runtime.js';
 
@@ -34,12 +36,27 @@ export interface ConfiguredChainDeps {
   readonly providerDispatcher?: (entry: ProviderEntry) => Dispatcher | undefined;
 }
 
+/** An `admissionPolicies` entry with `fromCluster: true`: its steps change as the cluster's policies do. */
+export function isClusterEntry(entry: ChainEntry): entry is NativePoliciesEntry {
+  return entry.kind === 'admissionPolicies' && entry.fromCluster;
+}
+
+/** Without the cluster's policies (no cluster, an offline command), a `fromCluster` entry says so once, at start. */
+export function warnFilesOnly(config: GatewayConfig, log: Logger, why: string): void {
+  for (const entry of config.chain.filter(isClusterEntry))
+    log.warn(
+      { admissionPolicies: entry.name },
+      `fromCluster: true, but ${why}: the entry runs the policies of its files only`,
+    );
+}
+
 export async function createChainForConfig(
   config: GatewayConfig,
   plugins: readonly AnyPlugin[],
   deps: ConfiguredChainDeps,
 ): Promise<ProviderChains> {
   let plugin: PluginEntrySteps;
+  const entrySteps = new Map<string, Step[]>();
   try {
     const registry = createPluginRegistry(plugins);
     // Refused here rather than by the chain, so that the message can say where a plugin becomes known.
@@ -47,7 +64,15 @@ export async function createChainForConfig(
     if (unknown?.kind === 'plugin') {
       throw new ConfigError(config.file, `${unknown.path}.plugin`, unknownPlugin(unknown.plugin, registry.keys()));
     }
-    plugin = buildPluginEntries(config.chain, registry, config.file);
+    // The steps of an entry reading the cluster's policies change at run time: the manager keeps them apart.
+    plugin = buildPluginEntries(
+      config.chain.filter((e) => !isClusterEntry(e)),
+      registry,
+      config.file,
+    );
+    for (const entry of config.chain) {
+      if (isClusterEntry(entry)) entrySteps.set(entry.name, buildNativeSteps(entry, config.file));
+    }
   } catch (err) {
     // Unknown plugins and plugin settings are checked here, after validation: give them their line too.
     throw locateConfigError(err, config.file, config.locateField);
@@ -55,6 +80,7 @@ export async function createChainForConfig(
   const manager = createChainManager<ProviderRuntime>({
     pluginSteps: plugin.steps,
     pluginAuthorizeSteps: plugin.authorize,
+    entrySteps,
     createRuntime: (entry, onChange) =>
       createProviderRuntime(entry, {
         metrics: deps.metrics,

@@ -11,7 +11,7 @@ import type { AdmissionApiVersion, AdmissionRequest, KubeObject } from '../admis
 import { downConvertRequest } from '../protocol/conversion.js';
 import { ProviderCallError, errorMessage } from '../base/errors.js';
 import type { AuthorizationAttributes } from '../authorization/attributes.js';
-import type { AuthorizeVerdict } from '../authorization/authorize-step.js';
+import type { AuthorizeDecision } from '../authorization/authorize-step.js';
 import {
   SubjectAccessReviewError,
   encodeSubjectAccessReviewRequest,
@@ -67,8 +67,8 @@ export interface ProviderAuthorizeCall {
 
 export interface ProviderClient {
   call(call: ProviderCall): Promise<ProviderAnswer>;
-  /** POSTs a SubjectAccessReview (authorization.k8s.io/v1) to the URL; its verdict. */
-  authorize(call: ProviderAuthorizeCall): Promise<AuthorizeVerdict>;
+  /** POSTs a SubjectAccessReview (authorization.k8s.io/v1) to the URL; its decision. */
+  authorize(call: ProviderAuthorizeCall): Promise<AuthorizeDecision>;
   /** GET `<url>/<path>` for discovery; returns the parsed JSON body. `signal` cancels it early (on close). */
   getJson(path: string, timeoutMs: number, signal?: AbortSignal): Promise<unknown>;
   close(): Promise<void>;

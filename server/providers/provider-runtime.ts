@@ -6,12 +6,10 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Match, Phase } from '../admission/types.js';
-import { attachmentOf } from '../extensions/chain-extensions.js';
-import { compileMatch } from '../steps/match.js';
+import { placeEntry } from '../steps/placement.js';
+import { effectiveFailurePolicy } from '../steps/policy.js';
 import type { StepSource } from '../steps/step-source.js';
-import { declarationFields } from '../steps/declarations.js';
 import type { Step } from '../steps/step.js';
-import { resolveStepOptions } from '../config/step-options.js';
 import type { ProviderEntry } from '../config/types.js';
 import { loadTlsMaterial } from '../tls/serving-certificate.js';
 import { ConfigError, ProviderCallError, StepFailedError, errorMessage, type FailureReason } from '../base/errors.js';
@@ -128,36 +126,13 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   let versions: StepVersion[] = [];
   const deprecation = createDeprecationReport(entry.name, deps);
 
-  const options = resolveStepOptions(entry);
-  const common = {
-    provider: entry.name,
-    mode: options.mode,
-    sideEffects: options.sideEffects,
-    reinvocationPolicy: options.reinvocationPolicy,
-    order: entry.order,
-    // Discovered handlers belong to the provider's extension: its attach and conflict group are theirs.
-    ...attachmentOf(entry),
-    ...(entry.shadow ? { shadow: true } : {}),
-    url,
-    client,
-    breaker,
-  };
-  const entryTimeoutMs = options.timeoutSeconds * 1000;
+  const common = { provider: entry.name, url, client, breaker };
   const entryMatch = entry.match ?? MATCH_EVERYTHING;
+  const entryPlacement = placeEntry(entry, { match: entryMatch });
 
   /** A step for one of the entry's phases, as configured (no discovery). */
   const entryStep = (phase: Phase): Step =>
-    createProviderStep({
-      ...common,
-      name: entry.name,
-      phase,
-      match: compileMatch(entryMatch),
-      matchSpec: entryMatch,
-      failurePolicy: options.failurePolicy,
-      timeoutMs: entryTimeoutMs,
-      apiVersion: reviewApiVersion(entryVersion),
-      ...declarationFields(entry),
-    });
+    createProviderStep({ ...common, ...entryPlacement, phase, apiVersion: reviewApiVersion(entryVersion) });
 
   /** Until discovery succeeds, the entry's phases are steps that fail with the discovery error. */
   const placeholder = (phase: Phase): Step => {
@@ -191,15 +166,10 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
       const version = chooseReviewVersion(h.admissionReviewVersions ?? entry.admissionReviewVersions);
       const step = createProviderStep({
         ...common,
-        name: `${h.name}.${entry.name}`,
+        ...placeEntry(entry, { match, handler: h }),
         phase: h.phase,
-        match: compileMatch(match),
-        matchSpec: match,
-        failurePolicy: h.failurePolicy ?? options.failurePolicy,
-        timeoutMs: (h.timeoutSeconds ?? options.timeoutSeconds) * 1000,
         path: h.path,
         apiVersion: reviewApiVersion(version),
-        ...declarationFields(h),
       });
       return { step, version };
     });
@@ -221,8 +191,8 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
             order: entry.order,
             url,
             // A step that may not block (warn, audit) fails open here too.
-            failurePolicy: options.mode === 'enforce' ? options.failurePolicy : 'Ignore',
-            timeoutMs: entryTimeoutMs,
+            failurePolicy: effectiveFailurePolicy(entryPlacement),
+            timeoutMs: entryPlacement.timeoutMs,
             matchSpec: entry.authorizeMatch,
             client,
             breaker,
@@ -247,7 +217,7 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
     async discover() {
       if (!entry.discovery || closed) return;
       try {
-        const doc = await client.getJson(entry.discoveryPath, entryTimeoutMs, stopDiscovery.signal);
+        const doc = await client.getJson(entry.discoveryPath, entryPlacement.timeoutMs, stopDiscovery.signal);
         const next = parseDiscovery(doc, entry.name, new URL(url).pathname);
         const changed = JSON.stringify(next) !== JSON.stringify(handlers) || lastError !== undefined;
         handlers = next;

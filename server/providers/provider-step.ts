@@ -1,8 +1,8 @@
 /** Adapts a remote provider (or one of its discovered handlers) to the chain's Step. */
 import type { AdmissionApiVersion, Phase } from '../admission/types.js';
 import type { Decision } from '../admission/decision.js';
-import { describeAttachment } from '../extensions/chain-extensions.js';
-import type { Step, StepPlacement } from '../steps/step.js';
+import { describePlacement, placedFields, type StepPlacement } from '../steps/placement.js';
+import type { Step } from '../steps/step.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
 
@@ -21,24 +21,11 @@ export interface ProviderStepOptions extends StepPlacement {
 export function createProviderStep(o: ProviderStepOptions): Step {
   const mutating = o.phase === 'mutate';
   return {
-    name: o.name,
+    ...placedFields(o, o.phase),
     source: 'provider',
     phase: o.phase,
-    match: o.match,
-    matchSpec: o.matchSpec,
-    failurePolicy: o.failurePolicy,
-    timeoutMs: o.timeoutMs,
-    mode: o.mode,
-    sideEffects: o.sideEffects,
-    reinvocationPolicy: mutating ? o.reinvocationPolicy : 'Never',
-    order: o.order,
-    extension: o.extension,
-    attach: o.attach,
-    conflictGroup: o.conflictGroup,
-    ...(o.shadow ? { shadow: true } : {}),
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
-    ...(mutating && o.declarations ? { declarations: o.declarations } : {}),
     // A failed call rejects with a ProviderCallError, itself the step's failure (a StepFailedError).
     async invoke(inv): Promise<Decision> {
       const answer = await o.breaker.fire(() =>
@@ -66,15 +53,7 @@ export function createProviderStep(o: ProviderStepOptions): Step {
       order: o.order,
       url: o.path ? new URL(o.path, o.url).toString() : o.url,
       admissionReviewVersion: o.apiVersion,
-      mode: o.mode,
-      failurePolicy: o.failurePolicy,
-      timeoutSeconds: o.timeoutMs / 1000,
-      sideEffects: o.sideEffects,
-      reinvocationPolicy: mutating ? o.reinvocationPolicy : 'Never',
-      match: o.matchSpec,
-      ...(mutating && o.declared ? o.declared : {}),
-      ...describeAttachment(o),
-      ...(o.shadow ? { shadow: true } : {}),
+      ...describePlacement(o, o.phase),
       breaker: { state: o.breaker.state(), ...o.breaker.stats() },
     }),
   };

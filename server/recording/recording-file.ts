@@ -4,7 +4,7 @@
  * are skipped.
  */
 import { createReadStream } from 'node:fs';
-import { MAX_LINE_BYTES } from './recorded-review.js';
+import { MAX_LINE_BYTES, RecordingLineError, parseRecordedReview, type RecordedReview } from './recorded-review.js';
 
 /** Reviews one replay reads at most. */
 export const MAX_RECORDED_REVIEWS = 100_000;
@@ -70,5 +70,26 @@ export async function* recordingLines(file: string, limits: RecordingLimits = {}
   if (pendingBytes > 0) {
     const found = finish();
     if (found) yield found;
+  }
+}
+
+/** A recorded review and its line in the recording. */
+export interface RecordedLine {
+  readonly review: RecordedReview;
+  /** 1-based, as an editor shows it. */
+  readonly line: number;
+}
+
+/** The recorded reviews of the file, in order; a line that is not one is an error naming the file and the line. */
+export async function* recordedReviews(file: string, routes: readonly string[]): AsyncGenerator<RecordedLine> {
+  for await (const { line, text } of recordingLines(file)) {
+    let review: RecordedReview;
+    try {
+      review = parseRecordedReview(text, routes);
+    } catch (err) {
+      if (err instanceof RecordingLineError) throw new RecordingFileError(`${file}: line ${line}: ${err.message}`);
+      throw err;
+    }
+    yield { review, line };
   }
 }

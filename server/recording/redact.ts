@@ -94,6 +94,12 @@ export interface Redaction {
   request(request: AdmissionRequest): AdmissionRequest;
   /** A copy of a patch of the request's object, the values it writes at redacted paths redacted. */
   patch(request: AdmissionRequest, ops: readonly JsonPatchOperation[] | undefined): JsonPatchOperation[] | undefined;
+  /**
+   * Whether anything of the request's objects is redacted (a Secret; any object once `record.redact` names
+   * fields): values computed from them (a policy's variables) are then left out whole, as nobody can tell
+   * which of them came from a redacted field.
+   */
+  redacts(request: AdmissionRequest): boolean;
 }
 
 const isSecret = (request: AdmissionRequest): boolean =>
@@ -111,6 +117,7 @@ export function compileRedaction(pointers: readonly string[]): Redaction {
     return copy;
   };
   return {
+    redacts: (request) => rulesFor(request).length > 0,
     request(request) {
       const rules = rulesFor(request);
       const copy: AdmissionRequest = { ...request };

@@ -28,7 +28,7 @@ export type Change =
 export type ChangeKind = Change['kind'];
 
 /** A JSON value with its keys in order, so that equal values serialise alike. */
-function canonical(value: unknown): string {
+export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (typeof value === 'object' && value !== null) {
     const record = value as Record<string, unknown>;
@@ -41,7 +41,7 @@ function canonical(value: unknown): string {
 }
 
 /** `b` without one occurrence of each of `a`'s, by `key`, in `b`'s order. */
-function minus<T>(b: readonly T[], a: readonly T[], key: (item: T) => string): T[] {
+export function minus<T>(b: readonly T[], a: readonly T[], key: (item: T) => string): T[] {
   const left = new Map<string, number>();
   for (const item of a) left.set(key(item), (left.get(key(item)) ?? 0) + 1);
   return b.filter((item) => {

@@ -13,6 +13,8 @@ export interface GuardedStep {
   readonly source: 'plugin' | 'provider' | 'policy';
   readonly mode: Mode;
   readonly failurePolicy: FailurePolicy;
+  /** Its denials are passed on as it words them (step.ts). */
+  readonly ownWords?: boolean;
 }
 
 /**
@@ -52,7 +54,10 @@ export function denialConsequence(step: GuardedStep, denial: Pick<Denial, 'messa
   const message = shown(denial.message) || 'denied without explanation';
   switch (step.mode) {
     case 'enforce':
-      return { kind: 'block', denial: { allowed: false, message: `${step.name}: ${message}`, code: denial.code } };
+      return {
+        kind: 'block',
+        denial: { allowed: false, message: step.ownWords ? message : `${step.name}: ${message}`, code: denial.code },
+      };
     case 'warn':
       return { kind: 'warn', warning: `${message} (mode warn: not enforced)` };
     case 'audit':

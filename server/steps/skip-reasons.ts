@@ -4,6 +4,8 @@ import type { Step } from './step.js';
 
 /** Dry-run promises no side effects; a step that declares some cannot honour that (apiserver semantics). */
 export const DRY_RUN_WITH_SIDE_EFFECTS = 'dry-run request and the step has side effects';
+/** How the skip reason of a step an exception let off begins (dispatch/review-exceptions.ts makes it). */
+export const EXEMPTED_BY_EXCEPTION = 'skipped-by-exception: ';
 /** An `OptIn` step whose extension the review does not reference (README "Opt-in providers"). */
 export const NOT_REFERENCED =
   'attach: OptIn, and neither the object nor its namespace references it in admissiongateway.io/extensions';

@@ -6,7 +6,7 @@ import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
-import type { StepDeclarations } from '../config/step-declarations.js';
+import type { MatchCondition } from '../config/match-conditions.js';
 import type { Attach } from '../config/types.js';
 import type { CompiledMatch } from './match.js';
 import type { Declarations } from './declarations.js';
@@ -74,27 +74,20 @@ export interface Step {
   breakerState?(): string;
   /** Runs beside the live chain after the answer, never changing it (shadow.ts). */
   readonly shadow?: boolean;
+  /**
+   * The step's denials, warnings and audit annotation keys are passed on as it writes them, without its name in
+   * front: a native admission policy's, which read as the apiserver writes them (server/native-policy/).
+   */
+  readonly ownWords?: boolean;
+  /** CEL conditions that must all be true for the step to run, else it is skipped (dispatch/match-conditions.ts). */
+  readonly matchConditions?: readonly MatchCondition[];
+  /** One of its own expressions (its matchConditions aside) reads `namespaceObject`. */
+  readonly readsNamespaceObject?: boolean;
 }
 
-/** How a chain entry is placed and guarded: what plugin and provider steps share. */
-export type StepPlacement = Pick<
-  Step,
-  | 'name'
-  | 'match'
-  | 'failurePolicy'
-  | 'timeoutMs'
-  | 'mode'
-  | 'sideEffects'
-  | 'reinvocationPolicy'
-  | 'order'
-  | 'declarations'
-  | 'extension'
-  | 'attach'
-  | 'conflictGroup'
-  | 'shadow'
-> & {
-  /** The match as written, for /chain. */
-  readonly matchSpec: Match;
-  /** The declarations as written, for /chain. */
-  readonly declared?: StepDeclarations;
-};
+/** Whether running `step` needs the namespace object: its expressions or its conditions read it. */
+export function readsNamespaceObject(step: Step): boolean {
+  return (
+    step.readsNamespaceObject === true || (step.matchConditions?.some((c) => c.program.readsNamespaceObject) ?? false)
+  );
+}

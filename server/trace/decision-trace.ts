@@ -12,6 +12,8 @@ import type { FailurePolicy, Mode } from '../config/step-options.js';
 import type { StepOutcome } from '../metrics/metrics.js';
 import type { WriteHistory } from '../patch/write-history.js';
 import type { Labels } from '../steps/label-selector.js';
+import { explainPolicyRun, type PolicyTrace } from '../policy/explain-policy.js';
+import { policyRunOf } from '../policy/policy-runs.js';
 import { describeRule, explainMismatch } from './match-explanation.js';
 import type { PatchConflict, ShadowStepTrace, StepDetail, StepReport } from './step-report.js';
 
@@ -51,6 +53,8 @@ export interface StepTrace {
   readonly breaker?: string;
   /** Milliseconds left of the review's deadline when the step started. */
   readonly deadlineLeftMs?: number;
+  /** A policy step: the expression that decided, the variables it read, its audit annotations, its cost. */
+  readonly policy?: PolicyTrace;
 }
 
 /** What the trace says about the request: enough to find it, never its object. */
@@ -152,6 +156,16 @@ export class ReviewedRequest {
   }
 }
 
+/**
+ * A policy step's account: as kept (kept-trace.ts made it bounded, and left values out as configured), or, for a
+ * review not kept (`review --explain`, whose user gave the object), from its run, with the variables' values.
+ */
+function policyOf(input: TraceInput, detail: StepDetail | undefined, step: string): PolicyTrace | undefined {
+  if (detail?.policy) return detail.policy;
+  const run = policyRunOf(input.request, step);
+  return run ? explainPolicyRun(run, { values: true }) : undefined;
+}
+
 export function buildDecisionTrace(input: TraceInput): DecisionTrace {
   const { request, response, decision } = input;
   const warnings = response.warnings;
@@ -172,6 +186,8 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
       report.outcome === 'skipped' && report.reason && step?.matchSpec
         ? explainMismatch(report.reason, step.matchSpec, request, input.namespaceLabels)
         : report.reason;
+    const policy =
+      step?.source === 'policy' && report.outcome !== 'skipped' ? policyOf(input, detail, report.step) : undefined;
     const rule =
       report.outcome !== 'skipped' && step?.matchSpec
         ? describeRule(step.matchSpec, step.match.ruleIndex(request))
@@ -197,6 +213,7 @@ export function buildDecisionTrace(input: TraceInput): DecisionTrace {
       ...(input.conflicts?.has(report.step) ? { conflicts: input.conflicts.get(report.step)! } : {}),
       ...(step?.breakerState && report.outcome !== 'skipped' ? { breaker: step.breakerState() } : {}),
       ...(detail?.deadlineLeftMs !== undefined ? { deadlineLeftMs: detail.deadlineLeftMs } : {}),
+      ...(policy ? { policy } : {}),
     };
   });
   return {

@@ -7,6 +7,7 @@ import type { JsonPatchOperation } from '../admission/types.js';
 import type { Mode } from '../config/step-options.js';
 import type { StepOutcome } from '../metrics/metrics.js';
 import type { Step } from '../steps/step.js';
+import type { PolicyTrace } from '../policy/explain-policy.js';
 
 export interface StepReport {
   readonly step: string;
@@ -43,6 +44,8 @@ export interface StepDetail {
   readonly deadlineLeftMs: number | undefined;
   /** Its refusal is in the answer (a denial in mode enforce, a failure not let through). */
   readonly decided: boolean;
+  /** A policy step's run as a kept trace keeps it (bounded; a live trace reads it from the review instead). */
+  readonly policy?: PolicyTrace;
 }
 
 export type Disagreement = 'would_deny' | 'would_allow' | 'patch_differs';

@@ -121,7 +121,7 @@ function stepAttributes(step: Step): Attributes {
 }
 
 /** What ends a step's span: its outcome, and for a failure the reason and an ERROR status. */
-function settle(span: Span, report: StepReport, failure: StepFailedError | undefined): void {
+function endStepSpan(span: Span, report: StepReport, failure: StepFailedError | undefined): void {
   span.setAttribute('admission.step.outcome', report.outcome);
   span.setAttribute('admission.step.round', report.round ?? 0);
   if (report.failedOpen) span.setAttribute('admission.step.failed_open', true);
@@ -178,7 +178,7 @@ class OtelReviewTrace implements ReviewTrace {
     if (span) this.open.delete(step);
     // A step that never asked for its trace context (a plugin), or failed before it ran: dated from its start.
     else span = this.startStep(step, performance.now() - report.ms);
-    settle(span, report, failure);
+    endStepSpan(span, report, failure);
   }
 
   stepSkipped(step: Step, reason: string): void {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { core, plain, randomSuffix } from './cluster.js';
 import { webAndAgentPod } from './objects.js';
-import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
+import { anyFailed, metricValue, startE2EGateway, type E2EGateway, podCreateWebhook } from './gateway.js';
 import { ORDER_ANNOTATION, SEEN_ANNOTATION_PREFIX } from './plugins.js';
 
 const MIRRORED_NGINX = 'mirror.e2e.example/dockerhub/library/nginx:1.25';
@@ -40,13 +40,7 @@ describe('the mutating chain through a real kube-apiserver', function () {
     gw = await startE2EGateway({
       suite: 'chain-order',
       chain: CHAIN,
-      mutating: [
-        {
-          name: 'mutate',
-          route: 'mutate',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-        },
-      ],
+      mutating: [podCreateWebhook('mutate')],
     });
     namespace = await gw.namespace();
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { apiError, core, randomSuffix, readStatus, statusOf } from './cluster.js';
-import { anyFailed, metricValue, startE2EGateway, type E2EGateway } from './gateway.js';
+import { anyFailed, metricValue, startE2EGateway, type E2EGateway, podCreateWebhook } from './gateway.js';
 import { ORDER_ANNOTATION } from './plugins.js';
 import { pausePod } from './objects.js';
 
@@ -29,13 +29,7 @@ describe('DELETE and server-side dry-run through a real kube-apiserver', functio
     gw = await startE2EGateway({
       suite: 'delete-dry-run',
       chain: CHAIN,
-      mutating: [
-        {
-          name: 'mutate',
-          route: 'mutate',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-        },
-      ],
+      mutating: [podCreateWebhook('mutate')],
       validating: [
         {
           name: 'validate',

@@ -41,6 +41,16 @@ import {
 } from './cluster.js';
 import { PROBE_ANNOTATION_PREFIX, PROBE_LABEL, testPlugins } from './plugins.js';
 
+/** The rule most files test through: Pods created. */
+export const POD_CREATES: readonly V1RuleWithOperations[] = [
+  { operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] },
+];
+
+/** A webhook named after the route it calls, for Pods created. */
+export function podCreateWebhook(route: 'mutate' | 'validate', more: Partial<WebhookSpec> = {}): WebhookSpec {
+  return { name: route, route, rules: POD_CREATES, ...more };
+}
+
 export interface WebhookSpec {
   /** Short name, unique within the file; registered as `<name>.<suite>.e2e.admissiongateway.io`. */
   readonly name: string;

@@ -103,7 +103,7 @@ async function dryRunAll(docs: readonly ManifestDocument[], resources: readonly 
 describe('manifests/ on the real kube-apiserver (server-side apply)', function () {
   this.timeout(180_000);
   let base: ManifestDocument[];
-  let crd: ManifestDocument;
+  let crds: ManifestDocument[];
   let namespace: ManifestDocument;
   let standIn: Wire | undefined;
 
@@ -114,7 +114,7 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
       assert.equal(found.length, 1, `manifests/ has exactly one ${kind}`);
       return found[0]!;
     };
-    crd = find('CustomResourceDefinition');
+    crds = base.filter((d) => d.object.kind === 'CustomResourceDefinition');
     namespace = find('Namespace');
   });
 
@@ -122,16 +122,21 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
     // The Namespace stays: without a controller-manager a deleted namespace is Terminating for good, and a
     // later file could not use it. CRDs go (admission-provider.e2e.ts needs to start without its CRD).
     if (standIn) await deleteCrd(nameOf(standIn));
-    await deleteCrd(nameOf(crd.object));
+    for (const crd of crds ?? []) await deleteCrd(nameOf(crd.object));
   });
 
-  it('creates the AdmissionProvider CRD for real: Established, cluster-scoped AdmissionProviders served', async function () {
-    const served = await applyCrd(crd.object, FIELD_MANAGER);
-    assert.deepEqual(served, {
-      groupVersionPath: '/apis/admissiongateway.io/v1alpha1',
-      plural: 'admissionproviders',
-      namespaced: false,
-    });
+  it('creates the CRDs for real: Established, AdmissionProviders and ClusterAdmissionExceptions cluster-scoped, AdmissionExceptions namespaced', async function () {
+    const served = [];
+    for (const crd of crds) served.push(await applyCrd(crd.object, FIELD_MANAGER));
+    const groupVersionPath = '/apis/admissiongateway.io/v1alpha1';
+    assert.deepEqual(
+      served.sort((a, b) => a.plural.localeCompare(b.plural)),
+      [
+        { groupVersionPath, plural: 'admissionexceptions', namespaced: true },
+        { groupVersionPath, plural: 'admissionproviders', namespaced: false },
+        { groupVersionPath, plural: 'clusteradmissionexceptions', namespaced: false },
+      ],
+    );
   });
 
   it('creates the gateway Namespace for real', async function () {
@@ -171,7 +176,7 @@ describe('manifests/ on the real kube-apiserver (server-side apply)', function (
     const webhooksNeedComponent = !kubeAtLeast(30);
     const rest = base.filter(
       (d) =>
-        d !== crd &&
+        !crds.includes(d) &&
         d !== namespace &&
         !(webhooksNeedComponent && String(d.object.kind).endsWith('WebhookConfiguration')),
     );

@@ -27,7 +27,7 @@ import {
   finalizerApplier,
 } from '../../server/kube/provider-finalizer.js';
 import { kubeServedStore } from '../../server/kube/served-counter.js';
-import { formatWindowStart } from '../../server/kube/served-window.js';
+import { formatTime } from '../../server/kube/usage-window.js';
 import {
   createProvider,
   deleteProvider,
@@ -259,7 +259,7 @@ describe('opt-in AdmissionProviders: references, objects served and deletion saf
     const hourMs = 3_600_000;
     const lastHour = Math.floor(Date.now() / hourMs) * hourMs - hourMs;
     const stored = await readProvider('served');
-    const ended = { objects: 5, windowStart: formatWindowStart(lastHour), previousWindowObjects: 2 };
+    const ended = { objects: 5, windowStart: formatTime(lastHour), previousWindowObjects: 2 };
     await kubeServedStore(kubeConfig(), { get: () => stored, list: () => [stored] }).write(
       'served',
       stored.metadata.resourceVersion!,

@@ -3,7 +3,14 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { apiError, core, eventually, plain, randomSuffix, readStatus, statusOf, warningTexts } from './cluster.js';
-import { anyFailed, metricValue, registryValue, startE2EGateway, type E2EGateway } from './gateway.js';
+import {
+  anyFailed,
+  metricValue,
+  registryValue,
+  startE2EGateway,
+  type E2EGateway,
+  podCreateWebhook,
+} from './gateway.js';
 import { getChain } from './http.js';
 import { pausePod } from './objects.js';
 
@@ -60,14 +67,7 @@ describe('remote providers behind circuit breakers through a real kube-apiserver
     gw = await startE2EGateway({
       suite: 'providers',
       chain: chain(fake),
-      mutating: [
-        {
-          name: 'mutate',
-          route: 'mutate',
-          timeoutSeconds: 5,
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-        },
-      ],
+      mutating: [podCreateWebhook('mutate', { timeoutSeconds: 5 })],
     });
     namespace = await gw.namespace();
   });

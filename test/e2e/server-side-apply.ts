@@ -16,6 +16,8 @@ export interface ApiAnswer {
   readonly text: string;
   /** The body parsed as JSON, or undefined when it is not JSON. */
   readonly body: unknown;
+  /** The response's headers (node joins repeated ones, `Warning` among them, with ", "). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /** One request to the e2e apiserver with the kubeconfig's CA and credentials. */
@@ -45,7 +47,11 @@ export async function apiserverRequest(
           } catch {
             body = undefined;
           }
-          resolve({ status: res.statusCode ?? 0, text, body });
+          const headers: Record<string, string> = {};
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+          }
+          resolve({ status: res.statusCode ?? 0, text, body, headers });
         });
       });
       req.once('error', reject);

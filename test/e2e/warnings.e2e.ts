@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { core, randomSuffix, warningTexts } from './cluster.js';
-import { anyFailed, startE2EGateway, type E2EGateway } from './gateway.js';
+import { anyFailed, startE2EGateway, type E2EGateway, podCreateWebhook } from './gateway.js';
 import { pausePod } from './objects.js';
 
 const CHAIN = `
@@ -34,13 +34,7 @@ describe('validating plugins in warn mode through a real kube-apiserver', functi
     gw = await startE2EGateway({
       suite: 'warnings',
       chain: CHAIN,
-      validating: [
-        {
-          name: 'validate',
-          route: 'validate',
-          rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
-        },
-      ],
+      validating: [podCreateWebhook('validate')],
     });
     namespace = await gw.namespace();
   });

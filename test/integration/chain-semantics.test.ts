@@ -428,6 +428,51 @@ chain:
         assert.equal(await steps('bystander', 'mutate', 'allowed'), 1);
       });
 
+      it("asks the step's matchConditions again of the changed object: false now, it is not reinvoked", async function () {
+        const h = await start(`
+explain: { keep: all }
+chain:
+  - plugin: records-calls
+    name: watcher
+    reinvocationPolicy: IfNeeded
+    settings: { tag: watcher }
+    matchConditions: [{ name: not-late, expression: "!('late' in object.metadata.labels)" }]
+  - { plugin: add-label, name: labeller, settings: { tag: labeller, labels: { late: 'yes' } } }
+`);
+
+        const review = reviewOf(await h.post('/mutate', podCreate()));
+
+        assert.deepEqual(test.calls.sequence(), ['watcher:call', 'labeller:call']);
+        assert.equal(review.response.allowed, true);
+        assert.equal(await steps('watcher', 'mutate', 'allowed'), 1);
+        assert.equal(await steps('watcher', 'mutate', 'skipped'), 1);
+        const trace = (await h.ops(`/explain/${review.response.uid}`)).body as { steps: Record<string, unknown>[] };
+        assert.deepEqual(
+          trace.steps.map((s) => [s.step, s.outcome, s.round, s.reason]),
+          [
+            ['watcher', 'allowed', undefined, undefined],
+            ['labeller', 'patched', undefined, undefined],
+            ['watcher', 'skipped', 1, 'not reinvoked: matchConditions[0] "not-late" is false'],
+          ],
+        );
+      });
+
+      it('reinvokes the step when its matchConditions still hold of the changed object', async function () {
+        const h = await start(`
+chain:
+  - plugin: records-calls
+    name: watcher
+    reinvocationPolicy: IfNeeded
+    settings: { tag: watcher }
+    matchConditions: [{ name: pod, expression: "object.kind == 'Pod'" }]
+  - { plugin: add-label, name: labeller, settings: { tag: labeller, labels: { late: 'yes' } } }
+`);
+
+        await h.post('/mutate', podCreate());
+
+        assert.deepEqual(test.calls.sequence(), ['watcher:call', 'labeller:call', 'watcher:call']);
+      });
+
       it('does not run the step again when no later step changed the object', async function () {
         const h = await start(`
 chain:

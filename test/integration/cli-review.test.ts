@@ -305,6 +305,74 @@ describe('admission-gateway review', function () {
     assert.equal((JSON.parse(run.stdout) as { allowed: boolean }).allowed, false, 'stdout is the result alone');
   });
 
+  describe('--exceptions FILE', function () {
+    it('skips the step an exception names and says which exception and until when, in the trace', async function () {
+      const expiresAt = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+      const exceptions = await file(
+        'exceptions.yaml',
+        stringify({
+          apiVersion: 'admissiongateway.io/v1alpha1',
+          kind: 'AdmissionException',
+          metadata: { name: 'web-no-cost-center', namespace: 'team-a' },
+          spec: { steps: ['require-labels'], match: { names: ['web'] }, expiresAt, reason: 'billing moves next month' },
+        }),
+      );
+      const pod = await file('pod.json', JSON.stringify(podCreate()));
+
+      const refused = await runCliCaptured(['review', pod, '--config', config, '--exit-code']);
+      const run = await runCliCaptured(['review', pod, '--config', config, '--exit-code', '--exceptions', exceptions]);
+      const explained = await runCliCaptured([
+        'review',
+        pod,
+        '--config',
+        config,
+        '--explain',
+        '--exceptions',
+        exceptions,
+      ]);
+
+      assert.deepEqual([refused.code, run.code], [3, 0]);
+      assert.deepEqual((printed(run.stdout) as { validate: Phase }).validate.steps, [
+        {
+          step: 'require-labels',
+          outcome: 'skipped',
+          reason: `skipped-by-exception: AdmissionException team-a/web-no-cost-center (until ${expiresAt})`,
+        },
+      ]);
+      assert.ok(
+        explained.stdout.includes(
+          `  1. require-labels [plugin] skipped\n       why: skipped-by-exception: AdmissionException team-a/web-no-cost-center (until ${expiresAt})\n`,
+        ),
+        explained.stdout,
+      );
+    });
+
+    it('refuses to start on an invalid exception, naming it and the field', async function () {
+      const exceptions = await file(
+        'exceptions.yaml',
+        stringify({
+          apiVersion: 'admissiongateway.io/v1alpha1',
+          kind: 'AdmissionException',
+          metadata: { name: 'everything', namespace: 'team-a' },
+          spec: { steps: ['*'], expiresAt: '2027-01-01T00:00:00Z', reason: 'all' },
+        }),
+      );
+      const run = await runCliCaptured([
+        'review',
+        await file('pod.json', JSON.stringify(podCreate())),
+        '--config',
+        config,
+        '--exceptions',
+        exceptions,
+      ]);
+      assert.equal(run.code, 2);
+      assert.match(
+        run.stderr,
+        /exceptions\.yaml \(exception 1\): AdmissionException team-a\/everything: spec\.steps\[0\]: "\*" is for a ClusterAdmissionException only/,
+      );
+    });
+  });
+
   describe('--explain', function () {
     it("prints each phase's decision trace in words: the deciding step, its rule and message, and the patch", async function () {
       const run = await runCliCaptured([

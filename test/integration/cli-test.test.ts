@@ -62,6 +62,14 @@ const XML_CHARS = /^[\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]*$/u;
 
 describe('admission-gateway test', function () {
   this.timeout(30_000);
+  // What a case starts (a provider it must never reach, a gateway that records), closed before its folder goes.
+  let gateway: Harness | undefined;
+  let provider: FakeProvider | undefined;
+  afterEach(async () => {
+    await gateway?.close();
+    await provider?.close();
+    gateway = provider = undefined;
+  });
   const folder = configFolderPerTest('admission-gateway-test-');
 
   it('runs the example suite under examples/: every case passes', async () => {
@@ -181,16 +189,9 @@ cases:
       message: 'broken.test.yaml:8:5: cases[1].name: "one" is already the name of cases[0]',
     },
     {
-      what: 'CEL policies, which are coming',
-      body: `policies: [require-team.yaml]\ncases: []\n`,
-      message:
-        'broken.test.yaml:4:1: policies: CEL policies are not in this version of admission-gateway yet; remove the key to run the file',
-    },
-    {
-      what: 'a case with a policy exception, which is coming',
-      body: `exceptions: [allow-legacy.yaml]\ncases:\n  - name: legacy pods are let through\n    object: { apiVersion: v1, kind: Pod, metadata: { name: a } }\n    expect: { allowed: true }\n`,
-      message:
-        'broken.test.yaml:4:1: exceptions: policy exceptions are not in this version of admission-gateway yet; remove the key to run the file',
+      what: 'an empty path among its policies',
+      body: `policies: [policies/, '']\ncases: []\n`,
+      message: 'broken.test.yaml:4:23: policies[1]: expected a file or folder',
     },
   ];
   for (const { what, body, message } of brokenFiles) {
@@ -250,28 +251,38 @@ cases:
     assert.equal(run.code, 1);
     assert.equal(run.stderr, '');
     assert.match(run.stdout, XML_CHARS);
+    // Every duration is seconds to the millisecond; the rest is the whole document.
+    assert.match(run.stdout, /time="\d+\.\d{3}"/);
+    assert.equal(
+      run.stdout.replace(/ time="\d+\.\d{3}"/g, ' time="…"'),
+      `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="admission-gateway test" tests="3" failures="1" errors="0" time="…">
+  <testsuite name="a.test.yaml" tests="2" failures="1" errors="0" skipped="0" time="…">
+    <properties>
+      <property name="config" value="${EXAMPLE_CONFIG}"/>
+    </properties>
+    <testcase name="refused \\u0007\u202e &lt;tag&gt; &amp; &quot;quotes&quot;" classname="a.test.yaml" time="…">
+      <failure message="allowed: expected true, got false" type="ExpectationFailed">allowed
+  - true
+  + false</failure>
+    </testcase>
+    <testcase name="passes" classname="a.test.yaml" time="…"/>
+  </testsuite>
+  <testsuite name="b.test.yaml" tests="1" failures="0" errors="0" skipped="0" time="…">
+    <properties>
+      <property name="config" value="${EXAMPLE_CONFIG}"/>
+    </properties>
+    <testcase name="also passes" classname="b.test.yaml" time="…"/>
+  </testsuite>
+</testsuites>
+`,
+    );
+    // And a real XML parser reads it back as written.
     const root = parseXml(run.stdout);
     assert.equal(root.nodeName, 'testsuites');
-    assert.deepEqual(
-      ['tests', 'failures', 'errors'].map((a) => root.getAttribute(a)),
-      ['3', '1', '0'],
-    );
-    const suites = children(root, 'testsuite');
-    assert.deepEqual(
-      suites.map((s) => [s.getAttribute('name'), s.getAttribute('tests'), s.getAttribute('failures')]),
-      [
-        ['a.test.yaml', '2', '1'],
-        ['b.test.yaml', '1', '0'],
-      ],
-    );
-    const [failed, passed] = children(suites[0]!, 'testcase');
+    const [failed] = children(children(root, 'testsuite')[0]!, 'testcase');
     assert.equal(failed!.getAttribute('name'), 'refused \\u0007\u202e <tag> & "quotes"');
-    assert.equal(failed!.getAttribute('classname'), 'a.test.yaml');
-    assert.match(failed!.getAttribute('time') ?? '', /^\d+\.\d{3}$/);
-    const [failure] = children(failed!, 'failure');
-    assert.equal(failure!.getAttribute('message'), 'allowed: expected true, got false');
-    assert.equal(failure!.textContent, 'allowed\n  - true\n  + false');
-    assert.equal(children(passed!, 'failure').length, 0);
+    assert.equal(children(failed!, 'failure')[0]!.textContent, 'allowed\n  - true\n  + false');
   });
 
   it('-o json gives the counts, and each case with its failures and answer', async () => {
@@ -284,38 +295,172 @@ cases:
     );
     const run = await runCliCaptured(['test', 'a.test.yaml', '-o', 'json'], { cwd: folder.dir });
     assert.equal(run.code, 1);
-    const report = JSON.parse(run.stdout) as {
-      summary: unknown;
-      files: Array<{ file: string; cases: Array<Record<string, unknown>> }>;
-    };
-    assert.deepEqual(report.summary, { files: 1, cases: 1, passed: 0, failed: 1, errors: 0 });
-    const [only] = report.files[0]!.cases;
-    assert.deepEqual(only!.failures, [{ field: 'code', expected: ['400'], actual: ['403'] }]);
-    assert.deepEqual(only!.answer, {
-      allowed: false,
-      code: 403,
-      message: 'image-policy: spec.containers[0] image "nginx:latest": tag latest is not allowed',
-      warnings: [],
-      auditAnnotations: {},
-      // The mutate phase ran and patched before the validate phase refused.
-      patch: [
-        { op: 'add', path: '/metadata/labels/admissiongateway.io~1admitted', value: 'true' },
+    assert.equal(run.stderr, '');
+    // Durations vary: each is a number of milliseconds, compared as "…"; the rest is the whole report.
+    assert.match(run.stdout, /"ms": \d/);
+    const report = JSON.parse(run.stdout.replace(/"ms": \d+(?:\.\d+)?/g, '"ms": "…"')) as unknown;
+    assert.deepEqual(report, {
+      summary: { files: 1, cases: 1, passed: 0, failed: 1, errors: 0 },
+      files: [
         {
-          op: 'add',
-          path: '/spec/containers/0/resources',
-          value: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+          file: 'a.test.yaml',
+          config: EXAMPLE_CONFIG,
+          ms: '…',
+          cases: [
+            {
+              name: 'latest',
+              field: 'cases[0]',
+              passed: false,
+              ms: '…',
+              failures: [{ field: 'code', expected: ['400'], actual: ['403'] }],
+              answer: {
+                allowed: false,
+                code: 403,
+                message: 'image-policy: spec.containers[0] image "nginx:latest": tag latest is not allowed',
+                warnings: [],
+                auditAnnotations: {},
+                // The mutate phase ran and patched before the validate phase refused.
+                patch: [
+                  { op: 'add', path: '/metadata/labels/admissiongateway.io~1admitted', value: 'true' },
+                  {
+                    op: 'add',
+                    path: '/spec/containers/0/resources',
+                    value: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+                  },
+                ],
+              },
+            },
+          ],
         },
       ],
     });
   });
 
-  describe('remote providers', () => {
-    let provider: FakeProvider | undefined;
-    afterEach(async () => {
-      await provider?.close();
-      provider = undefined;
+  describe('policies and exceptions the test file names', () => {
+    const SCANNER = 'providers:\n  image-scanner:\n    default: { allowed: true }\n';
+    const REGISTRY = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: { name: own-registry }
+spec:
+  matchConstraints:
+    resourceRules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }]
+  validations:
+    - expression: "object.spec.containers.all(c, c.image.startsWith('registry.example.com/'))"
+      message: images come from registry.example.com
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: { name: own-registry }
+spec: { policyName: own-registry, validationActions: [Deny] }
+`;
+
+    it('adds the native policies under policies: after the config’s chain, refusing in the apiserver’s words', async () => {
+      await writeFile(join(folder.dir, 'registry.yaml'), REGISTRY);
+      await writeFile(
+        join(folder.dir, 'native.test.yaml'),
+        testFile(
+          EXAMPLE_CONFIG,
+          `policies: [registry.yaml]\n${SCANNER}cases:
+  - name: an image of the own registry
+    object: ${JSON.stringify(pod('web', 'registry.example.com/web:1.0'))}
+    expect: { allowed: true }
+  - name: an image of another registry
+    object: ${JSON.stringify(pod('web', 'nginx:1.25.3'))}
+    expect:
+      allowed: false
+      code: 403
+      message: "ValidatingAdmissionPolicy 'own-registry' with binding 'own-registry' denied request: images come from registry.example.com"
+`,
+        ),
+      );
+
+      const run = timeless(await runCliCaptured(['test', 'native.test.yaml'], { cwd: folder.dir }));
+
+      assert.deepEqual(run, {
+        code: 0,
+        stderr: '',
+        stdout: `native.test.yaml (config ${EXAMPLE_CONFIG})
+  PASS  an image of the own registry (… ms)
+  PASS  an image of another registry (… ms)
+
+1 test file, 2 cases
+2 passed, 0 failed
+`,
+      });
     });
 
+    it('applies the exceptions under exceptions:, beside the config’s: an exempted step lets the case through', async () => {
+      const expiresAt = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+      await writeFile(
+        join(folder.dir, 'legacy.yaml'),
+        `apiVersion: admissiongateway.io/v1alpha1
+kind: AdmissionException
+metadata: { name: legacy-latest, namespace: team-a }
+spec:
+  steps: [image-policy]
+  match: { names: [legacy] }
+  expiresAt: '${expiresAt}'
+  reason: the legacy app moves to pinned tags next sprint
+  mode: Exempt
+`,
+      );
+      const latest = (name: string) => JSON.stringify(pod(name, 'nginx:latest'));
+      await writeFile(
+        join(folder.dir, 'legacy.test.yaml'),
+        testFile(
+          EXAMPLE_CONFIG,
+          `exceptions: [legacy.yaml]\n${SCANNER}cases:
+  - name: the excepted pod may use latest
+    object: ${latest('legacy')}
+    expect: { allowed: true }
+  - name: any other pod may not
+    object: ${latest('web')}
+    expect: { allowed: false, message: latest }
+`,
+        ),
+      );
+
+      const withException = timeless(await runCliCaptured(['test', 'legacy.test.yaml'], { cwd: folder.dir }));
+      await writeFile(
+        join(folder.dir, 'legacy.test.yaml'),
+        (await readFile(join(folder.dir, 'legacy.test.yaml'), 'utf8')).replace('exceptions: [legacy.yaml]\n', ''),
+      );
+      const without = await runCliCaptured(['test', 'legacy.test.yaml'], { cwd: folder.dir });
+
+      assert.deepEqual(withException, {
+        code: 0,
+        stderr: '',
+        stdout: `legacy.test.yaml (config ${EXAMPLE_CONFIG})
+  PASS  the excepted pod may use latest (… ms)
+  PASS  any other pod may not (… ms)
+
+1 test file, 2 cases
+2 passed, 0 failed
+`,
+      });
+      assert.equal(without.code, 1, 'without the exception the first case fails');
+    });
+
+    it('exits 2 for a policy file with a mistake, naming that file, its line and field', async () => {
+      await writeFile(join(folder.dir, 'registry.yaml'), REGISTRY.replace('[Deny]', '[Refuse]'));
+      await writeFile(
+        join(folder.dir, 'native.test.yaml'),
+        testFile(
+          EXAMPLE_CONFIG,
+          `policies: [registry.yaml]\n${SCANNER}cases:\n  - name: one\n    object: ${JSON.stringify(pod('a', 'nginx:1'))}\n    expect: { allowed: true }\n`,
+        ),
+      );
+
+      const run = await runCliCaptured(['test', 'native.test.yaml'], { cwd: folder.dir });
+
+      assert.equal(run.code, 2);
+      assert.equal(run.stdout, '');
+      assert.match(run.stderr, /^admission-gateway: .*registry\.yaml:\d+:\d+: .*validationActions/);
+    });
+  });
+
+  describe('remote providers', () => {
     it('answers them from the test file through the provider client, and never calls them', async () => {
       // A real provider that would deny and patch otherwise: the test file's answers must be what counts.
       provider = await startFakeProvider({
@@ -464,14 +609,6 @@ chain:
   });
 
   describe('recordings', () => {
-    let gateway: Harness | undefined;
-    let provider: FakeProvider | undefined;
-    afterEach(async () => {
-      await gateway?.close();
-      await provider?.close();
-      gateway = provider = undefined;
-    });
-
     /** The chain recorded: a labeller (patches) and a checker (denies) as providers, and require-labels. */
     const chain = (p: FakeProvider, checkerMode: string, label: string) => `
 chain:

@@ -14,7 +14,7 @@ import { Agent } from 'undici';
 import { generateCertificates, writeCertificates } from '../../certs/generate.js';
 import { createLogger } from '../../server/base/log.js';
 import { parseConfigText } from '../../server/config/load.js';
-import type { UserInfo } from '../../server/http/ops-access.js';
+import type { TokenUser } from '../../server/http/ops-access.js';
 import { createKubeAccessReviewer } from '../../server/kube/access-reviewer.js';
 import { createClusterMode } from '../../server/kube/cluster-mode.js';
 import { REPO_ROOT, runCliCaptured } from '../helpers/cli.js';
@@ -35,14 +35,14 @@ const TOKEN_REVIEWS = '/apis/authentication.k8s.io/v1/tokenreviews';
 const ACCESS_REVIEWS = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
 
 /** Prometheus' ServiceAccount, bound to the metrics reader role. */
-const PROMETHEUS: UserInfo = {
+const PROMETHEUS: TokenUser = {
   username: 'system:serviceaccount:monitoring:prometheus-k8s',
   uid: '5b0c6a53-6b55-4a7c-9d0f-3d7d2f0c1a11',
   groups: ['system:serviceaccounts', 'system:serviceaccounts:monitoring', 'system:authenticated'],
   extra: { 'authentication.kubernetes.io/pod-name': ['prometheus-k8s-0'] },
 };
 /** Another workload's ServiceAccount: authenticated, allowed nothing on the ops port. */
-const WORKLOAD: UserInfo = {
+const WORKLOAD: TokenUser = {
   username: 'system:serviceaccount:shop:default',
   uid: '0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9',
   groups: ['system:serviceaccounts', 'system:serviceaccounts:shop', 'system:authenticated'],
@@ -50,7 +50,7 @@ const WORKLOAD: UserInfo = {
 
 /** What the stand-in knows: which token is whose, and who may get which path. */
 interface Cluster {
-  readonly users: Map<string, UserInfo>;
+  readonly users: Map<string, TokenUser>;
   readonly grants: Map<string, readonly string[]>;
 }
 

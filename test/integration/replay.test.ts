@@ -325,6 +325,73 @@ with the warnings changed:
     });
   });
 
+  /**
+   * A recording of Pod reviews (`names`, no team label) refused by require-labels, a candidate of the same chain,
+   * and the exception `legacy-no-team` letting `legacy` off it until `expiresAt`: the folder they are in.
+   */
+  async function legacySetUp(names: readonly string[], expiresAt: Date): Promise<string> {
+    const chain = 'chain:\n  - plugin: require-labels\n    settings: { labels: [team] }\n';
+    gateway = await startHarness({ yaml: `record: { path: recording.ndjson, sampleRate: 1 }\n${chain}` });
+    for (const [i, name] of names.entries()) await gateway.review('/validate', podReview(i + 1, name, { app: name }));
+    const dir = gateway.dir;
+    await gateway.gateway.close();
+    await writeFile(join(dir, 'candidate.yaml'), chain);
+    await writeFile(
+      join(dir, 'legacy.yaml'),
+      `apiVersion: admissiongateway.io/v1alpha1
+kind: AdmissionException
+metadata: { name: legacy-no-team, namespace: team-a }
+spec:
+  steps: [require-labels]
+  match: { names: [legacy] }
+  expiresAt: '${expiresAt.toISOString().replace(/\.\d+Z$/, 'Z')}'
+  reason: the legacy app is retired
+`,
+    );
+    return dir;
+  }
+
+  it('applies the candidate’s exceptions and --exceptions: a review an exception lets off is newly allowed', async () => {
+    const dir = await legacySetUp(['legacy', 'web'], new Date(Date.now() + 30 * 86_400_000));
+
+    const run = await runCliCaptured(
+      ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exceptions', 'legacy.yaml', '--exit-code'],
+      { cwd: dir },
+    );
+
+    assert.deepEqual(run, {
+      code: 4,
+      stderr: '',
+      stdout: `replayed 2 reviews of recording.ndjson on candidate.yaml
+0 newly denied, 1 newly allowed, 0 with the denial changed, 0 with the patch changed, 0 with the warnings changed, 1 unchanged
+
+newly allowed:
+  line 1: CREATE Pod team-a/legacy (validate)
+    was denied: require-labels: missing required label: team
+`,
+    });
+  });
+
+  it('judges each review’s exceptions at the time it was recorded: one expired since still lets it through', async () => {
+    // The exception ran out yesterday; the review is recorded as of two days ago.
+    const dir = await legacySetUp(['legacy'], new Date(Date.now() - 86_400_000));
+    const file = join(dir, 'recording.ndjson');
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    const lines = (await recordedLines(file)).map((l) => JSON.stringify({ ...l, recordedAt: twoDaysAgo }));
+    await writeFile(file, `${lines.join('\n')}\n`);
+
+    const run = await runCliCaptured(
+      ['replay', 'recording.ndjson', '--config', 'candidate.yaml', '--exceptions', 'legacy.yaml', '-o', 'json'],
+      { cwd: dir },
+    );
+
+    const report = JSON.parse(run.stdout) as { differences: Array<{ changes: Array<{ kind: string }> }> };
+    assert.deepEqual(
+      report.differences.map((d) => d.changes.map((c) => c.kind)),
+      [['newly_allowed']],
+    );
+  });
+
   it('refuses a recording that is not one, naming the line, with exit code 2 and nothing replayed', async () => {
     const { dir, file } = await recordOne('/validate');
     await writeFile(file, `${await readFile(file, 'utf8')}{"format":1,"route":"validate"}\n`);

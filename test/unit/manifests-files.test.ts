@@ -611,6 +611,32 @@ describe('manifests/ files', function () {
       );
     });
 
+    it('the gateway may read and watch the cluster’s admission policies and bindings (fromCluster), and not write them', function () {
+      const account = one<V1ServiceAccount>(base, 'ServiceAccount').metadata as { name: string; namespace: string };
+      const resources = [
+        'validatingadmissionpolicies',
+        'validatingadmissionpolicybindings',
+        'mutatingadmissionpolicies',
+        'mutatingadmissionpolicybindings',
+      ];
+      const verbs = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+      const allowed = Object.fromEntries(
+        resources.map((resource) => [
+          resource,
+          verbs.filter((verb) =>
+            rbacAllows(base, account, {
+              apiGroup: 'admissionregistration.k8s.io',
+              resource,
+              verb,
+              namespace: '',
+              name: '',
+            }),
+          ),
+        ]),
+      );
+      assert.deepEqual(allowed, Object.fromEntries(resources.map((resource) => [resource, ['get', 'list', 'watch']])));
+    });
+
     describe('the network-policy component', function () {
       let policy: NetworkPolicyWire;
 

@@ -5,76 +5,29 @@
  * short saying so. The real apiserver's side is test/e2e/audit.e2e.ts.
  */
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { availablePlugins } from '../../../plugins/index.js';
 import type { KubeObject } from '../../../server/admission/types.js';
 import { audit } from '../../../server/audit/audit.js';
-import type { AuditCluster, ReportPlace } from '../../../server/audit/cluster.js';
-import type { PolicyReport } from '../../../server/audit/reports.js';
 import { runAudit, type AuditDeps } from '../../../server/audit/run-audit.js';
-import type { AuditTarget, DiscoveredGroup, DiscoveredResource } from '../../../server/audit/targets.js';
 import type { Chain } from '../../../server/chain/chain.js';
 import type { Labels } from '../../../server/steps/label-selector.js';
 import type { AuditConfig } from '../../../server/config/types.js';
+import { createExceptionStore, type ExceptionSource } from '../../../server/exceptions/exception-source.js';
+import { readException } from '../../../server/exceptions/read-exception.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import { createChainForConfig } from '../../../server/providers/configured-chain.js';
 import { parseConfig } from '../../helpers/config.js';
+import type { AuditCluster } from '../../../server/audit/cluster.js';
+import { MemoryCluster } from '../../helpers/memory-audit-cluster.js';
 import { createTestPlugins } from '../../helpers/test-plugins.js';
-
-const GROUPS: DiscoveredGroup[] = [{ name: '', preferredVersion: 'v1', versions: ['v1'] }];
-const CORE: DiscoveredResource[] = [
-  { name: 'configmaps', kind: 'ConfigMap', namespaced: true, verbs: ['get', 'list', 'create'] },
-  { name: 'secrets', kind: 'Secret', namespaced: true, verbs: ['get', 'list'] },
-  { name: 'pods', kind: 'Pod', namespaced: true, verbs: ['get', 'list'] },
-  { name: 'pods/status', kind: 'Pod', namespaced: true, verbs: ['get', 'patch'] },
-  { name: 'namespaces', kind: 'Namespace', namespaced: false, verbs: ['get', 'list'] },
-];
 
 const object = (name: string, namespace: string | undefined, labels: Labels = {}): KubeObject => ({
   metadata: { name, ...(namespace ? { namespace } : {}), uid: `uid-${name}`, labels },
 });
-
-/** The apiserver as the audit sees it: discovery, and lists paged by limit and continue (an offset here). */
-class MemoryCluster implements AuditCluster {
-  readonly applied: PolicyReport[] = [];
-  readonly deleted: ReportPlace[] = [];
-  readonly limits: number[] = [];
-  /** Called before each list, e.g. to stop the run. */
-  onList: (target: AuditTarget) => void = () => undefined;
-
-  constructor(
-    private readonly items: Readonly<Record<string, readonly KubeObject[]>>,
-    private readonly written: ReportPlace[] = [],
-  ) {}
-
-  groups() {
-    return Promise.resolve(GROUPS);
-  }
-  resources() {
-    return Promise.resolve(CORE);
-  }
-  listPage(target: AuditTarget, limit: number, token: string | undefined, signal: AbortSignal) {
-    this.onList(target);
-    if (signal.aborted) return Promise.reject(new Error('aborted'));
-    this.limits.push(limit);
-    const all = this.items[target.resource] ?? [];
-    const from = token ? Number(token) : 0;
-    const items = all.slice(from, from + limit);
-    const next = from + limit < all.length ? String(from + limit) : undefined;
-    return Promise.resolve({ items, ...(next ? { continue: next } : {}) });
-  }
-  applyReport(report: PolicyReport) {
-    this.applied.push(report);
-    return Promise.resolve();
-  }
-  writtenReports() {
-    return Promise.resolve(this.written);
-  }
-  deleteReport(place: ReportPlace) {
-    this.deleted.push(place);
-    return Promise.resolve();
-  }
-}
 
 const CHAIN_YAML = `
 server: { service: { namespace: gateway-ns, name: admission-gateway } }
@@ -173,6 +126,25 @@ describe('runAudit', function () {
     ...over,
   });
 
+  /** The audit of a cm-ok (team label) and a cm-bad ConfigMap in ns1 through the chain `chainYaml` lists. */
+  async function auditConfigMaps(chainYaml: string): Promise<Record<string, unknown>> {
+    const metrics = createMetrics(new Registry(), { defaultMetrics: false });
+    const chains = await createChainForConfig(
+      parseConfig(`server: { service: { namespace: gateway-ns, name: admission-gateway } }\nchain:\n${chainYaml}`),
+      [...availablePlugins],
+      { metrics, log: silent, onChain: () => undefined },
+    );
+    try {
+      const cluster = new MemoryCluster({
+        configmaps: [object('cm-ok', 'ns1', { team: 'a' }), object('cm-bad', 'ns1')],
+      });
+      const run = await runAudit(deps(cluster, { chain: chains.current() }));
+      return Object.fromEntries(run.objects.map((o) => [o.ref.name, o.results]));
+    } finally {
+      await chains.close();
+    }
+  }
+
   it('lists what the CREATE rules select and reviews each object, reporting each step that applies to it', async function () {
     const run = await runAudit(deps(new MemoryCluster(ITEMS)));
     assert.deepEqual(
@@ -213,6 +185,54 @@ describe('runAudit', function () {
     assert.deepEqual([run.cutShort, run.problems], [[], []]);
   });
 
+  it('gives skip, naming the exception and until when, for a step an exception lets the object off; fail once it expired', async function () {
+    const rules = { maxLifetimeMs: 90 * 86_400_000, now: Date.parse('2026-01-01T00:00:00Z') };
+    const exception = readException(
+      {
+        apiVersion: 'admissiongateway.io/v1alpha1',
+        kind: 'AdmissionException',
+        metadata: { name: 'cm-bad-later', namespace: 'ns1' },
+        spec: {
+          steps: ['team-label'],
+          match: { names: ['cm-bad'] },
+          expiresAt: '2026-02-01T00:00:00Z',
+          reason: 'labelled next sprint',
+          mode: 'Exempt',
+        },
+      },
+      rules,
+    );
+    const applied: string[] = [];
+    const source = (now: string): ExceptionSource => {
+      const store = createExceptionStore({
+        clock: () => Date.parse(now),
+        onApplied: (step) => applied.push(step),
+        onUsed: (e) => applied.push(e.ref),
+      });
+      store.set([exception]);
+      return store;
+    };
+
+    const before = await runAudit(deps(new MemoryCluster(ITEMS), { exceptions: source('2026-01-15T00:00:00Z') }));
+    const after = await runAudit(deps(new MemoryCluster(ITEMS), { exceptions: source('2026-02-02T00:00:00Z') }));
+
+    const results = (run: typeof before) => run.objects.find((o) => o.ref.name === 'cm-bad')!.results;
+    assert.deepEqual(results(before), [
+      {
+        step: 'team-label',
+        result: 'skip',
+        message: 'skipped-by-exception: AdmissionException ns1/cm-bad-later (until 2026-02-01T00:00:00Z)',
+      },
+    ]);
+    assert.deepEqual(results(after), [{ step: 'team-label', result: 'fail', message: 'missing required label: team' }]);
+    assert.deepEqual(
+      before.objects.find((o) => o.ref.name === 'cm-ok')!.results,
+      [{ step: 'team-label', result: 'pass' }],
+      'the exception names cm-bad only',
+    );
+    assert.deepEqual(applied, [], "the audit's reviews are not counted as admission's use of the exception");
+  });
+
   it('audits one step with --step, and refuses a name the chain has no validating step of', async function () {
     const run = await runAudit(deps(new MemoryCluster(ITEMS), { step: 'no-secrets' }));
     assert.deepEqual(
@@ -224,6 +244,74 @@ describe('runAudit', function () {
       message:
         '--step: no validating step named "nope" (steps: team-label, no-secrets, broken, with-side-effects, status-only, updates-only)',
     });
+  });
+
+  it('names the validation of a policy step that refused, or the expression that failed, in its result', async function () {
+    const results = await auditConfigMaps(`  - policy: team-label
+    match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }] }
+    validations:
+      - expression: "true"
+      - expression: has(object.metadata.labels) && 'team' in object.metadata.labels
+        message: every ConfigMap needs a team label
+  - policy: broken-policy
+    match: { rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }] }
+    validations: [{ expression: object.metadata.missing == 'x' }]
+`);
+    const broken = {
+      step: 'broken-policy',
+      result: 'error',
+      message: 'error: validations[0]: No such key: missing (at column 17)',
+    };
+    assert.deepEqual(results, {
+      'cm-ok': [{ step: 'team-label', result: 'pass' }, broken],
+      'cm-bad': [
+        { step: 'team-label', result: 'fail', message: 'validations[1]: every ConfigMap needs a team label' },
+        broken,
+      ],
+    });
+  });
+
+  it('runs a shadow entry’s native policy as a candidate: a Warn binding reports what Deny would refuse', async function () {
+    const dir = await mkdtemp(join(tmpdir(), 'audit-native-'));
+    await writeFile(
+      join(dir, 'policies.yaml'),
+      `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: { name: team-label }
+spec:
+  matchConstraints:
+    resourceRules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }]
+  validations:
+    - expression: "'team' in object.metadata.?labels.orValue({})"
+      message: every ConfigMap needs a team label
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: { name: team-label-warn }
+spec: { policyName: team-label, validationActions: [Warn] }
+`,
+    );
+    try {
+      const step = 'candidate/team-label/team-label-warn';
+      assert.deepEqual(
+        await auditConfigMaps(
+          `  - admissionPolicies: candidate\n    files: [${join(dir, 'policies.yaml')}]\n    shadow: true\n`,
+        ),
+        {
+          'cm-ok': [{ step, result: 'pass' }],
+          'cm-bad': [
+            {
+              step,
+              result: 'fail',
+              message:
+                "validations[0]: ValidatingAdmissionPolicy 'team-label' with binding 'team-label-warn' denied request: every ConfigMap needs a team label",
+            },
+          ],
+        },
+      );
+    } finally {
+      await rm(dir, { recursive: true });
+    }
   });
 
   it('stops a resource at maxObjectsPerResource and the run at maxObjects, saying so', async function () {

@@ -64,7 +64,8 @@ describe('cel cost', () => {
   });
 
   it('cuts off an expression that walks a 40,000-container Pod quadratically, at the per-expression limit', () => {
-    const budget = createCostBudget();
+    // A clock that stands still: this is the cut for units, whatever the machine's speed.
+    const budget = createCostBudget({ clock: () => 0 });
     const result = evaluateOn(QUADRATIC, podWith(40_000), budget);
     assert.ok(!result.ok);
     assert.equal(result.reason, 'cost_exceeded');
@@ -92,7 +93,7 @@ describe('cel cost', () => {
   });
 
   it("stops the review's expressions once the review's budget is spent", () => {
-    const budget = createCostBudget({ perExpression: 1_000, perReview: 1_800 });
+    const budget = createCostBudget({ perExpression: 1_000, perReview: 1_800, clock: () => 0 });
     const walk = program('object.spec.containers.all(c, c.name != "")');
     const values = activation({ object: podWith(200) });
     const first = evaluate(walk, values, budget);
@@ -105,6 +106,44 @@ describe('cel cost', () => {
     const fourth = evaluate(program('true'), values, budget);
     assert.ok(!fourth.ok);
     assert.match(fourth.message, /budget is spent/);
+  });
+
+  it('cuts off an expression whose units are cheap but whose work is not, when its time is up', () => {
+    // The engine throws and catches an Error for each container: 5 units, far more than 5 units' time.
+    const failing = 'object.spec.containers.all(c, int(c.name) > 0 || true)';
+    const stillClock = evaluateOn(failing, podWith(40_000), createCostBudget({ clock: () => 0 }));
+    assert.deepEqual(stillClock, { ok: true, value: true, cost: 200_003 });
+
+    let now = 0;
+    const budget = createCostBudget({ clock: () => (now += 50) });
+    const result = evaluateOn(failing, podWith(40_000), budget);
+    assert.ok(!result.ok);
+    assert.equal(result.reason, 'cost_exceeded');
+    assert.match(
+      result.message,
+      /^the expression exceeded the 500 ms its cost limit allows \(it had spent \d+ units\)$/,
+    );
+    assert.ok(result.cost < 20_000, `cut within the clock's first looks, not after ${result.cost} units`);
+    assert.equal(budget.remaining, PER_REVIEW_COST_LIMIT - result.cost, 'what it spent is spent');
+  });
+
+  it("stops the review's expressions once the review's time is spent, each evaluation's time counted", () => {
+    let now = 0;
+    const budget = createCostBudget({ clock: () => (now += 150) }); // 150 ms from an evaluation's start to its end
+    const cheap = program('object.a == 1');
+    const values = activation({ object: { a: 1 } });
+    for (let i = 0; i < 16; i++) assert.deepEqual(evaluate(cheap, values, budget), { ok: true, value: true, cost: 3 });
+    assert.equal(budget.millisecondsLeft, 100);
+    const spent = evaluate(cheap, values, budget);
+    assert.ok(spent.ok, 'what is left is checked on the clock only every so many units');
+    const refused = evaluate(cheap, values, budget);
+    assert.deepEqual(refused, {
+      ok: false,
+      reason: 'cost_exceeded',
+      code: 'cost_exceeded',
+      message: "the review's CEL time is spent",
+      cost: 0,
+    });
   });
 
   it('charges functions whose result can outgrow their input before they build it', () => {
@@ -124,9 +163,12 @@ describe('cel cost', () => {
   it("has the apiserver's per-expression limit, and half its per-binding budget for a review", () => {
     assert.equal(PER_EXPRESSION_COST_LIMIT, 1_000_000);
     assert.equal(PER_REVIEW_COST_LIMIT, 5_000_000);
-    assert.deepEqual(createCostBudget(), {
+    const { clock, ...limits } = createCostBudget();
+    assert.deepEqual(limits, {
       remaining: PER_REVIEW_COST_LIMIT,
       perExpression: PER_EXPRESSION_COST_LIMIT,
+      millisecondsLeft: 2_500,
     });
+    assert.equal(typeof clock(), 'number');
   });
 });

@@ -78,6 +78,24 @@ describe('cel evaluate()', () => {
   });
 });
 
+describe('cel evaluate() and stack traces', () => {
+  it("leaves Error.stackTraceLimit as it found it, after a result, a failure and a variable's failure", () => {
+    const before = Error.stackTraceLimit;
+    Error.stackTraceLimit = 7;
+    try {
+      failure('object.spec.containers.exists(c, c.missing == 1)', { object: { spec: { containers: [{}, {}] } } });
+      value('1 + 1');
+      const values = activation({ object: {} });
+      const budget = createCostBudget();
+      const variables = lazyVariables(new Map([['broken', program('object.missing')]]), () => values, budget);
+      evaluate(program('variables.broken == 1', ['broken']), { ...values, variables }, budget);
+      assert.equal(Error.stackTraceLimit, 7);
+    } finally {
+      Error.stackTraceLimit = before;
+    }
+  });
+});
+
 describe('cel values', () => {
   it('copies only what holds a number, and keeps "__proto__" a key', () => {
     const labels = { app: 'web' };

@@ -200,6 +200,26 @@ chain:
     assert.equal(chain.needsNamespaceLabels('validate'), true);
     assert.equal(chain.needsNamespaceLabels('mutate'), false);
   });
+
+  it('needs namespace labels for a shadow step whose namespaceSelector reads them, in every selection of its phase', () => {
+    const chain = chainFrom(`
+chain:
+  - plugin: validator
+    shadow: true
+    match:
+      rules: [{ operations: ["*"], apiGroups: ["*"], apiVersions: ["*"], resources: ["*"] }]
+      namespaceSelector: { matchLabels: { env: prod } }
+`);
+    assert.deepEqual(
+      [
+        chain.needsNamespaceLabels('validate'),
+        chain.needsNamespaceLabels('validate', 'Fail'),
+        chain.needsNamespaceLabels('validate', 'Ignore'),
+        chain.needsNamespaceLabels('mutate'),
+      ],
+      [true, true, true, false],
+    );
+  });
 });
 
 describe('buildPluginSteps()', () => {

@@ -55,7 +55,7 @@ describe('invokeStep()', () => {
     assert.deepEqual(
       await invokeStep(
         step(() => ({ allowed: true })),
-        input,
+        withClock().input,
         50,
       ),
       { allowed: true },
@@ -65,7 +65,7 @@ describe('invokeStep()', () => {
   it('returns an asynchronous deny as a decision', async () => {
     const result = await invokeStep(
       step(() => Promise.resolve({ allowed: false, message: 'no', code: 403 })),
-      input,
+      withClock().input,
       50,
     );
     assert.deepEqual(result, { allowed: false, message: 'no', code: 403 });
@@ -74,7 +74,7 @@ describe('invokeStep()', () => {
   it('fills in a deny without a message, as the apiserver does', async () => {
     const result = await invokeStep(
       step(() => ({ allowed: false, message: '', code: 200 })),
-      input,
+      withClock().input,
       50,
     );
     assert.deepEqual(result, { allowed: false, message: 'denied without explanation', code: 403 });
@@ -134,7 +134,7 @@ describe('invokeStep()', () => {
         step(() => {
           throw new Error('boom');
         }),
-        input,
+        withClock().input,
         50,
       ),
     );
@@ -146,7 +146,7 @@ describe('invokeStep()', () => {
     const failure = await failureOf(
       invokeStep(
         step(() => 'yes' as unknown as Decision),
-        input,
+        withClock().input,
         50,
       ),
     );
@@ -188,7 +188,7 @@ describe('invokeStep()', () => {
     const failure = await failureOf(
       invokeStep(
         step(() => Promise.reject(new DOMException('aborted', 'AbortError'))),
-        input,
+        withClock().input,
         50,
       ),
     );

@@ -6,9 +6,9 @@ import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import {
   namespaceOfReferences,
   objectReferenceValue,
-  settleReferences,
+  resolveReferences,
   whyNotApplies,
-  type SettledReferences,
+  type ResolvedReferences,
 } from '../../../server/extensions/review-references.js';
 import { parseConfigText } from '../../../server/config/load.js';
 import { allow, definePlugin } from '../../../server/plugin-api/index.js';
@@ -65,14 +65,14 @@ function referencing(request: AdmissionRequest, value: string | undefined): Admi
   return request;
 }
 
-function settle(
+function resolve(
   request: AdmissionRequest,
   objectValue: string | undefined,
   namespaceValue?: string,
   { warn = true, labels = {}, unchanged }: { warn?: boolean; labels?: Record<string, string>; unchanged?: string } = {},
-): SettledReferences {
+): ResolvedReferences {
   const withReferences = referencing(request, objectValue);
-  return settleReferences({
+  return resolveReferences({
     request: withReferences,
     chain: chain.extensions,
     sources: {
@@ -91,9 +91,9 @@ const podCreateRequest = () => requestOf(podCreate());
 describe('the references of a review (review-references.ts)', () => {
   describe('what runs', () => {
     it('references what the object and its namespace name, entries of the chain only', () => {
-      const settled = settle(podCreateRequest(), 'labels, nope', 'scanner-a');
-      assert.deepEqual([...settled.referenced].sort(), ['labels', 'scanner-a']);
-      assert.equal(settled.refusal, undefined);
+      const resolved = resolve(podCreateRequest(), 'labels, nope', 'scanner-a');
+      assert.deepEqual([...resolved.referenced].sort(), ['labels', 'scanner-a']);
+      assert.equal(resolved.refusal, undefined);
     });
 
     it("reads a DELETE's references from the old object, a Namespace's own annotation as the object's", () => {
@@ -104,10 +104,10 @@ describe('the references of a review (review-references.ts)', () => {
     });
 
     it("lets the object's choice in a conflict group win over its namespace's, and says so", () => {
-      const settled = settle(podCreateRequest(), 'scanner-a', 'scanner-b,labels');
-      assert.deepEqual([...settled.referenced].sort(), ['labels', 'scanner-a']);
-      assert.equal(settled.refusal, undefined);
-      assert.deepEqual(settled.warnings, [
+      const resolved = resolve(podCreateRequest(), 'scanner-a', 'scanner-b,labels');
+      assert.deepEqual([...resolved.referenced].sort(), ['labels', 'scanner-a']);
+      assert.equal(resolved.refusal, undefined);
+      assert.deepEqual(resolved.warnings, [
         'namespace "team-a" references "scanner-b", which is not applied: the object references "scanner-a" of ' +
           'the same conflict group "scanners", and the object\'s choice wins',
       ]);
@@ -116,8 +116,8 @@ describe('the references of a review (review-references.ts)', () => {
 
   describe('conflict groups', () => {
     it('refuses a write whose object names two entries of one group, with code 400 and what to do', () => {
-      const settled = settle(podCreateRequest(), 'scanner-a,labels,scanner-b');
-      assert.deepEqual(settled.refusal, {
+      const resolved = resolve(podCreateRequest(), 'scanner-a,labels,scanner-b');
+      assert.deepEqual(resolved.refusal, {
         allowed: false,
         code: 400,
         message:
@@ -129,19 +129,19 @@ describe('the references of a review (review-references.ts)', () => {
 
     it('refuses one whose namespace names two, unless the object names the one to use', () => {
       assert.equal(
-        settle(podCreateRequest(), undefined, 'scanner-a,scanner-b').refusal?.message,
+        resolve(podCreateRequest(), undefined, 'scanner-a,scanner-b').refusal?.message,
         'the annotation admissiongateway.io/extensions of namespace "team-a" references "scanner-a" and ' +
           '"scanner-b", both of conflict group "scanners", and one object may use only one entry of a conflict ' +
           "group: keep one of them in the namespace's admissiongateway.io/extensions, or name the one to use in " +
           "the object's own",
       );
-      const chosen = settle(podCreateRequest(), 'scanner-b', 'scanner-a,scanner-b');
+      const chosen = resolve(podCreateRequest(), 'scanner-b', 'scanner-a,scanner-b');
       assert.equal(chosen.refusal, undefined);
       assert.deepEqual([...chosen.referenced], ['scanner-b']);
     });
 
     it('never keeps an object from going away: a DELETE or an object being deleted runs neither, with a warning', () => {
-      const deleted = settle(requestOf(podDelete()), 'policy-a,policy-b');
+      const deleted = resolve(requestOf(podDelete()), 'policy-a,policy-b');
       assert.equal(deleted.refusal, undefined);
       const reason = 'conflict group "policies": the object references "policy-a" and "policy-b"';
       assert.deepEqual(
@@ -157,7 +157,7 @@ describe('the references of a review (review-references.ts)', () => {
 
       const finalizing = requestOf(podUpdate());
       finalizing.object!.metadata!.deletionTimestamp = '2026-11-25T10:00:00Z';
-      const update = settle(finalizing, 'scanner-a,scanner-b');
+      const update = resolve(finalizing, 'scanner-a,scanner-b');
       assert.equal(update.refusal, undefined);
       assert.match(update.warnings[0] ?? '', /none of them runs for an object being deleted$/);
     });
@@ -176,28 +176,28 @@ chain:
     conflictGroup: g
     match: { rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments] }] }
 `);
-      const settled = settleReferences({
+      const resolved = resolveReferences({
         request: podCreateRequest(),
         chain: chainWithDeploymentScanners.extensions,
         sources: { object: NO_REFERENCES, namespaceName: 'team-a', namespace: parseExtensionReferences('dep-a,dep-b') },
         namespaceLabels: undefined,
         warn: true,
       });
-      assert.equal(settled.refusal, undefined);
-      assert.deepEqual(settled.warnings, [], "a namespace's reference that does not apply to a Pod is no news");
+      assert.equal(resolved.refusal, undefined);
+      assert.deepEqual(resolved.warnings, [], "a namespace's reference that does not apply to a Pod is no news");
     });
 
     it('still refuses when asked for no warnings (a route that does not give them)', () => {
-      const settled = settle(podCreateRequest(), 'scanner-a,scanner-b', undefined, { warn: false });
-      assert.equal(settled.refusal?.code, 400);
-      assert.deepEqual(settled.warnings, []);
+      const resolved = resolve(podCreateRequest(), 'scanner-a,scanner-b', undefined, { warn: false });
+      assert.equal(resolved.refusal?.code, 400);
+      assert.deepEqual(resolved.warnings, []);
     });
   });
 
   describe('warnings: never a silent no-op', () => {
     it('names an unknown name with the closest entry, the first four of a source, and counts the rest', () => {
-      const settled = settle(podCreateRequest(), 'lables,x1,x2,x3,x4,x5');
-      assert.deepEqual(settled.warnings, [
+      const resolved = resolve(podCreateRequest(), 'lables,x1,x2,x3,x4,x5');
+      assert.deepEqual(resolved.warnings, [
         'the object references "lables", which is no entry of the gateway\'s chain (did you mean "labels"?): nothing runs for it',
         'the object references "x1", which is no entry of the gateway\'s chain: nothing runs for it',
         'the object references "x2", which is no entry of the gateway\'s chain: nothing runs for it',
@@ -207,8 +207,8 @@ chain:
     });
 
     it("quotes what cannot be read as names, at most five, the namespace's too", () => {
-      const settled = settle(podCreateRequest(), 'A,B,C,D,E,F,G', 'Labels');
-      assert.deepEqual(settled.warnings, [
+      const resolved = resolve(podCreateRequest(), 'A,B,C,D,E,F,G', 'Labels');
+      assert.deepEqual(resolved.warnings, [
         'the object\'s annotation holds what cannot be read as entry names, ignored: "A", "B", "C", "D", "E" ' +
           '(and 2 more); it is read as at most 16 comma-separated names of lower-case letters, digits and "-"',
         'the annotation of namespace "team-a" holds what cannot be read as entry names, ignored: "Labels"; it is ' +
@@ -217,43 +217,43 @@ chain:
     });
 
     it('tells that an entry with only an authorize step takes part in no admission', () => {
-      assert.deepEqual(settle(podCreateRequest(), 'guard').warnings, [
+      assert.deepEqual(resolve(podCreateRequest(), 'guard').warnings, [
         'the object references "guard", which has no mutate or validate step: it takes part in no admission',
       ]);
     });
 
     it("says in words why an object's reference does not apply, and that one to an Always entry changes nothing", () => {
-      assert.deepEqual(settle(podCreateRequest(), 'audit,team-only,defaults', undefined, { labels: {} }).warnings, [
+      assert.deepEqual(resolve(podCreateRequest(), 'audit,team-only,defaults', undefined, { labels: {} }).warnings, [
         'the object references "audit", which does not apply to this request: its rules do not select CREATE of v1 pods',
         'the object references "team-only", which does not apply to this request: its namespaceSelector does not ' +
           'select namespace "team-a"',
         'the object references "defaults", which runs for every request it matches (attach: Always): the reference ' +
           'changes nothing',
       ]);
-      assert.deepEqual(settle(podCreateRequest(), 'team-only', undefined, { labels: { team: 'yes' } }).warnings, []);
-      assert.deepEqual(settle(requestOf(podUpdate()), 'audit,labels', undefined, { unchanged: 'labels' }).warnings, [
+      assert.deepEqual(resolve(podCreateRequest(), 'team-only', undefined, { labels: { team: 'yes' } }).warnings, []);
+      assert.deepEqual(resolve(requestOf(podUpdate()), 'audit,labels', undefined, { unchanged: 'labels' }).warnings, [
         'the object references "audit", which does not apply to this request: its rules do not select UPDATE of v1 pods',
       ]);
     });
 
     it('tells that when the reference is written, not on every later UPDATE nor on a DELETE', () => {
       assert.deepEqual(
-        settle(requestOf(podUpdate()), 'audit,defaults', undefined, { unchanged: 'audit,defaults' }).warnings,
+        resolve(requestOf(podUpdate()), 'audit,defaults', undefined, { unchanged: 'audit,defaults' }).warnings,
         [],
       );
-      assert.deepEqual(settle(requestOf(podDelete()), 'labels,defaults').warnings, []);
+      assert.deepEqual(resolve(requestOf(podDelete()), 'labels,defaults').warnings, []);
       // A name that can never work is told whenever it is read.
-      assert.deepEqual(settle(requestOf(podDelete()), 'nope').warnings, [
+      assert.deepEqual(resolve(requestOf(podDelete()), 'nope').warnings, [
         'the object references "nope", which is no entry of the gateway\'s chain: nothing runs for it',
       ]);
     });
 
     it("says nothing of a namespace's references that are entries, whether or not they apply", () => {
-      assert.deepEqual(settle(podCreateRequest(), undefined, 'audit,defaults,labels').warnings, []);
+      assert.deepEqual(resolve(podCreateRequest(), undefined, 'audit,defaults,labels').warnings, []);
     });
 
     it('computes none when asked for none', () => {
-      assert.deepEqual(settle(podCreateRequest(), 'nope,Bad', 'nope', { warn: false }).warnings, []);
+      assert.deepEqual(resolve(podCreateRequest(), 'nope,Bad', 'nope', { warn: false }).warnings, []);
     });
   });
 

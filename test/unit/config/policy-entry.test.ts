@@ -23,7 +23,7 @@ describe('a policy chain entry', () => {
     assert.equal(entry.order, 10);
     assert.deepEqual(
       {
-        matchConditions: entry.spec.matchConditions.map((c) => [c.name, c.program.expression]),
+        matchConditions: entry.matchConditions?.map((c) => [c.name, c.program.expression]),
         variables: entry.spec.variables.map((v) => [v.name, v.program.expression]),
         validations: entry.spec.validations.map((v) => [v.program.expression, v.message, v.reason]),
         auditAnnotations: entry.spec.auditAnnotations.map((a) => [a.key, a.program.expression]),
@@ -92,6 +92,11 @@ describe('a policy chain entry', () => {
       'gateway.yaml:4:58: chain[0].matchConditions[1].name: the name "m" is already used in this list',
     ],
     [
+      'a variable named constructor, which the CEL engine would read as the type of `variables`',
+      policy('    variables: [{ name: constructor, expression: "1" }]\n    validations: [{ expression: "true" }]\n'),
+      'gateway.yaml:4:19: chain[0].variables[0].name: the name "constructor" is not supported here (the CEL engine takes it for the type of `variables`); choose another',
+    ],
+    [
       'a variable name that is not a CEL identifier',
       policy('    variables: [{ name: my-var, expression: "1" }]\n    validations: [{ expression: "true" }]\n'),
       'gateway.yaml:4:19: chain[0].variables[0].name: expected a CEL identifier (letters, digits, _), got "my-var"',
@@ -107,14 +112,59 @@ describe('a policy chain entry', () => {
       'gateway.yaml:4:41: chain[0].validations[0].message: expected a message without line breaks',
     ],
     [
-      'mutations, as not yet supported',
+      'a mutation without the expression its patchType needs',
       policy('    mutations: [{ patchType: JSONPatch }]\n'),
-      'gateway.yaml:4:5: chain[0].mutations: not yet supported: a policy entry validates only (write a mutating plugin or provider meanwhile)',
+      'gateway.yaml:4:17: chain[0].mutations[0].jsonPatch: is required with patchType JSONPatch',
     ],
     [
-      'a policy without validations or auditAnnotations',
+      'a mutation with both kinds of expression',
+      policy(
+        '    mutations: [{ patchType: ApplyConfiguration, applyConfiguration: { expression: "Object{}" }, jsonPatch: { expression: "[]" } }]\n',
+      ),
+      'gateway.yaml:4:98: chain[0].mutations[0].jsonPatch: not allowed with patchType ApplyConfiguration',
+    ],
+    [
+      'a mistake inside a construction, at its line and column in the expression',
+      policy(
+        '    mutations:\n      - patchType: ApplyConfiguration\n        applyConfiguration:\n          expression: |\n            Object{spec: Object.spec{\n              replicas: missing}}\n',
+      ),
+      'gateway.yaml:7:11: chain[0].mutations[0].applyConfiguration.expression: Unknown variable: missing (at line 2, column 13 of the expression)',
+    ],
+    [
+      'a JSONPatch construction in an apply configuration',
+      policy(
+        '    mutations: [{ patchType: ApplyConfiguration, applyConfiguration: { expression: "[JSONPatch{op: \'add\'}]" } }]\n',
+      ),
+      'gateway.yaml:4:72: chain[0].mutations[0].applyConfiguration.expression: unknown type "JSONPatch" in a construction: expected Object or Object.<field>… (at column 2 of the expression)',
+    ],
+    [
+      'a JSONPatch field the type does not have',
+      policy(
+        "    mutations: [{ patchType: JSONPatch, jsonPatch: { expression: \"[JSONPatch{op: 'add', pat: '/x'}]\" } }]\n",
+      ),
+      'gateway.yaml:4:54: chain[0].mutations[0].jsonPatch.expression: JSONPatch has no field "pat" (op, path, from, value) (at column 23 of the expression)',
+    ],
+    [
+      "a construction whose type is not its field's",
+      policy(
+        '    mutations: [{ patchType: ApplyConfiguration, applyConfiguration: { expression: "Object{spec: Object.spec{selector: Object.spec.wrong{}}}" } }]\n',
+      ),
+      'gateway.yaml:4:72: chain[0].mutations[0].applyConfiguration.expression: type mismatch: "Object.spec.wrong" set as a field of type "Object.spec.selector" (at column 36 of the expression)',
+    ],
+    [
+      'an unknown patchType',
+      policy('    mutations: [{ patchType: StrategicMerge }]\n'),
+      'gateway.yaml:4:19: chain[0].mutations[0].patchType: expected one of JSONPatch, ApplyConfiguration, got "StrategicMerge"',
+    ],
+    [
+      'reinvocationPolicy on a policy without mutations',
+      policy('    reinvocationPolicy: IfNeeded\n    validations: [{ expression: "true" }]\n'),
+      'gateway.yaml:4:5: chain[0].reinvocationPolicy: unknown field',
+    ],
+    [
+      'a policy without validations, auditAnnotations or mutations',
       policy('    variables: [{ name: a, expression: "1" }]\n'),
-      'gateway.yaml:2:5: chain[0]: expected validations or auditAnnotations',
+      'gateway.yaml:2:5: chain[0]: expected validations, auditAnnotations or mutations',
     ],
     [
       'a policy without match',
@@ -124,7 +174,7 @@ describe('a policy chain entry', () => {
     [
       'settings on a policy',
       policy('    settings: {}\n    validations: [{ expression: "true" }]\n'),
-      'gateway.yaml:4:5: chain[0].settings: unknown field (known: policy, matchConditions, variables, validations, auditAnnotations, mutations, name, match, failurePolicy, timeoutSeconds, mode, shadow, attach, conflictGroup)',
+      'gateway.yaml:4:5: chain[0].settings: unknown field (known: policy, variables, validations, auditAnnotations, mutations, name, match, failurePolicy, timeoutSeconds, mode, shadow, attach, conflictGroup, matchConditions)',
     ],
     [
       'an entry that is both a plugin and a policy',

@@ -192,7 +192,7 @@ chain:
     [
       'an entry with neither plugin nor provider',
       'chain: [{ name: x }]',
-      'gateway.yaml:1:9: chain[0]: expected exactly one of plugin (an in-process plugin name), provider (a remote provider name) or policy (a policy written in CEL)',
+      'gateway.yaml:1:9: chain[0]: expected exactly one of plugin (an in-process plugin name), provider (a remote provider name), policy (a policy written in CEL) or admissionPolicies (ValidatingAdmissionPolicies from files)',
     ],
     [
       'a misspelt plugin key',

@@ -7,7 +7,7 @@ import {
   SMALL_REVIEW_BYTES,
   WEIGHT_PER_BODY_BYTE,
 } from '../../../server/http/byte-budget.js';
-import { readReview, type ReviewContext } from '../../../server/http/review-middleware.js';
+import { readReview, type ReviewKoaContext } from '../../../server/http/review-middleware.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
 
 /** A request whose body is `body`, sent in one piece with its Content-Length. */
@@ -38,7 +38,7 @@ describe('reading a review against the byte budget', () => {
       maxRequestBytes: 1024 * 1024,
       bodyTiming: { bodyTimeoutSeconds: 10, minBodyBytesPerSecond: 1024 },
       state: { lease },
-    } as unknown as ReviewContext;
+    } as unknown as ReviewKoaContext;
 
     await assert.rejects(
       readReview(ctx, () => Promise.resolve()) as Promise<void>,

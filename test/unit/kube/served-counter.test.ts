@@ -4,9 +4,9 @@ import {
   createServedCounter,
   type ServedCounter,
   type ServedCounterOptions,
+  type ServedCounts,
   type ServedStore,
 } from '../../../server/kube/served-counter.js';
-import type { ServedCounts } from '../../../server/kube/served-window.js';
 import type { Logger } from '../../../server/base/log.js';
 import { eventually } from '../../helpers/wait.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { parseAllDocuments } from 'yaml';
 import type { RuleWithOperations } from '../../../server/plugin-api/types.js';
 import { renderWebhookConfigurations, type RenderOptions, type RenderStep } from '../../../server/manifests/render.js';
-import { toJson, toYaml } from '../../../server/manifests/output.js';
+import { toJsonList, toYaml } from '../../../server/manifests/output.js';
 
 const PODS: RuleWithOperations = {
   operations: ['CREATE'],
@@ -275,7 +275,7 @@ describe('renderWebhookConfigurations()', () => {
   });
 });
 
-describe('toYaml() and toJson()', () => {
+describe('toYaml() and toJsonList()', () => {
   const objects = renderWebhookConfigurations(
     [step('a', 'mutate', [PODS]), step('b', 'validate', [CONFIGMAPS], { failurePolicy: 'Ignore' })],
     { ...OPTIONS, caBundle: '' },
@@ -294,6 +294,6 @@ describe('toYaml() and toJson()', () => {
   });
 
   it('writes JSON as one v1 List', () => {
-    assert.deepEqual(JSON.parse(toJson(objects)), { apiVersion: 'v1', kind: 'List', items: objects });
+    assert.deepEqual(JSON.parse(toJsonList(objects)), { apiVersion: 'v1', kind: 'List', items: objects });
   });
 });

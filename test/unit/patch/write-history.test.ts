@@ -3,6 +3,10 @@ import type { JsonPatchOperation } from '../../../server/admission/types.js';
 import { trackObject } from '../../../server/patch/tracked-object.js';
 import { WorkingCopy } from '../../../server/patch/working-copy.js';
 import { WriteHistory } from '../../../server/patch/write-history.js';
+import fc from 'fast-check';
+import { diffWritten } from '../../../server/patch/diff-written.js';
+import { splitByWriter } from '../../../server/patch/split-patch.js';
+import { WrittenPaths } from '../../../server/patch/written-paths.js';
 
 type Doc = Record<string, unknown> & {
   metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
@@ -71,5 +75,64 @@ describe('WriteHistory', () => {
     session.view.metadata.name = 'other';
     session.close();
     assert.deepEqual(history.patchOf(history.add(session)), []);
+  });
+});
+
+/** One edit a generated step makes: a label, an annotation, a container's image, a new container, a removal. */
+const EDITS: ReadonlyArray<(p: Doc, v: string) => void> = [
+  (p, v) => void ((p.metadata.labels ??= {})[`l${v.length % 3}`] = v),
+  (p, v) => void (p.metadata.annotations = { ...p.metadata.annotations, [`a${v.length % 2}`]: v }),
+  (p, v) => void (p.spec.containers[0]!.image = `nginx:${v}`),
+  (p, v) => void p.spec.containers.push({ name: `c${v}`, image: 'busybox:1' }),
+  (p) => void delete p.metadata.labels,
+  (p, v) => void (p.metadata.labels = { [`only-${v}`]: v }),
+  (p) => void (p.spec.containers.length > 1 && p.spec.containers.pop()),
+];
+
+describe('WriteHistory given the review patch (split-patch.ts)', () => {
+  it('gives each step the same patch as working back does, whenever no step overwrote another (generated chains)', () => {
+    let split = 0;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            edits: fc.array(fc.tuple(fc.nat(EDITS.length - 1), fc.string({ maxLength: 4 })), { maxLength: 3 }),
+            rolledBack: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 5 },
+        ),
+        fc.boolean(),
+        (steps, labelled) => {
+          const original = pod();
+          if (labelled) original.metadata.labels = { app: 'web' };
+          const working = new WorkingCopy(original);
+          const written = new WrittenPaths();
+          const workedBack = new WriteHistory();
+          const shared = new WriteHistory();
+          let overwrote = false;
+          const entries = steps.map((step, i) => {
+            const session = trackObject(working, `step-${i}`);
+            for (const [edit, value] of step.edits) EDITS[edit]!(session.view, value);
+            session.close();
+            if (step.rolledBack) session.rollback();
+            else
+              session.forEachWrite((place, key) =>
+                written.recordAt(place, key, session.owner, () => (overwrote = true)),
+              );
+            workedBack.add(session);
+            return shared.add(session);
+          });
+          const patch = diffWritten(original, working.root, written);
+          workedBack.finish(working.root);
+          shared.finish(working.root, overwrote ? undefined : { patch, written: written.tree });
+          const shares = splitByWriter(patch, written.tree);
+          if (!overwrote && shares) split++;
+          for (const n of entries) assert.deepEqual(shared.patchOf(n), workedBack.patchOf(n), `step-${n}`);
+        },
+      ),
+      { numRuns: 500, seed: 20261128 },
+    );
+    // The split is taken often enough for the comparison to mean something.
+    assert.ok(split > 100, `split ${split} of 500`);
   });
 });

@@ -113,6 +113,39 @@ describe('policy test expectations', () => {
     ]);
   });
 
+  it('compares patch operations as JSON values: keys written in another order are the same operation', () => {
+    // As a test file may write them: path before op, and a value's keys in another order.
+    const written = [
+      { path: '/metadata/labels/owner', op: 'add' as const, value: 'platform' },
+      { path: '/spec', value: { b: 2, a: 1 }, op: 'add' as const },
+    ];
+    const answer = {
+      ...ANSWER,
+      patch: [ANSWER.patch[0]!, { op: 'add' as const, path: '/spec', value: { a: 1, b: 3 } }],
+    };
+    assert.deepEqual(unmetExpectations(expecting({ patch: written }), answer), [
+      {
+        field: 'patch',
+        expected: ['{"path":"/spec","value":{"b":2,"a":1},"op":"add"}'],
+        actual: ['{"op":"add","path":"/spec","value":{"a":1,"b":3}}'],
+      },
+    ]);
+    const reordered = { ...answer, patch: [answer.patch[1]!, answer.patch[0]!] };
+    assert.deepEqual(unmetExpectations(expecting({ patch: [written[0]!, answer.patch[1]!] }), reordered), [
+      {
+        field: 'patch (the same operations in another order)',
+        expected: [
+          '{"path":"/metadata/labels/owner","op":"add","value":"platform"}',
+          '{"op":"add","path":"/spec","value":{"a":1,"b":3}}',
+        ],
+        actual: [
+          '{"op":"add","path":"/spec","value":{"a":1,"b":3}}',
+          '{"op":"add","path":"/metadata/labels/owner","value":"platform"}',
+        ],
+      },
+    ]);
+  });
+
   it('reads /…/ as a regular expression and anything else as a substring; a pinned text reads back as itself', () => {
     assert.equal(textPattern('/^a.c$/i').test('ABC'), true);
     assert.equal(textPattern('a.c').test('abc'), false);

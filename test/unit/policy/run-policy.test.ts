@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AdmissionRequest } from '../../../server/admission/types.js';
 import { StepFailedError } from '../../../server/base/errors.js';
 import type { PolicyEntry } from '../../../server/config/types.js';
-import { runPolicy, type PolicyInvocation } from '../../../server/policy/run-policy.js';
+import { policyOutcome, type PolicyInvocation } from '../../../server/policy/run-policy.js';
 import { parseConfig } from '../../helpers/config.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
 
@@ -27,9 +27,9 @@ function invocation(request: AdmissionRequest = requestOf(podCreate())): PolicyI
   };
 }
 
-const run = (body: string, inv = invocation()) => runPolicy(specs(body)[0]!, inv);
+const run = (body: string, inv = invocation()) => policyOutcome(specs(body)[0]!, inv);
 
-describe('runPolicy()', () => {
+describe('policyOutcome()', () => {
   it('allows when every validation holds', () => {
     assert.deepEqual(run('    validations: [{ expression: "object.kind == \'Pod\'" }]\n'), { allowed: true });
   });
@@ -68,25 +68,11 @@ describe('runPolicy()', () => {
     assert.deepEqual(decision, { allowed: false, message: 'x'.repeat(5 * 1024), code: 422 });
   });
 
-  it('has nothing to say when a matchCondition is false, and evaluates nothing else', () => {
-    const inv = invocation();
-    const decision = run(
-      '    matchConditions: [{ name: never, expression: "false" }]\n    validations: [{ expression: "false" }]\n    auditAnnotations: [{ key: k, valueExpression: "\'v\'" }]\n',
-      inv,
-    );
-    assert.deepEqual([decision, inv.annotations], [{ allowed: true }, []]);
-  });
-
-  it('fails with reason error when a matchCondition or validation cannot be evaluated', () => {
-    for (const body of [
-      '    matchConditions: [{ name: m, expression: "object.missing == 1" }]\n    validations: [{ expression: "true" }]\n',
-      '    validations: [{ expression: "object.missing == 1" }]\n',
-    ]) {
-      const failure = run(body);
-      assert.ok(failure instanceof StepFailedError);
-      assert.equal(failure.reason, 'error');
-      assert.match(failure.message, /^(matchConditions\[0\] \(m\)|validations\[0\]): /);
-    }
+  it('fails with reason error when a validation cannot be evaluated', () => {
+    const failure = run('    validations: [{ expression: "object.missing == 1" }]\n');
+    assert.ok(failure instanceof StepFailedError);
+    assert.equal(failure.reason, 'error');
+    assert.match(failure.message, /^validations\[0\]: /);
   });
 
   it('annotates with each auditAnnotation, skipping null, also when it refuses', () => {
@@ -115,10 +101,27 @@ describe('runPolicy()', () => {
       "    validations: [{ expression: \"object.spec.containers.all(c, c.name.size() > 1 && c.name.startsWith('c') && c.name != 'x' && c.name != 'y')\" }]\n";
     const policies = specs(...Array.from({ length: 12 }, () => walk));
     const inv = invocation(request);
-    const outcomes = policies.map((spec) => runPolicy(spec, inv));
+    const outcomes = policies.map((spec) => policyOutcome(spec, inv));
     const failed = outcomes.filter((o) => o instanceof StepFailedError);
     assert.deepEqual(outcomes[0], { allowed: true });
     assert.ok(failed.length > 0, 'the review budget ran out');
     assert.ok(failed.every((f) => f.reason === 'cost_exceeded'));
+  });
+});
+
+describe('runPolicy() on an object nested past what CEL is handed', () => {
+  it('fails the step with reason error, saying why', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 1001; i++) deep = { a: deep };
+    const request = requestOf(podCreate());
+    const outcome = run(
+      '    validations: [{ expression: "true" }]\n',
+      invocation({ ...request, object: { ...request.object!, spec: deep as object } }),
+    );
+    assert.ok(outcome instanceof StepFailedError);
+    assert.deepEqual(
+      [outcome.reason, outcome.message],
+      ['error', 'the request cannot be handed to CEL: the value nests deeper than 1000 levels'],
+    );
   });
 });
