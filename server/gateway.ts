@@ -283,7 +283,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
 
   const lane = largeReviewLane(options, {
+    exceptions,
     chain: () => chains.current(),
+    chainOfConfig: () => !chains.entryStepsSet(),
     metrics,
     log,
     namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
@@ -291,6 +293,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     ...(traces.size > 0 ? { traces } : {}),
     ...(recorder ? { recorder } : {}),
   });
+
+  lane?.exceptionsChanged(exceptions.all());
+  // What cluster mode's watcher sets reaches the lane's workers too.
+  const watchedExceptions: WatchedExceptions = lane
+    ? {
+        ...exceptions,
+        setWatched(watched) {
+          exceptions.setWatched(watched);
+          lane.exceptionsChanged(exceptions.all());
+        },
+      }
+    : exceptions;
 
   const limit = memoryLimit();
   // Everything a review does not bring is loaded by now: chain, tracing, certificate; the lane's workers, which
@@ -417,7 +431,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   return {
     metrics,
-    exceptions,
+    exceptions: watchedExceptions,
     reviewer,
     webhookUrl,
     opsUrl,

@@ -4,14 +4,16 @@
  * much it weighs; the main thread lets it proceed once the memory budget holds it (or drops it); the worker
  * answers with the encoded AdmissionReview, the metric updates, the kept trace and the recording line. Shadow
  * steps finish after the answer and send their entries and updates afterwards. The worker asks the main thread
- * what only it has (a namespace's labels and references), and its log lines are the main thread's to write.
+ * what only it has (a namespace's labels, references and object), is sent the exceptions in force as they change
+ * and says which it used, and its log lines are the main thread's to write.
  */
-import type { AdmissionApiVersion } from '../admission/types.js';
+import type { AdmissionApiVersion, KubeObject } from '../admission/types.js';
 import type { ExtensionReferences } from '../extensions/extension-references.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { ShadowStepTrace } from '../trace/step-report.js';
 import type { LogRecord } from './forwarded-log.js';
 import type { MetricCall } from './metric-calls.js';
+import type { PortableException } from './portable-exceptions.js';
 import type { PortableKept } from './portable-trace.js';
 
 /** What a worker is started with (workerData). */
@@ -24,6 +26,8 @@ export interface LaneWorkerData {
   readonly listens: boolean;
   /** The main thread's namespaces have references (cluster mode): ask it for them. */
   readonly namespaceReferences: boolean;
+  /** The main thread reads namespaces whole (cluster mode's cache, for `namespaceObject`): ask it for them. */
+  readonly namespaceObjects: boolean;
 }
 
 /** A review handed to a worker. */
@@ -46,14 +50,17 @@ export interface ReviewJob {
 export type ToWorker =
   | ReviewJob
   | { readonly type: 'proceed' | 'drop'; readonly id: number }
-  | { readonly type: 'reply'; readonly call: number; readonly value?: unknown; readonly error?: string };
+  | { readonly type: 'reply'; readonly call: number; readonly value?: unknown; readonly error?: string }
+  /** The exceptions in force, whole: sent to a worker before its first job and again whenever they change. */
+  | { readonly type: 'exceptions'; readonly exceptions: readonly PortableException[] };
 
 /** What the main thread answers for the worker (see LaneWorkerData.namespaceReferences). */
 export type MainCall =
   | { readonly method: 'labels'; readonly namespace: string }
-  | { readonly method: 'extensions'; readonly namespace: string };
+  | { readonly method: 'extensions'; readonly namespace: string }
+  | { readonly method: 'object'; readonly namespace: string };
 
-export type MainCallResult = Labels | undefined | ExtensionReferences;
+export type MainCallResult = Labels | undefined | ExtensionReferences | KubeObject;
 
 /** A job's messages, in the order they come; `refused`, `failed` or `answer` ends it (shadow entries may follow). */
 export type JobMessage =
@@ -93,4 +100,8 @@ export type FromWorker =
   | { readonly type: 'metrics'; readonly metrics: readonly MetricCall[] }
   | { readonly type: 'log'; readonly record: LogRecord }
   | { readonly type: 'served'; readonly extension: string }
+  /** An exception let a review's step off or warned of it: ExceptionSource.applied. */
+  | { readonly type: 'exception-applied'; readonly step: string; readonly ref: string }
+  /** A review used an exception (once per review): ExceptionSource.used. */
+  | { readonly type: 'exception-used'; readonly ref: string }
   | ({ readonly type: 'call'; readonly call: number } & MainCall);

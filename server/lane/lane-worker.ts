@@ -19,6 +19,8 @@ import { createReviewer, type NamespaceLabelSource, type ReviewedRequest } from 
 import { ShadowRunner, type ShadowRun } from '../dispatch/shadow.js';
 import { keptInput } from '../explain/kept-trace.js';
 import { keepsTrace } from '../explain/trace-buffer.js';
+import type { KubeObject } from '../admission/types.js';
+import { createExceptionStore } from '../exceptions/exception-source.js';
 import type { ExtensionReferences } from '../extensions/extension-references.js';
 import { ROUTES, selectionOf, type Route } from '../http/routes.js';
 import { timeoutParam } from '../http/review-middleware.js';
@@ -39,6 +41,7 @@ import type {
   ToWorker,
 } from './lane-messages.js';
 import { recordMetricCalls, type MetricCall } from './metric-calls.js';
+import { restoredExceptions } from './portable-exceptions.js';
 import { portableKept, type PortableKept } from './portable-trace.js';
 
 const port = parentPort!;
@@ -112,7 +115,16 @@ async function start() {
     ...(data.namespaceReferences
       ? { extensions: (namespace) => ask({ method: 'extensions', namespace }) as Promise<ExtensionReferences> }
       : {}),
+    ...(data.namespaceObjects
+      ? { object: (namespace) => ask({ method: 'object', namespace }) as Promise<KubeObject | undefined> }
+      : {}),
   };
+  // Empty until the main thread sends the set in force, which it does before the first job.
+  const exceptions = createExceptionStore({
+    allowedSteps: config.exceptions.allowedSteps,
+    onApplied: (step, exception) => post({ type: 'exception-applied', step, ref: exception.ref }),
+    onUsed: (exception) => post({ type: 'exception-used', ref: exception.ref }),
+  });
   const { explain } = config;
   const redaction = compileRedaction(config.record.redact);
   const heard = (reviewed: ReviewedRequest): void => {
@@ -161,8 +173,9 @@ async function start() {
     ...(data.listens ? { onReviewed: heard } : {}),
     ...(config.explain.auditAnnotation && explain.bufferSize > 0 ? { annotateTrace: explain.keep } : {}),
     shadow,
+    exceptions,
   });
-  return { reviewer, log };
+  return { reviewer, log, exceptions };
 }
 
 type Lane = Awaited<ReturnType<typeof start>>;
@@ -259,6 +272,8 @@ async function main(): Promise<void> {
         admit?.(message.type === 'proceed');
         return;
       }
+      case 'exceptions':
+        return lane.exceptions.set(restoredExceptions(message.exceptions));
       case 'reply': {
         const waiting = calls.get(message.call);
         calls.delete(message.call);

@@ -16,6 +16,8 @@ import type { BindableLogger } from '../base/log.js';
 import type { Chain } from '../chain/chain.js';
 import type { LargeReviewsConfig } from '../config/types.js';
 import type { NamespaceLabelSource } from '../dispatch/reviewer.js';
+import type { GatewayException } from '../exceptions/exception.js';
+import type { ExceptionSource } from '../exceptions/exception-source.js';
 import type { TraceBuffer } from '../explain/trace-buffer.js';
 import { WEIGHT_PER_CONTAINER } from '../http/byte-budget.js';
 import {
@@ -31,6 +33,7 @@ import type { ShadowStepTrace } from '../trace/step-report.js';
 import { logRecord } from './forwarded-log.js';
 import type { FromWorker, JobMessage, LaneWorkerData, MainCall, ToWorker } from './lane-messages.js';
 import { replayMetricCalls } from './metric-calls.js';
+import { portableExceptions } from './portable-exceptions.js';
 import { restoredKept } from './portable-trace.js';
 import { WorkerPool } from './worker-pool.js';
 
@@ -63,8 +66,13 @@ export interface LargeReviewLaneDeps {
   /** server.defaultTimeoutSeconds, in ms: a review's time without `?timeout`. */
   readonly defaultTimeoutMs: number;
   /** What the workers start with: the configuration's source and the plugins' module. */
-  readonly workerData: Omit<LaneWorkerData, 'listens' | 'namespaceReferences'>;
+  readonly workerData: Omit<LaneWorkerData, 'listens' | 'namespaceReferences' | 'namespaceObjects'>;
   readonly chain: () => Chain;
+  /**
+   * Whether the chain is still the one the configuration makes, which a worker builds again: false once the cluster
+   * has set an entry's steps (ChainManager.entryStepsSet), whose objects only the main thread's watcher holds.
+   */
+  readonly chainOfConfig: () => boolean;
   readonly metrics: Metrics;
   readonly log: BindableLogger;
   readonly namespaceLabels: NamespaceLabelSource;
@@ -73,11 +81,15 @@ export interface LargeReviewLaneDeps {
   readonly traces?: TraceBuffer;
   /** Where sampled reviews are recorded (absent: none are). */
   readonly recorder?: Recorder;
+  /** The exceptions in force (their set in force is sent to the workers by `exceptionsChanged`). */
+  readonly exceptions: ExceptionSource;
 }
 
 export interface LargeReviewLane extends ReviewLane {
   /** What its workers hold once all are started, besides the reviews in them. */
   readonly workersBytes: number;
+  /** The exceptions in force are now `exceptions` (WatchedExceptions.all): the workers judge by them from now on. */
+  exceptionsChanged(exceptions: readonly GatewayException[]): void;
   /** Stops the workers (reviews still in them are lost). */
   close(): Promise<void>;
 }
@@ -89,10 +101,14 @@ const hasProviders = (chain: Chain): boolean =>
 export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLane {
   const { config, metrics, log } = deps;
   const shadowPending = new Map<number, { entries: ShadowStepTrace[]; left: number }>();
+  /** The exceptions in force as the workers were last told, and by reference (a later one of a ref wins). */
+  let exceptionsMessage: ToWorker = { type: 'exceptions', exceptions: [] };
+  let exceptionsByRef = new Map<string, GatewayException>();
 
   const answerCall = async (call: MainCall): Promise<unknown> => {
     const source = deps.namespaceLabels;
     if (call.method === 'labels') return source.labels(call.namespace);
+    if (call.method === 'object') return source.object?.(call.namespace);
     return source.extensions?.(call.namespace);
   };
 
@@ -104,6 +120,14 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
         return logRecord(log, message.record);
       case 'served':
         return deps.onExtensionServed?.(message.extension);
+      case 'exception-applied': {
+        const exception = exceptionsByRef.get(message.ref);
+        return exception && deps.exceptions.applied(message.step, exception);
+      }
+      case 'exception-used': {
+        const exception = exceptionsByRef.get(message.ref);
+        return exception && deps.exceptions.used(exception);
+      }
       case 'call':
         return void answerCall(message).then(
           (value) => reply({ type: 'reply', call: message.call, value }),
@@ -119,8 +143,10 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       ...deps.workerData,
       listens: deps.traces !== undefined || deps.recorder !== undefined,
       namespaceReferences: deps.namespaceLabels.extensions !== undefined,
+      namespaceObjects: deps.namespaceLabels.object !== undefined,
     },
     message: onMessage,
+    greeting: () => [exceptionsMessage],
     broken: (err) => log.error({ err: err.message }, 'large-review lane stopped: large reviews run on the event loop'),
   });
 
@@ -154,7 +180,8 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
 
   return {
     takes(bodyChars) {
-      return bodyChars > config.thresholdBytes && config.workers > 0 && !pool.broken && !hasProviders(deps.chain());
+      if (bodyChars <= config.thresholdBytes || config.workers === 0 || pool.broken) return false;
+      return deps.chainOfConfig() && !hasProviders(deps.chain());
     },
 
     run(ctx: ReviewKoaContext, body: string): Promise<void> {
@@ -250,6 +277,11 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
     },
 
     workersBytes: config.workers * WORKER_BYTES,
+    exceptionsChanged(exceptions) {
+      exceptionsByRef = new Map(exceptions.map((e) => [e.ref, e]));
+      exceptionsMessage = { type: 'exceptions', exceptions: portableExceptions(exceptions) };
+      pool.broadcast(exceptionsMessage);
+    },
     close: () => pool.close(),
   };
 }

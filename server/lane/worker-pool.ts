@@ -33,6 +33,8 @@ export interface WorkerPoolOptions {
   readonly message: (message: FromWorker, reply: (message: ToWorker) => void) => void;
   /** No worker can start: the pool refuses every job from now on. */
   readonly broken: (err: Error) => void;
+  /** What a worker is told once it is ready, before its first job. */
+  readonly greeting?: () => readonly ToWorker[];
 }
 
 interface PoolWorker {
@@ -111,6 +113,11 @@ export class WorkerPool {
     };
   }
 
+  /** Tells every ready worker (one starting is told by `greeting`, before its first job). */
+  broadcast(message: ToWorker): void {
+    for (const worker of this.workers) if (worker.ready) worker.thread.postMessage(message);
+  }
+
   /** Forgets a job whose owner expects nothing more (shadow entries that come later are dropped). */
   forget(id: number): void {
     this.listeners.delete(id);
@@ -151,6 +158,7 @@ export class WorkerPool {
       switch (message.type) {
         case 'ready':
           worker.ready = true;
+          for (const greeting of this.options.greeting?.() ?? []) reply(greeting);
           return this.next(worker);
         case 'broken':
           return this.break(new Error(`a large-review worker could not start: ${message.message}`));

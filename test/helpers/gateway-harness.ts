@@ -45,6 +45,8 @@ export interface HarnessOptions {
   readonly opsAccess?: GatewayOptions['opsAccess'];
   /** Where the large-review lane's workers load the plugins from (GatewayOptions.pluginsModule). */
   readonly pluginsModule?: GatewayOptions['pluginsModule'];
+  /** Hears of each exception a review used, as cluster mode does. */
+  readonly onExceptionUsed?: GatewayOptions['onExceptionUsed'];
 }
 
 let sharedBundle: CertificateBundle | undefined;
@@ -208,6 +210,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
       ...(options.opsAccess ? { opsAccess: options.opsAccess } : {}),
       ...(options.pluginsModule ? { pluginsModule: options.pluginsModule } : {}),
+      ...(options.onExceptionUsed ? { onExceptionUsed: options.onExceptionUsed } : {}),
     });
     const ca = await readFile(join(dir, 'ca.crt'));
     const client = new Agent({ connect: { ca } });

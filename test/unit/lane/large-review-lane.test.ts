@@ -8,9 +8,13 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
+import { namespaceForPolicies } from '../../../server/admission/namespace-object.js';
+import type { NamespaceLabelSource } from '../../../server/dispatch/reviewer.js';
+import { readException } from '../../../server/exceptions/read-exception.js';
 import { podCreate } from '../../fixtures/reviews/index.js';
-import { startHarness, type Harness, type HttpAnswer } from '../../helpers/gateway-harness.js';
+import { startHarness, type Harness, type HarnessOptions, type HttpAnswer } from '../../helpers/gateway-harness.js';
 import { LANE_PLUGINS_MODULE, laneTestPlugins } from '../../helpers/lane-plugins.js';
 
 /** Every large review here is over it; the ordinary fixture Pod is under it. */
@@ -31,15 +35,19 @@ function largePod(uid: string, count = 1000): object {
 
 type Lanes = { workers: number; queue?: number };
 
+/** What a gateway is started with besides its chain: more of gateway.yaml, and the harness's cluster stand-ins. */
+type Extra = { readonly yaml?: object; readonly harness?: Partial<HarnessOptions> };
+
 /** A gateway whose chain is `chain`, with the lane on (`workers` ≥ 1) or off (0); traces and recording on. */
-async function gateway(chain: object[], lanes: Lanes): Promise<Harness> {
+async function gateway(chain: object[], lanes: Lanes, extra: Extra = {}): Promise<Harness> {
   const yaml = stringify({
     server: { largeReviews: { thresholdBytes: THRESHOLD, workers: lanes.workers, queue: lanes.queue ?? 4 } },
     explain: { keep: 'all', auditAnnotation: true },
     record: { path: 'recording.ndjson', sampleRate: 1 },
     chain,
+    ...extra.yaml,
   });
-  return startHarness({ yaml, plugins: laneTestPlugins, pluginsModule: LANE_PLUGINS_MODULE });
+  return startHarness({ yaml, plugins: laneTestPlugins, pluginsModule: LANE_PLUGINS_MODULE, ...extra.harness });
 }
 
 const PODS = { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['*'], resources: ['pods'] }] };
@@ -132,8 +140,8 @@ describe('the large-review lane', function () {
   // A worker loads the sources through tsx when it starts.
   this.timeout(60_000);
   const open: Harness[] = [];
-  const start = async (chain: object[], lanes: Lanes) => {
-    const h = await gateway(chain, lanes);
+  const start = async (chain: object[], lanes: Lanes, extra?: Extra) => {
+    const h = await gateway(chain, lanes, extra);
     open.push(h);
     return h;
   };
@@ -202,6 +210,129 @@ describe('the large-review lane', function () {
     assert.match(mutated.response.status?.message ?? '', /throws-fail/);
     // Both reviews of each are written to its recording (and counted) by then.
     assert.equal((await recorded(lane, 2)).length, (await recorded(main, 2)).length);
+    assert.deepEqual(await counts(lane), await counts(main));
+  });
+
+  it('applies the exceptions in force and reads the namespace from the cluster as the main lane does', async () => {
+    const expiresAt = new Date(Date.now() + 7 * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    const exceptionOf = (kind: string, name: string, spec: object, namespace?: string) => ({
+      apiVersion: 'admissiongateway.io/v1alpha1',
+      kind,
+      metadata: { name, ...(namespace ? { namespace } : {}) },
+      spec: { expiresAt, reason: 'the lane applies them as the main lane', ...spec },
+    });
+    const dir = await tempDir();
+    const file = join(dir, 'exceptions.yaml');
+    await writeFile(
+      file,
+      stringify(exceptionOf('AdmissionException', 'no-owner', { steps: ['require-labels'] }, 'team-a')),
+    );
+    // The cluster's, as the exception watcher sets them while the gateway runs.
+    const watched = [
+      exceptionOf('ClusterAdmissionException', 'latest-tolerated', {
+        steps: ['image-policy'],
+        mode: 'Warn',
+        match: { namespaceSelector: { matchLabels: { tier: 'restricted' } } },
+      }),
+    ].map((object) => readException(object, { maxLifetimeMs: 90 * 86_400_000, now: Date.now() }));
+    // A namespace as cluster mode's cache holds it: an annotation only its object has.
+    const namespaces: NamespaceLabelSource = {
+      labels: (name) => ({ 'kubernetes.io/metadata.name': name, tier: 'restricted' }),
+      object: (name) =>
+        Promise.resolve(
+          namespaceForPolicies({
+            metadata: {
+              name,
+              labels: { 'kubernetes.io/metadata.name': name, tier: 'restricted' },
+              annotations: { 'acme.io/owner': 'payments' },
+            },
+          }),
+        ),
+    };
+    const chain = [
+      { plugin: 'require-labels', settings: { labels: ['owner'] } },
+      { plugin: 'image-policy', settings: { forbidLatest: true } },
+      {
+        policy: 'namespace-owner',
+        mode: 'warn',
+        match: PODS,
+        validations: [
+          {
+            expression: 'false',
+            messageExpression: "'owner ' + namespaceObject.metadata.annotations['acme.io/owner']",
+          },
+        ],
+      },
+    ];
+    const used = { lane: [] as string[], main: [] as string[] };
+    const extra = (which: 'lane' | 'main'): Extra => ({
+      yaml: { exceptions: { files: [file] } },
+      harness: { namespaceLabels: namespaces, onExceptionUsed: (e) => used[which].push(e.ref) },
+    });
+    const [lane, main] = await Promise.all([
+      start(chain, { workers: 1 }, extra('lane')),
+      start(chain, { workers: 0 }, extra('main')),
+    ]);
+    const both = async (uid: string) => {
+      const [inLane, inMain] = await Promise.all([
+        lane.review('/validate', largePod(uid)),
+        main.review('/validate', largePod(uid)),
+      ]);
+      assert.deepEqual(inLane, inMain);
+      assert.deepEqual(
+        timeless(await explained(lane, uid, 0)),
+        timeless(await explained(main, uid, 0)),
+        'the decision traces',
+      );
+      return inLane;
+    };
+    // Before the cluster's exception is watched: the file's lets require-labels off, image-policy refuses.
+    const before = await both('1a1c2d3e-4a5b-4c6d-8e7f-901234567890');
+    assert.equal(before.response.allowed, false);
+    assert.match(before.response.status?.message ?? '', /image-policy/);
+    assert.ok(
+      before.response.warnings?.includes('namespace-owner: owner payments (mode warn: not enforced)'),
+      'namespaceObject was read',
+    );
+    // Then the watcher sets it (the lane's worker is started by now): image-policy's refusal becomes a warning.
+    lane.gateway.exceptions.setWatched(watched);
+    main.gateway.exceptions.setWatched(watched);
+    const after = await both('2a1c2d3e-4a5b-4c6d-8e7f-901234567890');
+    assert.equal(after.response.allowed, true);
+    assert.ok(
+      after.response.warnings?.some((w) => w.startsWith('image-policy: ')),
+      'the refusal is a warning',
+    );
+    // And takes it away again.
+    lane.gateway.exceptions.setWatched([]);
+    main.gateway.exceptions.setWatched([]);
+    assert.equal((await both('3a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, false);
+
+    assert.deepEqual(await counts(lane), await counts(main));
+    const applied = { step: 'image-policy', exception: 'latest-tolerated', mode: 'Warn' };
+    assert.equal(await lane.metric('admission_gateway_exceptions_applied_total', applied), 1);
+    assert.deepEqual(used.lane, used.main, 'each review counts the exceptions it used into their usage');
+    assert.equal(used.lane.length, 4);
+  });
+
+  it('runs the chain the main lane runs when the cluster has swapped the steps of an entry', async () => {
+    const files = [fileURLToPath(new URL('../../fixtures/native-policies/pods.yaml', import.meta.url))];
+    const chain = [{ admissionPolicies: 'cluster-policies', files, fromCluster: true }];
+    const [lane, main] = await Promise.all([start(chain, { workers: 1 }), start(chain, { workers: 0 })]);
+    const both = async (uid: string) => {
+      const [inLane, inMain] = await Promise.all([
+        lane.review('/validate', largePod(uid)),
+        main.review('/validate', largePod(uid)),
+      ]);
+      assert.deepEqual(inLane, inMain);
+      return inLane;
+    };
+    // The files' policies: no image may use the latest tag.
+    assert.equal((await both('4a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, false);
+    // The native policy watcher sets the cluster's (here: none) in place of the files'.
+    lane.gateway.chains.setEntrySteps('cluster-policies', []);
+    main.gateway.chains.setEntrySteps('cluster-policies', []);
+    assert.equal((await both('5a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, true);
     assert.deepEqual(await counts(lane), await counts(main));
   });
 
