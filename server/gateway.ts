@@ -284,6 +284,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   const lane = largeReviewLane(options, {
     exceptions,
+    tracing,
     chain: () => chains.current(),
     chainOfConfig: () => !chains.entryStepsSet(),
     metrics,

@@ -10,8 +10,10 @@
 import type { AdmissionApiVersion, KubeObject } from '../admission/types.js';
 import type { ExtensionReferences } from '../extensions/extension-references.js';
 import type { Labels } from '../steps/label-selector.js';
+import type { SpanRequest } from '../trace/review-trace.js';
 import type { ShadowStepTrace } from '../trace/step-report.js';
 import type { LogRecord } from './forwarded-log.js';
+import type { TraceEvent } from './lane-trace.js';
 import type { MetricCall } from './metric-calls.js';
 import type { PortableException } from './portable-exceptions.js';
 import type { PortableKept } from './portable-trace.js';
@@ -28,6 +30,8 @@ export interface LaneWorkerData {
   readonly namespaceReferences: boolean;
   /** The main thread reads namespaces whole (cluster mode's cache, for `namespaceObject`): ask it for them. */
   readonly namespaceObjects: boolean;
+  /** Tracing is on: each review's hooks are recorded and sent back with its answer (lane-trace.ts). */
+  readonly tracing: boolean;
 }
 
 /** A review handed to a worker. */
@@ -49,7 +53,9 @@ export interface ReviewJob {
 
 export type ToWorker =
   | ReviewJob
-  | { readonly type: 'proceed' | 'drop'; readonly id: number }
+  | { readonly type: 'drop'; readonly id: number }
+  /** The review may go on; with tracing on, its trace's id (the main thread's span's). */
+  | { readonly type: 'proceed'; readonly id: number; readonly traceId?: string }
   | { readonly type: 'reply'; readonly call: number; readonly value?: unknown; readonly error?: string }
   /** The exceptions in force, whole: sent to a worker before its first job and again whenever they change. */
   | { readonly type: 'exceptions'; readonly exceptions: readonly PortableException[] };
@@ -68,6 +74,8 @@ export type JobMessage =
       readonly type: 'decoded';
       readonly id: number;
       readonly uid: string;
+      /** What the review's span says of its request. */
+      readonly traced: SpanRequest;
       readonly apiVersion: AdmissionApiVersion;
       readonly containers: number;
     }
@@ -86,6 +94,8 @@ export type JobMessage =
       readonly body: string | Uint8Array;
       readonly metrics: readonly MetricCall[];
       readonly kept?: PortableKept;
+      /** What its trace's hooks were told, when tracing is on. */
+      readonly trace?: readonly TraceEvent[];
       /** The recording line, or why it could not be made. */
       readonly record?: { readonly line: string } | { readonly error: string };
     }

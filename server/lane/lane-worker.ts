@@ -41,6 +41,7 @@ import type {
   ToWorker,
 } from './lane-messages.js';
 import { recordMetricCalls, type MetricCall } from './metric-calls.js';
+import { recordingTracer, type TraceEvent } from './lane-trace.js';
 import { restoredExceptions } from './portable-exceptions.js';
 import { portableKept, type PortableKept } from './portable-trace.js';
 
@@ -79,14 +80,21 @@ function ask(call: MainCall): Promise<MainCallResult> {
   });
 }
 
-/** Jobs waiting for the main thread to say whether they proceed. */
-const admissions = new Map<number, (proceed: boolean) => void>();
+/** Jobs waiting for the main thread to say whether they proceed (and their trace's id, tracing on). */
+const admissions = new Map<number, (proceed: { traceId?: string | undefined } | undefined) => void>();
 /** Jobs whose trace was sent: how many more shadow entries each expects. */
 const shadowExpected = new Map<number, number>();
 
 /** The job being reviewed (one at a time), for the reviewer's listener and shadow runs. */
 let current:
-  { readonly job: ReviewJob; kept?: PortableKept; record?: { line: string } | { error: string } } | undefined;
+  | {
+      readonly job: ReviewJob;
+      readonly traceId: string;
+      readonly trace: TraceEvent[];
+      kept?: PortableKept;
+      record?: { line: string } | { error: string };
+    }
+  | undefined;
 
 function readConfig(): GatewayConfig {
   const { text, file, baseDir } = data.config;
@@ -174,6 +182,14 @@ async function start() {
     ...(config.explain.auditAnnotation && explain.bufferSize > 0 ? { annotateTrace: explain.keep } : {}),
     shadow,
     exceptions,
+    ...(data.tracing
+      ? {
+          tracing: recordingTracer(
+            () => current?.traceId ?? '',
+            (event) => current?.trace.push(event),
+          ),
+        }
+      : {}),
   });
   return { reviewer, log, exceptions };
 }
@@ -201,8 +217,12 @@ async function review(lane: Lane, job: ReviewJob): Promise<void> {
     return sendJob({ type: 'refused', id, message, status, uid, apiVersion });
   }
   const { request, apiVersion, containers } = decoded;
-  sendJob({ type: 'decoded', id, uid: request.uid, apiVersion, containers });
-  const proceed = await new Promise<boolean>((resolve) => admissions.set(id, resolve));
+  const { uid, operation, kind, namespace, name, dryRun } = request;
+  const traced = { uid, operation, kind, namespace, name, dryRun };
+  sendJob({ type: 'decoded', id, uid, traced, apiVersion, containers });
+  const proceed = await new Promise<{ traceId?: string | undefined } | undefined>((resolve) =>
+    admissions.set(id, resolve),
+  );
   if (!proceed) return;
   let timeoutMs: number | undefined;
   try {
@@ -211,7 +231,7 @@ async function review(lane: Lane, job: ReviewJob): Promise<void> {
     if (!(err instanceof ReviewDecodeError)) throw err;
     return sendJob({ type: 'refused', id, message: err.message, status: err.status, uid: request.uid, apiVersion });
   }
-  current = { job };
+  current = { job, traceId: proceed.traceId ?? '', trace: [] };
   try {
     const { response } = await lane.reviewer.review(request, selectionOf(job.route as Route), {
       timeoutMs,
@@ -222,7 +242,7 @@ async function review(lane: Lane, job: ReviewJob): Promise<void> {
       waitedMs: Math.max(0, Date.now() - job.receivedAt),
     });
     const { body, transfer } = transferable(encodeReview(apiVersion, response));
-    const { kept, record } = current;
+    const { kept, record, trace } = current;
     if (kept?.input.shadowSteps) {
       const left = kept.input.shadowSteps - (kept.input.shadow?.length ?? 0);
       if (left > 0) shadowExpected.set(id, left);
@@ -235,6 +255,7 @@ async function review(lane: Lane, job: ReviewJob): Promise<void> {
         metrics: takeMetrics(),
         ...(kept ? { kept } : {}),
         ...(record ? { record } : {}),
+        ...(data.tracing ? { trace } : {}),
       },
       transfer,
     );
@@ -269,7 +290,7 @@ async function main(): Promise<void> {
       case 'drop': {
         const admit = admissions.get(message.id);
         admissions.delete(message.id);
-        admit?.(message.type === 'proceed');
+        admit?.(message.type === 'proceed' ? { traceId: message.traceId } : undefined);
         return;
       }
       case 'exceptions':

@@ -20,6 +20,7 @@ import type { GatewayException } from '../exceptions/exception.js';
 import type { ExceptionSource } from '../exceptions/exception-source.js';
 import type { TraceBuffer } from '../explain/trace-buffer.js';
 import { WEIGHT_PER_CONTAINER } from '../http/byte-budget.js';
+import { selectionOf, type Route } from '../http/routes.js';
 import {
   SHED_RETRY_AFTER_SECONDS,
   answer,
@@ -29,12 +30,14 @@ import {
 } from '../http/review-middleware.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Recorder } from '../recording/recorder.js';
+import type { ReviewTrace, ReviewTracer } from '../trace/review-trace.js';
 import type { ShadowStepTrace } from '../trace/step-report.js';
 import { logRecord } from './forwarded-log.js';
 import type { FromWorker, JobMessage, LaneWorkerData, MainCall, ToWorker } from './lane-messages.js';
 import { replayMetricCalls } from './metric-calls.js';
 import { portableExceptions } from './portable-exceptions.js';
 import { restoredKept } from './portable-trace.js';
+import { replayTrace } from './lane-trace.js';
 import { WorkerPool } from './worker-pool.js';
 
 /**
@@ -66,7 +69,7 @@ export interface LargeReviewLaneDeps {
   /** server.defaultTimeoutSeconds, in ms: a review's time without `?timeout`. */
   readonly defaultTimeoutMs: number;
   /** What the workers start with: the configuration's source and the plugins' module. */
-  readonly workerData: Omit<LaneWorkerData, 'listens' | 'namespaceReferences' | 'namespaceObjects'>;
+  readonly workerData: Omit<LaneWorkerData, 'listens' | 'namespaceReferences' | 'namespaceObjects' | 'tracing'>;
   readonly chain: () => Chain;
   /**
    * Whether the chain is still the one the configuration makes, which a worker builds again: false once the cluster
@@ -83,6 +86,8 @@ export interface LargeReviewLaneDeps {
   readonly recorder?: Recorder;
   /** The exceptions in force (their set in force is sent to the workers by `exceptionsChanged`). */
   readonly exceptions: ExceptionSource;
+  /** Traces each review (absent: tracing is off); a lane review's spans are made here from what its worker saw. */
+  readonly tracing?: ReviewTracer | undefined;
 }
 
 export interface LargeReviewLane extends ReviewLane {
@@ -144,6 +149,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       listens: deps.traces !== undefined || deps.recorder !== undefined,
       namespaceReferences: deps.namespaceLabels.extensions !== undefined,
       namespaceObjects: deps.namespaceLabels.object !== undefined,
+      tracing: deps.tracing !== undefined,
     },
     message: onMessage,
     greeting: () => [exceptionsMessage],
@@ -189,6 +195,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       const route = ctx.path.slice(1);
       const { lease } = ctx.state;
       const { traceparent, tracestate } = ctx.req.headers;
+      let trace: ReviewTrace | undefined;
       return new Promise<void>((resolve, reject) => {
         const fail = (err: Error) => {
           pool.forget(id);
@@ -220,7 +227,12 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
                     lease.release();
                     return fail(err as Error);
                   }
-                  return handle?.send({ type: 'proceed', id });
+                  // Started where the main lane starts it: once the review is decoded, before its chain.
+                  trace = deps.tracing?.startReview(message.traced, selectionOf(route as Route).phase, route, {
+                    traceparent,
+                    tracestate,
+                  });
+                  return handle?.send({ type: 'proceed', id, ...(trace ? { traceId: trace.traceId } : {}) });
                 }
                 case 'refused':
                   lease.release();
@@ -245,6 +257,16 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
                     });
                   }
                   keepTrace(id, message);
+                  if (trace && message.trace) {
+                    const phase = selectionOf(route as Route).phase;
+                    const steps = new Map(
+                      deps
+                        .chain()
+                        .stepsOf(phase)
+                        .map((step) => [step.name, step]),
+                    );
+                    replayTrace(trace, message.trace, ctx.state.echo?.uid ?? '', (name) => steps.get(name));
+                  }
                   if (!shadowPending.has(id)) pool.forget(id);
                   return resolve();
                 }

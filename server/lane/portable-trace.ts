@@ -41,7 +41,8 @@ export function restoredKept(
 ): { kept: KeptInput; shadow: ShadowStepTrace[] | undefined } | undefined {
   const { input } = portable;
   const named = new Map<string, Step>();
-  for (const step of [...chain.steps, ...chain.shadowOf(input.phase)]) named.set(step.name, step);
+  // A plugin's mutate and validate steps share a name: the review's phase's are looked in.
+  for (const step of [...chain.stepsOf(input.phase), ...chain.shadowOf(input.phase)]) named.set(step.name, step);
   const details: StepDetail[] = [];
   for (const detail of input.details) {
     const step = named.get(detail.step);

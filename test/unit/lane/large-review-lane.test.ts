@@ -16,6 +16,7 @@ import { readException } from '../../../server/exceptions/read-exception.js';
 import { podCreate } from '../../fixtures/reviews/index.js';
 import { startHarness, type Harness, type HarnessOptions, type HttpAnswer } from '../../helpers/gateway-harness.js';
 import { LANE_PLUGINS_MODULE, laneTestPlugins } from '../../helpers/lane-plugins.js';
+import { startOtlpReceiver } from '../../helpers/otlp-receiver.js';
 
 /** Every large review here is over it; the ordinary fixture Pod is under it. */
 const THRESHOLD = 16 * 1024;
@@ -334,6 +335,68 @@ describe('the large-review lane', function () {
     main.gateway.chains.setEntrySteps('cluster-policies', []);
     assert.equal((await both('5a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, true);
     assert.deepEqual(await counts(lane), await counts(main));
+  });
+
+  it('sends the spans the main lane sends, continued from the caller’s traceparent or of a trace of its own', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const extra: Extra = { yaml: { tracing: { otlpEndpoint: receiver.endpoint, exportDelaySeconds: 0.05 } } };
+      const chain = [...SHIPPED_LIKE, { plugin: 'throws', failurePolicy: 'Ignore', settings: { message: 'broken' } }];
+      const [lane, main] = await Promise.all([
+        start(chain, { workers: 1 }, extra),
+        start(chain, { workers: 0 }, extra),
+      ]);
+      const uid = 'ba1c2d3e-4a5b-4c6d-8e7f-901234567890';
+      const callers = { lane: '4bf92f3577b34da6a3ce929d0e0e4736', main: '5bf92f3577b34da6a3ce929d0e0e4736' };
+      const parent = '00f067aa0ba902b7';
+      const [continued, own] = [
+        await Promise.all([
+          lane.post('/mutate', largePod(uid), { traceparent: `00-${callers.lane}-${parent}-01` }),
+          main.post('/mutate', largePod(uid), { traceparent: `00-${callers.main}-${parent}-01` }),
+        ]),
+        await Promise.all([lane.post('/validate', largePod(uid)), main.post('/validate', largePod(uid))]),
+      ];
+      const traceOf = (answer: HttpAnswer): string => {
+        const annotation = (answer.body as { response: { auditAnnotations: Record<string, string> } }).response
+          .auditAnnotations['decision-trace']!;
+        return /traceId=([0-9a-f]{32})/.exec(annotation)![1]!;
+      };
+      assert.equal(traceOf(continued[0]), callers.lane, 'the decision trace carries the caller’s trace id');
+      const ownTraces = own.map(traceOf);
+      assert.notEqual(ownTraces[0], uid.replaceAll('-', ''), 'a review without traceparent has the span’s trace id');
+      const traceIds = [callers.lane, callers.main, ...ownTraces];
+      const spansOf = (traceId: string) => receiver.spans.filter((span) => span.traceId === traceId);
+      // Each review: its span and one per step that ran (four plugins and a policy on /mutate's three, ...).
+      await receiver.until('every review and its steps are exported', () =>
+        traceIds.every((id) => spansOf(id).some((span) => span.name === 'admission.review')),
+      );
+      /** A trace's spans as one reads them: names, kinds, attributes, status, events, who is whose parent. */
+      const shape = (traceId: string) => {
+        const spans = spansOf(traceId);
+        const named = new Map(spans.map((span) => [span.spanId, span.name]));
+        return spans
+          .map(({ name, kind, attributes, status, events, parentSpanId }) => ({
+            name,
+            kind,
+            attributes,
+            status,
+            events,
+            parent: named.get(parentSpanId) ?? (parentSpanId === '' ? 'root' : parentSpanId),
+          }))
+          .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+      };
+      const continuedShape = shape(callers.lane);
+      assert.ok(continuedShape.some((span) => span.parent === parent && span.name === 'admission.review'));
+      assert.ok(continuedShape.filter((span) => span.name === 'admission.step').length >= 2);
+      assert.deepEqual(continuedShape, shape(callers.main));
+      assert.deepEqual(shape(ownTraces[0]!), shape(ownTraces[1]!));
+      // The answers are the same but for the trace ids they carry.
+      const sameBut = (answer: HttpAnswer, traceId: string) => answer.text.replaceAll(traceId, 'TRACE');
+      assert.equal(sameBut(continued[0], callers.lane), sameBut(continued[1], callers.main));
+      assert.equal(sameBut(own[0], ownTraces[0]!), sameBut(own[1], ownTraces[1]!));
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('answers 429 with Retry-After when every worker is busy and the queue is full', async () => {
