@@ -91,7 +91,7 @@ export interface ServerConfig extends ConnectionBounds {
 
 /** `server.largeReviews`: the lane of worker threads that large reviews run in. */
 export interface LargeReviewsConfig {
-  /** A review whose body has more characters than this runs in a worker. Default 64 KiB. */
+  /** A review whose body has more bytes than this runs in a worker. Default 64 KiB. */
   readonly thresholdBytes: number;
   /** Worker threads at most, started when the first large review comes; 0: no lane. Default 1. */
   readonly workers: number;

@@ -18,7 +18,7 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
-import { closesConnection, readBody, type BodyTiming } from './read-body.js';
+import { closesConnection, readBodyBytes, type BodyTiming } from './read-body.js';
 import { selectionOf, type Route } from './routes.js';
 
 /** What the webhook app's middleware reach through `ctx` (set once on `app.context`). */
@@ -37,10 +37,13 @@ export interface ReviewServices {
 
 /** A lane that runs the reviews it takes elsewhere than on the event loop, and answers them itself. */
 export interface ReviewLane {
-  /** Whether it takes the review of a body this long (in characters). */
-  takes(bodyChars: number): boolean;
-  /** Decodes, runs and answers the review of `body`; throws as readReview and runReview do. */
-  run(ctx: ReviewKoaContext, body: string): Promise<void>;
+  /** Whether it takes the review of a body this long (in bytes). */
+  takes(bodyBytes: number): boolean;
+  /**
+   * Decodes, runs and answers the review of `body` (its bytes, which the lane may take over: the caller keeps
+   * nothing of them); throws as readReview and runReview do.
+   */
+  run(ctx: ReviewKoaContext, body: Buffer): Promise<void>;
 }
 
 /** One review request's state (`ctx.state`), filled in as its middleware run. */
@@ -117,8 +120,10 @@ export const answerInProtocol: ReviewMiddleware = async (ctx, next) => {
 /** Content-Type, body (bounded by maxRequestBytes and the byte budget), decode, and the review's weight. */
 export const readReview: ReviewMiddleware = async (ctx, next) => {
   checkContentType(ctx.req.headers['content-type']);
-  const body = await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming);
-  if (ctx.lane?.takes(body.length)) return ctx.lane.run(ctx, body);
+  const bytes = await readBodyBytes(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming);
+  // A large body goes to the lane as bytes: the event loop never makes a string of it.
+  if (ctx.lane?.takes(bytes.length)) return ctx.lane.run(ctx, bytes);
+  const body = bytes.toString('utf8');
   let review: DecodedReview;
   try {
     review = decodeReview(body);

@@ -38,7 +38,8 @@ export interface LaneWorkerData {
 export interface ReviewJob {
   readonly type: 'review';
   readonly id: number;
-  readonly body: string;
+  /** Its bytes, transferred (the main thread keeps none of them). */
+  readonly body: Uint8Array;
   /** The webhook route (routes.ts). */
   readonly route: string;
   /** The request's query string (`?timeout=`). */
@@ -91,7 +92,8 @@ export type JobMessage =
   | {
       readonly type: 'answer';
       readonly id: number;
-      readonly body: string | Uint8Array;
+      /** The encoded AdmissionReview, transferred. */
+      readonly body: Uint8Array;
       readonly metrics: readonly MetricCall[];
       readonly kept?: PortableKept;
       /** What its trace's hooks were told, when tracing is on. */

@@ -42,6 +42,7 @@ import type {
 } from './lane-messages.js';
 import { recordMetricCalls, type MetricCall } from './metric-calls.js';
 import { recordingTracer, type TraceEvent } from './lane-trace.js';
+import { ownedBytes } from './owned-bytes.js';
 import { restoredExceptions } from './portable-exceptions.js';
 import { portableKept, type PortableKept } from './portable-trace.js';
 
@@ -88,7 +89,7 @@ const shadowExpected = new Map<number, number>();
 /** The job being reviewed (one at a time), for the reviewer's listener and shadow runs. */
 let current:
   | {
-      readonly job: ReviewJob;
+      readonly job: Omit<ReviewJob, 'body'>;
       readonly traceId: string;
       readonly trace: TraceEvent[];
       kept?: PortableKept;
@@ -198,19 +199,28 @@ type Lane = Awaited<ReturnType<typeof start>>;
 
 const sendJob = (message: JobMessage, transfer?: ArrayBuffer[]) => post(message, transfer);
 
-/** The answer as bytes the main thread can take over without a copy, when it is a buffer of its own. */
-function transferable(body: string | Buffer): { body: string | Uint8Array; transfer: ArrayBuffer[] } {
-  if (typeof body === 'string') return { body, transfer: [] };
-  const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
-  const bytes = own ? new Uint8Array(body.buffer, 0, body.byteLength) : new Uint8Array(body);
-  return { body: bytes, transfer: [bytes.buffer as ArrayBuffer] };
+/** The answer as bytes the main thread takes over without a copy (a string is made bytes here, not there). */
+function transferable(body: string | Buffer): { body: Uint8Array; transfer: ArrayBuffer[] } {
+  const bytes = ownedBytes(typeof body === 'string' ? Buffer.from(body, 'utf8') : body);
+  return { body: bytes, transfer: [bytes.buffer] };
 }
 
-async function review(lane: Lane, job: ReviewJob): Promise<void> {
+/** The text of a job's body, which `body` holds no more. */
+function textOf(body: { bytes?: Uint8Array | undefined }): string {
+  const { bytes } = body;
+  body.bytes = undefined;
+  return bytes ? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8') : '';
+}
+
+/**
+ * Runs one job. Its body is taken from `body` (and let go) as it is decoded: the objects, not the text, are what
+ * the review holds from then on.
+ */
+async function review(lane: Lane, job: Omit<ReviewJob, 'body'>, body: { bytes?: Uint8Array }): Promise<void> {
   const { id } = job;
   let decoded: DecodedReview;
   try {
-    decoded = decodeReview(job.body);
+    decoded = decodeReview(textOf(body));
   } catch (err) {
     if (!(err instanceof ReviewDecodeError)) throw err;
     const { message, status, uid, apiVersion } = err;
@@ -277,10 +287,11 @@ async function main(): Promise<void> {
     switch (message.type) {
       case 'review': {
         if (!(ROUTES as readonly string[]).includes(message.route)) return;
-        const job = message;
+        const { body: bytes, ...job } = message;
+        const body = { bytes };
         // One at a time: a job starts when the one before has answered.
         queue = queue.then(() =>
-          review(lane, job).catch((err: unknown) =>
+          review(lane, job, body).catch((err: unknown) =>
             sendJob({ type: 'failed', id: job.id, message: errorMessage(err), metrics: takeMetrics() }),
           ),
         );

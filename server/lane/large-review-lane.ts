@@ -36,6 +36,7 @@ import { logRecord } from './forwarded-log.js';
 import type { FromWorker, JobMessage, LaneWorkerData, MainCall, ToWorker } from './lane-messages.js';
 import { replayMetricCalls } from './metric-calls.js';
 import { portableExceptions } from './portable-exceptions.js';
+import { ownedBytes } from './owned-bytes.js';
 import { restoredKept } from './portable-trace.js';
 import { replayTrace } from './lane-trace.js';
 import { WorkerPool } from './worker-pool.js';
@@ -185,12 +186,12 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
   let nextId = 0;
 
   return {
-    takes(bodyChars) {
-      if (bodyChars <= config.thresholdBytes || config.workers === 0 || pool.broken) return false;
+    takes(bodyBytes) {
+      if (bodyBytes <= config.thresholdBytes || config.workers === 0 || pool.broken) return false;
       return deps.chainOfConfig() && !hasProviders(deps.chain());
     },
 
-    run(ctx: ReviewKoaContext, body: string): Promise<void> {
+    run(ctx: ReviewKoaContext, body: Buffer): Promise<void> {
       const id = nextId++;
       const route = ctx.path.slice(1);
       const { lease } = ctx.state;
@@ -205,7 +206,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
           {
             type: 'review',
             id,
-            body,
+            body: ownedBytes(body),
             route,
             query: ctx.querystring,
             ...(typeof traceparent === 'string' ? { traceparent } : {}),
@@ -242,10 +243,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
                   return fail(new Error(message.message));
                 case 'answer': {
                   replayMetricCalls(metrics, message.metrics);
-                  const answered =
-                    typeof message.body === 'string'
-                      ? message.body
-                      : Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
+                  const answered = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
                   lease.force(answered.length);
                   answer(ctx, 200, answered);
                   if (message.record) {

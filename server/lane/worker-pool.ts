@@ -131,7 +131,8 @@ export class WorkerPool {
 
   private dispatch(worker: PoolWorker, job: ReviewJob, limitMs: number): void {
     worker.job = job.id;
-    worker.thread.postMessage(job);
+    // Its body moves to the worker: the main thread holds none of it from now on.
+    worker.thread.postMessage(job, [job.body.buffer as ArrayBuffer]);
     worker.timer = setTimeout(() => {
       worker.stopped = `the review ran more than ${limitMs} ms, past its deadline: its worker was stopped`;
       void worker.thread.terminate();
