@@ -1023,7 +1023,7 @@ function largeTargets(large) {
         'largeMeanwhile',
         `large: ordinary reviews at ${LARGE.ordinaryRate}/s while large ones are sent, p99`,
         meanwhile?.latencyMs?.p99 ?? null,
-        350,
+        50,
         'ms',
       ),
       ordinaryErrors?.slice(0, 160),

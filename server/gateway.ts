@@ -48,6 +48,8 @@ import {
 } from './tls/serving-certificate.js';
 import type { CertificateSource } from './tls/certificate-source.js';
 import { startTracing } from './tracing/start-tracing.js';
+import { availablePlugins } from '../plugins/index.js';
+import { createLargeReviewLane, type LargeReviewLane } from './lane/large-review-lane.js';
 import { createExceptionLabels } from './exceptions/exception-label.js';
 import { loadExceptions, type WatchedExceptions } from './exceptions/watched-exceptions.js';
 import type { GatewayException } from './exceptions/exception.js';
@@ -88,6 +90,11 @@ export interface GatewayOptions {
   readonly opsAccess?: OpsAccessOptions;
   /** Where admission policies' authorization checks are asked (cluster mode); absent, every check is errored. */
   readonly accessChecker?: SubjectAccessChecker;
+  /**
+   * The module whose export `name` lists `plugins`, for the workers of the large-review lane to load them from
+   * (server.largeReviews). Without it the lane runs only when `plugins` are the compiled-in ones.
+   */
+  readonly pluginsModule?: { readonly url: string; readonly name: string };
 }
 
 export interface Gateway {
@@ -159,6 +166,29 @@ function fanOut<T>(sinks: ReadonlyArray<(value: T) => void>): ((value: T) => voi
   return (value) => {
     for (const sink of sinks) sink(value);
   };
+}
+
+/**
+ * The large-review lane of `server.largeReviews`, when it can run: workers on, the configuration's text known
+ * (a worker reads it again) and the plugins a module the workers can load.
+ */
+function largeReviewLane(
+  options: GatewayOptions,
+  deps: Omit<Parameters<typeof createLargeReviewLane>[0], 'config' | 'workerData' | 'defaultTimeoutMs'>,
+): LargeReviewLane | undefined {
+  const { config } = options;
+  const plugins =
+    options.pluginsModule ??
+    (options.plugins === availablePlugins
+      ? { url: new URL('../plugins/index.js', import.meta.url).href, name: 'availablePlugins' }
+      : undefined);
+  if (config.server.largeReviews.workers === 0 || !config.source || !plugins) return undefined;
+  return createLargeReviewLane({
+    ...deps,
+    config: config.server.largeReviews,
+    defaultTimeoutMs: config.server.defaultTimeoutSeconds * 1000,
+    workerData: { config: { ...config.source, file: config.file }, plugins },
+  });
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
@@ -256,9 +286,39 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
 
+  const lane = largeReviewLane(options, {
+    exceptions,
+    tracing,
+    chain: () => chains.current(),
+    // A worker has no SubjectAccessReview client: with one here, a chain with policy steps (which may ask
+    // authorization checks) stays on the event loop rather than have its checks errored in a worker.
+    chainOfConfig: () =>
+      !chains.entryStepsSet() &&
+      !(options.accessChecker && chains.current().steps.some((step) => step.source === 'policy')),
+    metrics,
+    log,
+    namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
+    ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
+    ...(traces.size > 0 ? { traces } : {}),
+    ...(recorder ? { recorder } : {}),
+  });
+
+  lane?.exceptionsChanged(exceptions.all());
+  // What cluster mode's watcher sets reaches the lane's workers too.
+  const watchedExceptions: WatchedExceptions = lane
+    ? {
+        ...exceptions,
+        setWatched(watched) {
+          exceptions.setWatched(watched);
+          lane.exceptionsChanged(exceptions.all());
+        },
+      }
+    : exceptions;
+
   const limit = memoryLimit();
-  // Everything a review does not bring is loaded by now: chain, tracing, certificate.
-  const baseline = measureBaseline();
+  // Everything a review does not bring is loaded by now: chain, tracing, certificate; the lane's workers, which
+  // start when the first large review comes, are counted at what each holds once started.
+  const baseline = measureBaseline() + (lane?.workersBytes ?? 0);
   const budget = new ByteBudget(
     serverConfig.maxInflightBytes ?? defaultInflightBytes(limit, baseline, serverConfig.maxRequestBytes),
     (delta) => metrics.inflightBytes.inc(delta),
@@ -288,6 +348,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         bodyTiming: serverConfig,
         budget,
         draining: () => closing,
+        ...(lane ? { lane } : {}),
       }),
     ),
   );
@@ -379,7 +440,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   return {
     metrics,
-    exceptions,
+    exceptions: watchedExceptions,
     reviewer,
     webhookUrl,
     opsUrl,
@@ -409,6 +470,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const untilBound = () =>
           new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, boundAt - Date.now())).unref());
         await Promise.race([chains.close(), untilBound()]);
+        await lane?.close();
         // The spans of the last reviews are exported within what is left of the bound.
         if (tracing) await Promise.race([tracing.shutdown().catch(() => undefined), untilBound()]);
         // The probes answer (readiness 503) until the very end.

@@ -35,6 +35,8 @@ export interface ChainManager<R extends StepSource = StepSource> {
   setProviders(entries: readonly ProviderEntry[]): Promise<void>;
   /** Replaces the steps of entry `name` (one of `entrySteps`'s; any other is ignored) and swaps the chain whole. */
   setEntrySteps(name: string, steps: readonly Step[]): void;
+  /** Whether `setEntrySteps` has set some entry's steps: the chain is no longer the one its files make. */
+  entryStepsSet(): boolean;
   runtimes(): readonly R[];
   close(): Promise<void>;
 }
@@ -47,6 +49,7 @@ export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<
   let chain = createChain(staticSteps(), authorize);
   let pending = false;
   let closed = false;
+  let entryStepsSet = false;
 
   const rebuild = () => {
     pending = false;
@@ -97,8 +100,10 @@ export function createChainManager<R extends StepSource>(deps: ChainManagerDeps<
     setEntrySteps(name, steps) {
       if (!entrySteps.has(name)) return;
       entrySteps.set(name, steps);
+      entryStepsSet = true;
       rebuild();
     },
+    entryStepsSet: () => entryStepsSet,
     async close() {
       closed = true;
       await Promise.all([...runtimes.values()].map(({ runtime }) => runtime.close()));

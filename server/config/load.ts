@@ -47,7 +47,7 @@ export function parseConfigText(
 ): GatewayConfig {
   const { value, locateField } = parseYamlText(text, file, inFile);
   try {
-    return { ...validateConfig(value, file, baseDir), locateField };
+    return { ...validateConfig(value, file, baseDir), locateField, source: { text, baseDir } };
   } catch (err) {
     throw locateConfigError(err, file, locateField);
   }

@@ -83,8 +83,20 @@ export interface ServerConfig extends ConnectionBounds {
   readonly defaultTimeoutSeconds: number;
   /** Longest graceful shutdown before in-flight requests are abandoned. Default 25 s. */
   readonly shutdownTimeoutSeconds: number;
+  /** Reviews whose body is this large run in worker threads, off the event loop (server/lane/). */
+  readonly largeReviews: LargeReviewsConfig;
   /** The Service the gateway is reached through (SANs, rendered manifests). */
   readonly service: { readonly name: string; readonly namespace: string };
+}
+
+/** `server.largeReviews`: the lane of worker threads that large reviews run in. */
+export interface LargeReviewsConfig {
+  /** A review whose body has more bytes than this runs in a worker. Default 64 KiB. */
+  readonly thresholdBytes: number;
+  /** Worker threads at most, started when the first large review comes; 0: no lane. Default 1. */
+  readonly workers: number;
+  /** Large reviews waiting for a worker at most; past them a large review is answered 429. Default 8. */
+  readonly queue: number;
 }
 
 export interface KubeConfigSection {
@@ -289,6 +301,8 @@ export interface GatewayConfig {
   readonly file: string;
   /** Where a field path is written in `file`, for errors found after validation (plugin settings). */
   readonly locateField?: LocateField;
+  /** The text it was read from and the folder its paths resolve against: what a worker thread reads it from again. */
+  readonly source?: { readonly text: string; readonly baseDir: string };
   readonly server: ServerConfig;
   readonly kube: KubeConfigSection;
   readonly log: LogConfig;

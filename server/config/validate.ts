@@ -28,6 +28,7 @@ import type {
   EntryCommon,
   GatewayConfig,
   KubeConfigSection,
+  LargeReviewsConfig,
   LeaderElectionConfig,
   ExplainConfig,
   LogConfig,
@@ -88,6 +89,7 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     'defaultTimeoutSeconds',
     'shutdownTimeoutSeconds',
     'service',
+    'largeReviews',
   ]);
   const tls = r.map(m.tls, `${p}.tls`, ['certFile', 'keyFile', 'clientCAFile', 'generate', 'dnsNames', 'ipAddresses']);
   const svc = r.map(m.service, `${p}.service`, ['name', 'namespace']);
@@ -143,6 +145,20 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
     defaultTimeoutSeconds,
     shutdownTimeoutSeconds: r.integer(m.shutdownTimeoutSeconds, `${p}.shutdownTimeoutSeconds`, 1, 300) ?? 25,
     service,
+    largeReviews: readLargeReviews(r, m.largeReviews, `${p}.largeReviews`),
+  };
+}
+
+/** Defaults of `server.largeReviews` (docs/decisions.md, "Large reviews in worker threads"). */
+export const DEFAULT_LARGE_REVIEWS: LargeReviewsConfig = { thresholdBytes: 64 * 1024, workers: 1, queue: 8 };
+
+function readLargeReviews(r: Reader, value: unknown, p: string): LargeReviewsConfig {
+  const m = r.map(value, p, ['thresholdBytes', 'workers', 'queue']);
+  const d = DEFAULT_LARGE_REVIEWS;
+  return {
+    thresholdBytes: r.integer(m.thresholdBytes, `${p}.thresholdBytes`, 1024, 64 * 1024 * 1024) ?? d.thresholdBytes,
+    workers: r.integer(m.workers, `${p}.workers`, 0, 16) ?? d.workers,
+    queue: r.integer(m.queue, `${p}.queue`, 0, 1024) ?? d.queue,
   };
 }
 

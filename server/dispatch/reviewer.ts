@@ -137,6 +137,11 @@ export interface ReviewOptions {
   readonly large?: boolean;
   /** The webhook request's headers: its `traceparent` and `tracestate` are continued when tracing is on. */
   readonly incoming?: IncomingHeaders;
+  /**
+   * How long the review already waited before it reached the reviewer (for a worker of the large-review lane,
+   * server/lane/): its deadline is that much nearer.
+   */
+  readonly waitedMs?: number;
 }
 
 export interface Reviewer {
@@ -348,11 +353,11 @@ export function createReviewer(deps: ReviewerDeps): Reviewer {
   };
 
   return {
-    async review(request, selection, { timeoutMs, large = false, traceId, incoming } = {}) {
+    async review(request, selection, { timeoutMs, large = false, traceId, incoming, waitedMs = 0 } = {}) {
       const chain = deps.chain();
       const { phase, failurePolicy } = selection;
       const started = now();
-      const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs);
+      const budget = budgetMs(timeoutMs ?? deps.defaultTimeoutMs, deps.deadlineMarginMs) - waitedMs;
       const listener = deps.onReviewed;
       const startedAt = listener ? Date.now() : 0;
 

@@ -2,22 +2,9 @@
  * Which requests an exception covers: the webhook-style rules and selectors of steps/match.ts, then the
  * object's name, then who sent the request. Every list is a Set built once, so one test is a few lookups.
  */
-import type { AdmissionRequest, LabelSelector, RuleWithOperations } from '../admission/types.js';
+import type { AdmissionRequest, RuleWithOperations } from '../admission/types.js';
 import { compileMatch } from '../steps/match.js';
-import type { ExceptionMatcher } from './exception.js';
-
-/** An exception's `match` as written (read-exception.ts checked it). */
-export interface ExceptionMatchSpec {
-  /** Absent or empty: any request the named steps see. */
-  readonly rules?: readonly RuleWithOperations[];
-  readonly names?: readonly string[];
-  readonly namespaceSelector?: LabelSelector;
-  readonly objectSelector?: LabelSelector;
-  /** Who may use it: with any of the three set, only requests by one of them (a user, a group, `namespace/name`). */
-  readonly users?: readonly string[];
-  readonly groups?: readonly string[];
-  readonly serviceAccounts?: readonly string[];
-}
+import type { ExceptionMatchSpec, ExceptionMatcher } from './exception.js';
 
 const ANY_REQUEST: readonly RuleWithOperations[] = [
   { operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*', '*/*'] },

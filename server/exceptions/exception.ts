@@ -3,7 +3,7 @@
  * until when and how. Read from an `AdmissionException` or `ClusterAdmissionException` by read-exception.ts,
  * from the cluster or from files alike.
  */
-import type { AdmissionRequest } from '../admission/types.js';
+import type { AdmissionRequest, LabelSelector, RuleWithOperations } from '../admission/types.js';
 import type { Labels } from '../steps/label-selector.js';
 
 export const EXCEPTION_GROUP = 'admissiongateway.io';
@@ -24,6 +24,19 @@ export type ExceptionMode = (typeof EXCEPTION_MODES)[number];
 /** In a ClusterAdmissionException's `steps`: every step that accepts exceptions. */
 export const ANY_STEP = '*';
 
+/** An exception's `match` as written (read-exception.ts checked it). */
+export interface ExceptionMatchSpec {
+  /** Absent or empty: any request the named steps see. */
+  readonly rules?: readonly RuleWithOperations[];
+  readonly names?: readonly string[];
+  readonly namespaceSelector?: LabelSelector;
+  readonly objectSelector?: LabelSelector;
+  /** Who may use it: with any of the three set, only requests by one of them (a user, a group, `namespace/name`). */
+  readonly users?: readonly string[];
+  readonly groups?: readonly string[];
+  readonly serviceAccounts?: readonly string[];
+}
+
 /** Whether an exception's match selects a request (exception-match.ts). */
 export type ExceptionMatcher = (request: AdmissionRequest, namespaceLabels: Labels | undefined) => boolean;
 
@@ -36,6 +49,8 @@ export interface GatewayException {
   readonly ref: string;
   readonly steps: readonly string[];
   readonly matches: ExceptionMatcher;
+  /** Its match as written, `matches` compiled from it: what a worker thread compiles it again from (server/lane/). */
+  readonly matchSpec: ExceptionMatchSpec;
   /** Its match has a namespaceSelector: the review needs the namespace's labels. */
   readonly needsNamespaceLabels: boolean;
   /** Milliseconds since the epoch; from that instant on it is ignored. */

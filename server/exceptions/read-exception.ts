@@ -17,9 +17,10 @@ import {
   exceptionRef,
   rfc3339,
   type ExceptionKind,
+  type ExceptionMatchSpec,
   type GatewayException,
 } from './exception.js';
-import { compileExceptionMatch, type ExceptionMatchSpec } from './exception-match.js';
+import { compileExceptionMatch } from './exception-match.js';
 
 /** Bounds on one exception: it is written by whoever may create one, and read on the path of reviews. */
 export const MAX_EXCEPTION_STEPS = 64;
@@ -145,7 +146,8 @@ export function readException(object: unknown, rules: ExceptionRules, source?: s
   const r = new Reader(source === 'exception' ? ref : `${source}: ${ref}`);
   const spec = r.map(top.spec, 'spec', SPEC_FIELDS, false);
   const steps = readSteps(r, spec.steps, 'spec.steps', kind);
-  const match = compileExceptionMatch(readMatchSpec(r, spec.match ?? {}, 'spec.match'));
+  const matchSpec = readMatchSpec(r, spec.match ?? {}, 'spec.match');
+  const match = compileExceptionMatch(matchSpec);
   const expiresAt = readTime(r, spec.expiresAt, 'spec.expiresAt');
   const created =
     typeof meta.creationTimestamp === 'string'
@@ -168,6 +170,7 @@ export function readException(object: unknown, rules: ExceptionRules, source?: s
     ref,
     steps,
     matches: match.matches,
+    matchSpec,
     needsNamespaceLabels: match.needsNamespaceLabels,
     expiresAt,
     expiresAtText: rfc3339(expiresAt),

@@ -13,6 +13,8 @@ export interface WatchedExceptions extends ExceptionSource {
   readonly maxLifetimeMs: number;
   /** Replaces the cluster's exceptions; those of the files stay. */
   setWatched(exceptions: readonly GatewayException[]): void;
+  /** The files' exceptions, then the cluster's (a later one of the same ref wins, as in the index). */
+  all(): readonly GatewayException[];
 }
 
 export interface LoadExceptionsOptions {
@@ -41,12 +43,17 @@ export async function loadExceptions(
     now: clock(),
   });
   store.set(fromFiles);
+  let all: readonly GatewayException[] = fromFiles;
   return {
     current: () => store.current(),
     now: () => store.now(),
     applied: (step, exception) => store.applied(step, exception),
     used: (exception) => store.used(exception),
     maxLifetimeMs: config.maxLifetimeMs,
-    setWatched: (watched) => store.set([...fromFiles, ...watched]),
+    setWatched(watched) {
+      all = [...fromFiles, ...watched];
+      store.set(all);
+    },
+    all: () => all,
   };
 }

@@ -43,6 +43,11 @@ export interface TraceBufferOptions {
   readonly keep?: 'notable' | 'all';
 }
 
+/** Whether a buffer of `size` that keeps `keep` traces keeps the trace of a review, notable or not. */
+export function keepsTrace(size: number, keep: 'notable' | 'all', notable: boolean): boolean {
+  return size > 0 && (keep === 'all' || notable);
+}
+
 export class TraceBuffer {
   readonly size: number;
   readonly maxBytes: number;
@@ -73,8 +78,17 @@ export class TraceBuffer {
 
   /** Keeps a review's trace, in place of the oldest ones when there is no room. */
   add(reviewed: ReviewedRequest): void {
-    if (this.size === 0 || (this.keep === 'notable' && !reviewed.notable)) return;
-    const kept = keptInput(reviewed.traceInput, this.options);
+    if (!this.keeps(reviewed.notable)) return;
+    this.addKept(keptInput(reviewed.traceInput, this.options));
+  }
+
+  /** Whether the trace of a review, notable or not, is kept. */
+  keeps(notable: boolean): boolean {
+    return keepsTrace(this.size, this.keep, notable);
+  }
+
+  /** Keeps a trace input made small already (kept-trace.ts; a worker of the large-review lane makes it there). */
+  addKept(kept: KeptInput): void {
     // Bounded by the chain's length alone: a trace this large is not kept rather than emptying the ring.
     if (kept.bytes > this.maxBytes) return;
     while (this.count === this.size || this.held + kept.bytes > this.maxBytes) this.dropOldest();

@@ -24,7 +24,22 @@ export function closesConnection(status: number): boolean {
   return status === 413 || status === 408;
 }
 
-export function readBody(req: IncomingMessage, limit: number, lease: ByteLease, timing: BodyTiming): Promise<string> {
+export async function readBody(
+  req: IncomingMessage,
+  limit: number,
+  lease: ByteLease,
+  timing: BodyTiming,
+): Promise<string> {
+  return (await readBodyBytes(req, limit, lease, timing)).toString('utf8');
+}
+
+/** The body's bytes, read as readBody reads them (a large one in a buffer of its own, which may be transferred). */
+export function readBodyBytes(
+  req: IncomingMessage,
+  limit: number,
+  lease: ByteLease,
+  timing: BodyTiming,
+): Promise<Buffer> {
   const tooLarge = () =>
     new ReviewDecodeError(`request body exceeds the ${limit} byte limit (server.maxRequestBytes)`, 413);
   // The rest of a refused body is discarded, not buffered: memory stays bounded, and the client can finish
@@ -88,7 +103,7 @@ export function readBody(req: IncomingMessage, limit: number, lease: ByteLease, 
       const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       // The pieces may go before the string is made of their copy.
       chunks.length = 0;
-      resolve(whole.toString('utf8'));
+      resolve(whole);
     };
     // What was read is dropped, and its bytes (all the lease holds yet) given back at once, not when the answer
     // has been written: large bodies arriving together would otherwise shed each other until none is left.

@@ -9,7 +9,7 @@ import type { Middleware, ParameterizedContext } from 'koa';
 import { checkContentType, decodeReview, encodeReview, type DecodedReview } from '../admission/codec.js';
 import { errored } from '../admission/responses.js';
 import { parseTimeoutParam } from '../admission/timeout.js';
-import { ADMISSION_V1, type AdmissionResponse } from '../admission/types.js';
+import { ADMISSION_V1, type AdmissionApiVersion, type AdmissionResponse } from '../admission/types.js';
 import type { BindableLogger } from '../base/log.js';
 import type { Reviewer } from '../dispatch/reviewer.js';
 import type { StepSelection } from '../chain/chain.js';
@@ -18,7 +18,7 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
-import { closesConnection, readBody, type BodyTiming } from './read-body.js';
+import { closesConnection, readBodyBytes, type BodyTiming } from './read-body.js';
 import { selectionOf, type Route } from './routes.js';
 
 /** What the webhook app's middleware reach through `ctx` (set once on `app.context`). */
@@ -31,6 +31,19 @@ export interface ReviewServices {
   readonly maxRequestBytes: number;
   /** How fast a body must arrive. */
   readonly bodyTiming: BodyTiming;
+  /** Where reviews too large for the event loop run instead (server/lane/); none: every review runs here. */
+  readonly lane?: ReviewLane;
+}
+
+/** A lane that runs the reviews it takes elsewhere than on the event loop, and answers them itself. */
+export interface ReviewLane {
+  /** Whether it takes the review of a body this long (in bytes). */
+  takes(bodyBytes: number): boolean;
+  /**
+   * Decodes, runs and answers the review of `body` (its bytes, which the lane may take over: the caller keeps
+   * nothing of them); throws as readReview and runReview do.
+   */
+  run(ctx: ReviewKoaContext, body: Buffer): Promise<void>;
 }
 
 /** One review request's state (`ctx.state`), filled in as its middleware run. */
@@ -39,6 +52,8 @@ export interface ReviewState {
   lease: ByteLease;
   /** The decoded review, once its body has been read. */
   review?: DecodedReview;
+  /** What an answer echoes of a review decoded elsewhere (a lane), once known. */
+  echo?: { readonly uid: string; readonly apiVersion: AdmissionApiVersion };
 }
 
 /** The Koa context of one review request (the review's own context is dispatch/review-context.ts). */
@@ -51,7 +66,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * client-go, which the apiserver calls webhooks with, retries a 429 carrying Retry-After after that many
  * seconds (up to ten times, within the webhook's timeout): a shed review comes back once memory is free.
  */
-const SHED_RETRY_AFTER_SECONDS = 1;
+export const SHED_RETRY_AFTER_SECONDS = 1;
 
 /**
  * From this many objects and arrays a review takes turns with other work (ReviewOptions.large): a Pod of a
@@ -105,7 +120,10 @@ export const answerInProtocol: ReviewMiddleware = async (ctx, next) => {
 /** Content-Type, body (bounded by maxRequestBytes and the byte budget), decode, and the review's weight. */
 export const readReview: ReviewMiddleware = async (ctx, next) => {
   checkContentType(ctx.req.headers['content-type']);
-  const body = await readBody(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming);
+  const bytes = await readBodyBytes(ctx.req, ctx.maxRequestBytes, ctx.state.lease, ctx.bodyTiming);
+  // A large body goes to the lane as bytes: the event loop never makes a string of it.
+  if (ctx.lane?.takes(bytes.length)) return ctx.lane.run(ctx, bytes);
+  const body = bytes.toString('utf8');
   let review: DecodedReview;
   try {
     review = decodeReview(body);
@@ -163,8 +181,9 @@ function answerError(ctx: ReviewKoaContext, err: unknown): void {
   const { metrics, log } = ctx;
   const route = ctx.path.slice(1);
   const decodeError = err instanceof ReviewDecodeError ? err : undefined;
-  const uid = ctx.state.review?.request.uid ?? decodeError?.uid ?? '';
-  const apiVersion = ctx.state.review?.apiVersion ?? decodeError?.apiVersion ?? ADMISSION_V1;
+  const { review, echo } = ctx.state;
+  const uid = review?.request.uid ?? echo?.uid ?? decodeError?.uid ?? '';
+  const apiVersion = review?.apiVersion ?? echo?.apiVersion ?? decodeError?.apiVersion ?? ADMISSION_V1;
   if (err instanceof BudgetExceededError && !err.never) {
     metrics.shedReviews.inc({ reason: 'inflight_bytes' });
     log.warn(
@@ -191,7 +210,7 @@ function answerError(ctx: ReviewKoaContext, err: unknown): void {
 const TIMEOUT_PARAM = /(?:^|&)timeout=([^&]*)/;
 
 /** `?timeout=` as the apiserver sends it (URLSearchParams would cost more than the rest of the routing). */
-function timeoutParam(querystring: string): number | undefined {
+export function timeoutParam(querystring: string): number | undefined {
   const m = querystring ? TIMEOUT_PARAM.exec(querystring) : null;
   if (!m) return undefined;
   let value: string;

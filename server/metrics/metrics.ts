@@ -137,7 +137,7 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
     }),
     shedReviews: new Counter({
       name: `${METRIC_PREFIX}shed_reviews_total`,
-      help: 'Reviews answered 429 without being read because the in-flight byte budget was full (the apiserver retries them).',
+      help: 'Reviews answered 429 without being read: the in-flight byte budget was full (inflight_bytes), or every large-review worker was busy and their queue full (large_review_lane); the apiserver retries them.',
       labelNames: ['reason'] as const,
       registers,
     }),

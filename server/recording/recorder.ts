@@ -77,15 +77,28 @@ export class Recorder {
 
   /** `onReviewed`'s listener: the reviews not sampled cost nothing (their trace is never built); never waits for the disk. */
   offer(reviewed: ReviewedRequest): void {
-    if (this.random() >= this.config.sampleRate || !this.routes.has(reviewed.traceInput.route)) return;
+    if (!this.samples(reviewed.traceInput.route)) return;
+    this.append(reviewed.request.uid, () => JSON.stringify(recordedReviewOf(reviewed, this.redaction)));
+  }
+
+  /** Whether a review of `route` answered now is to be recorded (drawn once per review). */
+  samples(route: string): boolean {
+    return this.random() < this.config.sampleRate && this.routes.has(route);
+  }
+
+  /**
+   * Appends a sampled review's line, made by `serialise` (a RecordedReview as JSON; a worker of the large-review
+   * lane makes it there, and this throws what it could not).
+   */
+  append(uid: string, serialise: () => string): void {
     // Waiting to open the file again: not even serialised.
     if (this.failing && this.now() < this.retryAt) return this.count('error');
     let line: string;
     try {
-      line = `${JSON.stringify(recordedReviewOf(reviewed, this.redaction))}\n`;
+      line = `${serialise()}\n`;
     } catch (err) {
       this.count('error');
-      this.deps.log.warn({ err: errorMessage(err), uid: reviewed.request.uid }, 'recording: review not serialisable');
+      this.deps.log.warn({ err: errorMessage(err), uid }, 'recording: review not serialisable');
       return;
     }
     const bytes = Buffer.byteLength(line);

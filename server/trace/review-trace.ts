@@ -24,18 +24,20 @@ export function incomingTraceId(incoming: IncomingHeaders | undefined): string |
   return id === NO_TRACE ? undefined : id;
 }
 
+/** What a review's span says of its request. */
+export type SpanRequest = Pick<AdmissionRequest, 'uid' | 'operation' | 'kind' | 'namespace' | 'name' | 'dryRun'>;
+
 /** Starts the trace of each review. */
 export interface ReviewTracer {
   /** The review's span, a child of the caller's when `incoming` carries a valid `traceparent`. */
-  startReview(
-    request: AdmissionRequest,
-    phase: Phase,
-    route: string,
-    incoming: IncomingHeaders | undefined,
-  ): ReviewTrace;
+  startReview(request: SpanRequest, phase: Phase, route: string, incoming: IncomingHeaders | undefined): ReviewTrace;
 }
 
-/** One review's trace: its span, and a span per step invocation below it. */
+/**
+ * One review's trace: its span, and a span per step invocation below it. Each hook takes `at`, when what it says
+ * happened elsewhere earlier (a review in a worker of the large-review lane, server/lane/): milliseconds since the
+ * epoch, fractions included; undefined: now.
+ */
 export interface ReviewTrace {
   /** The trace's id, 32 lowercase hex digits (what other records of the review carry to be found with it). */
   readonly traceId: string;
@@ -44,14 +46,14 @@ export interface ReviewTrace {
    * (flat name/value pairs: `traceparent`, and `tracestate` when there is one) that make what the step calls a
    * child of its span. At most once per invocation.
    */
-  stepStarted(step: Step): readonly string[];
+  stepStarted(step: Step, at?: number): readonly string[];
   /**
    * What came of the step's invocation (its report, whose `ms` dates the start of a span not started yet),
    * and the failure when it failed: its span ends.
    */
-  stepSettled(step: Step, report: StepReport, failure: StepFailedError | undefined): void;
+  stepSettled(step: Step, report: StepReport, failure: StepFailedError | undefined, at?: number): void;
   /** A step that did not apply: an event on the review's span, not a span of its own. */
-  stepSkipped(step: Step, reason: string): void;
+  stepSkipped(step: Step, reason: string, at?: number): void;
   /** The review's answer: its span ends, with those of steps whose outcome was never settled. */
-  reviewed(response: AdmissionResponse, patchOps: number): void;
+  reviewed(response: AdmissionResponse, patchOps: number, at?: number): void;
 }

@@ -34,14 +34,14 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { kindName } from '../admission/kind-name.js';
-import type { AdmissionRequest, AdmissionResponse, Phase } from '../admission/types.js';
+import type { AdmissionResponse, Phase } from '../admission/types.js';
 import type { StepFailedError } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Logger } from '../base/log.js';
 import { packageVersion } from '../base/version.js';
 import { shown } from '../steps/policy.js';
 import type { StepReport } from '../trace/step-report.js';
-import type { IncomingHeaders, ReviewTrace, ReviewTracer } from '../trace/review-trace.js';
+import type { IncomingHeaders, ReviewTrace, ReviewTracer, SpanRequest } from '../trace/review-trace.js';
 import type { Step } from '../steps/step.js';
 import type { TracingConfig } from '../config/types.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -91,11 +91,11 @@ function injected(propagator: W3CTraceContextPropagator, context: Context): read
   return headers;
 }
 
-function kindOf(request: AdmissionRequest): string {
+function kindOf(request: SpanRequest): string {
   return clip(kindName(request.kind));
 }
 
-function reviewAttributes(request: AdmissionRequest, phase: Phase, route: string): Attributes {
+function reviewAttributes(request: SpanRequest, phase: Phase, route: string): Attributes {
   const attributes: Attributes = {
     'admission.uid': clip(request.uid),
     'admission.operation': request.operation,
@@ -121,7 +121,7 @@ function stepAttributes(step: Step): Attributes {
 }
 
 /** What ends a step's span: its outcome, and for a failure the reason and an ERROR status. */
-function endStepSpan(span: Span, report: StepReport, failure: StepFailedError | undefined): void {
+function endStepSpan(span: Span, report: StepReport, failure: StepFailedError | undefined, at?: number): void {
   span.setAttribute('admission.step.outcome', report.outcome);
   span.setAttribute('admission.step.round', report.round ?? 0);
   if (report.failedOpen) span.setAttribute('admission.step.failed_open', true);
@@ -129,7 +129,7 @@ function endStepSpan(span: Span, report: StepReport, failure: StepFailedError | 
     span.setAttribute('admission.step.failure_reason', failure.reason);
     span.setStatus({ code: SpanStatusCode.ERROR, message: shown(failure.message) });
   }
-  span.end();
+  span.end(at);
 }
 
 class OtelReviewTrace implements ReviewTrace {
@@ -151,15 +151,18 @@ class OtelReviewTrace implements ReviewTrace {
     this.recording = span.isRecording();
   }
 
-  stepStarted(step: Step): readonly string[] {
+  stepStarted(step: Step, at?: number): readonly string[] {
     // Unsampled: a provider still learns the trace, and that it is not sampled.
     if (!this.recording) return (this.reviewHeaders ??= injected(this.propagator, this.context));
-    const span = this.startStep(step, undefined);
+    const span = this.startStep(step, at);
     this.open.set(step, span);
     return injected(this.propagator, trace.setSpan(this.context, span));
   }
 
-  /** `startTime`: a performance.now() value (OpenTelemetry dates it from the time origin); undefined: now. */
+  /**
+   * `startTime`: a performance.now() value (OpenTelemetry dates it from the time origin), or milliseconds since the
+   * epoch (larger than the time origin, so taken as such); undefined: now.
+   */
   private startStep(step: Step, startTime: number | undefined): Span {
     return this.tracer.startSpan(
       'admission.step',
@@ -172,39 +175,40 @@ class OtelReviewTrace implements ReviewTrace {
     );
   }
 
-  stepSettled(step: Step, report: StepReport, failure: StepFailedError | undefined): void {
+  stepSettled(step: Step, report: StepReport, failure: StepFailedError | undefined, at?: number): void {
     if (!this.recording) return;
     let span = this.open.get(step);
     if (span) this.open.delete(step);
     // A step that never asked for its trace context (a plugin), or failed before it ran: dated from its start.
-    else span = this.startStep(step, performance.now() - report.ms);
-    endStepSpan(span, report, failure);
+    else span = this.startStep(step, (at ?? performance.now()) - report.ms);
+    endStepSpan(span, report, failure, at);
   }
 
-  stepSkipped(step: Step, reason: string): void {
+  stepSkipped(step: Step, reason: string, at?: number): void {
     if (!this.recording) return;
-    this.span.addEvent('step skipped', {
-      'admission.step.name': step.name,
-      'admission.step.skip_reason': clip(reason),
-    });
+    this.span.addEvent(
+      'step skipped',
+      { 'admission.step.name': step.name, 'admission.step.skip_reason': clip(reason) },
+      at,
+    );
   }
 
-  reviewed(response: AdmissionResponse, patchOps: number): void {
+  reviewed(response: AdmissionResponse, patchOps: number, at?: number): void {
     const { span } = this;
     if (!this.recording) {
-      span.end();
+      span.end(at);
       return;
     }
     // A step of a concurrent level that answered after an earlier one ended the review: never settled.
     for (const open of this.open.values()) {
       open.setAttribute('admission.step.outcome', 'unsettled');
-      open.end();
+      open.end(at);
     }
     this.open.clear();
     span.setAttribute('admission.allowed', response.allowed);
     span.setAttribute('admission.patch_ops', patchOps);
     if (response.status?.code !== undefined) span.setAttribute('admission.code', response.status.code);
-    span.end();
+    span.end(at);
   }
 }
 

@@ -43,6 +43,10 @@ export interface HarnessOptions {
   readonly onExtensionServed?: GatewayOptions['onExtensionServed'];
   /** Guard the ops port (HTTPS, callers checked by an apiserver), as cluster mode does with server.opsAuth kube. */
   readonly opsAccess?: GatewayOptions['opsAccess'];
+  /** Where the large-review lane's workers load the plugins from (GatewayOptions.pluginsModule). */
+  readonly pluginsModule?: GatewayOptions['pluginsModule'];
+  /** Hears of each exception a review used, as cluster mode does. */
+  readonly onExceptionUsed?: GatewayOptions['onExceptionUsed'];
 }
 
 let sharedBundle: CertificateBundle | undefined;
@@ -205,6 +209,8 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       ...(options.namespaceLabels ? { namespaceLabels: options.namespaceLabels } : {}),
       ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
       ...(options.opsAccess ? { opsAccess: options.opsAccess } : {}),
+      ...(options.pluginsModule ? { pluginsModule: options.pluginsModule } : {}),
+      ...(options.onExceptionUsed ? { onExceptionUsed: options.onExceptionUsed } : {}),
     });
     const ca = await readFile(join(dir, 'ca.crt'));
     const client = new Agent({ connect: { ca } });

@@ -45,6 +45,7 @@ describe('parseConfigText()', () => {
         defaultTimeoutSeconds: 10,
         shutdownTimeoutSeconds: 25,
         service: { name: 'admission-gateway', namespace: 'admission-gateway' },
+        largeReviews: { thresholdBytes: 65536, workers: 1, queue: 8 },
       });
       assert.deepEqual(config.kube, {
         enabled: 'auto',
