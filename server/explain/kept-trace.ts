@@ -139,10 +139,7 @@ class Keeper {
   /** `v` itself when no part needs clipping (the common case: nothing to copy). */
   gvk(v: GroupVersionKind): GroupVersionKind {
     const { group, version, kind } = v;
-    if (group.length <= MAX_ECHO_CHARS && version.length <= MAX_ECHO_CHARS && kind.length <= MAX_ECHO_CHARS) {
-      this.bytes += group.length + version.length + kind.length;
-      return v;
-    }
+    if (this.keptWhole(group, version, kind)) return v;
     return {
       group: this.text(group, MAX_ECHO_CHARS),
       version: this.text(version, MAX_ECHO_CHARS),
@@ -152,15 +149,19 @@ class Keeper {
 
   gvr(v: GroupVersionResource): GroupVersionResource {
     const { group, version, resource } = v;
-    if (group.length <= MAX_ECHO_CHARS && version.length <= MAX_ECHO_CHARS && resource.length <= MAX_ECHO_CHARS) {
-      this.bytes += group.length + version.length + resource.length;
-      return v;
-    }
+    if (this.keptWhole(group, version, resource)) return v;
     return {
       group: this.text(group, MAX_ECHO_CHARS),
       version: this.text(version, MAX_ECHO_CHARS),
       resource: this.text(resource, MAX_ECHO_CHARS),
     };
+  }
+
+  /** Whether three strings are kept as they are (none over MAX_ECHO_CHARS), counting them when they are. */
+  private keptWhole(a: string, b: string, c: string): boolean {
+    if (a.length > MAX_ECHO_CHARS || b.length > MAX_ECHO_CHARS || c.length > MAX_ECHO_CHARS) return false;
+    this.bytes += a.length + b.length + c.length;
+    return true;
   }
 
   /** The labels of an object, when a selector's skip is to be explained and there are not too many. */
