@@ -5,7 +5,9 @@
 //                                                   difference between runs of 3,000 and 1,000 reviews after
 //                                                   the same warm-up, divided by 2,000. Repeats within ~3% on
 //                                                   a machine whose timings move by ±30%; takes about a minute.
-// CHAIN: shipped (gateway.yaml, the default), empty, or noopN (N default-labels steps that change nothing).
+// CHAIN: shipped (gateway.yaml, the default), empty, breaker (an open breaker's provider, as the bench's (e)), or
+// noopN (N default-labels steps that change nothing).
+// --validate: the review on /validate instead of /mutate (the shipped chain warns on it: it is notable).
 // --tracing[=RATIO]: with tracing on (sampleRatio RATIO, default 1), exporting over OTLP/HTTP to a receiver in
 // a process of its own (bench/otlp-sink.mjs); the spans it received are printed after the figure.
 // Uses dist/ (npm run build first). The log goes to /dev/null at level info, batched as the gateway does.
@@ -29,14 +31,19 @@ const chainName = args.find((a) => !a.startsWith('--')) ?? 'shipped';
 const tracingArg = args.find((a) => a === '--tracing' || a.startsWith('--tracing='));
 // A turn of the event loop every 64 reviews: implied by --tracing, whose exporter needs them to run.
 const turns = Boolean(tracingArg) || args.includes('--turns');
+// --validate: the same review on /validate (the shipped chain warns on it, so its trace is kept).
+const phase = args.includes('--validate') ? 'validate' : 'mutate';
 const sampleRatio = tracingArg?.includes('=') ? Number(tracingArg.split('=')[1]) : 1;
-if (!/^(shipped|empty|noop\d+)$/.test(chainName) || !(sampleRatio >= 0 && sampleRatio <= 1)) {
-  console.error('usage: node bench/in-process.mjs [shipped|empty|noopN] [--callgrind] [--turns] [--tracing[=RATIO]]');
+if (!/^(shipped|empty|breaker|noop\d+)$/.test(chainName) || !(sampleRatio >= 0 && sampleRatio <= 1)) {
+  console.error(
+    'usage: node bench/in-process.mjs [shipped|empty|breaker|noopN] [--validate] [--callgrind] [--turns] [--tracing[=RATIO]]',
+  );
   process.exit(2);
 }
 const label = tracingArg
   ? `${chainName}, tracing on (sampleRatio ${sampleRatio})`
   : `${chainName}${turns ? ', with event-loop turns' : ''}`;
+const routeLabel = `${label}, /${phase}`;
 
 /** The OTLP receiver's process (with --tracing, unless a parent gave its endpoint): its endpoint and its count. */
 async function startSink() {
@@ -72,6 +79,7 @@ if (args.includes('--callgrind')) {
         chainName,
         ...(tracingArg ? [tracingArg] : []),
         ...(turns ? ['--turns'] : []),
+        ...(phase === 'validate' ? ['--validate'] : []),
       ],
       {
         env: {
@@ -89,7 +97,7 @@ if (args.includes('--callgrind')) {
   };
   const cores = cpus().length;
   const [few, many] = await Promise.all([run(1000, 0), run(3000, cores > 1 ? 1 : 0)]);
-  console.log(`${label}: ${Math.round((many - few) / 2000)} instructions per review`);
+  console.log(`${routeLabel}: ${Math.round((many - few) / 2000)} instructions per review`);
   if (sink) console.log(`  spans received by the OTLP receiver (both runs, warm-ups included): ${await sink.count()}`);
   sink?.stop();
   process.exit(0);
@@ -102,9 +110,21 @@ const { reviewSetup } = await import('./review-setup.mjs');
 const body = readFileSync(path.join(ROOT, 'test/fixtures/reviews/pod-create.json'), 'utf8');
 const noop = (n) =>
   `chain:\n${Array.from({ length: n }, (_, i) => `  - plugin: default-labels\n    name: noop-${i}\n    settings: { labels: { app: web } }\n`).join('')}`;
+// breaker: one remote provider (nothing listens on its port) behind a breaker that opens on the first failure,
+// failurePolicy Ignore: after the first review, every review fails fast and is answered with a warning, as (e).
+const breaker = `chain:
+  - provider: closed-port
+    url: https://127.0.0.1:1/admit
+    phases: [mutate]
+    timeoutSeconds: 1
+    failurePolicy: Ignore
+    circuitBreaker: { volumeThreshold: 1, errorThresholdPercentage: 1, resetTimeoutSeconds: 600 }
+`;
 const yaml =
   chainName === 'empty'
     ? 'chain: []'
+    : chainName === 'breaker'
+      ? breaker
     : chainName.startsWith('noop')
       ? noop(Number(chainName.slice(4)))
       : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
@@ -112,16 +132,19 @@ const sink = tracingArg && !process.env.IN_PROCESS_OTLP ? await startSink() : un
 const endpoint = process.env.IN_PROCESS_OTLP ?? sink?.endpoint;
 const tracing = tracingArg ? `\ntracing:\n  otlpEndpoint: ${endpoint}\n  sampleRatio: ${sampleRatio}\n` : '';
 // IN_PROCESS_TRACES=0: without decision traces (explain.bufferSize 0), to measure what keeping them costs;
-// IN_PROCESS_TRACES=all: every review's trace kept (explain.keep: all), the path of a notable review.
-const explain = { 0: '\nexplain: { bufferSize: 0 }\n', all: '\nexplain: { keep: all }\n' }[
-  process.env.IN_PROCESS_TRACES
-];
+// IN_PROCESS_TRACES=all: every review's trace kept (explain.keep: all), the path of a notable review;
+// IN_PROCESS_TRACES=noannot: traces kept as by default, without the decision-trace audit annotation.
+const explain = {
+  0: '\nexplain: { bufferSize: 0 }\n',
+  all: '\nexplain: { keep: all }\n',
+  noannot: '\nexplain: { auditAnnotation: false }\n',
+}[process.env.IN_PROCESS_TRACES];
 const { reviewer, chains, log, tracer } = await reviewSetup(ROOT, yaml + (explain ?? '') + tracing);
 
-const mutate = selectionOf('mutate');
+const selection = selectionOf(phase);
 const review = async () => {
   const { apiVersion, request } = decodeReview(body);
-  const { response } = await reviewer.review(request, mutate, { timeoutMs: 10_000 });
+  const { response } = await reviewer.review(request, selection, { timeoutMs: 10_000 });
   return encodeReview(apiVersion, response);
 };
 async function loop(n) {
@@ -140,7 +163,7 @@ const cpuUs = await loop(reviews);
 // Exporting what is left is part of the cost of tracing (in the instruction counts too).
 await tracer?.shutdown();
 if (!process.env.IN_PROCESS_QUIET) {
-  console.log(`${label}: ${cpuUs.toFixed(1)} µs of CPU per review (${reviews} reviews)`);
+  console.log(`${routeLabel}: ${cpuUs.toFixed(1)} µs of CPU per review (${reviews} reviews)`);
   if (sink) console.log(`  spans received by the OTLP receiver (warm-up included): ${await sink.count()}`);
 }
 sink?.stop();

@@ -35,6 +35,8 @@ export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]+/g;
+// eslint-disable-next-line no-control-regex
+const HAS_CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
  * `text` cut to at most `max` UTF-16 units plus a note of how much was cut, never splitting a surrogate
@@ -63,6 +65,8 @@ export function escapeControl(text: string): string {
 
 /** Control characters (terminal escapes, line breaks) replaced by a space, runs of spaces folded. */
 export function stripControl(text: string): string {
+  // Most text needs nothing done (a step's warning on every review): one scan, no new strings.
+  if (!HAS_CONTROL.test(text) && !text.includes('  ') && text.trim().length === text.length) return text;
   return text.replace(CONTROL, ' ').replace(/ {2,}/g, ' ').trim();
 }
 

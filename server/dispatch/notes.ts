@@ -20,6 +20,12 @@ const MAX_ANNOTATION_VALUE = 4096;
  */
 export const MAX_STEP_NOTES = 20;
 
+/** Annotation keys worked out, by step and key ('' for none); at most MAX_KNOWN_KEYS in all. */
+const KEYS = new Map<string, Map<string, string>>();
+let knownKeys = 0;
+const MAX_KNOWN_KEYS = 1024;
+const MAX_KNOWN_KEY_CHARS = 128;
+
 const runes = (s: string): number => {
   let n = 0;
   for (const _ of s) n++;
@@ -29,8 +35,23 @@ const cutRunes = (s: string, max: number): string => (runes(s) <= max ? s : Arra
 
 /** The audit annotation key for `key` of `step`, or undefined when it cannot be made a qualified name. */
 export function annotationKey(step: string, key: string): string | undefined {
+  // The gateway's own notes give the same keys on every review they are given (a step failing open behind an
+  // open breaker): each is worked out once, found by step then key without joining them. Bounded in keys and
+  // their length: the memo starts again when full.
+  const known = KEYS.get(step)?.get(key);
+  if (known !== undefined) return known || undefined;
   const qualified = `${step}.${key}`.replace(/[^-A-Za-z0-9_.]/g, '-').slice(0, 63);
-  return isQualifiedName(qualified) ? qualified : undefined;
+  const made = isQualifiedName(qualified) ? qualified : undefined;
+  if (step.length + key.length <= MAX_KNOWN_KEY_CHARS) {
+    if (++knownKeys > MAX_KNOWN_KEYS) {
+      KEYS.clear();
+      knownKeys = 1;
+    }
+    let ofStep = KEYS.get(step);
+    if (!ofStep) KEYS.set(step, (ofStep = new Map<string, string>()));
+    ofStep.set(key, made ?? '');
+  }
+  return made;
 }
 
 /** How many notes of its own a step added, and dropped over the limit. */
@@ -128,6 +149,8 @@ export class ReviewNotes implements StepNotes {
   warnings(): string[] | undefined {
     if (this.warningSet.size === 0) return undefined;
     const all = [...this.warningSet];
+    // A string has no more runes than UTF-16 units: counting them is needed only when the units are over.
+    if (all.reduce((n, w) => n + w.length, 0) <= TOTAL_RUNES) return all;
     if (all.reduce((n, w) => n + runes(w), 0) <= TOTAL_RUNES) return all;
     const out: string[] = [];
     let total = 0;

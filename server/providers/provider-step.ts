@@ -5,6 +5,7 @@ import { describePlacement, placedFields, type StepPlacement } from '../steps/pl
 import type { Step, StepInvocation } from '../steps/step.js';
 import type { ProviderBreaker } from './provider-breaker.js';
 import type { ProviderClient } from './provider-client.js';
+import type { ProviderCallError } from '../base/errors.js';
 
 export interface ProviderStepOptions extends StepPlacement {
   readonly provider: string;
@@ -44,11 +45,9 @@ export function createProviderStep(o: ProviderStepOptions): Step {
     // A remote webhook is called on DELETE and CONNECT too (it may deny); a patch there is refused.
     needsObject: false,
     // A failed call rejects with a ProviderCallError, itself the step's failure (a StepFailedError). Behind an
-    // open breaker it throws at once: the step fails as a synchronous one does, with no deadline timer.
-    invoke(inv): Promise<Decision> {
-      const open = o.breaker.failingFast();
-      if (open) throw open;
-      return call(inv);
+    // open breaker that failure is returned at once: no deadline timer, no promise, no throw.
+    invoke(inv): Promise<Decision> | ProviderCallError {
+      return o.breaker.failingFast() ?? call(inv);
     },
     breakerState: () => o.breaker.state(),
     describe: () => ({

@@ -66,7 +66,7 @@ export function callWithin<I extends Invocation, A>(
           : (overrun(rules, now() - started, timeoutMs) ?? settled),
       );
     }
-    result = rules.answer(returned);
+    result = returned instanceof StepFailedError ? returned : rules.answer(returned);
   } catch (err) {
     result = failureOf(err);
   }

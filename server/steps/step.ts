@@ -5,6 +5,7 @@
 import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, KubeObject, Match, Phase } from '../admission/types.js';
 import type { Logger } from '../base/log.js';
+import type { StepFailedError } from '../base/errors.js';
 import type { FailurePolicy, Mode, ReinvocationPolicy, SideEffects } from '../config/step-options.js';
 import type { MatchCondition } from '../config/match-conditions.js';
 import type { Attach } from '../config/types.js';
@@ -64,8 +65,12 @@ export interface Step {
    * declared steps, and a write outside its `supplies` fails it. Undefined: a barrier, as webhooks are.
    */
   readonly declarations?: Declarations;
-  /** A decision; its `patch` (mutate phase only) is applied to the working copy by the dispatcher. */
-  invoke(invocation: StepInvocation): Decision | Promise<Decision>;
+  /**
+   * A decision; its `patch` (mutate phase only) is applied to the working copy by the dispatcher. A step whose
+   * failure is known before any work (a provider behind an open breaker) returns it rather than throwing it:
+   * a throw costs more than the rest of such a step, on the path of every review it fails.
+   */
+  invoke(invocation: StepInvocation): Decision | StepFailedError | Promise<Decision>;
   /** Describes the step for `/chain`. */
   describe(): StepStatus;
   /** The match as written: the decision trace says which rule or selector excluded a request. */

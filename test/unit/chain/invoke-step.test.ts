@@ -142,6 +142,17 @@ describe('invokeStep()', () => {
     assert.deepEqual([failure.reason, failure.message], ['error', 'boom']);
   });
 
+  it('takes a returned StepFailedError for the failure of the step, as if it had been thrown', () => {
+    const open = new StepFailedError('breaker_open', 'circuit breaker of "p" is open');
+    const result = invokeStep(
+      step(() => open as unknown as Decision),
+      withClock().input,
+      50,
+    );
+    // Synchronously, and the very error: no promise, no wrapping in an "invalid answer".
+    assert.equal(result, open);
+  });
+
   it('turns a non-verdict return value into an error failure', async () => {
     const failure = await failureOf(
       invokeStep(

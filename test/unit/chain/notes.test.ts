@@ -15,6 +15,24 @@ describe('ReviewNotes', () => {
       ]);
     });
 
+    it('folds runs of spaces and trims, control characters or not', () => {
+      const notes = new ReviewNotes();
+      notes.warn('s', ' two  spaces ');
+      notes.warn('t', 'as written');
+      assert.deepEqual(notes.warnings(), ['s: two spaces', 't: as written']);
+    });
+
+    it('counts the total in runes: two warnings of 1,100 astral characters (4,400 UTF-16 units) are within it', () => {
+      const notes = new ReviewNotes();
+      notes.warn('s', '😀'.repeat(1100));
+      notes.warn('t', '😀'.repeat(1100));
+      const warnings = notes.warnings()!;
+      assert.deepEqual(
+        warnings.map((w) => w.length),
+        [2203, 2203],
+      );
+    });
+
     it('is undefined when there are none', () => {
       assert.equal(new ReviewNotes().warnings(), undefined);
     });
@@ -50,8 +68,15 @@ describe('annotationKey()', () => {
   it('replaces characters a qualified name cannot hold, including /', () => {
     assert.equal(annotationKey('step', 'a/b c'), 'step.a-b-c');
   });
-  it('refuses keys that cannot be made valid', () => {
+  it('refuses keys that cannot be made valid, every time it is asked', () => {
     assert.equal(annotationKey('step', '-'), undefined);
+    assert.equal(annotationKey('step', '-'), undefined);
+  });
+  it('gives the same key when asked again, long keys included', () => {
+    for (let i = 0; i < 2; i++) {
+      assert.equal(annotationKey('step', 'failed open'), 'step.failed-open');
+      assert.equal(annotationKey('step', `${'k'.repeat(200)}/x`), `step.${'k'.repeat(58)}`);
+    }
   });
   it('truncates to 63 characters', () => {
     assert.equal(annotationKey('step', 'k'.repeat(100))!.length, 63);
