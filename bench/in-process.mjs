@@ -125,9 +125,9 @@ const yaml =
     ? 'chain: []'
     : chainName === 'breaker'
       ? breaker
-    : chainName.startsWith('noop')
-      ? noop(Number(chainName.slice(4)))
-      : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
+      : chainName.startsWith('noop')
+        ? noop(Number(chainName.slice(4)))
+        : readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
 const sink = tracingArg && !process.env.IN_PROCESS_OTLP ? await startSink() : undefined;
 const endpoint = process.env.IN_PROCESS_OTLP ?? sink?.endpoint;
 const tracing = tracingArg ? `\ntracing:\n  otlpEndpoint: ${endpoint}\n  sampleRatio: ${sampleRatio}\n` : '';
