@@ -6,7 +6,7 @@
  * answers probes while a worker holds a large review.
  */
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -14,44 +14,21 @@ import { namespaceForPolicies } from '../../../server/admission/namespace-object
 import type { NamespaceLabelSource } from '../../../server/dispatch/reviewer.js';
 import { readException } from '../../../server/exceptions/read-exception.js';
 import { podCreate } from '../../fixtures/reviews/index.js';
-import { startHarness, type Harness, type HarnessOptions, type HttpAnswer } from '../../helpers/gateway-harness.js';
-import { LANE_PLUGINS_MODULE, laneTestPlugins } from '../../helpers/lane-plugins.js';
+import type { Harness, HttpAnswer } from '../../helpers/gateway-harness.js';
+import {
+  PODS,
+  counts,
+  explained,
+  gateway,
+  largePod,
+  logged,
+  recorded,
+  tempDir,
+  timeless,
+  type Extra,
+  type Lanes,
+} from '../../helpers/large-reviews.js';
 import { startOtlpReceiver } from '../../helpers/otlp-receiver.js';
-
-/** Every large review here is over it; the ordinary fixture Pod is under it. */
-const THRESHOLD = 16 * 1024;
-
-/** The fixture Pod with `count` containers (its body well over THRESHOLD), uid `uid`. */
-function largePod(uid: string, count = 1000): object {
-  const review = podCreate();
-  review.request!.uid = uid;
-  review.request!.object!.spec = {
-    containers: Array.from({ length: count }, (_, i) => ({
-      name: `c${i}`,
-      image: i % 2 ? 'nginx:latest' : 'nginx:1.25',
-    })),
-  };
-  return review;
-}
-
-type Lanes = { workers: number; queue?: number };
-
-/** What a gateway is started with besides its chain: more of gateway.yaml, and the harness's cluster stand-ins. */
-type Extra = { readonly yaml?: object; readonly harness?: Partial<HarnessOptions> };
-
-/** A gateway whose chain is `chain`, with the lane on (`workers` ≥ 1) or off (0); traces and recording on. */
-async function gateway(chain: object[], lanes: Lanes, extra: Extra = {}): Promise<Harness> {
-  const yaml = stringify({
-    server: { largeReviews: { thresholdBytes: THRESHOLD, workers: lanes.workers, queue: lanes.queue ?? 4 } },
-    explain: { keep: 'all', auditAnnotation: true },
-    record: { path: 'recording.ndjson', sampleRate: 1 },
-    chain,
-    ...extra.yaml,
-  });
-  return startHarness({ yaml, plugins: laneTestPlugins, pluginsModule: LANE_PLUGINS_MODULE, ...extra.harness });
-}
-
-const PODS = { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['*'], resources: ['pods'] }] };
 
 /** A `spins-until` entry for the Pods labelled `size: <size>`. */
 const spinsOn = (size: string, file: string, maxMs: number) => ({
@@ -78,64 +55,6 @@ const SHIPPED_LIKE = [
   },
   { plugin: 'require-labels', name: 'shadow-labels', shadow: true, settings: { labels: ['cost-center'] } },
 ];
-
-/** What differs between two runs of one review whatever lane it took: times. */
-function timeless(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(timeless);
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) {
-    if (['ms', 'startedAt', 'recordedAt', 'deadlineLeftMs'].includes(key)) continue;
-    out[key] = timeless(v);
-  }
-  return out;
-}
-
-/** The gateway's own counters and histogram counts (not its times, memory or process figures). */
-async function counts(h: Harness): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const metric of await h.gateway.metrics.registry.getMetricsAsJSON()) {
-    if (/_(process|nodejs)_|inflight|connections|_bytes/.test(metric.name)) continue;
-    for (const v of metric.values) {
-      const name = (v as { metricName?: string }).metricName ?? metric.name;
-      if (String(metric.type) === 'histogram' && !name.endsWith('_count')) continue;
-      if (String(metric.type) === 'gauge') continue;
-      out[`${name}${JSON.stringify(v.labels)}`] = v.value;
-    }
-  }
-  return out;
-}
-
-/** The recording's lines once `n` are written. */
-async function recorded(h: Harness, n: number): Promise<unknown[]> {
-  for (let i = 0; i < 200; i++) {
-    const text = await readFile(join(h.dir, 'recording.ndjson'), 'utf8').catch(() => '');
-    const lines = text.split('\n').filter(Boolean);
-    if (lines.length >= n) return lines.map((line) => JSON.parse(line) as unknown);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`the recording has fewer than ${n} lines`);
-}
-
-/** The log line `msg` once it has been logged. */
-async function logged(h: Harness, msg: string): Promise<void> {
-  for (let i = 0; i < 800; i++) {
-    if (h.logs.some((line) => line.msg === msg)) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`"${msg}" was never logged`);
-}
-
-/** The kept shadow entries, once the shadow steps have finished. */
-async function explained(h: Harness, uid: string, shadowSteps: number): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
-    const answer = await h.ops(`/explain/${uid}`);
-    const trace = answer.body as Record<string, unknown>;
-    if (answer.status === 200 && ((trace.shadow as unknown[] | undefined)?.length ?? 0) >= shadowSteps) return trace;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`no trace of ${uid} with ${shadowSteps} shadow entries`);
-}
 
 describe('the large-review lane', function () {
   // A worker loads the sources through tsx when it starts.
@@ -459,9 +378,3 @@ describe('the large-review lane, a step that computes past its deadline', functi
     assert.equal(next.response.allowed, true);
   });
 });
-
-async function tempDir(): Promise<string> {
-  const { mkdtemp } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
-  return mkdtemp(join(tmpdir(), 'lane-'));
-}
