@@ -205,6 +205,7 @@ async function start() {
           tracing: recordingTracer(
             () => current?.traceId ?? '',
             (event) => current?.trace.push(event),
+            () => current?.job.id,
           ),
         }
       : {}),

@@ -114,7 +114,21 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
   let exceptionsMessage: ToWorker = { type: 'exceptions', exceptions: [] };
   let exceptionsByRef = new Map<string, GatewayException>();
 
-  const providers = createProviderHost(deps.providers);
+  /** The traces of the jobs running, for the spans of their provider steps, started as each calls out. */
+  const traced = new Map<number, ReviewTrace>();
+  const providers = createProviderHost({
+    providers: deps.providers,
+    stepStarted(job, phase, name) {
+      const trace = traced.get(job);
+      const step =
+        trace &&
+        deps
+          .chain()
+          .stepsOf(phase)
+          .find((s) => s.name === name);
+      return step && trace.stepStarted(step);
+    },
+  });
 
   const answerCall = async (call: MainCall): Promise<unknown> => {
     const source = deps.namespaceLabels;
@@ -210,6 +224,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       let trace: ReviewTrace | undefined;
       return new Promise<void>((resolve, reject) => {
         const fail = (err: Error) => {
+          traced.delete(id);
           pool.forget(id);
           reject(err);
         };
@@ -244,15 +259,18 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
                     traceparent,
                     tracestate,
                   });
+                  if (trace) traced.set(id, trace);
                   return handle?.send({ type: 'proceed', id, ...(trace ? { traceId: trace.traceId } : {}) });
                 }
                 case 'refused':
+                  traced.delete(id);
                   lease.release();
                   return fail(new ReviewDecodeError(message.message, message.status, message.uid, message.apiVersion));
                 case 'failed':
                   replayMetricCalls(metrics, message.metrics);
                   return fail(new Error(message.message));
                 case 'answer': {
+                  traced.delete(id);
                   replayMetricCalls(metrics, message.metrics);
                   const answered = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
                   lease.force(answered.length);

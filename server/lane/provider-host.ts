@@ -6,11 +6,13 @@
  * are checked before use (a malformed one is dropped); a call's wait is bounded by its own time even when its
  * worker dies without a word.
  */
+import type { Phase } from '../admission/types.js';
 import { ProviderCallError } from '../base/errors.js';
 import type { BreakerState, ProviderBreaker } from '../providers/provider-breaker.js';
 import type { ProviderClient } from '../providers/provider-client.js';
 import type { ProviderFailure, ProviderFromWorker, ToWorker } from './lane-messages.js';
 import { failureError, failureOf } from './provider-failure.js';
+import { liveStepOf } from './lane-trace.js';
 import { ownedBytes } from './owned-bytes.js';
 
 /** What the main thread keeps of one provider. */
@@ -48,7 +50,16 @@ const isStrings = (v: unknown): v is readonly string[] =>
 /** Marks a failure that is the worker's verdict: the worker has it already. */
 class VerdictFailure extends ProviderCallError {}
 
-export function createProviderHost(providers: () => readonly HostedProvider[]): ProviderHost {
+export interface ProviderHostDeps {
+  readonly providers: () => readonly HostedProvider[];
+  /**
+   * Starts the span of step `step` of job `job` now, as it calls out; the trace context to send (none when the job
+   * is not traced or no longer running).
+   */
+  readonly stepStarted: (job: number, phase: Phase, step: string) => readonly string[] | undefined;
+}
+
+export function createProviderHost({ providers, stepStarted }: ProviderHostDeps): ProviderHost {
   const calls = new WeakMap<Reply, Map<number, HostedCall>>();
   const byName = (name: unknown): HostedProvider | undefined =>
     typeof name === 'string' ? providers().find((p) => p.name === name) : undefined;
@@ -73,7 +84,7 @@ export function createProviderHost(providers: () => readonly HostedProvider[]): 
     provider: HostedProvider,
     reply: Reply,
   ): void => {
-    const { call, path, body, traceHeaders } = message;
+    const { call, path, body } = message;
     const timeoutMs = Math.min(Math.max(1, message.timeoutMs), MAX_CALL_MS);
     const { hosted, signal } = begin(reply, call, timeoutMs);
     const verdict = (): Promise<void> =>
@@ -89,6 +100,9 @@ export function createProviderHost(providers: () => readonly HostedProvider[]): 
       });
     provider.breaker
       .fire(async () => {
+        // Asked for here, where the main lane's step asks: a call behind the open breaker starts no span.
+        const live = liveStepOf(message.traceHeaders);
+        const traceHeaders = live && stepStarted(live.job, live.phase, live.step);
         const answered = ownedBytes(await provider.client.exchange({ path, body, timeoutMs, signal, traceHeaders }));
         reply({ type: 'provider-bytes', call, body: answered }, [answered.buffer]);
         await verdict();

@@ -9,6 +9,7 @@ import { stringify } from 'yaml';
 import { podCreate } from '../fixtures/reviews/index.js';
 import { startHarness, type Harness, type HarnessOptions } from './gateway-harness.js';
 import { LANE_PLUGINS_MODULE, laneTestPlugins } from './lane-plugins.js';
+import type { ReceivedSpan } from './otlp-receiver.js';
 
 /** Every large review here is over it; the ordinary fixture Pod is under it. */
 export const THRESHOLD = 16 * 1024;
@@ -105,4 +106,19 @@ export async function explained(h: Harness, uid: string, shadowSteps: number): P
 
 export async function tempDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'lane-'));
+}
+
+/** A trace's spans as one reads them: names, kinds, attributes, status, events, who is whose parent. */
+export function spanShape(spans: readonly ReceivedSpan[]) {
+  const named = new Map(spans.map((span) => [span.spanId, span.name]));
+  return spans
+    .map(({ name, kind, attributes, status, events, parentSpanId }) => ({
+      name,
+      kind,
+      attributes,
+      status,
+      events,
+      parent: named.get(parentSpanId) ?? (parentSpanId === '' ? 'root' : parentSpanId),
+    }))
+    .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 }

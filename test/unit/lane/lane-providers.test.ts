@@ -18,15 +18,18 @@ import {
   gateway,
   largePod,
   logged,
+  spanShape,
   tempDir,
   timeless,
   type Extra,
   type Lanes,
 } from '../../helpers/large-reviews.js';
-import { startOtlpReceiver } from '../../helpers/otlp-receiver.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../../helpers/otlp-receiver.js';
 
 const STATE = 'admission_gateway_breaker_state';
 const CALLS = 'admission_gateway_step_calls_total';
+/** OTLP's SpanKind CLIENT: a provider step's span. */
+const SPAN_KIND_CLIENT = 3;
 
 /** The discovery document of the `hooks` provider: one validating handler that warns. */
 const DOCUMENT = { handlers: [{ name: 'warn', phase: 'validate' }] };
@@ -86,13 +89,15 @@ describe('the large-review lane with remote providers', function () {
   });
 
   it('answers, patches, warns, counts and traces a large review with providers as the main lane does', async () => {
-    const receiver = await startOtlpReceiver();
-    open.push(receiver);
-    const extra: Extra = { yaml: { tracing: { otlpEndpoint: receiver.endpoint, exportDelaySeconds: 0.05 } } };
+    const receivers = { lane: await startOtlpReceiver(), main: await startOtlpReceiver() };
+    open.push(receivers.lane, receivers.main);
+    const extra = (receiver: OtlpReceiver): Extra => ({
+      yaml: { tracing: { otlpEndpoint: receiver.endpoint, exportDelaySeconds: 0.05 } },
+    });
     const [laneFake, mainFake] = [await fake(), await fake()];
     const [lane, main] = await Promise.all([
-      start(withProviders(laneFake), { workers: 1 }, extra),
-      start(withProviders(mainFake), { workers: 0 }, extra),
+      start(withProviders(laneFake), { workers: 1 }, extra(receivers.lane)),
+      start(withProviders(mainFake), { workers: 0 }, extra(receivers.main)),
     ]);
     const uid = 'c1a2d3e4-4a5b-4c6d-8e7f-901234567890';
     const caller = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -122,12 +127,32 @@ describe('the large-review lane with remote providers', function () {
     // labeller on /mutate; scanner and the discovered handler on /validate.
     assert.equal(laneFake.reviews().length, 3, 'each provider was called once per review');
     assert.equal(mainFake.reviews().length, 3);
-    for (const call of [...laneFake.reviews(), ...mainFake.reviews()]) {
-      assert.match(String(call.headers.traceparent), new RegExp(`^00-${caller}-[0-9a-f]{16}-01$`));
+    // Two reviews, each with its span and one per step that ran (a plugin and labeller; scanner and hooks/warn).
+    const spansOf = (receiver: OtlpReceiver) => receiver.spans.filter((span) => span.traceId === caller);
+    for (const receiver of [receivers.lane, receivers.main]) {
+      await receiver.until('every span is exported', () => spansOf(receiver).length >= 2 + 2 + 2);
     }
-    const laneCounts = await counts(lane);
-    assert.ok(laneCounts[`${CALLS}{"step":"labeller","phase":"mutate","outcome":"allowed"}`]);
-    assert.deepEqual(laneCounts, await counts(main));
+    assert.deepEqual(spanShape(spansOf(receivers.lane)), spanShape(spansOf(receivers.main)), 'the spans');
+    // Each provider was called as a child of its step's span.
+    for (const [receiver, provided] of [
+      [receivers.lane, laneFake],
+      [receivers.main, mainFake],
+    ] as const) {
+      const clientSpans = spansOf(receiver).filter((span) => span.kind === SPAN_KIND_CLIENT);
+      assert.deepEqual(
+        provided
+          .reviews()
+          .map((call) => String(call.headers.traceparent))
+          .sort(),
+        clientSpans.map((span) => `00-${caller}-${span.spanId}-01`).sort(),
+      );
+    }
+    // Less what the exporter has sent so far, which depends on when its batches went.
+    const counted = async (h: Harness) =>
+      Object.fromEntries(Object.entries(await counts(h)).filter(([key]) => !key.includes('tracing_spans')));
+    const laneCounts = await counted(lane);
+    assert.ok(laneCounts[`${CALLS}{"step":"labeller","phase":"mutate","outcome":"patched"}`]);
+    assert.deepEqual(laneCounts, await counted(main));
   });
 
   it('holds a worker, not the event loop, while a large review calls a provider', async () => {
@@ -173,7 +198,7 @@ describe('the large-review lane with remote providers', function () {
     const inLane = await h.post('/validate', largePod(uid));
     assert.deepEqual(uidless(inLane), uidless(inMain), 'the lane answers behind the open breaker as the main lane');
     assert.equal(failing.reviews().length, 2, 'no call went out behind the open breaker');
-    assert.equal(await h.metric(CALLS, { step: 'flaky', phase: 'validate', outcome: 'breaker_open' }), 2);
+    assert.equal(await h.metric(CALLS, { step: 'flaky', phase: 'validate', outcome: 'circuit_open' }), 2);
   });
 
   it('counts an invalid answer through the lane as a failure of the breaker', async () => {

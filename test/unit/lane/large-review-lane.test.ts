@@ -23,6 +23,7 @@ import {
   largePod,
   logged,
   recorded,
+  spanShape,
   tempDir,
   timeless,
   type Extra,
@@ -289,21 +290,7 @@ describe('the large-review lane', function () {
       await receiver.until('every review and its steps are exported', () =>
         traceIds.every((id) => spansOf(id).some((span) => span.name === 'admission.review')),
       );
-      /** A trace's spans as one reads them: names, kinds, attributes, status, events, who is whose parent. */
-      const shape = (traceId: string) => {
-        const spans = spansOf(traceId);
-        const named = new Map(spans.map((span) => [span.spanId, span.name]));
-        return spans
-          .map(({ name, kind, attributes, status, events, parentSpanId }) => ({
-            name,
-            kind,
-            attributes,
-            status,
-            events,
-            parent: named.get(parentSpanId) ?? (parentSpanId === '' ? 'root' : parentSpanId),
-          }))
-          .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
-      };
+      const shape = (traceId: string) => spanShape(spansOf(traceId));
       const continuedShape = shape(callers.lane);
       assert.ok(continuedShape.some((span) => span.parent === parent && span.name === 'admission.review'));
       assert.ok(continuedShape.filter((span) => span.name === 'admission.step').length >= 2);
