@@ -2,12 +2,13 @@
  * Large reviews for the large-review lane's tests: a gateway with the lane on or off, a Pod big enough for it, and
  * what the tests compare between the lanes (answers, traces, recordings, metric counts) read from a gateway.
  */
-import { mkdtemp, readFile } from 'node:fs/promises';
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { podCreate } from '../fixtures/reviews/index.js';
-import { startHarness, type Harness, type HarnessOptions } from './gateway-harness.js';
+import { startHarness, type Harness, type HarnessOptions, type HttpAnswer } from './gateway-harness.js';
 import { LANE_PLUGINS_MODULE, laneTestPlugins } from './lane-plugins.js';
 import type { ReceivedSpan } from './otlp-receiver.js';
 
@@ -121,4 +122,27 @@ export function spanShape(spans: readonly ReceivedSpan[]) {
       parent: named.get(parentSpanId) ?? (parentSpanId === '' ? 'root' : parentSpanId),
     }))
     .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+}
+
+/** A large Pod labelled `size: <size>` (what a `spins-until` entry of the tests matches on). */
+export function largePodSized(uid: string, size: string): object {
+  const large = largePod(uid) as { request: { object: { metadata: object } } };
+  large.request.object.metadata = { ...large.request.object.metadata, labels: { size } };
+  return large;
+}
+
+/**
+ * Sends `large` to /mutate of `lane`, whose chain spins on it until `release` exists, and checks that the event loop
+ * answers probes, ordinary reviews and /metrics meanwhile; then releases it. Its answer.
+ */
+export async function heldInWorker(lane: Harness, large: object, release: string): Promise<HttpAnswer> {
+  let answered: HttpAnswer | undefined;
+  const pending = lane.post('/mutate', large).then((a) => (answered = a));
+  await logged(lane, 'spinning');
+  assert.equal((await lane.health('/healthz')).status, 200);
+  assert.equal((await lane.review('/mutate', podCreate())).response.allowed, true);
+  assert.equal((await lane.ops('/metrics')).status, 200);
+  assert.equal(answered, undefined, 'the large review is still in its worker');
+  await writeFile(release, '');
+  return pending;
 }

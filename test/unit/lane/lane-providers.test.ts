@@ -6,7 +6,6 @@
  * breaker; a deadline in the worker ends the main thread's exchange.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { podCreate } from '../../fixtures/reviews/index.js';
 import { startFakeProvider, type FakeProvider } from '../../helpers/fake-provider.js';
@@ -16,8 +15,9 @@ import {
   counts,
   explained,
   gateway,
+  heldInWorker,
   largePod,
-  logged,
+  largePodSized,
   spanShape,
   tempDir,
   timeless,
@@ -64,6 +64,15 @@ const breakingAt = (fake: FakeProvider, path: string, more: object = {}) => [
     ...more,
   }),
 ];
+
+/** Two large reviews through the lane, each failing open for `reason`: the breaker of `flaky` is open then. */
+async function opensThroughLane(h: Harness, reason: string): Promise<void> {
+  for (const uid of ['e1a2d3e4-4a5b-4c6d-8e7f-901234567890', 'e2a2d3e4-4a5b-4c6d-8e7f-901234567890']) {
+    const answer = await h.post('/validate', largePod(uid));
+    assert.ok(JSON.stringify(answer.body).includes(`flaky: failed open (${reason})`), `failed open (${reason})`);
+  }
+  assert.equal(await h.metric(STATE, { provider: 'flaky' }), 2, 'the breaker opened');
+}
 
 /** The review's answer with its uid set aside (a large and an ordinary review compared). */
 const uidless = (answer: HttpAnswer): unknown => {
@@ -167,16 +176,9 @@ describe('the large-review lane with remote providers', function () {
       provider(provided, 'labeller', '/patch', { phases: ['mutate'] }),
     ];
     const lane = await start(chain, { workers: 1 });
-    const large = largePod('d1a2d3e4-4a5b-4c6d-8e7f-901234567890') as { request: { object: { metadata: object } } };
-    large.request.object.metadata = { ...large.request.object.metadata, labels: { size: 'large' } };
-    let answered: HttpAnswer | undefined;
-    const pending = lane.post('/mutate', large).then((a) => (answered = a));
-    await logged(lane, 'spinning');
-    assert.equal((await lane.health('/healthz')).status, 200);
-    assert.equal((await lane.review('/mutate', podCreate())).response.allowed, true);
-    assert.equal(answered, undefined, 'the large review is still in its worker');
-    await writeFile(release, '');
-    const { response } = (await pending).body as { response: { patch?: string } };
+    const large = largePodSized('d1a2d3e4-4a5b-4c6d-8e7f-901234567890', 'large');
+    const held = await heldInWorker(lane, large, release);
+    const { response } = held.body as { response: { patch?: string } };
     assert.ok(response.patch, 'the provider patched it from the worker');
     assert.equal(provided.reviews().length, 2);
   });
@@ -184,11 +186,7 @@ describe('the large-review lane with remote providers', function () {
   it('opens the one breaker on failures through the lane; both lanes then fail fast alike', async () => {
     const failing = await fake();
     const h = await start(breakingAt(failing, '/500'), { workers: 1 });
-    for (const uid of ['e1a2d3e4-4a5b-4c6d-8e7f-901234567890', 'e2a2d3e4-4a5b-4c6d-8e7f-901234567890']) {
-      const answer = await h.post('/validate', largePod(uid));
-      assert.match(JSON.stringify(answer.body), /flaky: failed open \(http_status\)/);
-    }
-    assert.equal(await h.metric(STATE, { provider: 'flaky' }), 2, 'the breaker opened');
+    await opensThroughLane(h, 'http_status');
     assert.equal(failing.reviews().length, 2);
     const uid = 'e3a2d3e4-4a5b-4c6d-8e7f-901234567890';
     const ordinary = podCreate();
@@ -204,11 +202,7 @@ describe('the large-review lane with remote providers', function () {
   it('counts an invalid answer through the lane as a failure of the breaker', async () => {
     const lying = await fake();
     const h = await start(breakingAt(lying, '/wrong-uid'), { workers: 1 });
-    for (const uid of ['f1a2d3e4-4a5b-4c6d-8e7f-901234567890', 'f2a2d3e4-4a5b-4c6d-8e7f-901234567890']) {
-      const answer = await h.post('/validate', largePod(uid));
-      assert.match(JSON.stringify(answer.body), /flaky: failed open \(invalid_response\)/);
-    }
-    assert.equal(await h.metric(STATE, { provider: 'flaky' }), 2, 'the breaker opened');
+    await opensThroughLane(h, 'invalid_response');
   });
 
   it('ends the main thread’s exchange at the worker’s deadline, not at the provider’s answer', async () => {

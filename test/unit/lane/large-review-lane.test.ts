@@ -13,14 +13,15 @@ import { stringify } from 'yaml';
 import { namespaceForPolicies } from '../../../server/admission/namespace-object.js';
 import type { NamespaceLabelSource } from '../../../server/dispatch/reviewer.js';
 import { readException } from '../../../server/exceptions/read-exception.js';
-import { podCreate } from '../../fixtures/reviews/index.js';
 import type { Harness, HttpAnswer } from '../../helpers/gateway-harness.js';
 import {
   PODS,
   counts,
   explained,
   gateway,
+  heldInWorker,
   largePod,
+  largePodSized,
   logged,
   recorded,
   spanShape,
@@ -326,17 +327,8 @@ describe('the large-review lane', function () {
     const release = join(await tempDir(), 'release');
     const chain = [spinsOn('large', release, 20_000)];
     const lane = await start(chain, { workers: 1 });
-    const large = largePod('bf1c2d3e-4a5b-4c6d-8e7f-901234567890') as { request: { object: { metadata: object } } };
-    large.request.object.metadata = { ...large.request.object.metadata, labels: { size: 'large' } };
-    let answered: HttpAnswer | undefined;
-    const pending = lane.post('/mutate', large).then((a) => (answered = a));
-    await logged(lane, 'spinning');
-    assert.equal((await lane.health('/healthz')).status, 200);
-    assert.equal((await lane.review('/mutate', podCreate())).response.allowed, true);
-    assert.equal((await lane.ops('/metrics')).status, 200);
-    assert.equal(answered, undefined, 'the large review is still in its worker');
-    await writeFile(release, '');
-    assert.equal((await pending).status, 200);
+    const large = largePodSized('bf1c2d3e-4a5b-4c6d-8e7f-901234567890', 'large');
+    assert.equal((await heldInWorker(lane, large, release)).status, 200);
   });
 });
 
