@@ -5,7 +5,8 @@
  * answers with the encoded AdmissionReview, the metric updates, the kept trace and the recording line. Shadow
  * steps finish after the answer and send their entries and updates afterwards. The worker asks the main thread
  * what only it has (a namespace's labels, references and object), is sent the exceptions in force as they change
- * and says which it used, and its log lines are the main thread's to write.
+ * and says which it used, and its log lines are the main thread's to write. A remote provider's call crosses as
+ * bytes: the worker's encoded request, the provider's answer, and the worker's verdict on it.
  */
 import type { AdmissionApiVersion, KubeObject } from '../admission/types.js';
 import type { ExtensionReferences } from '../extensions/extension-references.js';

@@ -1,9 +1,10 @@
 /**
  * Calls one remote provider over HTTPS with an AdmissionReview. One small pool of keep-alive TLS
  * connections per provider (provider-transport.ts: undici), trusting only the provider's caBundle when one
- * is given; an optional client certificate for mTLS. A fresh uid per call, `?timeout=` set to the time
- * granted, the response size capped, redirects never followed. Every failure is a ProviderCallError with a
- * reason.
+ * is given; an optional client certificate for mTLS. A call is encoded and its answer verified by
+ * provider-codec.ts (a fresh uid per call, `?timeout=` set to the time granted) around the exchange of bytes
+ * here, which a large-review lane worker has the main thread make (lane/provider-host.ts): the response size
+ * capped, redirects never followed. Every failure is a ProviderCallError with a reason.
  */
 import type { Dispatcher } from 'undici';
 import type { AdmissionApiVersion } from '../admission/types.js';
@@ -17,7 +18,7 @@ import {
 } from '../authorization/subject-access-review.js';
 import { ResponseTooLargeError, type ExchangeResult } from './provider-exchange.js';
 import type { ProviderAnswer } from './provider-response.js';
-import { createProviderCodec, requestTarget, timeoutParam, type ProviderCallInput } from './provider-codec.js';
+import { createProviderCodec, requestTarget, grantedTimeout, type ProviderCallInput } from './provider-codec.js';
 import { MAX_RESPONSE_HEAD_BYTES, createProviderTransport } from './provider-transport.js';
 
 /** Big enough for any object the apiserver accepts plus a patch of it; the same cap as the apiserver's. */
@@ -48,7 +49,7 @@ export interface ProviderCall extends ProviderCallInput {
 }
 
 /** An encoded AdmissionReview to POST (provider-codec.ts), and how long it may take. */
-export interface ProviderExchange {
+export interface EncodedExchange {
   /** The request target, `?timeout=` included. */
   readonly path: string;
   readonly body: string | Uint8Array;
@@ -67,7 +68,7 @@ export interface ProviderAuthorizeCall {
 export interface ProviderClient {
   call(call: ProviderCall): Promise<ProviderAnswer>;
   /** POSTs an encoded call; the body of its 200 (any other status, or no answer, is a ProviderCallError). */
-  exchange(exchange: ProviderExchange): Promise<Buffer>;
+  exchange(exchange: EncodedExchange): Promise<Buffer>;
   /** POSTs a SubjectAccessReview (authorization.k8s.io/v1) to the URL; its decision. */
   authorize(call: ProviderAuthorizeCall): Promise<AuthorizeDecision>;
   /** GET `<url>/<path>` for discovery; returns the parsed JSON body. `signal` cancels it early (on close). */
@@ -215,7 +216,7 @@ export function createProviderClient(
     return res;
   }
 
-  const exchange = async ({ path, body, timeoutMs, signal, traceHeaders }: ProviderExchange): Promise<Buffer> =>
+  const exchange = async ({ path, body, timeoutMs, signal, traceHeaders }: EncodedExchange): Promise<Buffer> =>
     (await send('POST', path, body, timeoutMs, signal, traceHeaders)).body;
 
   return {
@@ -226,7 +227,7 @@ export function createProviderClient(
     },
     exchange,
     async authorize({ attributes, timeoutMs, signal }) {
-      const path = `${baseTarget}?timeout=${timeoutParam(timeoutMs)}`;
+      const path = `${baseTarget}?timeout=${grantedTimeout(timeoutMs)}`;
       const res = await send('POST', path, encodeSubjectAccessReviewRequest(attributes), timeoutMs, signal);
       try {
         return readSubjectAccessReviewAnswer(res.body.toString('utf8'));

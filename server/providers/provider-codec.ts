@@ -40,7 +40,7 @@ export interface ProviderCodec {
   verify(bytes: Uint8Array, call: EncodedProviderCall): ProviderAnswer;
 }
 
-export function timeoutParam(ms: number): string {
+export function grantedTimeout(ms: number): string {
   return `${Math.max(1, Math.floor(ms))}ms`;
 }
 
@@ -68,7 +68,7 @@ export function createProviderCodec(target: {
     encode({ request, object, mutating, timeoutMs, path: handlerPath, apiVersion = target.apiVersion }) {
       const uid = randomUUID();
       const body = JSON.stringify(downConvertRequest({ ...request, uid, object: object ?? null }, apiVersion));
-      const path = `${handlerPath === undefined ? baseTarget : targetOf(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
+      const path = `${handlerPath === undefined ? baseTarget : targetOf(handlerPath)}?timeout=${grantedTimeout(timeoutMs)}`;
       return { uid, apiVersion, mutating, path, body };
     },
     verify(bytes, { uid, apiVersion, mutating }) {
