@@ -191,6 +191,13 @@ function largeReviewLane(
   });
 }
 
+/** Whether the providers are the configuration's own, which a lane worker calls (none registered from the cluster). */
+function providersOfConfig(runtimes: readonly ProviderRuntime[], config: GatewayConfig): boolean {
+  const entries = config.chain.filter((entry) => entry.kind === 'provider');
+  const keys = new Set(entries.map((entry) => JSON.stringify(entry)));
+  return runtimes.length === entries.length && runtimes.every((runtime) => keys.has(JSON.stringify(runtime.entry)));
+}
+
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, log } = options;
   const { server: serverConfig } = config;
@@ -212,12 +219,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     lastSummary = seen;
   };
+  // Made once the chain is: told when a provider's breaker changes state.
+  const made: { lane?: LargeReviewLane | undefined } = {};
   const chains = await createChainForConfig(config, options.plugins, {
     metrics,
     log,
     onChain: recordChain,
     ...(options.discovery ? { discovery: options.discovery } : {}),
-    ...(options.onProviderChange ? { onProviderChange: options.onProviderChange } : {}),
+    onProviderChange: (runtime) => {
+      options.onProviderChange?.(runtime);
+      // A breaker's state changed, maybe: the lane's workers fail fast behind an open one as this thread does.
+      made.lane?.providersChanged();
+    },
   });
 
   // Who hears of each review with its decision trace; with none, reviews make no trace.
@@ -286,7 +299,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   }
   metrics.certificateExpiry.set(material.notAfter.getTime() / 1000);
 
-  const lane = largeReviewLane(options, {
+  const lane = (made.lane = largeReviewLane(options, {
     exceptions,
     tracing,
     chain: () => chains.current(),
@@ -294,14 +307,16 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // authorization checks) stays on the event loop rather than have its checks errored in a worker.
     chainOfConfig: () =>
       !chains.entryStepsSet() &&
-      !(options.accessChecker && chains.current().steps.some((step) => step.source === 'policy')),
+      !(options.accessChecker && chains.current().steps.some((step) => step.source === 'policy')) &&
+      providersOfConfig(chains.runtimes(), config),
+    providers: () => chains.runtimes(),
     metrics,
     log,
     namespaceLabels: options.namespaceLabels ?? standaloneNamespaceLabels,
     ...(options.onExtensionServed ? { onExtensionServed: options.onExtensionServed } : {}),
     ...(traces.size > 0 ? { traces } : {}),
     ...(recorder ? { recorder } : {}),
-  });
+  }));
 
   lane?.exceptionsChanged(exceptions.all());
   // What cluster mode's watcher sets reaches the lane's workers too.

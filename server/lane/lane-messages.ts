@@ -5,10 +5,12 @@
  * answers with the encoded AdmissionReview, the metric updates, the kept trace and the recording line. Shadow
  * steps finish after the answer and send their entries and updates afterwards. The worker asks the main thread
  * what only it has (a namespace's labels, references and object), is sent the exceptions in force as they change
- * and says which it used, and its log lines are the main thread's to write.
+ * and says which it used, and its log lines are the main thread's to write. A remote provider's call crosses as
+ * bytes: the worker's encoded request, the provider's answer, and the worker's verdict on it.
  */
 import type { AdmissionApiVersion, KubeObject } from '../admission/types.js';
 import type { ExtensionReferences } from '../extensions/extension-references.js';
+import type { BreakerState } from '../providers/provider-breaker.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { SpanRequest } from '../trace/review-trace.js';
 import type { ShadowStepTrace } from '../trace/step-report.js';
@@ -59,7 +61,54 @@ export type ToWorker =
   | { readonly type: 'proceed'; readonly id: number; readonly traceId?: string }
   | { readonly type: 'reply'; readonly call: number; readonly value?: unknown; readonly error?: string }
   /** The exceptions in force, whole: sent to a worker before its first job and again whenever they change. */
-  | { readonly type: 'exceptions'; readonly exceptions: readonly PortableException[] };
+  | { readonly type: 'exceptions'; readonly exceptions: readonly PortableException[] }
+  | ProviderToWorker;
+
+/**
+ * A provider call of a worker (provider-host.ts, remote-provider.ts): the worker encodes the AdmissionReview and
+ * verifies the answer, the main thread exchanges the bytes through the provider's one pool, inside its one breaker.
+ */
+export type ProviderToWorker =
+  /** The 200's body of call `call`, transferred: the worker answers with a `provider-verdict`. */
+  | { readonly type: 'provider-bytes'; readonly call: number; readonly body: Uint8Array }
+  /** Call `call` failed (no answer, a status, the breaker open): its ProviderCallError's reason and message. */
+  | { readonly type: 'provider-failed'; readonly call: number; readonly failure: ProviderFailure }
+  /** The discovery document asked for by `provider-get` `call`. */
+  | { readonly type: 'provider-json'; readonly call: number; readonly value: unknown }
+  /** Each provider's breaker state, whole: sent before a worker's first job and again whenever one changes. */
+  | { readonly type: 'breakers'; readonly states: Readonly<Record<string, BreakerState>> };
+
+export interface ProviderFailure {
+  readonly reason: string;
+  readonly message: string;
+}
+
+export type ProviderFromWorker =
+  | {
+      readonly type: 'provider-call';
+      readonly call: number;
+      readonly provider: string;
+      /** The request target, `?timeout=` included. */
+      readonly path: string;
+      /** The encoded AdmissionReview, transferred. */
+      readonly body: Uint8Array;
+      readonly timeoutMs: number;
+      readonly traceHeaders?: readonly string[] | undefined;
+    }
+  /** Whether the bytes of call `call` were a valid answer (no failure) or not: the breaker counts it so. */
+  | { readonly type: 'provider-verdict'; readonly call: number; readonly failure?: ProviderFailure }
+  /** Call `call`'s deadline passed in the worker: the exchange is aborted. */
+  | { readonly type: 'provider-cancel'; readonly call: number }
+  /** A call failed fast in the worker behind the open breaker: counted into the breaker's rejects. */
+  | { readonly type: 'provider-rejected'; readonly provider: string }
+  /** A discovery GET of `path` under the provider's URL. */
+  | {
+      readonly type: 'provider-get';
+      readonly call: number;
+      readonly provider: string;
+      readonly path: string;
+      readonly timeoutMs: number;
+    };
 
 /** What the main thread answers for the worker (see LaneWorkerData.namespaceReferences). */
 export type MainCall =
@@ -116,4 +165,5 @@ export type FromWorker =
   | { readonly type: 'exception-applied'; readonly step: string; readonly ref: string }
   /** A review used an exception (once per review): ExceptionSource.used. */
   | { readonly type: 'exception-used'; readonly ref: string }
-  | ({ readonly type: 'call'; readonly call: number } & MainCall);
+  | ({ readonly type: 'call'; readonly call: number } & MainCall)
+  | ProviderFromWorker;

@@ -14,7 +14,14 @@ import type { Step } from '../steps/step.js';
 
 /** One hook's call, its step named (a plugin's mutate and validate steps share a name: with its phase), and when. */
 export type TraceEvent =
-  | { readonly hook: 'started'; readonly step: string; readonly phase: Phase; readonly at: number }
+  /** `live`: the main thread started its span as the step called out (liveStepOf), not when the answer came. */
+  | {
+      readonly hook: 'started';
+      readonly step: string;
+      readonly phase: Phase;
+      readonly at: number;
+      readonly live?: true;
+    }
   | {
       readonly hook: 'settled';
       readonly step: string;
@@ -42,16 +49,47 @@ export type TraceEvent =
 const epochNow = (): number => performance.timeOrigin + performance.now();
 
 /**
- * The worker's tracer: each review's trace has the id `traceId()` gives (the main thread's span's), and hands what
- * it is told to `record`. A step that calls out would get no trace context (the lane runs no provider steps).
+ * What a worker's provider step is given as its trace context: not headers to send, but which step of which job
+ * calls out. The main thread, which makes the call, starts the step's span then and sends that span's context
+ * instead (provider-host.ts); the header itself never leaves the process.
  */
-export function recordingTracer(traceId: () => string, record: (event: TraceEvent) => void): ReviewTracer {
+const LIVE_STEP = 'x-admission-gateway-lane-step';
+
+/** The job, phase and step a worker's trace context names (see LIVE_STEP); undefined for any other headers. */
+export function liveStepOf(
+  headers: readonly string[] | undefined,
+): { readonly job: number; readonly phase: Phase; readonly step: string } | undefined {
+  if (headers?.length !== 2 || headers[0] !== LIVE_STEP) return undefined;
+  try {
+    const [job, phase, step] = JSON.parse(headers[1]!) as unknown[];
+    if (!Number.isSafeInteger(job) || (phase !== 'mutate' && phase !== 'validate') || typeof step !== 'string') return;
+    return { job: job as number, phase, step };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The worker's tracer: each review's trace has the id `traceId()` gives (the main thread's span's), and hands what
+ * it is told to `record`. A step that calls out (a provider's) is given the context that has the main thread start
+ * its span as it makes the call (job `job()`), as the main lane starts it.
+ */
+export function recordingTracer(
+  traceId: () => string,
+  record: (event: TraceEvent) => void,
+  job: () => number | undefined,
+): ReviewTracer {
   return {
     startReview: () => ({
       traceId: traceId(),
       stepStarted(step) {
-        record({ hook: 'started', step: step.name, phase: step.phase, at: epochNow() });
-        return [];
+        const id = job();
+        if (step.source !== 'provider' || id === undefined || (step.phase !== 'mutate' && step.phase !== 'validate')) {
+          record({ hook: 'started', step: step.name, phase: step.phase, at: epochNow() });
+          return [];
+        }
+        record({ hook: 'started', step: step.name, phase: step.phase, at: epochNow(), live: true });
+        return [LIVE_STEP, JSON.stringify([id, step.phase, step.name])];
       },
       stepSettled(step, report, failure) {
         const failed = failure ? { failure: { reason: failure.reason, message: failure.message } } : {};
@@ -93,8 +131,9 @@ export function replayTrace(
     }
     const step = stepNamed(event.step, event.phase);
     if (!step) continue;
-    if (event.hook === 'started') trace.stepStarted(step, event.at);
-    else if (event.hook === 'skipped') trace.stepSkipped(step, event.reason, event.at);
+    if (event.hook === 'started') {
+      if (!event.live) trace.stepStarted(step, event.at);
+    } else if (event.hook === 'skipped') trace.stepSkipped(step, event.reason, event.at);
     else {
       const { failure } = event;
       trace.stepSettled(

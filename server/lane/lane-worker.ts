@@ -37,6 +37,7 @@ import type {
   LaneWorkerData,
   MainCall,
   MainCallResult,
+  ProviderToWorker,
   ReviewJob,
   ToWorker,
 } from './lane-messages.js';
@@ -44,6 +45,7 @@ import { recordMetricCalls, type MetricCall } from './metric-calls.js';
 import { recordingTracer, type TraceEvent } from './lane-trace.js';
 import { ownedBytes } from './owned-bytes.js';
 import { restoredExceptions } from './portable-exceptions.js';
+import { createRemoteProviders } from './remote-provider.js';
 import { portableKept, type PortableKept } from './portable-trace.js';
 
 const port = parentPort!;
@@ -99,10 +101,15 @@ let current:
 
 function readConfig(): GatewayConfig {
   const { text, file, baseDir } = data.config;
-  const config = parseConfigText(text, file, baseDir);
-  // Provider entries are not run here (a large review is not given to the lane while its chain has any).
-  return { ...config, chain: config.chain.filter((entry) => entry.kind !== 'provider') };
+  return parseConfigText(text, file, baseDir);
 }
+
+/** The providers' calls go through the main thread's pools and breakers; its answers about them come any time. */
+const providers = createRemoteProviders(post);
+port.on('message', (message: ToWorker) => {
+  if (message.type.startsWith('provider-') || message.type === 'breakers')
+    providers.received(message as ProviderToWorker);
+});
 
 async function start() {
   const config = readConfig();
@@ -118,7 +125,17 @@ async function start() {
       post({ type: 'log', record: JSON.parse(JSON.stringify(record)) as typeof record });
     }
   });
-  const chains = await createChainForConfig(config, plugins, { metrics, log, onChain: () => undefined });
+  const chains = await createChainForConfig(config, plugins, {
+    metrics,
+    log,
+    onChain: () => undefined,
+    providerParts: {
+      client: (entry, target) => providers.client(entry.name, target),
+      breaker: (entry) => providers.breaker(entry.name),
+    },
+  });
+  // The discovered handlers are the chain's steps: a worker takes reviews once its providers have been asked.
+  await Promise.all(chains.runtimes().map((runtime) => runtime.discover()));
   const namespaceLabels: NamespaceLabelSource = {
     labels: (namespace) => ask({ method: 'labels', namespace }) as Promise<Labels | undefined>,
     ...(data.namespaceReferences
@@ -188,6 +205,7 @@ async function start() {
           tracing: recordingTracer(
             () => current?.traceId ?? '',
             (event) => current?.trace.push(event),
+            () => current?.job.id,
           ),
         }
       : {}),

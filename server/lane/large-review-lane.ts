@@ -5,8 +5,9 @@
  * the review does is the main lane's: the same reviewer on the same configuration's chain; its memory weighed
  * against the same budget (its body while it waits, then its objects once the worker has decoded it: a review
  * the budget cannot hold is shed as the main lane sheds it); its metric updates, decision trace, recording
- * line and shadow entries brought back to the main thread's registry, trace buffer and recorder. Reviews whose
- * chain has remote providers stay in the main lane: a provider's breaker and connection pool are the process's.
+ * line and shadow entries brought back to the main thread's registry, trace buffer and recorder. A remote
+ * provider's calls cross back too: the worker encodes and verifies, the main thread exchanges the bytes through the
+ * provider's one breaker and connection pool (provider-host.ts).
  */
 import { encodeReview } from '../admission/codec.js';
 import { errored } from '../admission/responses.js';
@@ -39,6 +40,7 @@ import { portableExceptions } from './portable-exceptions.js';
 import { ownedBytes } from './owned-bytes.js';
 import { restoredKept } from './portable-trace.js';
 import { replayTrace } from './lane-trace.js';
+import { createProviderHost, type HostedProvider } from './provider-host.js';
 import { WorkerPool } from './worker-pool.js';
 
 /**
@@ -90,6 +92,8 @@ export interface LargeReviewLaneDeps {
   readonly exceptions: ExceptionSource;
   /** Traces each review (absent: tracing is off); a lane review's spans are made here from what its worker saw. */
   readonly tracing?: ReviewTracer | undefined;
+  /** The remote providers of the chain, whose breakers and pools the workers' calls go through. */
+  readonly providers: () => readonly HostedProvider[];
 }
 
 export interface LargeReviewLane extends ReviewLane {
@@ -97,13 +101,11 @@ export interface LargeReviewLane extends ReviewLane {
   readonly workersBytes: number;
   /** The exceptions in force are now `exceptions` (WatchedExceptions.all): the workers judge by them from now on. */
   exceptionsChanged(exceptions: readonly GatewayException[]): void;
+  /** A provider's status may have changed: the workers are told of any breaker that changed state. */
+  providersChanged(): void;
   /** Stops the workers (reviews still in them are lost). */
   close(): Promise<void>;
 }
-
-/** Whether any of the chain's steps, live or shadow, is a remote provider's. */
-const hasProviders = (chain: Chain): boolean =>
-  [...chain.steps, ...chain.shadowOf('mutate'), ...chain.shadowOf('validate')].some((s) => s.source === 'provider');
 
 export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLane {
   const { config, metrics, log } = deps;
@@ -111,6 +113,22 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
   /** The exceptions in force as the workers were last told, and by reference (a later one of a ref wins). */
   let exceptionsMessage: ToWorker = { type: 'exceptions', exceptions: [] };
   let exceptionsByRef = new Map<string, GatewayException>();
+
+  /** The traces of the jobs running, for the spans of their provider steps, started as each calls out. */
+  const traced = new Map<number, ReviewTrace>();
+  const providers = createProviderHost({
+    providers: deps.providers,
+    stepStarted(job, phase, name) {
+      const trace = traced.get(job);
+      const step =
+        trace &&
+        deps
+          .chain()
+          .stepsOf(phase)
+          .find((s) => s.name === name);
+      return step && trace.stepStarted(step);
+    },
+  });
 
   const answerCall = async (call: MainCall): Promise<unknown> => {
     const source = deps.namespaceLabels;
@@ -140,6 +158,12 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
           (value) => reply({ type: 'reply', call: message.call, value }),
           (err: unknown) => reply({ type: 'reply', call: message.call, error: String(err) }),
         );
+      case 'provider-call':
+      case 'provider-verdict':
+      case 'provider-cancel':
+      case 'provider-rejected':
+      case 'provider-get':
+        return providers.handle(message, reply);
     }
   };
 
@@ -154,7 +178,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       tracing: deps.tracing !== undefined,
     },
     message: onMessage,
-    greeting: () => [exceptionsMessage],
+    greeting: () => [exceptionsMessage, providers.states()],
     broken: (err) => log.error({ err: err.message }, 'large-review lane stopped: large reviews run on the event loop'),
   });
 
@@ -189,7 +213,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
   return {
     takes(bodyBytes) {
       if (bodyBytes <= config.thresholdBytes || config.workers === 0 || pool.broken) return false;
-      return deps.chainOfConfig() && !hasProviders(deps.chain());
+      return deps.chainOfConfig();
     },
 
     run(ctx: ReviewKoaContext, body: Buffer): Promise<void> {
@@ -200,6 +224,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       let trace: ReviewTrace | undefined;
       return new Promise<void>((resolve, reject) => {
         const fail = (err: Error) => {
+          traced.delete(id);
           pool.forget(id);
           reject(err);
         };
@@ -234,15 +259,18 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
                     traceparent,
                     tracestate,
                   });
+                  if (trace) traced.set(id, trace);
                   return handle?.send({ type: 'proceed', id, ...(trace ? { traceId: trace.traceId } : {}) });
                 }
                 case 'refused':
+                  traced.delete(id);
                   lease.release();
                   return fail(new ReviewDecodeError(message.message, message.status, message.uid, message.apiVersion));
                 case 'failed':
                   replayMetricCalls(metrics, message.metrics);
                   return fail(new Error(message.message));
                 case 'answer': {
+                  traced.delete(id);
                   replayMetricCalls(metrics, message.metrics);
                   const answered = Buffer.from(message.body.buffer, message.body.byteOffset, message.body.byteLength);
                   lease.force(answered.length);
@@ -302,6 +330,10 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       exceptionsByRef = new Map(exceptions.map((e) => [e.ref, e]));
       exceptionsMessage = { type: 'exceptions', exceptions: portableExceptions(exceptions) };
       pool.broadcast(exceptionsMessage);
+    },
+    providersChanged() {
+      const changed = providers.changedStates();
+      if (changed) pool.broadcast(changed);
     },
     close: () => pool.close(),
   };

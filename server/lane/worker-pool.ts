@@ -30,7 +30,7 @@ export interface WorkerPoolOptions {
   readonly queue: number;
   readonly workerData: LaneWorkerData;
   /** A message that is no job's: the worker's log lines, metric updates, questions (answer them with `reply`). */
-  readonly message: (message: FromWorker, reply: (message: ToWorker) => void) => void;
+  readonly message: (message: FromWorker, reply: (message: ToWorker, transfer?: ArrayBuffer[]) => void) => void;
   /** No worker can start: the pool refuses every job from now on. */
   readonly broken: (err: Error) => void;
   /** What a worker is told once it is ready, before its first job. */
@@ -154,7 +154,7 @@ export class WorkerPool {
   private spawn(): void {
     const worker: PoolWorker = { thread: startWorker(this.options.workerData), ready: false, job: undefined };
     this.workers.push(worker);
-    const reply = (message: ToWorker) => worker.thread.postMessage(message);
+    const reply = (message: ToWorker, transfer?: ArrayBuffer[]) => worker.thread.postMessage(message, transfer);
     worker.thread.on('message', (message: FromWorker) => {
       switch (message.type) {
         case 'ready':

@@ -15,7 +15,12 @@ import type { ChainEntry, GatewayConfig, NativePoliciesEntry, ProviderEntry } fr
 import { buildNativeSteps } from '../native-policy/native-steps.js';
 import type { Step } from '../steps/step.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { createProviderRuntime, type ProviderRuntime, type ProviderRuntimeDeps } from './provider-runtime.js';
+import {
+  createProviderRuntime,
+  type ProviderParts,
+  type ProviderRuntime,
+  type ProviderRuntimeDeps,
+} from './provider-runtime.js';
 
 /** The chain manager of a configuration, its dynamic steps those of remote providers. */
 export type ProviderChains = ChainManager<ProviderRuntime>;
@@ -34,6 +39,8 @@ export interface ConfiguredChainDeps {
    * answers them from its test file through undici's MockAgent.
    */
   readonly providerDispatcher?: (entry: ProviderEntry) => Dispatcher | undefined;
+  /** Each provider's client and breaker in place of its own (a large-review lane worker's). */
+  readonly providerParts?: ProviderParts;
 }
 
 /** An `admissionPolicies` entry with `fromCluster: true`: its steps change as the cluster's policies do. */
@@ -88,6 +95,7 @@ export async function createChainForConfig(
         onChange,
         ...(deps.discovery ? { discovery: deps.discovery } : {}),
         ...(deps.providerDispatcher ? { dispatcher: deps.providerDispatcher(entry) } : {}),
+        ...(deps.providerParts ? { parts: deps.providerParts } : {}),
       }),
     onChain: deps.onChain,
     ...(deps.onProviderChange ? { onProviderChange: deps.onProviderChange } : {}),

@@ -28,6 +28,10 @@ export interface ProviderBreaker {
   shutdown(): void;
 }
 
+/** What a call behind the open breaker of `provider` fails with, in either lane. */
+export const breakerOpenError = (provider: string): ProviderCallError =>
+  new ProviderCallError('breaker_open', `circuit breaker of "${provider}" is open`);
+
 export interface BreakerDeps {
   readonly metrics: Metrics;
   readonly log: Logger;
@@ -72,7 +76,7 @@ export function createProviderBreaker(
 
   // While open every call fails the same way; opossum would build a new Error (and capture its stack) per
   // rejected call, the largest cost of a review behind an open breaker. One error per provider does.
-  const openError = new ProviderCallError('breaker_open', `circuit breaker of "${provider}" is open`);
+  const openError = breakerOpenError(provider);
   let fastRejects = 0;
 
   const failingFast = (): ProviderCallError | undefined => {

@@ -1,14 +1,13 @@
 /**
  * Calls one remote provider over HTTPS with an AdmissionReview. One small pool of keep-alive TLS
  * connections per provider (provider-transport.ts: undici), trusting only the provider's caBundle when one
- * is given; an optional client certificate for mTLS. A fresh uid per call, `?timeout=` set to the time
- * granted, the response size capped, redirects never followed. Every failure is a ProviderCallError with a
- * reason.
+ * is given; an optional client certificate for mTLS. A call is encoded and its answer verified by
+ * provider-codec.ts (a fresh uid per call, `?timeout=` set to the time granted) around the exchange of bytes
+ * here, which a large-review lane worker has the main thread make (lane/provider-host.ts): the response size
+ * capped, redirects never followed. Every failure is a ProviderCallError with a reason.
  */
-import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { AdmissionApiVersion, AdmissionRequest, KubeObject } from '../admission/types.js';
-import { downConvertRequest } from '../protocol/conversion.js';
+import type { AdmissionApiVersion } from '../admission/types.js';
 import { ProviderCallError, errorMessage } from '../base/errors.js';
 import type { AuthorizationAttributes } from '../authorization/attributes.js';
 import type { AuthorizeDecision } from '../authorization/authorize-step.js';
@@ -18,7 +17,8 @@ import {
   readSubjectAccessReviewAnswer,
 } from '../authorization/subject-access-review.js';
 import { ResponseTooLargeError, type ExchangeResult } from './provider-exchange.js';
-import { InvalidProviderResponse, verifyProviderResponse, type ProviderAnswer } from './provider-response.js';
+import type { ProviderAnswer } from './provider-response.js';
+import { createProviderCodec, requestTarget, grantedTimeout, type ProviderCallInput } from './provider-codec.js';
 import { MAX_RESPONSE_HEAD_BYTES, createProviderTransport } from './provider-transport.js';
 
 /** Big enough for any object the apiserver accepts plus a patch of it; the same cap as the apiserver's. */
@@ -41,20 +41,20 @@ export interface ProviderTarget {
   readonly maxQueuedCalls?: number;
 }
 
-export interface ProviderCall {
-  readonly request: AdmissionRequest;
-  /** The object as the chain has it so far. */
-  readonly object: KubeObject | null | undefined;
-  readonly mutating: boolean;
-  /** The time granted, sent as `?timeout=`. */
-  readonly timeoutMs: number;
+export interface ProviderCall extends ProviderCallInput {
   /** The deadline: aborts when the granted time is up (the client's own timers are only a late backstop). */
   readonly signal: AbortSignal;
-  /** Absolute path to POST to instead of the URL's (a discovered handler). */
-  readonly path?: string;
-  /** The version to call in, when it differs from the target's (a discovered handler's). */
-  readonly apiVersion?: AdmissionApiVersion;
   /** The step's W3C trace context (`traceparent`, `tracestate`) as header name/value pairs, when tracing is on. */
+  readonly traceHeaders?: readonly string[] | undefined;
+}
+
+/** An encoded AdmissionReview to POST (provider-codec.ts), and how long it may take. */
+export interface EncodedExchange {
+  /** The request target, `?timeout=` included. */
+  readonly path: string;
+  readonly body: string | Uint8Array;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
   readonly traceHeaders?: readonly string[] | undefined;
 }
 
@@ -67,6 +67,8 @@ export interface ProviderAuthorizeCall {
 
 export interface ProviderClient {
   call(call: ProviderCall): Promise<ProviderAnswer>;
+  /** POSTs an encoded call; the body of its 200 (any other status, or no answer, is a ProviderCallError). */
+  exchange(exchange: EncodedExchange): Promise<Buffer>;
   /** POSTs a SubjectAccessReview (authorization.k8s.io/v1) to the URL; its decision. */
   authorize(call: ProviderAuthorizeCall): Promise<AuthorizeDecision>;
   /** GET `<url>/<path>` for discovery; returns the parsed JSON body. `signal` cancels it early (on close). */
@@ -138,23 +140,11 @@ export function classifyTransportError(err: unknown, url: string): ProviderCallE
  */
 const TIMER_BACKSTOP_MS = 1000;
 
-function timeoutParam(ms: number): string {
-  return `${Math.max(1, Math.floor(ms))}ms`;
-}
-
 /** Headers are Latin-1; escape the rest so any setting value survives. */
 function asciiJson(value: unknown): string {
   return JSON.stringify(value).replace(
     /[\u007f-\uffff]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
-
-/** A request target must be visible ASCII; percent-encode anything else as UTF-8 (a discovered handler's path). */
-function requestTarget(path: string): string {
-  if (/^[\x21-\x7e]*$/.test(path)) return path;
-  return path.replace(/[^\x21-\x7e]/gu, (c) =>
-    [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
   );
 }
 
@@ -177,13 +167,7 @@ export function createProviderClient(
   });
   const basePath = url.pathname || '/';
   const baseTarget = requestTarget(basePath);
-  /** Each discovered handler's request target, encoded on its first call (a provider has a handful). */
-  const handlerTargets = new Map<string, string>();
-  const targetOf = (handlerPath: string): string => {
-    let encoded = handlerTargets.get(handlerPath);
-    if (encoded === undefined) handlerTargets.set(handlerPath, (encoded = requestTarget(handlerPath)));
-    return encoded;
-  };
+  const codec = createProviderCodec(target);
   const settingsHeader =
     target.settings && Object.keys(target.settings).length > 0 ? asciiJson(target.settings) : undefined;
   // undici writes the Host header from the origin.
@@ -198,7 +182,7 @@ export function createProviderClient(
   async function send(
     method: 'POST' | 'GET',
     path: string,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
     timeoutMs: number,
     signal: AbortSignal,
     traceHeaders?: readonly string[],
@@ -232,32 +216,18 @@ export function createProviderClient(
     return res;
   }
 
+  const exchange = async ({ path, body, timeoutMs, signal, traceHeaders }: EncodedExchange): Promise<Buffer> =>
+    (await send('POST', path, body, timeoutMs, signal, traceHeaders)).body;
+
   return {
-    async call({
-      request,
-      object,
-      mutating,
-      timeoutMs,
-      signal,
-      path: handlerPath,
-      apiVersion = target.apiVersion,
-      traceHeaders,
-    }) {
-      const uid = randomUUID();
-      const body = JSON.stringify(downConvertRequest({ ...request, uid, object: object ?? null }, apiVersion));
-      const path = `${handlerPath === undefined ? baseTarget : targetOf(handlerPath)}?timeout=${timeoutParam(timeoutMs)}`;
-      const res = await send('POST', path, body, timeoutMs, signal, traceHeaders);
-      try {
-        return verifyProviderResponse(res.body.toString('utf8'), { uid, apiVersion, mutating });
-      } catch (err) {
-        if (err instanceof InvalidProviderResponse) {
-          throw new ProviderCallError('invalid_response', `${target.url}: ${err.message}`, { cause: err });
-        }
-        throw err;
-      }
+    async call(call) {
+      const encoded = codec.encode(call);
+      const { timeoutMs, signal, traceHeaders } = call;
+      return codec.verify(await exchange({ ...encoded, timeoutMs, signal, traceHeaders }), encoded);
     },
+    exchange,
     async authorize({ attributes, timeoutMs, signal }) {
-      const path = `${baseTarget}?timeout=${timeoutParam(timeoutMs)}`;
+      const path = `${baseTarget}?timeout=${grantedTimeout(timeoutMs)}`;
       const res = await send('POST', path, encodeSubjectAccessReviewRequest(attributes), timeoutMs, signal);
       try {
         return readSubjectAccessReviewAnswer(res.body.toString('utf8'));

@@ -17,7 +17,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { Logger } from '../base/log.js';
 import { parseDiscovery, type DiscoveredHandler } from './discovery.js';
 import { createProviderBreaker, type BreakerState, type ProviderBreaker } from './provider-breaker.js';
-import { createProviderClient, type ProviderClient } from './provider-client.js';
+import { createProviderClient, type ProviderClient, type ProviderTarget } from './provider-client.js';
 import { chooseReviewVersion, reviewApiVersion, type ReviewVersion } from '../protocol/versions.js';
 import { createDeprecationReport, type StepVersion } from './deprecation-report.js';
 import { createProviderStep } from './provider-step.js';
@@ -50,11 +50,25 @@ export interface ProviderRuntimeDeps {
   readonly discovery?: { initialBackoffMs?: number; maxBackoffMs?: number; refreshMs?: number };
   /** What the provider's calls go through instead of a connection pool of its own (provider-transport.ts). */
   readonly dispatcher?: Dispatcher | undefined;
+  /**
+   * The client and breaker to call the provider through instead of a pool and a breaker of the runtime's own: a
+   * large-review lane worker's, which stand in for the main thread's (lane/remote-provider.ts).
+   */
+  readonly parts?: ProviderParts | undefined;
+}
+
+/** How a runtime's client and breaker are made in place of its own. */
+export interface ProviderParts {
+  client(entry: ProviderEntry, target: ProviderTarget): ProviderClient;
+  breaker(entry: ProviderEntry): ProviderBreaker;
 }
 
 /** A provider as a source of the chain's steps, with its status (`/chain`, the AdmissionProvider's status). */
 export interface ProviderRuntime extends StepSource {
   readonly entry: ProviderEntry;
+  /** The provider's client and breaker: the lane's workers call through them too (lane/provider-host.ts). */
+  readonly client: ProviderClient;
+  readonly breaker: ProviderBreaker;
   steps(): Step[];
   status(): ProviderStatus;
 }
@@ -94,23 +108,24 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   const clientCert = await loadClientCert(entry);
   const settings = entry.settings as Record<string, string> | undefined;
   const entryVersion = chooseReviewVersion(entry.admissionReviewVersions);
-  const client: ProviderClient = createProviderClient(
-    {
-      url,
-      apiVersion: reviewApiVersion(entryVersion),
-      ...(ca ? { ca } : {}),
-      ...(clientCert ? { clientCert } : {}),
-      ...(settings ? { settings } : {}),
-    },
-    { dispatcher: deps.dispatcher },
-  );
+  const target: ProviderTarget = {
+    url,
+    apiVersion: reviewApiVersion(entryVersion),
+    ...(ca ? { ca } : {}),
+    ...(clientCert ? { clientCert } : {}),
+    ...(settings ? { settings } : {}),
+  };
+  const client: ProviderClient =
+    deps.parts?.client(entry, target) ?? createProviderClient(target, { dispatcher: deps.dispatcher });
 
-  const breaker: ProviderBreaker = createProviderBreaker(entry.name, entry.circuitBreaker, {
-    metrics: deps.metrics,
-    log: deps.log,
-    // `runtime` is defined below; the breaker cannot change state before the first call.
-    onStateChange: () => deps.onChange(runtime),
-  });
+  const breaker: ProviderBreaker =
+    deps.parts?.breaker(entry) ??
+    createProviderBreaker(entry.name, entry.circuitBreaker, {
+      metrics: deps.metrics,
+      log: deps.log,
+      // `runtime` is defined below; the breaker cannot change state before the first call.
+      onStateChange: () => deps.onChange(runtime),
+    });
 
   const initialBackoff = deps.discovery?.initialBackoffMs ?? 1000;
   const maxBackoff = deps.discovery?.maxBackoffMs ?? 60_000;
@@ -203,6 +218,8 @@ export async function createProviderRuntime(entry: ProviderEntry, deps: Provider
   const runtime: ProviderRuntime = {
     name: entry.name,
     entry,
+    client,
+    breaker,
     steps: () => steps,
     authorizeSteps: () => authorizeSteps,
     status: () => ({

@@ -43,7 +43,7 @@ export interface TransportRequest {
   readonly path: string;
   /** Header names and values, alternating. */
   readonly headers: readonly string[];
-  readonly body?: string;
+  readonly body?: string | Uint8Array;
   /** Aborts the call (its deadline). */
   readonly signal: AbortSignal;
   /** undici's own headers and body timeouts: a backstop behind the signal. */

@@ -6,52 +6,31 @@
  * answers probes while a worker holds a large review.
  */
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { namespaceForPolicies } from '../../../server/admission/namespace-object.js';
 import type { NamespaceLabelSource } from '../../../server/dispatch/reviewer.js';
 import { readException } from '../../../server/exceptions/read-exception.js';
-import { podCreate } from '../../fixtures/reviews/index.js';
-import { startHarness, type Harness, type HarnessOptions, type HttpAnswer } from '../../helpers/gateway-harness.js';
-import { LANE_PLUGINS_MODULE, laneTestPlugins } from '../../helpers/lane-plugins.js';
+import type { Harness, HttpAnswer } from '../../helpers/gateway-harness.js';
+import {
+  PODS,
+  counts,
+  explained,
+  gateway,
+  heldInWorker,
+  largePod,
+  largePodSized,
+  logged,
+  recorded,
+  spanShape,
+  tempDir,
+  timeless,
+  type Extra,
+  type Lanes,
+} from '../../helpers/large-reviews.js';
 import { startOtlpReceiver } from '../../helpers/otlp-receiver.js';
-
-/** Every large review here is over it; the ordinary fixture Pod is under it. */
-const THRESHOLD = 16 * 1024;
-
-/** The fixture Pod with `count` containers (its body well over THRESHOLD), uid `uid`. */
-function largePod(uid: string, count = 1000): object {
-  const review = podCreate();
-  review.request!.uid = uid;
-  review.request!.object!.spec = {
-    containers: Array.from({ length: count }, (_, i) => ({
-      name: `c${i}`,
-      image: i % 2 ? 'nginx:latest' : 'nginx:1.25',
-    })),
-  };
-  return review;
-}
-
-type Lanes = { workers: number; queue?: number };
-
-/** What a gateway is started with besides its chain: more of gateway.yaml, and the harness's cluster stand-ins. */
-type Extra = { readonly yaml?: object; readonly harness?: Partial<HarnessOptions> };
-
-/** A gateway whose chain is `chain`, with the lane on (`workers` ≥ 1) or off (0); traces and recording on. */
-async function gateway(chain: object[], lanes: Lanes, extra: Extra = {}): Promise<Harness> {
-  const yaml = stringify({
-    server: { largeReviews: { thresholdBytes: THRESHOLD, workers: lanes.workers, queue: lanes.queue ?? 4 } },
-    explain: { keep: 'all', auditAnnotation: true },
-    record: { path: 'recording.ndjson', sampleRate: 1 },
-    chain,
-    ...extra.yaml,
-  });
-  return startHarness({ yaml, plugins: laneTestPlugins, pluginsModule: LANE_PLUGINS_MODULE, ...extra.harness });
-}
-
-const PODS = { rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['*'], resources: ['pods'] }] };
 
 /** A `spins-until` entry for the Pods labelled `size: <size>`. */
 const spinsOn = (size: string, file: string, maxMs: number) => ({
@@ -78,64 +57,6 @@ const SHIPPED_LIKE = [
   },
   { plugin: 'require-labels', name: 'shadow-labels', shadow: true, settings: { labels: ['cost-center'] } },
 ];
-
-/** What differs between two runs of one review whatever lane it took: times. */
-function timeless(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(timeless);
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(value)) {
-    if (['ms', 'startedAt', 'recordedAt', 'deadlineLeftMs'].includes(key)) continue;
-    out[key] = timeless(v);
-  }
-  return out;
-}
-
-/** The gateway's own counters and histogram counts (not its times, memory or process figures). */
-async function counts(h: Harness): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const metric of await h.gateway.metrics.registry.getMetricsAsJSON()) {
-    if (/_(process|nodejs)_|inflight|connections|_bytes/.test(metric.name)) continue;
-    for (const v of metric.values) {
-      const name = (v as { metricName?: string }).metricName ?? metric.name;
-      if (String(metric.type) === 'histogram' && !name.endsWith('_count')) continue;
-      if (String(metric.type) === 'gauge') continue;
-      out[`${name}${JSON.stringify(v.labels)}`] = v.value;
-    }
-  }
-  return out;
-}
-
-/** The recording's lines once `n` are written. */
-async function recorded(h: Harness, n: number): Promise<unknown[]> {
-  for (let i = 0; i < 200; i++) {
-    const text = await readFile(join(h.dir, 'recording.ndjson'), 'utf8').catch(() => '');
-    const lines = text.split('\n').filter(Boolean);
-    if (lines.length >= n) return lines.map((line) => JSON.parse(line) as unknown);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`the recording has fewer than ${n} lines`);
-}
-
-/** The log line `msg` once it has been logged. */
-async function logged(h: Harness, msg: string): Promise<void> {
-  for (let i = 0; i < 800; i++) {
-    if (h.logs.some((line) => line.msg === msg)) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`"${msg}" was never logged`);
-}
-
-/** The kept shadow entries, once the shadow steps have finished. */
-async function explained(h: Harness, uid: string, shadowSteps: number): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 200; i++) {
-    const answer = await h.ops(`/explain/${uid}`);
-    const trace = answer.body as Record<string, unknown>;
-    if (answer.status === 200 && ((trace.shadow as unknown[] | undefined)?.length ?? 0) >= shadowSteps) return trace;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`no trace of ${uid} with ${shadowSteps} shadow entries`);
-}
 
 describe('the large-review lane', function () {
   // A worker loads the sources through tsx when it starts.
@@ -370,21 +291,7 @@ describe('the large-review lane', function () {
       await receiver.until('every review and its steps are exported', () =>
         traceIds.every((id) => spansOf(id).some((span) => span.name === 'admission.review')),
       );
-      /** A trace's spans as one reads them: names, kinds, attributes, status, events, who is whose parent. */
-      const shape = (traceId: string) => {
-        const spans = spansOf(traceId);
-        const named = new Map(spans.map((span) => [span.spanId, span.name]));
-        return spans
-          .map(({ name, kind, attributes, status, events, parentSpanId }) => ({
-            name,
-            kind,
-            attributes,
-            status,
-            events,
-            parent: named.get(parentSpanId) ?? (parentSpanId === '' ? 'root' : parentSpanId),
-          }))
-          .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
-      };
+      const shape = (traceId: string) => spanShape(spansOf(traceId));
       const continuedShape = shape(callers.lane);
       assert.ok(continuedShape.some((span) => span.parent === parent && span.name === 'admission.review'));
       assert.ok(continuedShape.filter((span) => span.name === 'admission.step').length >= 2);
@@ -420,17 +327,8 @@ describe('the large-review lane', function () {
     const release = join(await tempDir(), 'release');
     const chain = [spinsOn('large', release, 20_000)];
     const lane = await start(chain, { workers: 1 });
-    const large = largePod('bf1c2d3e-4a5b-4c6d-8e7f-901234567890') as { request: { object: { metadata: object } } };
-    large.request.object.metadata = { ...large.request.object.metadata, labels: { size: 'large' } };
-    let answered: HttpAnswer | undefined;
-    const pending = lane.post('/mutate', large).then((a) => (answered = a));
-    await logged(lane, 'spinning');
-    assert.equal((await lane.health('/healthz')).status, 200);
-    assert.equal((await lane.review('/mutate', podCreate())).response.allowed, true);
-    assert.equal((await lane.ops('/metrics')).status, 200);
-    assert.equal(answered, undefined, 'the large review is still in its worker');
-    await writeFile(release, '');
-    assert.equal((await pending).status, 200);
+    const large = largePodSized('bf1c2d3e-4a5b-4c6d-8e7f-901234567890', 'large');
+    assert.equal((await heldInWorker(lane, large, release)).status, 200);
   });
 });
 
@@ -459,9 +357,3 @@ describe('the large-review lane, a step that computes past its deadline', functi
     assert.equal(next.response.allowed, true);
   });
 });
-
-async function tempDir(): Promise<string> {
-  const { mkdtemp } = await import('node:fs/promises');
-  const { tmpdir } = await import('node:os');
-  return mkdtemp(join(tmpdir(), 'lane-'));
-}
