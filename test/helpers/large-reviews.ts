@@ -74,6 +74,18 @@ export async function counts(h: Harness): Promise<Record<string, number>> {
   return out;
 }
 
+/**
+ * The two gateways' counts, once they agree or after 5 s: a recording's line is counted when its write completes,
+ * which may be after the answer (and later in one lane than in the other).
+ */
+export async function settledCounts(a: Harness, b: Harness): Promise<[Record<string, number>, Record<string, number>]> {
+  for (let i = 0; ; i++) {
+    const both: [Record<string, number>, Record<string, number>] = [await counts(a), await counts(b)];
+    if (i === 200 || JSON.stringify(both[0]) === JSON.stringify(both[1])) return both;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
 /** The recording's lines once `n` are written. */
 export async function recorded(h: Harness, n: number): Promise<unknown[]> {
   for (let i = 0; i < 200; i++) {

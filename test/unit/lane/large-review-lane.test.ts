@@ -16,7 +16,7 @@ import { readException } from '../../../server/exceptions/read-exception.js';
 import type { Harness, HttpAnswer } from '../../helpers/gateway-harness.js';
 import {
   PODS,
-  counts,
+  settledCounts,
   explained,
   gateway,
   heldInWorker,
@@ -93,7 +93,7 @@ describe('the large-review lane', function () {
       'the decision traces, shadow entries included',
     );
     assert.deepEqual(timeless(await recorded(lane, 2)), timeless(await recorded(main, 2)), 'the recordings');
-    const [laneCounts, mainCounts] = [await counts(lane), await counts(main)];
+    const [laneCounts, mainCounts] = await settledCounts(lane, main);
     assert.ok(laneCounts['admission_gateway_requests_total{"phase":"mutate","operation":"CREATE","allowed":"true"}']);
     assert.deepEqual(laneCounts, mainCounts);
     assert.ok(
@@ -132,7 +132,7 @@ describe('the large-review lane', function () {
     assert.match(mutated.response.status?.message ?? '', /throws-fail/);
     // Both reviews of each are written to its recording (and counted) by then.
     assert.equal((await recorded(lane, 2)).length, (await recorded(main, 2)).length);
-    assert.deepEqual(await counts(lane), await counts(main));
+    assert.deepEqual(...(await settledCounts(lane, main)));
   });
 
   it('applies the exceptions in force and reads the namespace from the cluster as the main lane does', async () => {
@@ -230,7 +230,7 @@ describe('the large-review lane', function () {
     main.gateway.exceptions.setWatched([]);
     assert.equal((await both('3a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, false);
 
-    assert.deepEqual(await counts(lane), await counts(main));
+    assert.deepEqual(...(await settledCounts(lane, main)));
     const applied = { step: 'image-policy', exception: 'latest-tolerated', mode: 'Warn' };
     assert.equal(await lane.metric('admission_gateway_exceptions_applied_total', applied), 1);
     assert.deepEqual(used.lane, used.main, 'each review counts the exceptions it used into their usage');
@@ -255,7 +255,7 @@ describe('the large-review lane', function () {
     lane.gateway.chains.setEntrySteps('cluster-policies', []);
     main.gateway.chains.setEntrySteps('cluster-policies', []);
     assert.equal((await both('5a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, true);
-    assert.deepEqual(await counts(lane), await counts(main));
+    assert.deepEqual(...(await settledCounts(lane, main)));
   });
 
   it('sends the spans the main lane sends, continued from the caller’s traceparent or of a trace of its own', async () => {
