@@ -68,13 +68,24 @@ export function createProviderHost({ providers, stepStarted }: ProviderHostDeps)
     if (!map) calls.set(reply, (map = new Map<number, HostedCall>()));
     return map;
   };
-  /** A new call of `reply`'s worker: its signal aborts on cancel, or once the call's time and a second are gone. */
-  const begin = (reply: Reply, call: number, timeoutMs: number): { hosted: HostedCall; signal: AbortSignal } => {
+  /**
+   * A new call of `reply`'s worker, its time held to 1 ms–MAX_CALL_MS: its signal aborts on cancel, or once that
+   * time and a second are gone.
+   */
+  const begin = (
+    reply: Reply,
+    call: number,
+    askedMs: number,
+  ): { hosted: HostedCall; signal: AbortSignal; timeoutMs: number } => {
+    const timeoutMs = Math.min(Math.max(1, askedMs), MAX_CALL_MS);
     const hosted: HostedCall = { abort: new AbortController() };
     callsOf(reply).set(call, hosted);
     const limit = AbortSignal.timeout(Math.floor(timeoutMs) + WORKER_SILENCE_MS);
-    return { hosted, signal: AbortSignal.any([hosted.abort.signal, limit]) };
+    return { hosted, signal: AbortSignal.any([hosted.abort.signal, limit]), timeoutMs };
   };
+  /** A call that is never made: the worker's step fails as a connection failure would. */
+  const refuse = (reply: Reply, call: number, why: string) =>
+    reply({ type: 'provider-failed', call, failure: { reason: 'connection', message: why } });
   const fail = (reply: Reply, call: number, err: unknown) => {
     if (!(err instanceof VerdictFailure)) reply({ type: 'provider-failed', call, failure: failureOf(err) });
   };
@@ -85,8 +96,7 @@ export function createProviderHost({ providers, stepStarted }: ProviderHostDeps)
     reply: Reply,
   ): void => {
     const { call, path, body } = message;
-    const timeoutMs = Math.min(Math.max(1, message.timeoutMs), MAX_CALL_MS);
-    const { hosted, signal } = begin(reply, call, timeoutMs);
+    const { hosted, signal, timeoutMs } = begin(reply, call, message.timeoutMs);
     const verdict = (): Promise<void> =>
       new Promise((resolve, reject) => {
         const late = () => reject(new ProviderCallError('timeout', `no verdict on the answer of "${provider.name}"`));
@@ -131,12 +141,11 @@ export function createProviderHost({ providers, stepStarted }: ProviderHostDeps)
             Number.isFinite(message.timeoutMs) &&
             (message.traceHeaders === undefined || isStrings(message.traceHeaders));
           if (!provider || !valid) {
-            const why = provider ? 'a malformed call' : `no provider "${String(message.provider)}" in the chain`;
-            return reply({
-              type: 'provider-failed',
-              call: message.call,
-              failure: { reason: 'connection', message: why },
-            });
+            return refuse(
+              reply,
+              message.call,
+              provider ? 'a malformed call' : `no provider "${String(message.provider)}" in the chain`,
+            );
           }
           return exchange(message, provider, reply);
         }
@@ -153,14 +162,9 @@ export function createProviderHost({ providers, stepStarted }: ProviderHostDeps)
           const provider = byName(message.provider);
           const { call } = message;
           if (!provider || typeof message.path !== 'string' || !Number.isFinite(message.timeoutMs)) {
-            return reply({
-              type: 'provider-failed',
-              call,
-              failure: { reason: 'connection', message: 'a malformed call' },
-            });
+            return refuse(reply, call, 'a malformed call');
           }
-          const timeoutMs = Math.min(Math.max(1, message.timeoutMs), MAX_CALL_MS);
-          const { signal } = begin(reply, call, timeoutMs);
+          const { signal, timeoutMs } = begin(reply, call, message.timeoutMs);
           return void provider.client
             .getJson(message.path, timeoutMs, signal)
             .then(
