@@ -204,6 +204,9 @@ class Session<T extends object> implements TrackedSession<T> {
 
   close(): string | undefined {
     this.open = false;
+    // The session outlives the step (write-history.ts keeps it for the traces' per-step patches); its views do
+    // not need to: a view read later is made again.
+    this.views = undefined;
     const { moved, copy } = this;
     if (moved && copy) {
       const placedSoFar = new Set<object>();

@@ -12,8 +12,13 @@
 type Container = Record<string, unknown> | unknown[];
 
 export function shallowCopy<T extends Container>(value: T): T {
-  // Spread defines own data properties, so a "__proto__" key stays a key (as JSON.parse made it).
-  return (Array.isArray(value) ? value.slice() : { ...value }) as T;
+  if (Array.isArray(value)) return value.slice() as T;
+  // Object.assign builds the copy through the shared hidden-class transitions, so a key a step adds later (a
+  // container's `resources`) moves it to a map its siblings share. A spread copy gets a map outside that tree,
+  // and each such copy then gets a map of its own on its first new key (docs/decisions.md, "The working copy
+  // is copied as it is read"). Assign sets members, so an own "__proto__" key (as JSON.parse makes it) would
+  // set the prototype instead: a spread keeps it a key.
+  return Object.hasOwn(value, '__proto__') ? { ...value } : Object.assign({}, value);
 }
 
 /** Where a container sits: its holder and its key there. */
