@@ -15,9 +15,9 @@ export function shallowCopy<T extends Container>(value: T): T {
   if (Array.isArray(value)) return value.slice() as T;
   // Object.assign builds the copy through the shared hidden-class transitions, so a key a step adds later (a
   // container's `resources`) moves it to a map its siblings share. A spread copy gets a map outside that tree,
-  // and each such copy then gets a map of its own on its first new key (docs/decisions.md, "The working copy
-  // is copied as it is read"). Assign sets members, so an own "__proto__" key (as JSON.parse makes it) would
-  // set the prototype instead: a spread keeps it a key.
+  // and each such copy then gets a map of its own on its first new key (docs/decisions.md, "The working copy is
+  // copied as it is read, and each step's writes are tracked"). Assign sets members, so an own "__proto__" key
+  // (as JSON.parse makes it) would set the prototype instead: a spread keeps it a key.
   return Object.hasOwn(value, '__proto__') ? { ...value } : Object.assign({}, value);
 }
 
