@@ -304,7 +304,10 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
           },
           timeoutOf(ctx.querystring, deps.defaultTimeoutMs) + STOP_AFTER_TIMEOUT_MS,
         );
-        if (handle) return;
+        if (handle) {
+          metrics.largeReviewLaneReviews.inc({ route });
+          return;
+        }
         // Full: shed as the memory budget sheds, the body let go at once.
         lease.release();
         metrics.shedReviews.inc({ reason: 'large_review_lane' });

@@ -141,6 +141,12 @@ export function createMetrics(registry: Registry, options: { defaultMetrics?: bo
       labelNames: ['reason'] as const,
       registers,
     }),
+    largeReviewLaneReviews: new Counter({
+      name: `${METRIC_PREFIX}large_review_lane_reviews_total`,
+      help: 'Large reviews handed to a worker of the large-review lane (server.largeReviews), by route; those it could not take are counted in shed_reviews_total.',
+      labelNames: ['route'] as const,
+      registers,
+    }),
     connectionsClosed: new Counter({
       name: `${METRIC_PREFIX}connections_closed_total`,
       help: 'Connections closed without serving a request: over server.maxConnections, a failed or timed-out TLS handshake, a request not received in time, a malformed request.',

@@ -59,11 +59,18 @@ export function timeless(value: unknown): unknown {
   return out;
 }
 
+/** Large reviews a gateway handed to its lane's workers, by route. */
+export const LANE_REVIEWS = 'admission_gateway_large_review_lane_reviews_total';
+
+/** How many reviews of `route` (`mutate`, `validate`) the gateway's large-review lane took. */
+export const laneTook = (h: Harness, route: string): Promise<number> => h.metric(LANE_REVIEWS, { route });
+
 /** The gateway's own counters and histogram counts (not its times, memory or process figures). */
 export async function counts(h: Harness): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const metric of await h.gateway.metrics.registry.getMetricsAsJSON()) {
-    if (/_(process|nodejs)_|inflight|connections|_bytes/.test(metric.name)) continue;
+    // Which lane took a review is the one count that differs by design (asserted on its own: LANE_REVIEWS).
+    if (/_(process|nodejs)_|inflight|connections|_bytes|large_review_lane_reviews/.test(metric.name)) continue;
     for (const v of metric.values) {
       const name = (v as { metricName?: string }).metricName ?? metric.name;
       if (String(metric.type) === 'histogram' && !name.endsWith('_count')) continue;

@@ -16,6 +16,7 @@ import {
   explained,
   gateway,
   heldInWorker,
+  laneTook,
   largePod,
   largePodSized,
   spanShape,
@@ -72,6 +73,7 @@ async function opensThroughLane(h: Harness, reason: string): Promise<void> {
     assert.ok(JSON.stringify(answer.body).includes(`flaky: failed open (${reason})`), `failed open (${reason})`);
   }
   assert.equal(await h.metric(STATE, { provider: 'flaky' }), 2, 'the breaker opened');
+  assert.equal(await laneTook(h, 'validate'), 2, 'through the lane');
 }
 
 /** The review's answer with its uid set aside (a large and an ordinary review compared). */
@@ -159,6 +161,10 @@ describe('the large-review lane with remote providers', function () {
     // Less what the exporter has sent so far, which depends on when its batches went.
     const counted = async (h: Harness) =>
       Object.fromEntries(Object.entries(await counts(h)).filter(([key]) => !key.includes('tracing_spans')));
+    assert.deepEqual(
+      [await laneTook(lane, 'mutate'), await laneTook(lane, 'validate'), await laneTook(main, 'validate')],
+      [1, 1, 0],
+    );
     const laneCounts = await counted(lane);
     assert.ok(laneCounts[`${CALLS}{"step":"labeller","phase":"mutate","outcome":"patched"}`]);
     assert.deepEqual(laneCounts, await counted(main));
@@ -211,6 +217,7 @@ describe('the large-review lane with remote providers', function () {
     const h = await start(breakingAt(late, '/slow-1500', { timeoutSeconds: 1 }), { workers: 1 });
     const answer = await h.post('/validate', largePod('a9a2d3e4-4a5b-4c6d-8e7f-901234567890'));
     assert.match(JSON.stringify(answer.body), /flaky: failed open \(timeout\)/);
+    assert.equal(await laneTook(h, 'validate'), 1, 'through the lane');
     await late.until('the exchange was aborted', () => late.reviews()[0]?.clientClosed === true);
   });
 });

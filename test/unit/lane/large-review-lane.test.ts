@@ -16,6 +16,7 @@ import { readException } from '../../../server/exceptions/read-exception.js';
 import type { Harness, HttpAnswer } from '../../helpers/gateway-harness.js';
 import {
   PODS,
+  laneTook,
   settledCounts,
   explained,
   gateway,
@@ -93,6 +94,11 @@ describe('the large-review lane', function () {
       'the decision traces, shadow entries included',
     );
     assert.deepEqual(timeless(await recorded(lane, 2)), timeless(await recorded(main, 2)), 'the recordings');
+    assert.deepEqual(
+      [await laneTook(lane, 'mutate'), await laneTook(lane, 'validate'), await laneTook(main, 'mutate')],
+      [1, 1, 0],
+      'the lane took both reviews; the gateway without workers, none',
+    );
     const [laneCounts, mainCounts] = await settledCounts(lane, main);
     assert.ok(laneCounts['admission_gateway_requests_total{"phase":"mutate","operation":"CREATE","allowed":"true"}']);
     assert.deepEqual(laneCounts, mainCounts);
@@ -132,6 +138,7 @@ describe('the large-review lane', function () {
     assert.match(mutated.response.status?.message ?? '', /throws-fail/);
     // Both reviews of each are written to its recording (and counted) by then.
     assert.equal((await recorded(lane, 2)).length, (await recorded(main, 2)).length);
+    assert.deepEqual([await laneTook(lane, 'mutate'), await laneTook(lane, 'validate')], [1, 1]);
     assert.deepEqual(...(await settledCounts(lane, main)));
   });
 
@@ -229,6 +236,7 @@ describe('the large-review lane', function () {
     lane.gateway.exceptions.setWatched([]);
     main.gateway.exceptions.setWatched([]);
     assert.equal((await both('3a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, false);
+    assert.equal(await laneTook(lane, 'validate'), 3, 'the lane took each review');
 
     assert.deepEqual(...(await settledCounts(lane, main)));
     const applied = { step: 'image-policy', exception: 'latest-tolerated', mode: 'Warn' };
@@ -255,6 +263,7 @@ describe('the large-review lane', function () {
     lane.gateway.chains.setEntrySteps('cluster-policies', []);
     main.gateway.chains.setEntrySteps('cluster-policies', []);
     assert.equal((await both('5a1c2d3e-4a5b-4c6d-8e7f-901234567890')).response.allowed, true);
+    assert.equal(await laneTook(lane, 'validate'), 1, 'the lane took the first review; the event loop, the second');
     assert.deepEqual(...(await settledCounts(lane, main)));
   });
 
@@ -301,6 +310,7 @@ describe('the large-review lane', function () {
       const sameBut = (answer: HttpAnswer, traceId: string) => answer.text.replaceAll(traceId, 'TRACE');
       assert.equal(sameBut(continued[0], callers.lane), sameBut(continued[1], callers.main));
       assert.equal(sameBut(own[0], ownTraces[0]!), sameBut(own[1], ownTraces[1]!));
+      assert.deepEqual([await laneTook(lane, 'mutate'), await laneTook(lane, 'validate')], [1, 1]);
     } finally {
       await receiver.close();
     }
