@@ -7,28 +7,34 @@
 import { MAX_STEP_NOTES, type ReviewNotes, type StepNotes } from './notes.js';
 
 export class HeldNotes implements StepNotes {
-  private readonly warnings: Array<readonly [string, string, boolean]> = [];
-  private readonly annotations: Array<readonly [string, string, string, boolean]> = [];
-  private readonly over = new Map<string, { warnings: number; annotations: number }>();
+  // Made when the first note comes: most steps add none, and every validating step of a review holds its notes.
+  private warnings: Array<readonly [string, string, boolean]> | undefined;
+  private annotations: Array<readonly [string, string, string, boolean]> | undefined;
+  private over: Map<string, { warnings: number; annotations: number }> | undefined;
 
   stepWarn(step: string, text: string, asWritten = false): void {
-    if (this.warnings.length < MAX_STEP_NOTES) this.warnings.push([step, text, asWritten]);
+    const warnings = (this.warnings ??= []);
+    if (warnings.length < MAX_STEP_NOTES) warnings.push([step, text, asWritten]);
     else this.overOf(step).warnings++;
   }
 
   stepAnnotate(step: string, key: string, value: string, asWritten = false): void {
-    if (this.annotations.length < MAX_STEP_NOTES) this.annotations.push([step, key, value, asWritten]);
+    const annotations = (this.annotations ??= []);
+    if (annotations.length < MAX_STEP_NOTES) annotations.push([step, key, value, asWritten]);
     else this.overOf(step).annotations++;
   }
 
   /** Hands what was held to the review's notes, as if the step had added it there. */
   passTo(notes: ReviewNotes): void {
-    for (const [step, text, asWritten] of this.warnings) notes.stepWarn(step, text, asWritten);
-    for (const [step, key, value, asWritten] of this.annotations) notes.stepAnnotate(step, key, value, asWritten);
-    this.over.forEach((over, step) => notes.stepDropped(step, over.warnings, over.annotations));
+    for (const [step, text, asWritten] of this.warnings ?? []) notes.stepWarn(step, text, asWritten);
+    for (const [step, key, value, asWritten] of this.annotations ?? []) {
+      notes.stepAnnotate(step, key, value, asWritten);
+    }
+    this.over?.forEach((over, step) => notes.stepDropped(step, over.warnings, over.annotations));
   }
 
   private overOf(step: string): { warnings: number; annotations: number } {
+    this.over ??= new Map();
     let over = this.over.get(step);
     if (!over) this.over.set(step, (over = { warnings: 0, annotations: 0 }));
     return over;

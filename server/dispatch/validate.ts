@@ -1,10 +1,12 @@
 /**
  * The validate phase: the matching steps run in parallel on read-only views of the object (apiserver
- * validating/dispatcher.go). Every refusal is reported, in chain order, each prefixed with its step.
+ * validating/dispatcher.go). Every refusal is reported, in chain order, each prefixed with its step; the steps'
+ * warnings and audit annotations come in chain order too, whichever step finishes first.
  */
 import { APPROVED, type Decision, type Denial } from '../admission/decision.js';
 import { StepFailedError } from '../base/errors.js';
 import { readOnlyView } from '../patch/tracked-object.js';
+import { HeldNotes } from './held-notes.js';
 import { invokeStep } from './invoke-step.js';
 import { elapsedMs, settleRefusal, timeLeft, type ReviewContext } from './review-context.js';
 import { checkConditions } from './match-conditions.js';
@@ -30,8 +32,11 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
   }
   if (relevant.length === 0) return APPROVED;
 
+  // The steps run at once and finish in any order; their notes are held and passed on in chain order, so the same
+  // review gets the same answer (as the mutate phase's levels do). A step alone needs no holding.
+  const held = relevant.length > 1 ? relevant.map(() => new HeldNotes()) : undefined;
   const results = await Promise.all(
-    relevant.map(async (step) => {
+    relevant.map(async (step, i) => {
       const failure = unmatched?.get(step);
       if (failure) return { step, result: failure, ms: 0 };
       const started = ctx.now();
@@ -42,7 +47,7 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
           object: readOnlyView(request.object, step.name),
           plainObject: request.object ?? undefined,
           oldObject: request.oldObject,
-          notes: ctx.notes,
+          notes: held?.[i] ?? ctx.notes,
           logs: ctx.observer,
           now: ctx.now,
         },
@@ -52,6 +57,7 @@ export async function runValidatePhase(steps: readonly Step[], ctx: ReviewContex
     }),
   );
 
+  if (held) for (const notes of held) notes.passTo(ctx.notes);
   const denials: Denial[] = [];
   for (const { step, result, ms } of results) {
     let refusal = result;

@@ -357,12 +357,24 @@ export function createTestPlugins(): TestPlugins {
     awaitEnd?: string;
     deny?: string;
     labels?: Readonly<Record<string, string>>;
+    /** A warning added once it has waited (validate phase). */
+    warn?: string;
   }
   const slowAsync = definePlugin({
     name: 'slow-async',
     match: MATCH_EVERYTHING,
     settings: (raw): SlowSettings => {
-      const s = settingsObject(raw, ['tag', 'awaitRelease', 'ignoreAbort', 'awaitCall', 'awaitEnd', 'deny', 'labels']);
+      const s = settingsObject(raw, [
+        'tag',
+        'awaitRelease',
+        'ignoreAbort',
+        'awaitCall',
+        'awaitEnd',
+        'deny',
+        'labels',
+        'warn',
+      ]);
+      const warn = optionalString(s, 'warn', '');
       const labels = optionalStringMap(s, 'labels');
       const awaitCall = optionalString(s, 'awaitCall', '');
       const awaitEnd = optionalString(s, 'awaitEnd', '');
@@ -375,6 +387,7 @@ export function createTestPlugins(): TestPlugins {
         ...(awaitEnd ? { awaitEnd } : {}),
         ...(reason ? { deny: reason } : {}),
         ...(labels ? { labels } : {}),
+        ...(warn ? { warn } : {}),
       };
     },
     setup: (settings) => {
@@ -397,6 +410,7 @@ export function createTestPlugins(): TestPlugins {
         async validate(ctx) {
           recordValidate(ctx);
           await awaitCondition(settings, ctx.signal);
+          if (settings.warn) ctx.warn(settings.warn);
           recordValidate(ctx, 'end');
           return settings.deny ? deny(settings.deny) : allow();
         },

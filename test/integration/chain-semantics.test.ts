@@ -581,6 +581,23 @@ chain:
       });
     });
 
+    it('gives the validate phase’s warnings in chain order, whichever step finishes first', async function () {
+      // The steps run at once; the first waits until the second has been called (and has warned).
+      const h = await start(`
+chain:
+  - { plugin: slow-async, name: slow, settings: { tag: slow, awaitCall: quick, warn: checked last } }
+  - { plugin: warns, name: quick, settings: { tag: quick, messages: [checked first] } }
+`);
+
+      const review = reviewOf(await h.post('/validate', podCreate()));
+
+      assert.deepEqual(review.response, {
+        uid: UID,
+        allowed: true,
+        warnings: ['slow: checked last', 'quick: checked first'],
+      });
+    });
+
     it('skips steps whose namespaceSelector or objectSelector does not match, and counts them skipped', async function () {
       const rules = `rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [pods] }]`;
       const h = await start(`
