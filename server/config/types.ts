@@ -97,6 +97,8 @@ export interface LargeReviewsConfig {
   readonly workers: number;
   /** Large reviews waiting for a worker at most; past them a large review is answered 429. Default 8. */
   readonly queue: number;
+  /** The workers' niceness (Linux): 0–19, higher yields the core to the event loop sooner. Default 10. */
+  readonly niceness: number;
 }
 
 export interface KubeConfigSection {

@@ -150,15 +150,21 @@ function readServer(r: Reader, value: unknown, baseDir: string): ServerConfig {
 }
 
 /** Defaults of `server.largeReviews` (docs/decisions.md, "Large reviews in worker threads"). */
-export const DEFAULT_LARGE_REVIEWS: LargeReviewsConfig = { thresholdBytes: 64 * 1024, workers: 1, queue: 8 };
+export const DEFAULT_LARGE_REVIEWS: LargeReviewsConfig = {
+  thresholdBytes: 64 * 1024,
+  workers: 1,
+  queue: 8,
+  niceness: 10,
+};
 
 function readLargeReviews(r: Reader, value: unknown, p: string): LargeReviewsConfig {
-  const m = r.map(value, p, ['thresholdBytes', 'workers', 'queue']);
+  const m = r.map(value, p, ['thresholdBytes', 'workers', 'queue', 'niceness']);
   const d = DEFAULT_LARGE_REVIEWS;
   return {
     thresholdBytes: r.integer(m.thresholdBytes, `${p}.thresholdBytes`, 1024, 64 * 1024 * 1024) ?? d.thresholdBytes,
     workers: r.integer(m.workers, `${p}.workers`, 0, 16) ?? d.workers,
     queue: r.integer(m.queue, `${p}.queue`, 0, 1024) ?? d.queue,
+    niceness: r.integer(m.niceness, `${p}.niceness`, 0, 19) ?? d.niceness,
   };
 }
 

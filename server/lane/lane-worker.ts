@@ -47,6 +47,7 @@ import { ownedBytes } from './owned-bytes.js';
 import { restoredExceptions } from './portable-exceptions.js';
 import { createRemoteProviders } from './remote-provider.js';
 import { portableKept, type PortableKept } from './portable-trace.js';
+import { lowerThreadPriority } from './thread-priority.js';
 
 const port = parentPort!;
 const data = workerData as LaneWorkerData;
@@ -125,6 +126,9 @@ async function start() {
       post({ type: 'log', record: JSON.parse(JSON.stringify(record)) as typeof record });
     }
   });
+  const { niceness } = config.server.largeReviews;
+  const notLowered = lowerThreadPriority(niceness);
+  if (notLowered) log.warn({ niceness, reason: notLowered }, 'large-review worker runs at the event loop\'s priority');
   const chains = await createChainForConfig(config, plugins, {
     metrics,
     log,

@@ -28,7 +28,7 @@ export function largePod(uid: string, count = 1000): object {
   return review;
 }
 
-export type Lanes = { workers: number; queue?: number };
+export type Lanes = { workers: number; queue?: number; niceness?: number };
 
 /** What a gateway is started with besides its chain: more of gateway.yaml, and the harness's cluster stand-ins. */
 export type Extra = { readonly yaml?: object; readonly harness?: Partial<HarnessOptions> };
@@ -36,7 +36,14 @@ export type Extra = { readonly yaml?: object; readonly harness?: Partial<Harness
 /** A gateway whose chain is `chain`, with the lane on (`workers` ≥ 1) or off (0); traces and recording on. */
 export async function gateway(chain: object[], lanes: Lanes, extra: Extra = {}): Promise<Harness> {
   const yaml = stringify({
-    server: { largeReviews: { thresholdBytes: THRESHOLD, workers: lanes.workers, queue: lanes.queue ?? 4 } },
+    server: {
+      largeReviews: {
+        thresholdBytes: THRESHOLD,
+        workers: lanes.workers,
+        queue: lanes.queue ?? 4,
+        ...(lanes.niceness === undefined ? {} : { niceness: lanes.niceness }),
+      },
+    },
     explain: { keep: 'all', auditAnnotation: true },
     record: { path: 'recording.ndjson', sampleRate: 1 },
     chain,

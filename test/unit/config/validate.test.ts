@@ -45,7 +45,7 @@ describe('parseConfigText()', () => {
         defaultTimeoutSeconds: 10,
         shutdownTimeoutSeconds: 25,
         service: { name: 'admission-gateway', namespace: 'admission-gateway' },
-        largeReviews: { thresholdBytes: 65536, workers: 1, queue: 8 },
+        largeReviews: { thresholdBytes: 65536, workers: 1, queue: 8, niceness: 10 },
       });
       assert.deepEqual(config.kube, {
         enabled: 'auto',
@@ -289,6 +289,11 @@ chain:
       'a body allowed to arrive at no pace at all',
       'server: { minBodyBytesPerSecond: 0 }',
       'gateway.yaml:1:11: server.minBodyBytesPerSecond: expected an integer from 1 to 1073741824, got 0',
+    ],
+    [
+      'a niceness past what the kernel has',
+      'server: { largeReviews: { niceness: 20 } }',
+      'gateway.yaml:1:27: server.largeReviews.niceness: expected an integer from 0 to 19, got 20',
     ],
     [
       'no connections at all',

@@ -6,6 +6,7 @@
  * answers probes while a worker holds a large review.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +33,22 @@ import {
   type Lanes,
 } from '../../helpers/large-reviews.js';
 import { startOtlpReceiver } from '../../helpers/otlp-receiver.js';
+
+/** The niceness of each of this process's threads, by thread id (Linux: /proc/self/task/<tid>/stat). */
+function threadNiceness(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // a thread that ended meanwhile
+    }
+    // The fields after the command's closing parenthesis start at the third (state); niceness is the 19th.
+    out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return out;
+}
 
 /** A `spins-until` entry for the Pods labelled `size: <size>`. */
 const spinsOn = (size: string, file: string, maxMs: number) => ({
@@ -331,6 +348,21 @@ describe('the large-review lane', function () {
     assert.equal((await first).status, 200);
     // The lane has room again, and the budget holds nothing of the shed review.
     assert.equal((await lane.post('/mutate', largePod('af1c2d3e-4a5b-4c6d-8e7f-901234567890'))).status, 200);
+  });
+
+  it('runs its worker at the configured niceness, the event loop at its own (Linux)', async function () {
+    if (process.platform !== 'linux') this.skip();
+    const atSeven = () => [...threadNiceness()].filter(([, nice]) => nice === 7).map(([tid]) => tid);
+    assert.deepEqual(atSeven(), []);
+    const lane = await start([SHIPPED_LIKE[0]!], { workers: 1, niceness: 7 });
+    // Its worker starts with the first large review.
+    const answer = await lane.review('/mutate', largePod('a71c2d3e-4a5b-4c6d-8e7f-901234567890'));
+    assert.equal(answer.response.allowed, true);
+    assert.equal(await laneTook(lane, 'mutate'), 1);
+    const worker = atSeven();
+    assert.equal(worker.length, 1, 'one thread, the worker, at niceness 7');
+    assert.notEqual(worker[0], process.pid);
+    assert.equal(threadNiceness().get(process.pid), 0, 'the event loop at its own niceness');
   });
 
   it('answers probes and ordinary reviews while a worker holds a large review', async () => {
