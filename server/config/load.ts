@@ -3,6 +3,7 @@ import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError, type SourcePosition } from '../base/errors.js';
 import { MAX_CONFIG_FILE_BYTES } from '../base/limits.js';
+import { oneByteStrings } from '../base/one-byte.js';
 import { readRegularFile } from '../base/regular-file.js';
 import { DEFAULT_CONFIG_YAML } from './default-config.js';
 import { locateConfigError, yamlFieldLocator, type LocateField } from './field-positions.js';
@@ -32,7 +33,7 @@ export function parseYamlText(
     const position = locate(fieldPath);
     return position && inFile(position);
   };
-  return { value: doc.toJS() as unknown, locateField };
+  return { value: oneByteStrings(doc.toJS()), locateField };
 }
 
 /**

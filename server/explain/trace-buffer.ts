@@ -5,9 +5,10 @@
  */
 import { kindName } from '../admission/kind-name.js';
 import type { DecisionTrace, ReviewedRequest } from '../trace/decision-trace.js';
-import { buildDecisionTrace, traceIdOf } from '../trace/decision-trace.js';
+import { buildDecisionTrace, traceIdOf, traceIdOfUid } from '../trace/decision-trace.js';
 import type { Redaction } from '../recording/redact.js';
 import { keptInput, type KeptInput } from './kept-trace.js';
+import { StepArrays, packTrace, unpackTrace, type PackedTrace } from './packed-trace.js';
 
 /** A trace as `GET /explain` serves it. */
 export type KeptTrace = DecisionTrace & {
@@ -52,14 +53,15 @@ export class TraceBuffer {
   readonly size: number;
   readonly maxBytes: number;
   readonly keep: 'notable' | 'all';
-  private readonly ring: Array<KeptInput | undefined>;
-  /** The newest kept review of each uid: its slot. */
-  private readonly byUid = new Map<string, number>();
+  private readonly ring: Array<PackedTrace | undefined>;
   /**
-   * The kept reviews of each trace id: the slot of the only one (by far the most common: a trace id is made from
-   * the uid unless the apiserver sent one), or their slots, oldest first.
+   * The kept reviews of each uid: the slot of the only one (by far the most common), or their slots, oldest first
+   * (a review's mutate and validate calls share its uid). A trace id made from the uid is found through it.
    */
+  private readonly byUid = new Map<string, number | number[]>();
+  /** The same for the trace ids that were not made from the uid (the apiserver sent one, or tracing made it). */
   private readonly byTraceId = new Map<string, number | number[]>();
+  private readonly stepArrays = new StepArrays();
   private oldest = 0;
   private count = 0;
   private held = 0;
@@ -68,7 +70,7 @@ export class TraceBuffer {
     this.size = options.size;
     this.maxBytes = options.maxBytes;
     this.keep = options.keep ?? 'all';
-    this.ring = new Array<KeptInput | undefined>(this.size);
+    this.ring = new Array<PackedTrace | undefined>(this.size);
   }
 
   /** What the kept traces hold, counted as kept-trace.ts counts it (at most `maxBytes`). */
@@ -92,36 +94,36 @@ export class TraceBuffer {
     // Bounded by the chain's length alone: a trace this large is not kept rather than emptying the ring.
     if (kept.bytes > this.maxBytes) return;
     while (this.count === this.size || this.held + kept.bytes > this.maxBytes) this.dropOldest();
+    const packed = packTrace(kept, this.stepArrays);
     const slot = (this.oldest + this.count) % this.size;
-    this.ring[slot] = kept;
+    this.ring[slot] = packed;
     this.count++;
-    this.held += kept.bytes;
-    this.byUid.set(kept.input.request.uid, slot);
-    const traceId = traceIdOf(kept.input);
-    const slots = this.byTraceId.get(traceId);
-    if (slots === undefined) this.byTraceId.set(traceId, slot);
-    else if (typeof slots === 'number') this.byTraceId.set(traceId, [slots, slot]);
-    else slots.push(slot);
+    this.held += packed.bytes;
+    index(this.byUid, packed.uid, slot);
+    if (packed.traceId !== undefined) index(this.byTraceId, packed.traceId, slot);
   }
 
-  /** The trace of the review with this uid, if it is still kept. */
+  /** The trace of the review with this uid, if it is still kept (the newest, when it was reviewed twice). */
   get(uid: string): KeptTrace | undefined {
-    const slot = this.byUid.get(uid);
-    const kept = slot === undefined ? undefined : this.ring[slot];
-    return kept ? this.trace(kept) : undefined;
+    const slots = this.byUid.get(uid);
+    if (slots === undefined) return undefined;
+    return this.trace(this.ring[typeof slots === 'number' ? slots : slots[slots.length - 1]!]!);
   }
 
   /** The kept traces with this trace id (a review's mutate and validate calls may share one), oldest first. */
   withTraceId(traceId: string): KeptTrace[] {
-    const slots = this.byTraceId.get(traceId) ?? [];
-    return (typeof slots === 'number' ? [slots] : slots).map((slot) => this.trace(this.ring[slot]!));
+    const given = slotsOf(this.byTraceId.get(traceId));
+    const uid = uidOfTraceId(traceId);
+    const fromUid = uid === undefined ? [] : slotsOf(this.byUid.get(uid)).filter((s) => !this.ring[s]!.traceId);
+    const age = (slot: number) => (slot - this.oldest + this.size) % this.size;
+    return [...given, ...fromUid].sort((a, b) => age(a) - age(b)).map((slot) => this.trace(this.ring[slot]!));
   }
 
   /** The most recent reviews, newest first; `denied` keeps only refused ones. */
   recent(limit: number, denied = false): TraceSummary[] {
     const out: TraceSummary[] = [];
     for (let i = this.count - 1; i >= 0 && out.length < limit; i--) {
-      const t = this.ring[(this.oldest + i) % this.size]!.input;
+      const t = unpackTrace(this.ring[(this.oldest + i) % this.size]!).input;
       if (denied && t.response.allowed) continue;
       const { request } = t;
       out.push({
@@ -142,24 +144,47 @@ export class TraceBuffer {
 
   private dropOldest(): void {
     const slot = this.oldest;
-    const { input, bytes } = this.ring[slot]!;
+    const packed = this.ring[slot]!;
     this.ring[slot] = undefined;
     this.oldest = (slot + 1) % this.size;
     this.count--;
-    this.held -= bytes;
-    if (this.byUid.get(input.request.uid) === slot) this.byUid.delete(input.request.uid);
-    // The oldest kept review is the oldest of its trace id too: the first of its slots.
-    const traceId = traceIdOf(input);
-    const slots = this.byTraceId.get(traceId)!;
-    if (typeof slots === 'number') this.byTraceId.delete(traceId);
-    else if (slots.length === 2) this.byTraceId.set(traceId, slots[1]!);
-    else slots.shift();
+    this.held -= packed.bytes;
+    // The oldest kept review is the oldest of its uid and of its trace id too: the first of their slots.
+    unindex(this.byUid, packed.uid);
+    if (packed.traceId !== undefined) unindex(this.byTraceId, packed.traceId);
   }
 
-  private trace({ input, clipped }: KeptInput): KeptTrace {
+  private trace(packed: PackedTrace): KeptTrace {
+    const { input, clipped } = unpackTrace(packed);
     const trace = buildDecisionTrace(input);
     return clipped
       ? { ...trace, redacted: !this.options.includeObjects, clipped: true }
       : { ...trace, redacted: !this.options.includeObjects };
   }
+}
+
+const slotsOf = (slots: number | number[] | undefined): number[] =>
+  slots === undefined ? [] : typeof slots === 'number' ? [slots] : slots;
+
+/** Adds a slot to a key's, newest last. */
+function index(map: Map<string, number | number[]>, key: string, slot: number): void {
+  const slots = map.get(key);
+  if (slots === undefined) map.set(key, slot);
+  else if (typeof slots === 'number') map.set(key, [slots, slot]);
+  else slots.push(slot);
+}
+
+/** Takes a key's oldest slot away. */
+function unindex(map: Map<string, number | number[]>, key: string): void {
+  const slots = map.get(key)!;
+  if (typeof slots === 'number') map.delete(key);
+  else if (slots.length === 2) map.set(key, slots[1]!);
+  else slots.shift();
+}
+
+/** The uid a trace id made from a uid was made from (traceIdOfUid), when it could be one. */
+function uidOfTraceId(traceId: string): string | undefined {
+  if (traceId.length !== 32) return undefined;
+  const uid = `${traceId.slice(0, 8)}-${traceId.slice(8, 12)}-${traceId.slice(12, 16)}-${traceId.slice(16, 20)}-${traceId.slice(20)}`;
+  return traceIdOfUid(uid) === traceId ? uid : undefined;
 }

@@ -128,7 +128,7 @@ async function start() {
   });
   const { niceness } = config.server.largeReviews;
   const notLowered = lowerThreadPriority(niceness);
-  if (notLowered) log.warn({ niceness, reason: notLowered }, 'large-review worker runs at the event loop\'s priority');
+  if (notLowered) log.warn({ niceness, reason: notLowered }, "large-review worker runs at the event loop's priority");
   const chains = await createChainForConfig(config, plugins, {
     metrics,
     log,
