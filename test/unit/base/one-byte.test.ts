@@ -54,7 +54,7 @@ describe('oneByte', () => {
     );
     const entry = config.chain[0] as { name?: string; plugin?: string };
     assert.equal(entry.name, 'images-checked');
-    assert.equal(held(entry.name!), 'one byte');
+    assert.equal(held(entry.name), 'one byte');
     assert.equal(held(entry.plugin!), 'one byte');
   });
 });
