@@ -17,6 +17,7 @@ import { URL, fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { CEL_TARGETS } from './cel-targets.mjs';
+import { deploymentMemoryQuantity, deploymentNodeOptions } from './deployment.mjs';
 import { LARGE, largeReport, runLarge } from './large.mjs';
 import { POLICY_TESTS, policyTestsReport, runPolicyTests } from './policy-tests.mjs';
 import {
@@ -410,22 +411,11 @@ function gatewayConfig(shipped, certs, chain, extra = {}) {
 }
 
 /**
- * The gateway runs with the NODE_OPTIONS the shipped Deployment sets (its heap limit decides how far the heap
- * grows before a major GC), so RSS figures are the ones a pod would show.
- */
-function deploymentNodeOptions() {
-  const deployment = YAML.parse(fs.readFileSync(path.join(ROOT, 'manifests/deployment.yaml'), 'utf8'));
-  const env = deployment?.spec?.template?.spec?.containers?.[0]?.env ?? [];
-  return env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
-}
-
-/**
  * The Deployment's memory limit or request (`resources.limits.memory`, `resources.requests.memory`) in bytes:
  * the `large` scenario runs gateways under the limit and compares the request with what they hold.
  */
 function deploymentMemory(kind) {
-  const deployment = YAML.parse(fs.readFileSync(path.join(ROOT, 'manifests/deployment.yaml'), 'utf8'));
-  const quantity = deployment?.spec?.template?.spec?.containers?.[0]?.resources?.[kind]?.memory;
+  const quantity = deploymentMemoryQuantity(ROOT, kind);
   const bytes = parseMemoryQuantity(quantity);
   if (!bytes) throw new Error(`manifests/deployment.yaml: no memory ${kind} (got ${JSON.stringify(quantity)})`);
   return bytes;
@@ -460,7 +450,7 @@ async function startGateway(name, config, { cgroupProcs, keepLog = false } = {})
   const child = startChild(name, command, args, {
     cwd: tmp,
     stdio: ['ignore', out, err],
-    env: { ...process.env, NODE_OPTIONS: deploymentNodeOptions() },
+    env: { ...process.env, NODE_OPTIONS: deploymentNodeOptions(ROOT) },
   });
   fs.closeSync(out);
   fs.closeSync(err);

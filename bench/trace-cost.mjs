@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import YAML from 'yaml';
+import { deploymentNodeOptions } from './deployment.mjs';
 
 const TARGET_OVERHEAD = 0.05;
 const ROUNDS = Number(process.env.TRACE_COST_ROUNDS ?? 5);
@@ -59,9 +59,7 @@ async function child(variant, routeName) {
 }
 
 function parent() {
-  const deployment = YAML.parse(readFileSync(path.join(ROOT, 'manifests/deployment.yaml'), 'utf8'));
-  const podOptions =
-    deployment?.spec?.template?.spec?.containers?.[0]?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+  const podOptions = deploymentNodeOptions(ROOT);
   const pinned = process.platform === 'linux' && spawnSync('taskset', ['-V']).status === 0;
   const measure = (variant, route) => {
     const args = [process.execPath, SELF, '--child', variant, route];

@@ -7,7 +7,8 @@
 import { MAX_STEP_NOTES, type ReviewNotes, type StepNotes } from './notes.js';
 
 export class HeldNotes implements StepNotes {
-  // Made when the first note comes: most steps add none, and every validating step of a review holds its notes.
+  // Made when the first note comes: most steps add none, and each step of a phase that runs several at once holds
+  // its notes.
   private warnings: Array<readonly [string, string, boolean]> | undefined;
   private annotations: Array<readonly [string, string, string, boolean]> | undefined;
   private over: Map<string, { warnings: number; annotations: number }> | undefined;

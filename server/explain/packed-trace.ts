@@ -12,7 +12,7 @@ import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } f
 import type { PolicyTrace } from '../policy/explain-policy.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { Step } from '../steps/step.js';
-import type { TraceInput } from '../trace/decision-trace.js';
+import { traceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
 import type { ShadowStepTrace, StepDetail, StepReport } from '../trace/step-report.js';
 import type { KeptInput } from './kept-trace.js';
 
@@ -79,7 +79,6 @@ const D_DECIDED = 16;
 /** Integers V8 holds unboxed (and turns into text fast). */
 const MAX_SMALL = 2 ** 30;
 const TILDE = 0x7e;
-const NIL_DIGITS = '0'.repeat(32);
 /** `startedAt` is written as the milliseconds since this, a small integer for the first twelve days. */
 const EPOCH = Date.now();
 
@@ -182,23 +181,11 @@ function sameSteps(steps: readonly Step[], details: readonly StepDetail[]): bool
   return true;
 }
 
-/** Whether `traceId` is the one traceIdOfUid makes of `uid` (a lower-case UUID's digits, never the nil one's). */
-function madeFromUid(traceId: string, uid: string): boolean {
-  if (traceId.length !== 32 || uid.length !== 36 || traceId === NIL_DIGITS) return false;
-  for (let i = 0, j = 0; i < 36; i++) {
-    const c = uid.charCodeAt(i);
-    if (i === 8 || i === 13 || i === 18 || i === 23) {
-      if (c !== 0x2d) return false;
-    } else if (c !== traceId.charCodeAt(j++) || !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
-  }
-  return true;
-}
-
 /** A kept input packed (see the header); kept whole when it cannot be. */
 export function packTrace(kept: KeptInput, stepArrays: StepArrays): PackedTrace {
   const { input } = kept;
   const uid = input.request.uid;
-  const traceId = input.traceId === undefined || madeFromUid(input.traceId, uid) ? undefined : input.traceId;
+  const traceId = input.traceId === undefined || input.traceId === traceIdOfUid(uid) ? undefined : input.traceId;
   try {
     const w = new Writer();
     const objects = write(w, input);
@@ -278,18 +265,21 @@ function write(w: Writer, input: TraceInput): Objects | undefined {
     writeDetail(w, detail);
     if (detail.policy) (policies ??= new Map()).set(i, detail.policy);
   });
-  const objects: Objects = {
-    ...(response.status ? { status: response.status } : {}),
+  const { status } = response;
+  const { object, oldObject } = request;
+  const { namespaceLabels, conflicts, shadow } = input;
+  if (!status && decision.allowed && !object && !oldObject && !namespaceLabels && !conflicts && !shadow && !policies)
+    return undefined;
+  return {
+    ...(status ? { status } : {}),
     ...(decision.allowed ? {} : { decision }),
-    ...(request.object ? { object: request.object } : {}),
-    ...(request.oldObject ? { oldObject: request.oldObject } : {}),
-    ...(input.namespaceLabels ? { namespaceLabels: input.namespaceLabels } : {}),
-    ...(input.conflicts ? { conflicts: input.conflicts } : {}),
-    ...(input.shadow ? { shadow: input.shadow } : {}),
+    ...(object ? { object } : {}),
+    ...(oldObject ? { oldObject } : {}),
+    ...(namespaceLabels ? { namespaceLabels } : {}),
+    ...(conflicts ? { conflicts } : {}),
+    ...(shadow ? { shadow } : {}),
     ...(policies ? { policies } : {}),
   };
-  for (const _ in objects) return objects;
-  return undefined;
 }
 
 function writeReport(w: Writer, report: StepReport): void {

@@ -1,7 +1,8 @@
 /**
  * The decision traces of the most recent reviews, for `GET /explain/<uid>`: a ring of at most `size` reviews
  * whose kept inputs (kept-trace.ts: small and bounded whatever the review carried) hold at most `maxBytes`
- * together; the oldest make room. A review is found by its uid or its trace id through an index, not a scan.
+ * together, each held packed (packed-trace.ts); the oldest make room. A review is found by its uid or its trace
+ * id through an index, not a scan.
  */
 import { kindName } from '../admission/kind-name.js';
 import type { DecisionTrace, ReviewedRequest } from '../trace/decision-trace.js';

@@ -103,6 +103,18 @@ describe('packed traces', () => {
     assert.equal(unpackTrace(packed).input.shadow, input.shadow);
   });
 
+  it('keep the trace id of a uid that is not a UUID, made at random once, and read it back the same', async () => {
+    const request: AdmissionRequest = { ...requestOf(podCreate()), uid: 'not-a-uuid' };
+    const [warned] = await heardReviews(SHIPPED_LIKE, availablePlugins, [[request, 'validate']]);
+    const k = kept(warned!);
+    const packed = packTrace(k, new StepArrays());
+    assert.match(packed.traceId ?? '', /^[0-9a-f]{32}$/);
+    assert.equal(packed.traceId, k.input.traceId);
+    const read = () => buildDecisionTrace(unpackTrace(packed).input).traceId;
+    assert.equal(read(), packed.traceId);
+    assert.equal(read(), packed.traceId);
+  });
+
   it('keep whole a review with the separator in a string, and one whose operations keep their values', async () => {
     const [mutated, warned] = await shippedReviews();
     const hostile = kept(warned!);
