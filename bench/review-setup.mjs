@@ -7,7 +7,11 @@ import { pathToFileURL } from 'node:url';
 /** Loads `file` (relative to `root`) from that checkout, whatever checkout this script is in. */
 export const loaderFor = (root) => (file) => import(pathToFileURL(path.join(root, file)).href);
 
-export async function reviewSetup(root, yaml) {
+/**
+ * `options.keepTrace`, when given, takes the place of the trace buffer's `add` as the reviewer's listener (the
+ * buffer is not made): `bench/trace-cost.mjs --parts` uses it to record a trace's input and keep nothing.
+ */
+export async function reviewSetup(root, yaml, options = {}) {
   const load = loaderFor(root);
   const { Registry } = await load('node_modules/prom-client/index.js');
   const pino = (await load('node_modules/pino/pino.js')).default;
@@ -31,11 +35,12 @@ export async function reviewSetup(root, yaml) {
     : undefined;
   // Decision traces as serve keeps them (explain.bufferSize; checkouts from before them have none).
   const explain = config.explain;
-  const traces = explain && explain.bufferSize > 0 ? await traceBuffer(load, config) : undefined;
+  const traces = explain && explain.bufferSize > 0 && !options.keepTrace ? await traceBuffer(load, config) : undefined;
+  const keepTrace = options.keepTrace ?? (traces ? (reviewed) => traces.add(reviewed) : undefined);
   const reviewer = createReviewer({
-    ...(traces
+    ...(keepTrace
       ? {
-          onReviewed: (reviewed) => traces.add(reviewed),
+          onReviewed: keepTrace,
           annotateTrace: explain.auditAnnotation ? explain.keep : undefined,
         }
       : {}),

@@ -10,6 +10,10 @@
 // limit V8 grows the heap little after each mark-compact, so what kept traces cost there is what a pod pays. Its
 // loop gives the event loop a turn every YIELD_EVERY reviews, as a server does between requests, so that the log
 // lines are written and let go. On Linux each process is pinned to core 0 (taskset) when taskset is there.
+//
+// `--parts` says where the cost is: besides `off` and `kept`, `recorded` (the trace's input recorded while the
+// review runs, handed to a listener that keeps nothing, no audit annotation) and `annotated` (the same with the
+// `decision-trace` audit annotation); it prints each variant's median and fastest process, and no PASS/FAIL.
 /* global process, console, setTimeout */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -27,7 +31,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SELF = fileURLToPath(import.meta.url);
 
 if (process.argv[2] === '--child') await child(process.argv[3], process.argv[4]);
-else parent();
+else parent(process.argv.includes('--parts'));
 
 /** One variant on one route: prints its CPU µs per review over REVIEWS reviews after WARMUP. */
 async function child(variant, routeName) {
@@ -37,8 +41,14 @@ async function child(variant, routeName) {
   const { reviewSetup } = await import('./review-setup.mjs');
   const body = readFileSync(path.join(ROOT, 'test/fixtures/reviews/pod-create.json'), 'utf8');
   const yaml = readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
-  const explain = variant === 'off' ? 'explain: { bufferSize: 0 }' : 'explain: { keep: all }';
-  const { reviewer } = await reviewSetup(ROOT, `${yaml}\n${explain}\n`);
+  const explain = {
+    off: 'explain: { bufferSize: 0 }',
+    recorded: 'explain: { keep: all, auditAnnotation: false }',
+    annotated: 'explain: { keep: all }',
+    kept: 'explain: { keep: all }',
+  }[variant];
+  const keepNothing = variant === 'recorded' || variant === 'annotated' ? { keepTrace: () => {} } : {};
+  const { reviewer } = await reviewSetup(ROOT, `${yaml}\n${explain}\n`, keepNothing);
   const route = selectionOf(routeName);
   let n = 0;
   const run = async (count) => {
@@ -58,7 +68,7 @@ async function child(variant, routeName) {
   console.log(JSON.stringify({ cpuUs: (used.user + used.system) / REVIEWS }));
 }
 
-function parent() {
+function parent(parts) {
   const podOptions = deploymentNodeOptions(ROOT);
   const pinned = process.platform === 'linux' && spawnSync('taskset', ['-V']).status === 0;
   const measure = (variant, route) => {
@@ -69,6 +79,20 @@ function parent() {
     return JSON.parse(run.stdout.trim().split('\n').pop()).cpuUs;
   };
   const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  if (parts) {
+    const variants = ['off', 'recorded', 'annotated', 'kept'];
+    for (const route of ['mutate', 'validate']) {
+      const cpu = Object.fromEntries(variants.map((v) => [v, []]));
+      for (let r = 0; r < ROUNDS; r++)
+        for (const variant of r % 2 ? [...variants].reverse() : variants) cpu[variant].push(measure(variant, route));
+      for (const variant of variants)
+        console.log(
+          `  /${route} ${variant.padEnd(9)} ${median(cpu[variant]).toFixed(1)} µs CPU per review, median ` +
+            `(fastest ${Math.min(...cpu[variant]).toFixed(1)}) of ${ROUNDS} processes`,
+        );
+    }
+    return;
+  }
   let pass = true;
   for (const route of ['mutate', 'validate']) {
     const cpu = { off: [], kept: [] };

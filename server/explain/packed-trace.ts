@@ -1,9 +1,9 @@
 /**
- * A kept trace as the trace buffer holds it: its strings and numbers joined into one string, beside the few
- * objects a trace has to keep as objects (its steps, and what only some reviews have). A kept trace lives until
- * newer ones push it out of the ring, long enough to be promoted to the old generation, where every mark-compact
- * walks it; as the objects of a kept input (kept-trace.ts) a warned-on Pod review's trace is about forty of them,
- * as a packed one it is two, and less than half the bytes (docs/decisions.md, "Decision traces: what a trace
+ * A kept trace as the trace buffer holds it: its strings and numbers written as bytes (record-bytes.ts) into the
+ * buffer's ring outside the JavaScript heap, beside the few objects a trace has to keep as objects (its steps,
+ * and what only some reviews have). A kept trace lives until newer ones push it out of the ring, long enough to be
+ * promoted to the old generation, where every mark-compact walks it; as bytes, an ordinary review's trace leaves
+ * nothing on the heap but a reference to its route's steps array (docs/decisions.md, "Decision traces: what a trace
  * keeps is bounded, the buffer has a byte ceiling, lookups are indexed"). It is made back into a trace input only
  * when someone reads it.
  */
@@ -12,16 +12,14 @@ import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } f
 import type { PolicyTrace } from '../policy/explain-policy.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { Step } from '../steps/step.js';
-import { traceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
+import { isTraceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
 import type { ShadowStepTrace, StepDetail, StepReport } from '../trace/step-report.js';
 import type { KeptInput } from './kept-trace.js';
-
-/** Between the parts of `text`; a trace with a string that has it is kept whole instead. */
-const SEP = '\u0000';
+import { RecordReader, type RecordWriter } from './record-bytes.js';
 
 /** What a packed trace keeps as objects: references, never copies. */
-interface Objects {
-  /** The trace input itself, when it could not be packed (a string with SEP in it, an operation with a value). */
+export interface TraceObjects {
+  /** The trace input itself, when it could not be packed (an operation with a value). */
   readonly whole?: KeptInput;
   readonly status?: AdmissionResponse['status'];
   /** A refusal (an approval is packed). */
@@ -37,19 +35,27 @@ interface Objects {
   readonly policies?: ReadonlyMap<number, PolicyTrace>;
 }
 
+/** What packing a trace leaves beside its bytes. */
 export interface PackedTrace {
   readonly uid: string;
-  /** The trace id it was given, or undefined when it is the uid's (traceIdOfUid). */
+  /** The trace id it was given, or undefined when it is the uid's (isTraceIdOfUid). */
   readonly traceId: string | undefined;
-  readonly text: string;
   /** Each detail's step (interned: the reviews of one route share one array). */
   readonly steps: readonly Step[];
-  readonly objects: Objects | undefined;
-  readonly bytes: number;
-  readonly clipped: boolean;
+  readonly objects: TraceObjects | undefined;
+}
+
+/** What a packed trace is found by: the first parts of its bytes. */
+export interface TraceKeys {
+  readonly uid: string;
+  readonly traceId: string | undefined;
 }
 
 // Bits of the flags parts.
+const K_TRACE_ID = 1;
+const K_CLIPPED = 2;
+const K_WHOLE = 4;
+
 const R_SUBRESOURCE = 1;
 const R_USERNAME = 2;
 const R_NAME = 4;
@@ -76,88 +82,66 @@ const D_OMITTED = 4;
 const D_DEADLINE = 8;
 const D_DECIDED = 16;
 
-/** Integers V8 holds unboxed (and turns into text fast). */
-const MAX_SMALL = 2 ** 30;
-const TILDE = 0x7e;
-/** `startedAt` is written as the milliseconds since this, a small integer for the first twelve days. */
-const EPOCH = Date.now();
-
-/** Gives up on packing: a string that holds SEP, or an operation with a value. */
+/** Gives up on packing: an operation with a value (kept with explain.includeObjects). */
 class CannotPack extends Error {}
 
-class Writer {
-  readonly parts: string[] = [];
+/** An operation's code is its place here; a step's operation that is the review's operation k is OPS.length + k. */
+const OPS: ReadonlyArray<JsonPatchOperation['op']> = ['add', 'remove', 'replace', 'move', 'copy', 'test'];
 
-  str(s: string): void {
-    if (s.includes(SEP)) throw new CannotPack();
-    this.parts.push(s);
-  }
-
-  /** A count or a set of flags. */
-  num(n: number): void {
-    this.parts.push(String(n));
-  }
-
-  /** A whole number of milliseconds (a time since EPOCH) as it is; any other number after a `~`. */
-  time(t: number): void {
-    this.parts.push(Number.isInteger(t) && t < MAX_SMALL && t > -MAX_SMALL ? String(t) : `~${t}`);
-  }
-
-  /**
-   * Milliseconds as the reviewer rounds them (to the microsecond), written as the whole number of microseconds:
-   * turning a small integer into text is far cheaper than a fraction. Any other number is written as it is,
-   * after a `~`.
-   */
-  ms(x: number): void {
-    const us = Math.round(x * 1000);
-    this.parts.push(us / 1000 === x && us < MAX_SMALL && us > -MAX_SMALL ? String(us) : `~${x}`);
-  }
-
-  ops(ops: readonly JsonPatchOperation[]): void {
-    this.num(ops.length);
-    for (const op of ops) {
-      if ('value' in op && op.value !== undefined) throw new CannotPack();
-      this.parts.push(op.op);
-      this.str(op.path);
-      if (op.op === 'move' || op.op === 'copy') this.str(op.from);
+/**
+ * Writes operations: a step's (given `review`, the review's as kept) each as a reference to the same operation
+ * of the review's, when it is there (a step's patch is its share of the review's, nearly always), else whole.
+ */
+function writeOps(w: RecordWriter, ops: readonly JsonPatchOperation[], review?: readonly JsonPatchOperation[]): void {
+  w.count(ops.length);
+  let from = 0;
+  for (const op of ops) {
+    if ('value' in op && op.value !== undefined) throw new CannotPack();
+    const k = review ? sameOpIn(review, op, from) : -1;
+    if (k >= 0) {
+      w.count(OPS.length + k);
+      from = k + 1;
+      continue;
     }
+    const code = OPS.indexOf(op.op);
+    if (code < 0) throw new CannotPack();
+    w.count(code);
+    w.string(op.path);
+    if (op.op === 'move' || op.op === 'copy') w.string(op.from);
   }
 }
 
-class Reader {
-  private i = 0;
-  constructor(private readonly parts: readonly string[]) {}
-
-  str(): string {
-    return this.parts[this.i++]!;
+/** Where `ops` has an operation equal to `op`, looking from `from` on first (a step's come in the review's order). */
+function sameOpIn(ops: readonly JsonPatchOperation[], op: JsonPatchOperation, from: number): number {
+  for (let i = 0; i < ops.length; i++) {
+    const k = (from + i) % ops.length;
+    const other = ops[k]!;
+    if (
+      other.op === op.op &&
+      other.path === op.path &&
+      ('from' in op ? 'from' in other && other.from === op.from : true)
+    )
+      return k;
   }
+  return -1;
+}
 
-  num(): number {
-    return Number(this.parts[this.i++]);
-  }
-
-  time(): number {
-    const text = this.parts[this.i++]!;
-    return Number(text.charCodeAt(0) === TILDE ? text.slice(1) : text);
-  }
-
-  ms(): number {
-    const text = this.parts[this.i++]!;
-    return text.charCodeAt(0) === TILDE ? Number(text.slice(1)) : Number(text) / 1000;
-  }
-
-  ops(): JsonPatchOperation[] {
-    const out: JsonPatchOperation[] = [];
-    for (let n = this.num(); n > 0; n--) {
-      const op = this.str() as JsonPatchOperation['op'];
-      const path = this.str();
-      if (op === 'remove') out.push({ op, path });
-      else if (op === 'move' || op === 'copy') out.push({ op, from: this.str(), path });
-      // As kept without explain.includeObjects: the value left out.
-      else out.push({ op, path, value: undefined });
+function readOps(r: RecordReader, review?: readonly JsonPatchOperation[]): JsonPatchOperation[] {
+  const out: JsonPatchOperation[] = [];
+  for (let n = r.count(); n > 0; n--) {
+    const code = r.count();
+    if (code >= OPS.length) {
+      out.push(review![code - OPS.length]!);
+      continue;
     }
-    return out;
+    const op = OPS[code]!;
+    const path = r.string();
+    if (op === 'remove') out.push({ op, path });
+    else if (op === 'move' || op === 'copy') out.push({ op, from: r.string(), path });
+    // As kept without explain.includeObjects: the value left out.
+    else out.push({ op, path, value: undefined });
   }
+  return out;
 }
 
 /** Step arrays already held, so that the traces of one route share theirs. */
@@ -181,34 +165,43 @@ function sameSteps(steps: readonly Step[], details: readonly StepDetail[]): bool
   return true;
 }
 
-/** A kept input packed (see the header); kept whole when it cannot be. */
-export function packTrace(kept: KeptInput, stepArrays: StepArrays): PackedTrace {
+/**
+ * Writes a kept input into `w` (see the header) and returns what is kept beside the bytes; an input that cannot
+ * be packed is written as its keys alone and kept whole.
+ */
+export function packTrace(kept: KeptInput, w: RecordWriter, stepArrays: StepArrays): PackedTrace {
   const { input } = kept;
   const uid = input.request.uid;
-  const traceId = input.traceId === undefined || input.traceId === traceIdOfUid(uid) ? undefined : input.traceId;
+  const traceId = input.traceId === undefined || isTraceIdOfUid(input.traceId, uid) ? undefined : input.traceId;
+  const keys = (whole: boolean) => {
+    w.reset();
+    w.string(uid);
+    w.count((traceId !== undefined ? K_TRACE_ID : 0) | (kept.clipped ? K_CLIPPED : 0) | (whole ? K_WHOLE : 0));
+    if (traceId !== undefined) w.string(traceId);
+    w.number(kept.bytes);
+  };
   try {
-    const w = new Writer();
+    keys(false);
     const objects = write(w, input);
-    return {
-      uid,
-      traceId,
-      text: w.parts.join(SEP),
-      steps: stepArrays.of(input.details),
-      objects,
-      bytes: kept.bytes,
-      clipped: kept.clipped,
-    };
+    return { uid, traceId, steps: stepArrays.of(input.details), objects };
   } catch (err) {
     if (!(err instanceof CannotPack)) throw err;
-    return { uid, traceId, text: '', steps: [], objects: { whole: kept }, bytes: kept.bytes, clipped: kept.clipped };
+    keys(true);
+    return { uid, traceId, steps: [], objects: { whole: kept } };
   }
 }
 
-function write(w: Writer, input: TraceInput): Objects | undefined {
+/** The uid and the trace id given of the packed trace at `at` in `bytes`. */
+export function traceKeys(bytes: Buffer, at: number): TraceKeys {
+  const r = new RecordReader(bytes, at);
+  const uid = r.string();
+  return { uid, traceId: r.count() & K_TRACE_ID ? r.string() : undefined };
+}
+
+function write(w: RecordWriter, input: TraceInput): TraceObjects | undefined {
   const { request, response, decision } = input;
   const username = request.userInfo.username;
-  w.str(request.uid);
-  w.num(
+  w.count(
     (request.subResource !== undefined ? R_SUBRESOURCE : 0) |
       (username !== undefined ? R_USERNAME : 0) |
       (request.name !== undefined ? R_NAME : 0) |
@@ -216,25 +209,25 @@ function write(w: Writer, input: TraceInput): Objects | undefined {
       (request.dryRun ? R_DRY_RUN : 0) |
       (response.uid !== request.uid ? R_RESPONSE_UID : 0),
   );
-  w.str(request.kind.group);
-  w.str(request.kind.version);
-  w.str(request.kind.kind);
-  w.str(request.resource.group);
-  w.str(request.resource.version);
-  w.str(request.resource.resource);
-  w.str(request.operation);
-  if (request.subResource !== undefined) w.str(request.subResource);
-  if (username !== undefined) w.str(username);
-  if (request.name !== undefined) w.str(request.name);
-  if (request.namespace !== undefined) w.str(request.namespace);
-  if (response.uid !== request.uid) w.str(response.uid);
-  w.str(input.route);
-  w.str(input.phase);
-  w.time(input.startedAt - EPOCH);
-  w.ms(input.ms);
+  w.string(request.kind.group);
+  w.string(request.kind.version);
+  w.string(request.kind.kind);
+  w.string(request.resource.group);
+  w.string(request.resource.version);
+  w.string(request.resource.resource);
+  w.string(request.operation);
+  if (request.subResource !== undefined) w.string(request.subResource);
+  if (username !== undefined) w.string(username);
+  if (request.name !== undefined) w.string(request.name);
+  if (request.namespace !== undefined) w.string(request.namespace);
+  if (response.uid !== request.uid) w.string(response.uid);
+  w.string(input.route);
+  w.string(input.phase);
+  w.number(input.startedAt);
+  w.number(input.ms);
   const { warnings, auditAnnotations } = response;
   const patch = decision.allowed ? decision.patch : undefined;
-  w.num(
+  w.count(
     (warnings ? T_WARNINGS : 0) |
       (auditAnnotations ? T_ANNOTATIONS : 0) |
       (patch ? T_PATCH : 0) |
@@ -243,26 +236,26 @@ function write(w: Writer, input: TraceInput): Objects | undefined {
       (response.allowed ? T_ALLOWED : 0),
   );
   if (warnings) {
-    w.num(warnings.length);
-    for (const warning of warnings) w.str(warning);
+    w.count(warnings.length);
+    for (const warning of warnings) w.string(warning);
   }
   if (auditAnnotations) {
     const keys = Object.keys(auditAnnotations);
-    w.num(keys.length);
+    w.count(keys.length);
     for (const key of keys) {
-      w.str(key);
-      w.str(auditAnnotations[key]!);
+      w.string(key);
+      w.string(auditAnnotations[key]!);
     }
   }
-  if (patch) w.ops(patch);
-  if (input.patchOpsOmitted !== undefined) w.num(input.patchOpsOmitted);
-  if (input.shadowSteps !== undefined) w.num(input.shadowSteps);
-  w.num(input.reports.length);
+  if (patch) writeOps(w, patch);
+  if (input.patchOpsOmitted !== undefined) w.count(input.patchOpsOmitted);
+  if (input.shadowSteps !== undefined) w.count(input.shadowSteps);
+  w.count(input.reports.length);
   for (const report of input.reports) writeReport(w, report);
-  w.num(input.details.length);
+  w.count(input.details.length);
   let policies: Map<number, PolicyTrace> | undefined;
   input.details.forEach((detail, i) => {
-    writeDetail(w, detail);
+    writeDetail(w, detail, patch);
     if (detail.policy) (policies ??= new Map()).set(i, detail.policy);
   });
   const { status } = response;
@@ -282,94 +275,96 @@ function write(w: Writer, input: TraceInput): Objects | undefined {
   };
 }
 
-function writeReport(w: Writer, report: StepReport): void {
-  w.str(report.step);
-  w.str(report.outcome);
-  w.ms(report.ms);
-  w.num(
+function writeReport(w: RecordWriter, report: StepReport): void {
+  w.string(report.step);
+  w.string(report.outcome);
+  w.number(report.ms);
+  w.count(
     (report.reason !== undefined ? S_REASON : 0) |
       (report.round !== undefined ? S_ROUND : 0) |
       (report.failedOpen !== undefined ? S_FAILED_OPEN : 0) |
       (report.mode !== undefined ? S_MODE : 0) |
       (report.level !== undefined ? S_LEVEL : 0),
   );
-  if (report.reason !== undefined) w.str(report.reason);
-  if (report.round !== undefined) w.num(report.round);
-  if (report.failedOpen !== undefined) w.num(report.failedOpen ? 1 : 0);
-  if (report.mode !== undefined) w.str(report.mode);
-  if (report.level !== undefined) w.num(report.level);
+  if (report.reason !== undefined) w.string(report.reason);
+  if (report.round !== undefined) w.number(report.round);
+  if (report.failedOpen !== undefined) w.count(report.failedOpen ? 1 : 0);
+  if (report.mode !== undefined) w.string(report.mode);
+  if (report.level !== undefined) w.number(report.level);
 }
 
-function writeDetail(w: Writer, detail: StepDetail): void {
-  w.num(
+function writeDetail(w: RecordWriter, detail: StepDetail, review: readonly JsonPatchOperation[] | undefined): void {
+  w.count(
     (detail.message !== undefined ? D_MESSAGE : 0) |
       (detail.patch !== undefined ? D_PATCH : 0) |
       (detail.patchOpsOmitted !== undefined ? D_OMITTED : 0) |
       (detail.deadlineLeftMs !== undefined ? D_DEADLINE : 0) |
       (detail.decided ? D_DECIDED : 0),
   );
-  if (detail.message !== undefined) w.str(detail.message);
-  if (detail.patch !== undefined) w.ops(detail.patch);
-  if (detail.patchOpsOmitted !== undefined) w.num(detail.patchOpsOmitted);
-  if (detail.deadlineLeftMs !== undefined) w.ms(detail.deadlineLeftMs);
+  if (detail.message !== undefined) w.string(detail.message);
+  if (detail.patch !== undefined) writeOps(w, detail.patch, review);
+  if (detail.patchOpsOmitted !== undefined) w.count(detail.patchOpsOmitted);
+  if (detail.deadlineLeftMs !== undefined) w.number(detail.deadlineLeftMs);
 }
 
-/** The kept input a packed trace was made from, made again. */
-export function unpackTrace(packed: PackedTrace): KeptInput {
-  const objects = packed.objects ?? {};
+/** The kept input the packed trace at `at` in `bytes` was made from, made again. */
+export function unpackTrace(bytes: Buffer, at: number, steps: readonly Step[], objects: TraceObjects = {}): KeptInput {
+  const r = new RecordReader(bytes, at);
+  const uid = r.string();
+  const keyFlags = r.count();
+  const traceId = keyFlags & K_TRACE_ID ? r.string() : undefined;
+  const keptBytes = r.number();
   if (objects.whole) return objects.whole;
-  const r = new Reader(packed.text.split(SEP));
-  const uid = r.str();
-  const flags = r.num();
-  const kind = { group: r.str(), version: r.str(), kind: r.str() };
-  const resource = { group: r.str(), version: r.str(), resource: r.str() };
+  const flags = r.count();
+  const kind = { group: r.string(), version: r.string(), kind: r.string() };
+  const resource = { group: r.string(), version: r.string(), resource: r.string() };
   const request: AdmissionRequest = {
     uid,
     kind,
     resource,
-    operation: r.str() as AdmissionRequest['operation'],
+    operation: r.string() as AdmissionRequest['operation'],
     userInfo: {},
   };
-  if (flags & R_SUBRESOURCE) request.subResource = r.str();
-  if (flags & R_USERNAME) request.userInfo = { username: r.str() };
-  if (flags & R_NAME) request.name = r.str();
-  if (flags & R_NAMESPACE) request.namespace = r.str();
+  if (flags & R_SUBRESOURCE) request.subResource = r.string();
+  if (flags & R_USERNAME) request.userInfo = { username: r.string() };
+  if (flags & R_NAME) request.name = r.string();
+  if (flags & R_NAMESPACE) request.namespace = r.string();
   if (flags & R_DRY_RUN) request.dryRun = true;
   if (objects.object) request.object = objects.object;
   if (objects.oldObject) request.oldObject = objects.oldObject;
-  const responseUid = flags & R_RESPONSE_UID ? r.str() : uid;
-  const route = r.str();
-  const phase = r.str() as Phase;
-  const startedAt = r.time() + EPOCH;
-  const ms = r.ms();
-  const top = r.num();
+  const responseUid = flags & R_RESPONSE_UID ? r.string() : uid;
+  const route = r.string();
+  const phase = r.string() as Phase;
+  const startedAt = r.number();
+  const ms = r.number();
+  const top = r.count();
   const response: AdmissionResponse = { uid: responseUid, allowed: (top & T_ALLOWED) !== 0 };
   if (objects.status) response.status = objects.status;
   if (top & T_WARNINGS) {
     const warnings: string[] = [];
-    for (let n = r.num(); n > 0; n--) warnings.push(r.str());
+    for (let n = r.count(); n > 0; n--) warnings.push(r.string());
     response.warnings = warnings;
   }
   if (top & T_ANNOTATIONS) {
     const annotations: Record<string, string> = {};
-    for (let n = r.num(); n > 0; n--) annotations[r.str()] = r.str();
+    for (let n = r.count(); n > 0; n--) annotations[r.string()] = r.string();
     response.auditAnnotations = annotations;
   }
-  const patch = top & T_PATCH ? r.ops() : undefined;
+  const patch = top & T_PATCH ? readOps(r) : undefined;
   const decision: Decision = objects.decision ?? (patch ? { allowed: true, patch } : { allowed: true });
-  const patchOpsOmitted = top & T_PATCH_OMITTED ? r.num() : undefined;
-  const shadowSteps = top & T_SHADOW_STEPS ? r.num() : undefined;
+  const patchOpsOmitted = top & T_PATCH_OMITTED ? r.count() : undefined;
+  const shadowSteps = top & T_SHADOW_STEPS ? r.count() : undefined;
   const reports: StepReport[] = [];
-  for (let n = r.num(); n > 0; n--) reports.push(readReport(r));
+  for (let n = r.count(); n > 0; n--) reports.push(readReport(r));
   const details: StepDetail[] = [];
-  for (let i = 0, n = r.num(); i < n; i++) details.push(readDetail(r, packed.steps[i]!, objects.policies?.get(i)));
+  for (let i = 0, n = r.count(); i < n; i++) details.push(readDetail(r, steps[i]!, objects.policies?.get(i), patch));
   const input: TraceInput = {
     request,
     response,
     decision,
     route,
     phase,
-    traceId: packed.traceId,
+    traceId,
     startedAt,
     ms,
     reports,
@@ -381,35 +376,40 @@ export function unpackTrace(packed: PackedTrace): KeptInput {
     shadowSteps,
     patchOpsOmitted,
   };
-  return { input, bytes: packed.bytes, clipped: packed.clipped };
+  return { input, bytes: keptBytes, clipped: (keyFlags & K_CLIPPED) !== 0 };
 }
 
-function readReport(r: Reader): StepReport {
-  const step = r.str();
-  const outcome = r.str() as StepReport['outcome'];
-  const ms = r.ms();
-  const flags = r.num();
+function readReport(r: RecordReader): StepReport {
+  const step = r.string();
+  const outcome = r.string() as StepReport['outcome'];
+  const ms = r.number();
+  const flags = r.count();
   return {
     step,
     outcome,
     ms,
-    ...(flags & S_REASON ? { reason: r.str() } : {}),
-    ...(flags & S_ROUND ? { round: r.num() } : {}),
-    ...(flags & S_FAILED_OPEN ? { failedOpen: r.num() === 1 } : {}),
-    ...(flags & S_MODE ? { mode: r.str() as NonNullable<StepReport['mode']> } : {}),
-    ...(flags & S_LEVEL ? { level: r.num() } : {}),
+    ...(flags & S_REASON ? { reason: r.string() } : {}),
+    ...(flags & S_ROUND ? { round: r.number() } : {}),
+    ...(flags & S_FAILED_OPEN ? { failedOpen: r.count() === 1 } : {}),
+    ...(flags & S_MODE ? { mode: r.string() as NonNullable<StepReport['mode']> } : {}),
+    ...(flags & S_LEVEL ? { level: r.number() } : {}),
   };
 }
 
-function readDetail(r: Reader, step: Step, policy: PolicyTrace | undefined): StepDetail {
-  const flags = r.num();
+function readDetail(
+  r: RecordReader,
+  step: Step,
+  policy: PolicyTrace | undefined,
+  review: readonly JsonPatchOperation[] | undefined,
+): StepDetail {
+  const flags = r.count();
   return {
     step,
-    message: flags & D_MESSAGE ? r.str() : undefined,
-    patch: flags & D_PATCH ? r.ops() : undefined,
+    message: flags & D_MESSAGE ? r.string() : undefined,
+    patch: flags & D_PATCH ? readOps(r, review) : undefined,
     written: undefined,
-    ...(flags & D_OMITTED ? { patchOpsOmitted: r.num() } : {}),
-    deadlineLeftMs: flags & D_DEADLINE ? r.ms() : undefined,
+    ...(flags & D_OMITTED ? { patchOpsOmitted: r.count() } : {}),
+    deadlineLeftMs: flags & D_DEADLINE ? r.number() : undefined,
     decided: (flags & D_DECIDED) !== 0,
     ...(policy ? { policy } : {}),
   };

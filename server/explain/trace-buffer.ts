@@ -1,15 +1,20 @@
 /**
  * The decision traces of the most recent reviews, for `GET /explain/<uid>`: a ring of at most `size` reviews
  * whose kept inputs (kept-trace.ts: small and bounded whatever the review carried) hold at most `maxBytes`
- * together, each held packed (packed-trace.ts); the oldest make room. A review is found by its uid or its trace
- * id through an index, not a scan.
+ * together, each held packed (packed-trace.ts) as bytes outside the JavaScript heap (record-ring.ts); the oldest
+ * make room. A review is found by its uid or its trace id through an index of hashes in typed arrays
+ * (slot-index.ts), not a scan.
  */
 import { kindName } from '../admission/kind-name.js';
 import type { DecisionTrace, ReviewedRequest } from '../trace/decision-trace.js';
 import { buildDecisionTrace, traceIdOf, traceIdOfUid } from '../trace/decision-trace.js';
 import type { Redaction } from '../recording/redact.js';
+import type { Step } from '../steps/step.js';
 import { keptInput, type KeptInput } from './kept-trace.js';
-import { StepArrays, packTrace, unpackTrace, type PackedTrace } from './packed-trace.js';
+import { StepArrays, packTrace, traceKeys, unpackTrace, type TraceObjects } from './packed-trace.js';
+import { RecordWriter } from './record-bytes.js';
+import { RecordRing } from './record-ring.js';
+import { SlotIndex, hashOf } from './slot-index.js';
 
 /** A trace as `GET /explain` serves it. */
 export type KeptTrace = DecisionTrace & {
@@ -54,24 +59,34 @@ export class TraceBuffer {
   readonly size: number;
   readonly maxBytes: number;
   readonly keep: 'notable' | 'all';
-  private readonly ring: Array<PackedTrace | undefined>;
-  /**
-   * The kept reviews of each uid: the slot of the only one (by far the most common), or their slots, oldest first
-   * (a review's mutate and validate calls share its uid). A trace id made from the uid is found through it.
-   */
-  private readonly byUid = new Map<string, number | number[]>();
-  /** The same for the trace ids that were not made from the uid (the apiserver sent one, or tracing made it). */
-  private readonly byTraceId = new Map<string, number | number[]>();
+  private readonly records: RecordRing;
+  private readonly writer = new RecordWriter();
+  /** Each slot's steps array (shared by the reviews of a route: stepArrays). */
+  private readonly steps: Array<readonly Step[] | undefined>;
+  /** The objects of the few slots that have some. */
+  private readonly objects = new Map<number, TraceObjects>();
+  /** What each slot counts against maxBytes. */
+  private readonly counted: Float64Array;
+  /** Whether a slot's trace id was given (and is in byTraceId) rather than made from the uid. */
+  private readonly ownTraceId: Uint8Array;
+  /** The kept reviews by uid (a review's mutate and validate calls share it), and so the trace ids made from it. */
+  private readonly byUid: SlotIndex;
+  /** By the trace ids that were not made from the uid (the apiserver sent one, or tracing made it). */
+  private readonly byTraceId: SlotIndex;
   private readonly stepArrays = new StepArrays();
-  private oldest = 0;
-  private count = 0;
   private held = 0;
 
   constructor(private readonly options: TraceBufferOptions) {
     this.size = options.size;
     this.maxBytes = options.maxBytes;
     this.keep = options.keep ?? 'all';
-    this.ring = new Array<PackedTrace | undefined>(this.size);
+    const slots = Math.max(this.size, 1);
+    this.records = new RecordRing(slots, this.maxBytes);
+    this.steps = new Array<readonly Step[] | undefined>(slots);
+    this.counted = new Float64Array(slots);
+    this.ownTraceId = new Uint8Array(slots);
+    this.byUid = new SlotIndex(this.size);
+    this.byTraceId = new SlotIndex(this.size);
   }
 
   /** What the kept traces hold, counted as kept-trace.ts counts it (at most `maxBytes`). */
@@ -93,38 +108,44 @@ export class TraceBuffer {
   /** Keeps a trace input made small already (kept-trace.ts; a worker of the large-review lane makes it there). */
   addKept(kept: KeptInput): void {
     // Bounded by the chain's length alone: a trace this large is not kept rather than emptying the ring.
-    if (kept.bytes > this.maxBytes) return;
-    while (this.count === this.size || this.held + kept.bytes > this.maxBytes) this.dropOldest();
-    const packed = packTrace(kept, this.stepArrays);
-    const slot = (this.oldest + this.count) % this.size;
-    this.ring[slot] = packed;
-    this.count++;
-    this.held += packed.bytes;
-    index(this.byUid, packed.uid, slot);
-    if (packed.traceId !== undefined) index(this.byTraceId, packed.traceId, slot);
+    if (kept.bytes > this.maxBytes || this.size === 0) return;
+    const packed = packTrace(kept, this.writer, this.stepArrays);
+    const n = this.writer.length;
+    if (n > this.maxBytes) return;
+    while (this.records.records > 0 && (this.held + kept.bytes > this.maxBytes || !this.records.fits(n)))
+      this.dropOldest();
+    const slot = this.records.add(this.writer.bytes, n);
+    this.steps[slot] = packed.steps;
+    if (packed.objects) this.objects.set(slot, packed.objects);
+    this.counted[slot] = kept.bytes;
+    this.held += kept.bytes;
+    this.byUid.add(slot, hashOf(packed.uid));
+    this.ownTraceId[slot] = packed.traceId === undefined ? 0 : 1;
+    if (packed.traceId !== undefined) this.byTraceId.add(slot, hashOf(packed.traceId));
   }
 
   /** The trace of the review with this uid, if it is still kept (the newest, when it was reviewed twice). */
   get(uid: string): KeptTrace | undefined {
-    const slots = this.byUid.get(uid);
-    if (slots === undefined) return undefined;
-    return this.trace(this.ring[typeof slots === 'number' ? slots : slots[slots.length - 1]!]!);
+    const slots = this.slotsOfUid(uid);
+    return slots.length === 0 ? undefined : this.trace(slots[slots.length - 1]!);
   }
 
   /** The kept traces with this trace id (a review's mutate and validate calls may share one), oldest first. */
   withTraceId(traceId: string): KeptTrace[] {
-    const given = slotsOf(this.byTraceId.get(traceId));
+    const given = this.byTraceId.slots(hashOf(traceId)).filter((slot) => this.keysOf(slot).traceId === traceId);
     const uid = uidOfTraceId(traceId);
-    const fromUid = uid === undefined ? [] : slotsOf(this.byUid.get(uid)).filter((s) => !this.ring[s]!.traceId);
-    const age = (slot: number) => (slot - this.oldest + this.size) % this.size;
-    return [...given, ...fromUid].sort((a, b) => age(a) - age(b)).map((slot) => this.trace(this.ring[slot]!));
+    const fromUid = uid === undefined ? [] : this.slotsOfUid(uid).filter((slot) => this.ownTraceId[slot] === 0);
+    const oldest = this.records.oldestSlot;
+    const age = (slot: number) => (slot - oldest + this.size) % this.size;
+    return [...given, ...fromUid].sort((a, b) => age(a) - age(b)).map((slot) => this.trace(slot));
   }
 
   /** The most recent reviews, newest first; `denied` keeps only refused ones. */
   recent(limit: number, denied = false): TraceSummary[] {
     const out: TraceSummary[] = [];
-    for (let i = this.count - 1; i >= 0 && out.length < limit; i--) {
-      const t = unpackTrace(this.ring[(this.oldest + i) % this.size]!).input;
+    const oldest = this.records.oldestSlot;
+    for (let i = this.records.records - 1; i >= 0 && out.length < limit; i--) {
+      const t = this.unpack((oldest + i) % this.size).input;
       if (denied && t.response.allowed) continue;
       const { request } = t;
       out.push({
@@ -143,44 +164,39 @@ export class TraceBuffer {
     return out;
   }
 
-  private dropOldest(): void {
-    const slot = this.oldest;
-    const packed = this.ring[slot]!;
-    this.ring[slot] = undefined;
-    this.oldest = (slot + 1) % this.size;
-    this.count--;
-    this.held -= packed.bytes;
-    // The oldest kept review is the oldest of its uid and of its trace id too: the first of their slots.
-    unindex(this.byUid, packed.uid);
-    if (packed.traceId !== undefined) unindex(this.byTraceId, packed.traceId);
+  /** The kept slots of a uid, oldest first. */
+  private slotsOfUid(uid: string): number[] {
+    return this.byUid.slots(hashOf(uid)).filter((slot) => this.keysOf(slot).uid === uid);
   }
 
-  private trace(packed: PackedTrace): KeptTrace {
-    const { input, clipped } = unpackTrace(packed);
+  private keysOf(slot: number) {
+    const { ring, at } = this.records.bytesOf(slot);
+    return traceKeys(ring, at);
+  }
+
+  private dropOldest(): void {
+    // The oldest kept review is the oldest of its uid and of its trace id too: the first of their buckets.
+    const slot = this.records.oldestSlot;
+    this.byUid.remove(slot);
+    if (this.ownTraceId[slot] === 1) this.byTraceId.remove(slot);
+    this.objects.delete(slot);
+    this.steps[slot] = undefined;
+    this.held -= this.counted[slot]!;
+    this.records.dropOldest();
+  }
+
+  private unpack(slot: number): KeptInput {
+    const { ring, at } = this.records.bytesOf(slot);
+    return unpackTrace(ring, at, this.steps[slot]!, this.objects.get(slot));
+  }
+
+  private trace(slot: number): KeptTrace {
+    const { input, clipped } = this.unpack(slot);
     const trace = buildDecisionTrace(input);
     return clipped
       ? { ...trace, redacted: !this.options.includeObjects, clipped: true }
       : { ...trace, redacted: !this.options.includeObjects };
   }
-}
-
-const slotsOf = (slots: number | number[] | undefined): number[] =>
-  slots === undefined ? [] : typeof slots === 'number' ? [slots] : slots;
-
-/** Adds a slot to a key's, newest last. */
-function index(map: Map<string, number | number[]>, key: string, slot: number): void {
-  const slots = map.get(key);
-  if (slots === undefined) map.set(key, slot);
-  else if (typeof slots === 'number') map.set(key, [slots, slot]);
-  else slots.push(slot);
-}
-
-/** Takes a key's oldest slot away. */
-function unindex(map: Map<string, number | number[]>, key: string): void {
-  const slots = map.get(key)!;
-  if (typeof slots === 'number') map.delete(key);
-  else if (slots.length === 2) map.set(key, slots[1]!);
-  else slots.shift();
 }
 
 /** The uid a trace id made from a uid was made from (traceIdOfUid), when it could be one. */

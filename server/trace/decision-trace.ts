@@ -131,6 +131,24 @@ export function traceIdOfUid(uid: string): string | undefined {
   return uid.slice(0, 8) + uid.slice(9, 13) + uid.slice(14, 18) + uid.slice(19, 23) + uid.slice(24);
 }
 
+const DASH = 0x2d;
+
+/** Whether `traceId` is the one traceIdOfUid makes of `uid`, found without making it (it is asked per kept trace). */
+export function isTraceIdOfUid(traceId: string, uid: string): boolean {
+  if (traceId.length !== 32 || uid.length !== 36) return false;
+  let zeros = true;
+  for (let i = 0, j = 0; i < 36; i++) {
+    const c = uid.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== DASH) return false;
+      continue;
+    }
+    if (c !== traceId.charCodeAt(j++) || !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
+    if (c !== 0x30) zeros = false;
+  }
+  return !zeros;
+}
+
 const randomTraceId = (): string => randomBytes(16).toString('hex');
 
 /** The review's trace id: the one it came with, else its uid's digits, else a random one; the same every time. */

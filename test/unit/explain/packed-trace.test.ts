@@ -1,12 +1,13 @@
 /**
  * A packed trace (explain/packed-trace.ts) reads back as the trace its kept input gives: every part a trace shows,
- * for reviews of the shipped chain and for the parts only some reviews have. What cannot be packed (a string with
- * the separator in it, an operation with its value) is kept whole and reads back the same.
+ * for reviews of the shipped chain, for the parts only some reviews have, and for strings of any code units. What
+ * cannot be packed (an operation with its value) is kept whole and reads back the same.
  */
 import assert from 'node:assert/strict';
 import type { AdmissionRequest } from '../../../server/admission/types.js';
 import { keptInput, type KeptInput } from '../../../server/explain/kept-trace.js';
-import { StepArrays, packTrace, unpackTrace } from '../../../server/explain/packed-trace.js';
+import { StepArrays, packTrace, unpackTrace, type PackedTrace } from '../../../server/explain/packed-trace.js';
+import { RecordWriter } from '../../../server/explain/record-bytes.js';
 import { compileRedaction } from '../../../server/recording/redact.js';
 import { buildDecisionTrace, type ReviewedRequest, type TraceInput } from '../../../server/trace/decision-trace.js';
 import type { StepDetail, StepReport } from '../../../server/trace/step-report.js';
@@ -29,10 +30,22 @@ const SHIPPED_LIKE = `
 const kept = (reviewed: ReviewedRequest, includeObjects = false): KeptInput =>
   keptInput(reviewed.traceInput, { includeObjects, redaction: compileRedaction([]) });
 
+/** A kept input packed: what is kept beside the bytes, and the bytes. */
+function pack(k: KeptInput, steps = new StepArrays()): PackedTrace & { readonly bytes: Buffer } {
+  const w = new RecordWriter();
+  const packed = packTrace(k, w, steps);
+  // At an offset, as in the buffer's ring.
+  const bytes = Buffer.concat([Buffer.from('xyz'), w.bytes.subarray(0, w.length)]);
+  return { ...packed, bytes };
+}
+
+const unpack = (packed: ReturnType<typeof pack>): KeptInput =>
+  unpackTrace(packed.bytes, 3, packed.steps, packed.objects);
+
 /** The trace a kept input gives, and the one its packed form gives. */
 function bothTraces(k: KeptInput, steps = new StepArrays()) {
-  const packed = packTrace(k, steps);
-  const back = unpackTrace(packed);
+  const packed = pack(k, steps);
+  const back = unpack(packed);
   return {
     packed,
     expected: { trace: buildDecisionTrace(k.input), bytes: k.bytes, clipped: k.clipped },
@@ -65,13 +78,13 @@ describe('packed traces', () => {
     assert.ok(refused!.expected.trace.steps.some((s) => s.outcome === 'skipped' && s.reason));
   });
 
-  it('hold an ordinary review as a string and a shared steps array, no objects of its own', async () => {
+  it('hold an ordinary review as bytes and a shared steps array, no objects of its own', async () => {
     const [mutated, warned] = await shippedReviews();
     const steps = new StepArrays();
-    const a = packTrace(kept(warned!), steps);
-    const b = packTrace(kept(warned!), steps);
+    const a = pack(kept(warned!), steps);
+    const b = pack(kept(warned!), steps);
     assert.equal(a.objects, undefined);
-    assert.equal(packTrace(kept(mutated!), steps).objects, undefined);
+    assert.equal(pack(kept(mutated!), steps).objects, undefined);
     assert.equal(a.steps, b.steps, 'one array for the reviews of one route');
     assert.equal(a.traceId, undefined, 'a trace id made from the uid is made again, not kept');
   });
@@ -82,7 +95,14 @@ describe('packed traces', () => {
     const reports: StepReport[] = base.reports.map((r, i) =>
       i === 0 ? { ...r, round: 1, level: 2, failedOpen: true, reason: 'timeout', mode: 'warn' } : r,
     );
-    const details: StepDetail[] = base.details.map((d, i) => (i === 0 ? { ...d, patchOpsOmitted: 7 } : d));
+    // A step's operations that are not the review's (a later step overwrote them) are kept whole.
+    const notTheReviews = [
+      { op: 'remove' as const, path: '/metadata/annotations/x' },
+      { op: 'move' as const, from: '/a', path: '/b' },
+    ];
+    const details: StepDetail[] = base.details.map((d, i) =>
+      i === 0 ? { ...d, patch: [...(d.patch ?? []), ...notTheReviews], patchOpsOmitted: 7 } : d,
+    );
     const input: TraceInput = {
       ...base,
       traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
@@ -100,34 +120,42 @@ describe('packed traces', () => {
     assert.deepStrictEqual(actual, expected);
     assert.equal(packed.traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
     // The shadow steps fill their array in after the answer: the packed trace holds that array itself.
-    assert.equal(unpackTrace(packed).input.shadow, input.shadow);
+    assert.equal(unpack(packed).input.shadow, input.shadow);
   });
 
   it('keep the trace id of a uid that is not a UUID, made at random once, and read it back the same', async () => {
     const request: AdmissionRequest = { ...requestOf(podCreate()), uid: 'not-a-uuid' };
     const [warned] = await heardReviews(SHIPPED_LIKE, availablePlugins, [[request, 'validate']]);
     const k = kept(warned!);
-    const packed = packTrace(k, new StepArrays());
+    const packed = pack(k);
     assert.match(packed.traceId ?? '', /^[0-9a-f]{32}$/);
     assert.equal(packed.traceId, k.input.traceId);
-    const read = () => buildDecisionTrace(unpackTrace(packed).input).traceId;
+    const read = () => buildDecisionTrace(unpack(packed).input).traceId;
     assert.equal(read(), packed.traceId);
     assert.equal(read(), packed.traceId);
   });
 
-  it('keep whole a review with the separator in a string, and one whose operations keep their values', async () => {
-    const [mutated, warned] = await shippedReviews();
-    const hostile = kept(warned!);
-    const withNul: KeptInput = {
-      ...hostile,
-      input: { ...hostile.input, response: { ...hostile.input.response, warnings: ['a\u0000b'] } },
+  it('read back any string as it was: NUL, characters past Latin-1, a lone surrogate, long ones', async () => {
+    const [, warned] = await shippedReviews();
+    const base = kept(warned!);
+    const strange = ['a\u0000b', 'ünïcödé ✓ 日本', '\ud800 alone', 'é'.repeat(300), 'x'.repeat(20_000), ''];
+    const input: TraceInput = {
+      ...base.input,
+      request: { ...base.input.request, name: strange[1], namespace: strange[2] },
+      response: { ...base.input.response, warnings: strange },
     };
+    const { packed, expected, actual } = bothTraces({ ...base, input });
+    assert.equal(packed.objects, undefined, 'packed, not kept whole');
+    assert.deepStrictEqual(actual, expected);
+    assert.deepStrictEqual(actual.trace.warnings, strange);
+  });
+
+  it('keep whole a review whose operations keep their values', async () => {
+    const [mutated] = await shippedReviews();
     const valued = kept(mutated!, true);
     assert.ok(valued.input.decision.patch?.some((op) => 'value' in op && op.value !== undefined));
-    for (const k of [withNul, valued]) {
-      const { packed, expected, actual } = bothTraces(k);
-      assert.equal(packed.objects?.whole, k);
-      assert.deepStrictEqual(actual, expected);
-    }
+    const { packed, expected, actual } = bothTraces(valued);
+    assert.equal(packed.objects?.whole, valued);
+    assert.deepStrictEqual(actual, expected);
   });
 });

@@ -1,0 +1,152 @@
+/**
+ * Strings and numbers written as bytes and read back exactly: the encoding of a kept trace (packed-trace.ts).
+ * A count is a LEB128 varint; any other number its eight IEEE bytes; a string its length and its UTF-16 code units,
+ * one byte each when every unit fits in one (nearly always), else two. Code units rather than UTF-8 so that any
+ * string, a lone surrogate included, reads back as it was. A short string is written by a loop over it, a long
+ * one by one call out of JavaScript, whichever is cheaper (docs/decisions.md, "Decision traces: what a trace keeps
+ * is bounded, the buffer has a byte ceiling, lookups are indexed").
+ */
+
+/** What the writer holds at first; it doubles when a record needs more. */
+const INITIAL_BYTES = 4096;
+/** From this length a string is written by Buffer#write rather than a loop. */
+const LONG = 32;
+/** A code unit that does not fit in one byte. */
+const WIDE = /[\u0100-\uffff]/;
+
+export class RecordWriter {
+  /** The record written so far: `bytes[0, length)`. */
+  bytes = Buffer.allocUnsafeSlow(INITIAL_BYTES);
+  length = 0;
+  private view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+
+  /** Starts a new record over the last. */
+  reset(): void {
+    this.length = 0;
+  }
+
+  /** A whole number from 0 to 2^32 − 1: a length, a count, a set of flags. */
+  count(n: number): void {
+    this.room(5);
+    const bytes = this.bytes;
+    let at = this.length;
+    while (n > 0x7f) {
+      bytes[at++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    bytes[at++] = n;
+    this.length = at;
+  }
+
+  number(x: number): void {
+    this.room(8);
+    this.view.setFloat64(this.length, x, true);
+    this.length += 8;
+  }
+
+  string(s: string): void {
+    const n = s.length;
+    if (n >= LONG) return this.long(s);
+    // Shorter than LONG: its head (twice its length, plus one when two-byte) fits in one byte.
+    this.room(1 + 2 * n);
+    const bytes = this.bytes;
+    const start = this.length;
+    let at = start + 1;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0xff) return this.wide(s, start, 1);
+      bytes[at++] = c;
+    }
+    bytes[start] = 2 * n;
+    this.length = at;
+  }
+
+  private long(s: string): void {
+    const n = s.length;
+    // Twice the length plus one (a string of two-byte units) takes as many varint bytes as twice the length.
+    const head = varintBytes(2 * n);
+    this.room(head + 2 * n);
+    const start = this.length;
+    if (WIDE.test(s)) return this.wide(s, start, head);
+    this.head(start, 2 * n);
+    this.length = start + head + this.bytes.write(s, start + head, n, 'latin1');
+  }
+
+  /** `s` again, from `start`, two bytes a unit. */
+  private wide(s: string, start: number, head: number): void {
+    const bytes = this.bytes;
+    let at = start + head;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      bytes[at++] = c & 0xff;
+      bytes[at++] = c >>> 8;
+    }
+    this.head(start, 2 * s.length + 1);
+    this.length = at;
+  }
+
+  private head(at: number, n: number): void {
+    const bytes = this.bytes;
+    while (n > 0x7f) {
+      bytes[at++] = (n & 0x7f) | 0x80;
+      n >>>= 7;
+    }
+    bytes[at] = n;
+  }
+
+  private room(n: number): void {
+    if (this.length + n <= this.bytes.length) return;
+    const bigger = Buffer.allocUnsafeSlow(Math.max(2 * this.bytes.length, this.length + n));
+    this.bytes.copy(bigger, 0, 0, this.length);
+    this.bytes = bigger;
+    this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.byteLength);
+  }
+}
+
+function varintBytes(n: number): number {
+  let bytes = 1;
+  while (n > 0x7f) {
+    bytes++;
+    n = Math.floor(n / 128);
+  }
+  return bytes;
+}
+
+/** Reads a record a RecordWriter wrote, in the order it was written. */
+export class RecordReader {
+  private readonly view: DataView;
+
+  constructor(
+    private readonly bytes: Buffer,
+    private at: number,
+  ) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  count(): number {
+    const bytes = this.bytes;
+    let n = 0;
+    let scale = 1;
+    for (;;) {
+      const b = bytes[this.at++]!;
+      n += (b & 0x7f) * scale;
+      if (b < 0x80) return n;
+      scale *= 128;
+    }
+  }
+
+  number(): number {
+    const x = this.view.getFloat64(this.at, true);
+    this.at += 8;
+    return x;
+  }
+
+  string(): string {
+    const head = this.count();
+    const wide = head % 2 === 1;
+    const end = this.at + (wide ? head - 1 : head / 2);
+    const s = this.bytes.toString(wide ? 'utf16le' : 'latin1', this.at, end);
+    this.at = end;
+    return s;
+  }
+}
