@@ -10,7 +10,7 @@
 /** What the writer holds at first; it doubles when a record needs more. */
 const INITIAL_BYTES = 4096;
 /** From this length a string is written by Buffer#write rather than a loop. */
-const LONG = 32;
+const LONG = 96;
 /** A code unit that does not fit in one byte. */
 const WIDE = /[\u0100-\uffff]/;
 

@@ -124,11 +124,24 @@ export interface TraceInput {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
+/**
+ * The last uid traceIdOfUid was asked about and its answer: a review's trace id is asked for again when its trace
+ * is kept (isTraceIdOfUid), and this answers that without reading the uid again.
+ */
+let lastUid = '';
+let lastTraceId: string | undefined;
+
 /** Makes a W3C trace id of a request uid that is a UUID (32 hex digits once its dashes are gone). */
 export function traceIdOfUid(uid: string): string | undefined {
+  if (uid === lastUid) return lastTraceId;
   // The apiserver's uids are lower-case UUIDs; anything else gets a trace id of its own.
-  if (uid.length !== 36 || uid === NIL_UUID || !UUID.test(uid)) return undefined;
-  return uid.slice(0, 8) + uid.slice(9, 13) + uid.slice(14, 18) + uid.slice(19, 23) + uid.slice(24);
+  const traceId =
+    uid.length !== 36 || uid === NIL_UUID || !UUID.test(uid)
+      ? undefined
+      : uid.slice(0, 8) + uid.slice(9, 13) + uid.slice(14, 18) + uid.slice(19, 23) + uid.slice(24);
+  lastUid = uid;
+  lastTraceId = traceId;
+  return traceId;
 }
 
 const DASH = 0x2d;
@@ -136,6 +149,7 @@ const DASH = 0x2d;
 /** Whether `traceId` is the one traceIdOfUid makes of `uid`, found without making it (it is asked per kept trace). */
 export function isTraceIdOfUid(traceId: string, uid: string): boolean {
   if (traceId.length !== 32 || uid.length !== 36) return false;
+  if (uid === lastUid) return traceId === lastTraceId;
   let zeros = true;
   for (let i = 0, j = 0; i < 36; i++) {
     const c = uid.charCodeAt(i);

@@ -138,7 +138,16 @@ describe('packed traces', () => {
   it('read back any string as it was: NUL, characters past Latin-1, a lone surrogate, long ones', async () => {
     const [, warned] = await shippedReviews();
     const base = kept(warned!);
-    const strange = ['a\u0000b', 'ünïcödé ✓ 日本', '\ud800 alone', 'é'.repeat(300), 'x'.repeat(20_000), ''];
+    const strange = [
+      'a\u0000b',
+      'ünïcödé ✓ 日本',
+      '\ud800 alone',
+      'é'.repeat(300),
+      'x'.repeat(20_000),
+      `${'y'.repeat(200)}✓`,
+      '\udc00'.repeat(100),
+      '',
+    ];
     const input: TraceInput = {
       ...base.input,
       request: { ...base.input.request, name: strange[1], namespace: strange[2] },
