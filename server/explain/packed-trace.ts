@@ -9,6 +9,7 @@
  */
 import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
+import { STEP_OUTCOMES } from '../metrics/metrics.js';
 import type { PolicyTrace } from '../policy/explain-policy.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { Step } from '../steps/step.js';
@@ -251,7 +252,8 @@ function write(w: RecordWriter, input: TraceInput): TraceObjects | undefined {
   if (input.patchOpsOmitted !== undefined) w.count(input.patchOpsOmitted);
   if (input.shadowSteps !== undefined) w.count(input.shadowSteps);
   w.count(input.reports.length);
-  for (const report of input.reports) writeReport(w, report);
+  let from = 0;
+  for (const report of input.reports) from = writeReport(w, report, input.details, from);
   w.count(input.details.length);
   let policies: Map<number, PolicyTrace> | undefined;
   input.details.forEach((detail, i) => {
@@ -275,9 +277,18 @@ function write(w: RecordWriter, input: TraceInput): TraceObjects | undefined {
   };
 }
 
-function writeReport(w: RecordWriter, report: StepReport): void {
-  w.string(report.step);
-  w.string(report.outcome);
+/**
+ * Writes a report: its step as the number of the detail of the step of that name (the steps that ran, in the
+ * order the reports name them, so looked for from `from` on), its outcome as its place in STEP_OUTCOMES; either
+ * as a string when it is not there. Returns where to look for the next report's step.
+ */
+function writeReport(w: RecordWriter, report: StepReport, details: readonly StepDetail[], from: number): number {
+  const k = detailNamed(details, report.step, from);
+  w.count(k + 1);
+  if (k < 0) w.string(report.step);
+  const outcome = STEP_OUTCOMES.indexOf(report.outcome);
+  w.count(outcome + 1);
+  if (outcome < 0) w.string(report.outcome);
   w.number(report.ms);
   w.count(
     (report.reason !== undefined ? S_REASON : 0) |
@@ -291,6 +302,15 @@ function writeReport(w: RecordWriter, report: StepReport): void {
   if (report.failedOpen !== undefined) w.count(report.failedOpen ? 1 : 0);
   if (report.mode !== undefined) w.string(report.mode);
   if (report.level !== undefined) w.number(report.level);
+  return k < 0 ? from : k + 1;
+}
+
+function detailNamed(details: readonly StepDetail[], name: string, from: number): number {
+  for (let i = 0; i < details.length; i++) {
+    const k = (from + i) % details.length;
+    if (details[k]!.step.name === name) return k;
+  }
+  return -1;
 }
 
 function writeDetail(w: RecordWriter, detail: StepDetail, review: readonly JsonPatchOperation[] | undefined): void {
@@ -355,7 +375,7 @@ export function unpackTrace(bytes: Buffer, at: number, steps: readonly Step[], o
   const patchOpsOmitted = top & T_PATCH_OMITTED ? r.count() : undefined;
   const shadowSteps = top & T_SHADOW_STEPS ? r.count() : undefined;
   const reports: StepReport[] = [];
-  for (let n = r.count(); n > 0; n--) reports.push(readReport(r));
+  for (let n = r.count(); n > 0; n--) reports.push(readReport(r, steps));
   const details: StepDetail[] = [];
   for (let i = 0, n = r.count(); i < n; i++) details.push(readDetail(r, steps[i]!, objects.policies?.get(i), patch));
   const input: TraceInput = {
@@ -379,14 +399,16 @@ export function unpackTrace(bytes: Buffer, at: number, steps: readonly Step[], o
   return { input, bytes: keptBytes, clipped: (keyFlags & K_CLIPPED) !== 0 };
 }
 
-function readReport(r: RecordReader): StepReport {
-  const step = r.string();
-  const outcome = r.string() as StepReport['outcome'];
+function readReport(r: RecordReader, steps: readonly Step[]): StepReport {
+  const k = r.count();
+  const step = k > 0 ? steps[k - 1]!.name : r.string();
+  const outcome = r.count();
+  const named = outcome > 0 ? STEP_OUTCOMES[outcome - 1]! : (r.string() as StepReport['outcome']);
   const ms = r.number();
   const flags = r.count();
   return {
     step,
-    outcome,
+    outcome: named,
     ms,
     ...(flags & S_REASON ? { reason: r.string() } : {}),
     ...(flags & S_ROUND ? { round: r.number() } : {}),

@@ -92,9 +92,14 @@ describe('packed traces', () => {
   it('read back the parts only some reviews have: a trace id given, rounds, levels, shadow steps, conflicts', async () => {
     const [mutated] = await shippedReviews();
     const base = kept(mutated!).input;
-    const reports: StepReport[] = base.reports.map((r, i) =>
-      i === 0 ? { ...r, round: 1, level: 2, failedOpen: true, reason: 'timeout', mode: 'warn' } : r,
-    );
+    const reports: StepReport[] = [
+      ...base.reports.map((r, i) =>
+        i === 0 ? { ...r, round: 1, level: 2, failedOpen: true, reason: 'timeout', mode: 'warn' as const } : r,
+      ),
+      // A step no detail names (one skipped), and a step reinvoked: named again after a later one.
+      { step: 'not-run', outcome: 'skipped', ms: 0, reason: 'no match' },
+      { ...base.reports[0]!, round: 1 },
+    ];
     // A step's operations that are not the review's (a later step overwrote them) are kept whole.
     const notTheReviews = [
       { op: 'remove' as const, path: '/metadata/annotations/x' },
