@@ -9,6 +9,8 @@
 
 /** What the writer holds at first; it doubles when a record needs more. */
 const INITIAL_BYTES = 4096;
+/** Under this length a string's head is one byte. */
+const SHORT = 64;
 /** From this length a string is written by Buffer#write rather than a loop. */
 const LONG = 96;
 /** A code unit that does not fit in one byte. */
@@ -46,8 +48,8 @@ export class RecordWriter {
 
   string(s: string): void {
     const n = s.length;
-    if (n >= LONG) return this.long(s);
-    // Shorter than LONG: its head (twice its length, plus one when two-byte) fits in one byte.
+    if (n >= SHORT) return this.longer(s);
+    // Its head (twice its length, plus one when two-byte) is under 128: one byte.
     this.room(1 + 2 * n);
     const bytes = this.bytes;
     const start = this.length;
@@ -61,15 +63,28 @@ export class RecordWriter {
     this.length = at;
   }
 
-  private long(s: string): void {
+  /** A string whose head takes more than one byte: by the loop under LONG units, by Buffer#write from there. */
+  private longer(s: string): void {
     const n = s.length;
     // Twice the length plus one (a string of two-byte units) takes as many varint bytes as twice the length.
     const head = varintBytes(2 * n);
     this.room(head + 2 * n);
+    const bytes = this.bytes;
     const start = this.length;
-    if (WIDE.test(s)) return this.wide(s, start, head);
+    if (n >= LONG) {
+      if (WIDE.test(s)) return this.wide(s, start, head);
+      this.head(start, 2 * n);
+      this.length = start + head + bytes.write(s, start + head, n, 'latin1');
+      return;
+    }
+    let at = start + head;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c > 0xff) return this.wide(s, start, head);
+      bytes[at++] = c;
+    }
     this.head(start, 2 * n);
-    this.length = start + head + this.bytes.write(s, start + head, n, 'latin1');
+    this.length = at;
   }
 
   /** `s` again, from `start`, two bytes a unit. */
@@ -127,12 +142,14 @@ export class RecordReader {
     const bytes = this.bytes;
     let n = 0;
     let scale = 1;
-    for (;;) {
+    // A count the writer wrote takes at most five bytes; anything else is a record misread, said at once.
+    for (let i = 0; i < 5 && this.at < bytes.length; i++) {
       const b = bytes[this.at++]!;
       n += (b & 0x7f) * scale;
       if (b < 0x80) return n;
       scale *= 128;
     }
+    throw new Error(`a trace record misread: no count ends before byte ${this.at}`);
   }
 
   number(): number {
