@@ -62,6 +62,25 @@ function checkGroupVersion(
   else if (typeof v.group !== 'string') fail(`request.${field}.group must be a string`);
 }
 
+/**
+ * The user's fields as the apiserver's UserInfo has them: every step, trace and log line that names the user may
+ * then take them for what they are.
+ */
+function checkUserInfo(user: Record<string, unknown>, fail: (message: string) => never): void {
+  for (const field of ['username', 'uid'] as const) {
+    if (user[field] !== undefined && typeof user[field] !== 'string')
+      fail(`request.userInfo.${field} must be a string`);
+  }
+  if (user.groups !== undefined && !isStrings(user.groups)) fail('request.userInfo.groups must be an array of strings');
+  const { extra } = user;
+  if (extra !== undefined && !(isRecord(extra) && Object.values(extra).every(isStrings))) {
+    fail('request.userInfo.extra must map each key to an array of strings');
+  }
+}
+
+const isStrings = (value: unknown): boolean =>
+  Array.isArray(value) && (value as unknown[]).every((item) => typeof item === 'string');
+
 /** Parses and checks a request body; throws ReviewDecodeError (400) saying exactly what is wrong. */
 export function decodeReview(body: string): DecodedReview {
   let parsed: unknown;
@@ -109,6 +128,7 @@ export function decodeReview(body: string): DecodedReview {
   }
   if (req.dryRun !== undefined && typeof req.dryRun !== 'boolean') fail('request.dryRun must be a boolean');
   if (!isRecord(req.userInfo)) req.userInfo = {};
+  else checkUserInfo(req.userInfo, fail);
   return { apiVersion: apiVersion as AdmissionApiVersion, request: req as unknown as AdmissionRequest, containers };
 }
 

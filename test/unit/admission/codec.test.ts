@@ -95,6 +95,24 @@ describe('decodeReview()', () => {
       'request.resource must be an object with string resource and version',
       '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21',
     ],
+    ...(
+      [
+        ['a username that is not a string', { username: 12345 }, 'request.userInfo.username must be a string'],
+        ['a user uid that is not a string', { username: 'a', uid: {} }, 'request.userInfo.uid must be a string'],
+        ['groups that are not strings', { groups: ['a', 1] }, 'request.userInfo.groups must be an array of strings'],
+        ['groups that are not an array', { groups: 'system:masters' }, 'request.userInfo.groups must be an array'],
+        [
+          'extra values that are not arrays of strings',
+          { extra: { scopes: 'all' } },
+          'request.userInfo.extra must map each key to an array of strings',
+        ],
+      ] as const
+    ).map(([name, userInfo, message]): [string, string, string, string] => [
+      name,
+      JSON.stringify({ ...podCreate(), request: { ...podCreate().request, userInfo } }),
+      message,
+      '0df28fbd-5f5f-4c1c-9f5d-3b1d3a4c8e21',
+    ]),
   ];
   for (const [name, body, message, uid] of cases) {
     it(`refuses ${name} with 400 saying what is wrong`, () => {
