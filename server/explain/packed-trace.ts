@@ -13,7 +13,7 @@ import { STEP_OUTCOMES } from '../metrics/metrics.js';
 import type { PolicyTrace } from '../policy/explain-policy.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { Step } from '../steps/step.js';
-import { isTraceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
+import { traceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
 import type { ShadowStepTrace, StepDetail, StepReport } from '../trace/step-report.js';
 import type { KeptInput } from './kept-trace.js';
 import { RecordReader, type RecordWriter } from './record-bytes.js';
@@ -39,7 +39,7 @@ export interface TraceObjects {
 /** What packing a trace leaves beside its bytes. */
 export interface PackedTrace {
   readonly uid: string;
-  /** The trace id it was given, or undefined when it is the uid's (isTraceIdOfUid). */
+  /** The trace id it was given, or undefined when it is the uid's (traceIdOfUid). */
   readonly traceId: string | undefined;
   /** Each detail's step (interned: the reviews of one route share one array). */
   readonly steps: readonly Step[];
@@ -173,7 +173,7 @@ function sameSteps(steps: readonly Step[], details: readonly StepDetail[]): bool
 export function packTrace(kept: KeptInput, w: RecordWriter, stepArrays: StepArrays): PackedTrace {
   const { input } = kept;
   const uid = input.request.uid;
-  const traceId = input.traceId === undefined || isTraceIdOfUid(input.traceId, uid) ? undefined : input.traceId;
+  const traceId = input.traceId === undefined || input.traceId === traceIdOfUid(uid) ? undefined : input.traceId;
   const keys = (whole: boolean) => {
     w.reset();
     w.string(uid);

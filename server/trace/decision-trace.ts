@@ -125,8 +125,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * The last uid traceIdOfUid was asked about and its answer: a review's trace id is asked for again when its trace
- * is kept (isTraceIdOfUid), and this answers that without reading the uid again.
+ * The last uid traceIdOfUid was asked about and its answer: a review's trace id is made for its audit annotation
+ * and asked for again when its trace is kept (packed-trace.ts), and this answers that without reading the uid again.
  */
 let lastUid = '';
 let lastTraceId: string | undefined;
@@ -142,25 +142,6 @@ export function traceIdOfUid(uid: string): string | undefined {
   lastUid = uid;
   lastTraceId = traceId;
   return traceId;
-}
-
-const DASH = 0x2d;
-
-/** Whether `traceId` is the one traceIdOfUid makes of `uid`, found without making it (it is asked per kept trace). */
-export function isTraceIdOfUid(traceId: string, uid: string): boolean {
-  if (traceId.length !== 32 || uid.length !== 36) return false;
-  if (uid === lastUid) return traceId === lastTraceId;
-  let zeros = true;
-  for (let i = 0, j = 0; i < 36; i++) {
-    const c = uid.charCodeAt(i);
-    if (i === 8 || i === 13 || i === 18 || i === 23) {
-      if (c !== DASH) return false;
-      continue;
-    }
-    if (c !== traceId.charCodeAt(j++) || !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
-    if (c !== 0x30) zeros = false;
-  }
-  return !zeros;
 }
 
 const randomTraceId = (): string => randomBytes(16).toString('hex');
