@@ -12,7 +12,7 @@ import { provideAccessChecker, type SubjectAccessChecker } from '../policy/autho
 import type { BindableLogger } from '../base/log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Chain, StepSelection } from '../chain/chain.js';
-import { ReviewedRequest, traceIdOf } from '../trace/decision-trace.js';
+import { ReviewedRequest, TRACE_ANNOTATION, traceAnnotation, traceIdOf } from '../trace/decision-trace.js';
 import { EXTENSIONS_ANNOTATION, NO_REFERENCES, type ExtensionReferences } from '../extensions/extension-references.js';
 import type { Labels } from '../steps/label-selector.js';
 import { namespaceToLookUp } from '../steps/match.js';
@@ -113,9 +113,6 @@ export interface ReviewerDeps {
 
 export { ReviewedRequest };
 
-/** The audit annotation that links the apiserver's audit log to the decision trace (README "Explaining a decision"). */
-export const TRACE_ANNOTATION = 'decision-trace';
-
 export interface ReviewResult {
   readonly decision: Decision;
   /** The decision as answered: with the warnings and audit annotations, and the patch in base64. */
@@ -159,9 +156,6 @@ export function budgetMs(timeoutMs: number, marginMs: number): number {
  */
 const isNotable = (response: AdmissionResponse): boolean =>
   !response.allowed || response.warnings !== undefined || response.auditAnnotations !== undefined;
-
-/** The `decision-trace` annotation's value: what `GET /explain/<uid>` and a tracing backend find it by. */
-export const traceAnnotation = (uid: string, traceId: string): string => `uid=${uid} traceId=${traceId}`;
 
 /** Whether references name anything, readable or not. */
 const nameAnything = (references: ExtensionReferences): boolean =>

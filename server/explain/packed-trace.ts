@@ -13,7 +13,7 @@ import { STEP_OUTCOMES } from '../metrics/metrics.js';
 import type { PolicyTrace } from '../policy/explain-policy.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { Step } from '../steps/step.js';
-import { traceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
+import { TRACE_ANNOTATION, traceAnnotation, traceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
 import type { ShadowStepTrace, StepDetail, StepReport } from '../trace/step-report.js';
 import type { KeptInput } from './kept-trace.js';
 import { RecordReader, type RecordWriter } from './record-bytes.js';
@@ -77,6 +77,10 @@ const S_FAILED_OPEN = 4;
 const S_MODE = 8;
 const S_LEVEL = 16;
 
+// What an audit annotation's value is: its text follows, or it is the decision-trace annotation of the keys.
+const A_TEXT = 0;
+const A_LINKED = 1;
+
 const D_MESSAGE = 1;
 const D_PATCH = 2;
 const D_OMITTED = 4;
@@ -97,7 +101,6 @@ function writeOps(w: RecordWriter, ops: readonly JsonPatchOperation[], review?: 
   w.count(ops.length);
   let from = 0;
   for (const op of ops) {
-    if ('value' in op && op.value !== undefined) throw new CannotPack();
     const k = review ? sameOpIn(review, op, from) : -1;
     if (k >= 0) {
       w.count(OPS.length + k);
@@ -105,24 +108,31 @@ function writeOps(w: RecordWriter, ops: readonly JsonPatchOperation[], review?: 
       continue;
     }
     const code = OPS.indexOf(op.op);
-    if (code < 0) throw new CannotPack();
+    if (code < 0 || valueOf(op) !== undefined) throw new CannotPack();
     w.count(code);
     w.string(op.path);
     if (op.op === 'move' || op.op === 'copy') w.string(op.from);
   }
 }
 
-/** Where `ops` has an operation equal to `op`, looking from `from` on first (a step's come in the review's order). */
+/** An operation's value, if it has one (kept with explain.includeObjects). */
+const valueOf = (op: JsonPatchOperation): unknown =>
+  op.op === 'add' || op.op === 'replace' || op.op === 'test' ? op.value : undefined;
+
+/** An operation's `from`, if it has one. */
+const fromOf = (op: JsonPatchOperation): string | undefined =>
+  op.op === 'move' || op.op === 'copy' ? op.from : undefined;
+
+/**
+ * Where `ops` has an operation equal to `op` and without a value, looking from `from` on first (a step's come in
+ * the review's order).
+ */
 function sameOpIn(ops: readonly JsonPatchOperation[], op: JsonPatchOperation, from: number): number {
+  if (valueOf(op) !== undefined) return -1;
   for (let i = 0; i < ops.length; i++) {
     const k = (from + i) % ops.length;
     const other = ops[k]!;
-    if (
-      other.op === op.op &&
-      other.path === op.path &&
-      ('from' in op ? 'from' in other && other.from === op.from : true)
-    )
-      return k;
+    if (other.op === op.op && other.path === op.path && fromOf(other) === fromOf(op)) return k;
   }
   return -1;
 }
@@ -243,9 +253,16 @@ function write(w: RecordWriter, input: TraceInput): TraceObjects | undefined {
   if (auditAnnotations) {
     const keys = Object.keys(auditAnnotations);
     w.count(keys.length);
+    // The decision-trace annotation's value is made from the keys: written as a mark (it was made just before).
+    const linked = input.traceId === undefined ? undefined : traceAnnotation(request.uid, input.traceId);
     for (const key of keys) {
       w.string(key);
-      w.string(auditAnnotations[key]!);
+      const value = auditAnnotations[key]!;
+      if (key === TRACE_ANNOTATION && value === linked) w.count(A_LINKED);
+      else {
+        w.count(A_TEXT);
+        w.string(value);
+      }
     }
   }
   if (patch) writeOps(w, patch);
@@ -367,7 +384,10 @@ export function unpackTrace(bytes: Buffer, at: number, steps: readonly Step[], o
   }
   if (top & T_ANNOTATIONS) {
     const annotations: Record<string, string> = {};
-    for (let n = r.count(); n > 0; n--) annotations[r.string()] = r.string();
+    for (let n = r.count(); n > 0; n--) {
+      const key = r.string();
+      annotations[key] = r.count() === A_LINKED ? traceAnnotation(uid, traceId ?? traceIdOfUid(uid)!) : r.string();
+    }
     response.auditAnnotations = annotations;
   }
   const patch = top & T_PATCH ? readOps(r) : undefined;

@@ -146,6 +146,24 @@ export function traceIdOfUid(uid: string): string | undefined {
 
 const randomTraceId = (): string => randomBytes(16).toString('hex');
 
+/** The audit annotation that links the apiserver's audit log to the decision trace (README "Explaining a decision"). */
+export const TRACE_ANNOTATION = 'decision-trace';
+
+let lastAnnotated: { uid: string; traceId: string; value: string } | undefined;
+
+/**
+ * The `decision-trace` annotation's value: what `GET /explain/<uid>` and a tracing backend find it by. The last
+ * one is remembered (a pure function's cache), so that keeping the trace right after can tell it is this value
+ * by identity rather than by its text.
+ */
+export function traceAnnotation(uid: string, traceId: string): string {
+  const last = lastAnnotated;
+  if (last !== undefined && last.uid === uid && last.traceId === traceId) return last.value;
+  const value = `uid=${uid} traceId=${traceId}`;
+  lastAnnotated = { uid, traceId, value };
+  return value;
+}
+
 /** The review's trace id: the one it came with, else its uid's digits, else a random one; the same every time. */
 export const traceIdOf = (input: TraceInput): string =>
   (input.traceId ??= traceIdOfUid(input.request.uid) ?? randomTraceId());

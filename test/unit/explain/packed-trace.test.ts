@@ -9,7 +9,14 @@ import { keptInput, type KeptInput } from '../../../server/explain/kept-trace.js
 import { StepArrays, packTrace, unpackTrace, type PackedTrace } from '../../../server/explain/packed-trace.js';
 import { RecordWriter } from '../../../server/explain/record-bytes.js';
 import { compileRedaction } from '../../../server/recording/redact.js';
-import { buildDecisionTrace, type ReviewedRequest, type TraceInput } from '../../../server/trace/decision-trace.js';
+import {
+  TRACE_ANNOTATION,
+  buildDecisionTrace,
+  traceAnnotation,
+  traceIdOfUid,
+  type ReviewedRequest,
+  type TraceInput,
+} from '../../../server/trace/decision-trace.js';
 import type { StepDetail, StepReport } from '../../../server/trace/step-report.js';
 import { availablePlugins } from '../../../plugins/index.js';
 import { edited, podCreate, requestOf } from '../../fixtures/reviews/index.js';
@@ -126,6 +133,32 @@ describe('packed traces', () => {
     assert.equal(packed.traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
     // The shadow steps fill their array in after the answer: the packed trace holds that array itself.
     assert.equal(unpack(packed).input.shadow, input.shadow);
+  });
+
+  it('read back the decision-trace annotation, written as a mark when it is the one made from the keys', async () => {
+    const [mutated] = await shippedReviews();
+    const base = kept(mutated!).input;
+    const uid = base.request.uid;
+    const given = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const cases: Array<[string | undefined, Record<string, string>, boolean]> = [
+      // The trace id made from the uid, and one given: the value is the keys', after another annotation.
+      [traceIdOfUid(uid), { 'a/b': 'c', [TRACE_ANNOTATION]: traceAnnotation(uid, traceIdOfUid(uid)!) }, false],
+      [given, { [TRACE_ANNOTATION]: traceAnnotation(uid, given), 'a/b': 'c' }, false],
+      // The same key with another value (a step wrote it as written), or the value of another review's keys.
+      [given, { [TRACE_ANNOTATION]: 'uid=x traceId=y' }, true],
+      [given, { [TRACE_ANNOTATION]: traceAnnotation(uid, traceIdOfUid(uid)!) }, true],
+    ];
+    for (const [traceId, auditAnnotations, asText] of cases) {
+      const input: TraceInput = { ...base, traceId, response: { ...base.response, auditAnnotations } };
+      const { packed, expected, actual } = bothTraces({ input, bytes: 1000, clipped: false });
+      assert.deepStrictEqual(actual, expected);
+      assert.deepStrictEqual(
+        Object.entries(unpack(packed).input.response.auditAnnotations!),
+        Object.entries(auditAnnotations),
+      );
+      const value = auditAnnotations[TRACE_ANNOTATION]!;
+      assert.equal(packed.bytes.includes(value, 0, 'latin1'), asText, value);
+    }
   });
 
   it('keep the trace id of a uid that is not a UUID, made at random once, and read it back the same', async () => {
