@@ -84,8 +84,11 @@ export function jsonBytesWithin(value: unknown, max: number): number | undefined
   return walk(value) ? total : undefined;
 }
 
-/** Keeps one review's strings and values within their bounds, counting what it keeps. */
-class Keeper {
+/**
+ * Keeps one review's strings and values within their bounds, counting what it keeps: for `keptInput`, and for
+ * the packer that writes an ordinary review's trace straight from its input (packed-trace.ts, `packReview`).
+ */
+export class Keeper {
   bytes = TRACE_BYTES;
   clipped = false;
   private valueRoom = MAX_TRACED_VALUES_BYTES;
@@ -107,15 +110,27 @@ class Keeper {
     return cut;
   }
 
+  /** Counts a review's step reports and its shadow steps' entries. */
+  steps(input: TraceInput): void {
+    this.bytes += input.reports.length * STEP_BYTES + (input.shadowSteps ?? 0) * SHADOW_ENTRY_BYTES;
+  }
+
+  /** Counts an operation kept (its path and `from` are counted by `text`). */
+  op(): void {
+    this.bytes += OP_BYTES;
+  }
+
   /** The first operations of `ops`, as kept. */
   ops(ops: readonly JsonPatchOperation[]): JsonPatchOperation[] {
     const first = ops.length > MAX_TRACED_OPS ? ops.slice(0, MAX_TRACED_OPS) : ops;
-    if (!this.options.includeObjects) return first.map((op) => this.op(op, undefined));
-    return this.options.redaction.patch(this.request, first)!.map((op) => this.op(op, 'value' in op ? op : undefined));
+    if (!this.options.includeObjects) return first.map((op) => this.keptOp(op, undefined));
+    return this.options.redaction
+      .patch(this.request, first)!
+      .map((op) => this.keptOp(op, 'value' in op ? op : undefined));
   }
 
-  private op(op: JsonPatchOperation, valued: { readonly value: unknown } | undefined): JsonPatchOperation {
-    this.bytes += OP_BYTES;
+  private keptOp(op: JsonPatchOperation, valued: { readonly value: unknown } | undefined): JsonPatchOperation {
+    this.op();
     const path = this.text(op.path, MAX_TRACED_PATH_CHARS);
     if (op.op === 'remove') return { op: op.op, path };
     if (op.op === 'move' || op.op === 'copy')
@@ -300,6 +315,12 @@ const SELECTOR_SKIPS: ReadonlySet<string> = new Set([
   OBJECT_SELECTOR_DOES_NOT_MATCH,
 ]);
 
+/** Whether a step was skipped by a selector: its trace keeps the labels that explain why. */
+export function explainsSelectors(reports: TraceInput['reports']): boolean {
+  for (const report of reports) if (report.reason !== undefined && SELECTOR_SKIPS.has(report.reason)) return true;
+  return false;
+}
+
 /** A review's trace input made small enough to keep (see the header). */
 export function keptInput(input: TraceInput, options: KeepOptions): KeptInput {
   const k = new Keeper(options, input.request);
@@ -307,9 +328,8 @@ export function keptInput(input: TraceInput, options: KeepOptions): KeptInput {
   const patch = input.decision.patch;
   const ops = patch?.length ? k.ops(patch) : undefined;
   const { reports } = input;
-  let withLabels = false;
-  for (const report of reports) if (report.reason !== undefined && SELECTOR_SKIPS.has(report.reason)) withLabels = true;
-  k.bytes += reports.length * STEP_BYTES + (input.shadowSteps ?? 0) * SHADOW_ENTRY_BYTES;
+  const withLabels = explainsSelectors(reports);
+  k.steps(input);
   const namespaceLabels = withLabels ? input.namespaceLabels : undefined;
   if (namespaceLabels) k.countRecord(namespaceLabels);
   const kept: TraceInput = {

@@ -5,7 +5,9 @@
  * promoted to the old generation, where every mark-compact walks it; as bytes, an ordinary review's trace leaves
  * nothing on the heap but a reference to its route's steps array (docs/decisions.md, "Decision traces: what a trace
  * keeps is bounded, the buffer has a byte ceiling, lookups are indexed"). It is made back into a trace input only
- * when someone reads it.
+ * when someone reads it. An ordinary review's is written straight from the review's trace input, clipped as it is
+ * written (packReview), into the same bytes its kept input would give; the rest, and the kept inputs the
+ * large-review lane sends, are written from a kept input (packTrace).
  */
 import type { Decision } from '../admission/decision.js';
 import type { AdmissionRequest, AdmissionResponse, JsonPatchOperation, Phase } from '../admission/types.js';
@@ -13,9 +15,23 @@ import { STEP_OUTCOMES } from '../metrics/metrics.js';
 import type { PolicyTrace } from '../policy/explain-policy.js';
 import type { Labels } from '../steps/label-selector.js';
 import type { Step } from '../steps/step.js';
-import { TRACE_ANNOTATION, traceAnnotation, traceIdOfUid, type TraceInput } from '../trace/decision-trace.js';
+import {
+  TRACE_ANNOTATION,
+  traceAnnotation,
+  traceIdOf,
+  traceIdOfUid,
+  type TraceInput,
+} from '../trace/decision-trace.js';
+import { MAX_ECHO_CHARS, MAX_MESSAGE_CHARS, clip } from '../base/limits.js';
 import type { ShadowStepTrace, StepDetail, StepReport } from '../trace/step-report.js';
-import type { KeptInput } from './kept-trace.js';
+import {
+  Keeper,
+  MAX_TRACED_OPS,
+  MAX_TRACED_PATH_CHARS,
+  explainsSelectors,
+  type KeepOptions,
+  type KeptInput,
+} from './kept-trace.js';
 import { RecordReader, type RecordWriter } from './record-bytes.js';
 
 /** What a packed trace keeps as objects: references, never copies. */
@@ -93,25 +109,44 @@ class CannotPack extends Error {}
 /** An operation's code is its place here; a step's operation that is the review's operation k is OPS.length + k. */
 const OPS: ReadonlyArray<JsonPatchOperation['op']> = ['add', 'remove', 'replace', 'move', 'copy', 'test'];
 
+/** A string as kept: clipped by `k` when it writes a review's input, as it is when the input is kept already. */
+const kept = (k: Keeper | undefined, s: string, max: number): string => (k === undefined ? s : k.text(s, max));
+
 /**
- * Writes operations: a step's (given `review`, the review's as kept) each as a reference to the same operation
- * of the review's, when it is there (a step's patch is its share of the review's, nearly always), else whole.
+ * Writes operations as kept: a step's (given `review`, the review's) each as a reference to the same operation of
+ * the review's, when it is there (a step's patch is its share of the review's, nearly always), else whole. From a
+ * review's input (`k`), the first MAX_TRACED_OPS of each, their paths clipped and their values left out, as
+ * keptInput keeps them.
  */
-function writeOps(w: RecordWriter, ops: readonly JsonPatchOperation[], review?: readonly JsonPatchOperation[]): void {
-  w.count(ops.length);
-  let from = 0;
-  for (const op of ops) {
-    const k = review ? sameOpIn(review, op, from) : -1;
-    if (k >= 0) {
-      w.count(OPS.length + k);
-      from = k + 1;
+function writeOps(
+  w: RecordWriter,
+  ops: readonly JsonPatchOperation[],
+  k: Keeper | undefined,
+  review?: readonly JsonPatchOperation[],
+): void {
+  const n = k === undefined ? ops.length : Math.min(ops.length, MAX_TRACED_OPS);
+  w.count(n);
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const op = ops[i]!;
+    let path = op.path;
+    let from = fromOf(op);
+    if (k !== undefined) {
+      k.op();
+      path = k.text(path, MAX_TRACED_PATH_CHARS);
+      if (from !== undefined) from = k.text(from, MAX_TRACED_PATH_CHARS);
+    } else if (valueOf(op) !== undefined) throw new CannotPack();
+    const same = review === undefined ? -1 : sameOpIn(review, op, at, k);
+    if (same >= 0) {
+      w.count(OPS.length + same);
+      at = same + 1;
       continue;
     }
     const code = OPS.indexOf(op.op);
-    if (code < 0 || valueOf(op) !== undefined) throw new CannotPack();
+    if (code < 0) throw new CannotPack();
     w.count(code);
-    w.string(op.path);
-    if (op.op === 'move' || op.op === 'copy') w.string(op.from);
+    w.string(path);
+    if (from !== undefined) w.string(from);
   }
 }
 
@@ -123,16 +158,33 @@ const valueOf = (op: JsonPatchOperation): unknown =>
 const fromOf = (op: JsonPatchOperation): string | undefined =>
   op.op === 'move' || op.op === 'copy' ? op.from : undefined;
 
+/** Whether two paths (or froms) are the same as kept: the same, or clipped the same (`k`: not clipped yet). */
+const samePath = (k: Keeper | undefined, a: string | undefined, b: string | undefined): boolean =>
+  a === b ||
+  (k !== undefined &&
+    a !== undefined &&
+    b !== undefined &&
+    a.length > MAX_TRACED_PATH_CHARS &&
+    b.length > MAX_TRACED_PATH_CHARS &&
+    clip(a, MAX_TRACED_PATH_CHARS) === clip(b, MAX_TRACED_PATH_CHARS));
+
 /**
- * Where `ops` has an operation equal to `op` and without a value, looking from `from` on first (a step's come in
- * the review's order).
+ * Where the review's operations as kept (`k`: the first MAX_TRACED_OPS of `ops`) have one equal to `op` as kept,
+ * looking from `from` on first (a step's come in the review's order).
  */
-function sameOpIn(ops: readonly JsonPatchOperation[], op: JsonPatchOperation, from: number): number {
-  if (valueOf(op) !== undefined) return -1;
-  for (let i = 0; i < ops.length; i++) {
-    const k = (from + i) % ops.length;
-    const other = ops[k]!;
-    if (other.op === op.op && other.path === op.path && fromOf(other) === fromOf(op)) return k;
+function sameOpIn(
+  ops: readonly JsonPatchOperation[],
+  op: JsonPatchOperation,
+  from: number,
+  k: Keeper | undefined,
+): number {
+  const n = k === undefined ? ops.length : Math.min(ops.length, MAX_TRACED_OPS);
+  for (let i = 0; i < n; i++) {
+    const at = (from + i) % n;
+    const other = ops[at]!;
+    // From a review's input a step's operation is nearly always the review's own object.
+    if (other === op && k !== undefined) return at;
+    if (other.op === op.op && samePath(k, other.path, op.path) && samePath(k, fromOf(other), fromOf(op))) return at;
   }
   return -1;
 }
@@ -184,22 +236,91 @@ export function packTrace(kept: KeptInput, w: RecordWriter, stepArrays: StepArra
   const { input } = kept;
   const uid = input.request.uid;
   const traceId = input.traceId === undefined || input.traceId === traceIdOfUid(uid) ? undefined : input.traceId;
-  const keys = (whole: boolean) => {
-    w.reset();
-    w.string(uid);
-    w.count((traceId !== undefined ? K_TRACE_ID : 0) | (kept.clipped ? K_CLIPPED : 0) | (whole ? K_WHOLE : 0));
-    if (traceId !== undefined) w.string(traceId);
-    w.number(kept.bytes);
-  };
   try {
-    keys(false);
-    const objects = write(w, input);
+    writeKeys(w, uid, traceId, kept.clipped, false, kept.bytes);
+    const objects = write(w, input, undefined);
     return { uid, traceId, steps: stepArrays.of(input.details), objects };
   } catch (err) {
     if (!(err instanceof CannotPack)) throw err;
-    keys(true);
+    writeKeys(w, uid, traceId, kept.clipped, true, kept.bytes);
     return { uid, traceId, steps: [], objects: { whole: kept } };
   }
+}
+
+/** What packing a review's input straight leaves: as packTrace's, and what keptInput would count. */
+export interface PackedReview {
+  readonly packed: PackedTrace;
+  /** As KeptInput's. */
+  readonly bytes: number;
+  readonly clipped: boolean;
+}
+
+/**
+ * Writes a review's trace input into `w` as packTrace writes `keptInput(input, options)`, the same bytes, without
+ * making the kept input: strings are clipped, operations cut to MAX_TRACED_OPS and their values left out as they
+ * are written. For an ordinary review only (`plainReview`); undefined for the rest, which are kept the other way.
+ */
+export function packReview(
+  input: TraceInput,
+  options: KeepOptions,
+  w: RecordWriter,
+  stepArrays: StepArrays,
+): PackedReview | undefined {
+  if (!plainReview(input, options)) return undefined;
+  const { uid } = input.request;
+  const k = new Keeper(options, input.request);
+  k.text(uid, Infinity);
+  const made = traceIdOf(input);
+  const traceId = made === traceIdOfUid(uid) ? undefined : made;
+  const flagsAt = writeKeys(w, uid, traceId, false, false, 0);
+  // The count ends the keys; it and the flags are known once the rest is written.
+  const bytesAt = w.length - 8;
+  try {
+    write(w, input, k);
+  } catch (err) {
+    if (err instanceof CannotPack) return undefined;
+    throw err;
+  }
+  w.recount(flagsAt, keyFlags(traceId, k.clipped, false));
+  w.renumber(bytesAt, k.bytes);
+  return {
+    packed: { uid, traceId, steps: stepArrays.of(input.details), objects: undefined },
+    bytes: k.bytes,
+    clipped: k.clipped,
+  };
+}
+
+/**
+ * Whether a review's trace keeps nothing but strings and numbers (packReview writes it): allowed, no status, no
+ * selector's skip to explain, no conflicts, shadow steps or policy steps, no operation values kept.
+ */
+function plainReview(input: TraceInput, options: KeepOptions): boolean {
+  if (options.includeObjects || !input.decision.allowed || input.response.status) return false;
+  if (input.conflicts || input.shadow || explainsSelectors(input.reports)) return false;
+  for (const detail of input.details) if (detail.step.source === 'policy') return false;
+  return true;
+}
+
+function keyFlags(traceId: string | undefined, clipped: boolean, whole: boolean): number {
+  return (traceId !== undefined ? K_TRACE_ID : 0) | (clipped ? K_CLIPPED : 0) | (whole ? K_WHOLE : 0);
+}
+
+/** Writes a record's keys from its start; returns where its flags are. */
+function writeKeys(
+  w: RecordWriter,
+  uid: string,
+  traceId: string | undefined,
+  clipped: boolean,
+  whole: boolean,
+  bytes: number,
+): number {
+  w.reset();
+  w.string(uid);
+  const flagsAt = w.length;
+  w.count(keyFlags(traceId, clipped, whole));
+  if (traceId !== undefined) w.string(traceId);
+  w.number(bytes);
+  return flagsAt;
 }
 
 /** The uid and the trace id given of the packed trace at `at` in `bytes`. */
@@ -209,28 +330,37 @@ export function traceKeys(bytes: Buffer, at: number): TraceKeys {
   return { uid, traceId: r.count() & K_TRACE_ID ? r.string() : undefined };
 }
 
-function write(w: RecordWriter, input: TraceInput): TraceObjects | undefined {
+/**
+ * Writes an input's parts: a kept input's as they are, a review's (`k`, packReview) as keptInput would keep them,
+ * which then has no objects to keep.
+ */
+function write(w: RecordWriter, input: TraceInput, k: Keeper | undefined): TraceObjects | undefined {
   const { request, response, decision } = input;
   const username = request.userInfo.username;
+  // keptRequest keeps these only when they are not empty.
+  const subResource = k === undefined ? request.subResource : request.subResource || undefined;
+  const name = k === undefined ? request.name : request.name || undefined;
+  const namespace = k === undefined ? request.namespace : request.namespace || undefined;
   w.count(
-    (request.subResource !== undefined ? R_SUBRESOURCE : 0) |
+    (subResource !== undefined ? R_SUBRESOURCE : 0) |
       (username !== undefined ? R_USERNAME : 0) |
-      (request.name !== undefined ? R_NAME : 0) |
-      (request.namespace !== undefined ? R_NAMESPACE : 0) |
+      (name !== undefined ? R_NAME : 0) |
+      (namespace !== undefined ? R_NAMESPACE : 0) |
       (request.dryRun ? R_DRY_RUN : 0) |
       (response.uid !== request.uid ? R_RESPONSE_UID : 0),
   );
-  w.string(request.kind.group);
-  w.string(request.kind.version);
-  w.string(request.kind.kind);
-  w.string(request.resource.group);
-  w.string(request.resource.version);
-  w.string(request.resource.resource);
+  const { kind, resource } = request;
+  w.string(kept(k, kind.group, MAX_ECHO_CHARS));
+  w.string(kept(k, kind.version, MAX_ECHO_CHARS));
+  w.string(kept(k, kind.kind, MAX_ECHO_CHARS));
+  w.string(kept(k, resource.group, MAX_ECHO_CHARS));
+  w.string(kept(k, resource.version, MAX_ECHO_CHARS));
+  w.string(kept(k, resource.resource, MAX_ECHO_CHARS));
   w.string(request.operation);
-  if (request.subResource !== undefined) w.string(request.subResource);
-  if (username !== undefined) w.string(username);
-  if (request.name !== undefined) w.string(request.name);
-  if (request.namespace !== undefined) w.string(request.namespace);
+  if (subResource !== undefined) w.string(kept(k, subResource, MAX_ECHO_CHARS));
+  if (username !== undefined) w.string(kept(k, username, MAX_ECHO_CHARS));
+  if (name !== undefined) w.string(kept(k, name, MAX_ECHO_CHARS));
+  if (namespace !== undefined) w.string(kept(k, namespace, MAX_ECHO_CHARS));
   if (response.uid !== request.uid) w.string(response.uid);
   w.string(input.route);
   w.string(input.phase);
@@ -238,23 +368,32 @@ function write(w: RecordWriter, input: TraceInput): TraceObjects | undefined {
   w.number(input.ms);
   const { warnings, auditAnnotations } = response;
   const patch = decision.allowed ? decision.patch : undefined;
+  const patchOpsOmitted =
+    k === undefined
+      ? input.patchOpsOmitted
+      : patch && patch.length > MAX_TRACED_OPS
+        ? patch.length - MAX_TRACED_OPS
+        : undefined;
   w.count(
     (warnings ? T_WARNINGS : 0) |
       (auditAnnotations ? T_ANNOTATIONS : 0) |
       (patch ? T_PATCH : 0) |
-      (input.patchOpsOmitted !== undefined ? T_PATCH_OMITTED : 0) |
+      (patchOpsOmitted !== undefined ? T_PATCH_OMITTED : 0) |
       (input.shadowSteps !== undefined ? T_SHADOW_STEPS : 0) |
       (response.allowed ? T_ALLOWED : 0),
   );
   if (warnings) {
+    k?.count(warnings);
     w.count(warnings.length);
     for (const warning of warnings) w.string(warning);
   }
   if (auditAnnotations) {
+    k?.countRecord(auditAnnotations);
     const keys = Object.keys(auditAnnotations);
     w.count(keys.length);
     // The decision-trace annotation's value is made from the keys: written as a mark (it was made just before).
-    const linked = input.traceId === undefined ? undefined : traceAnnotation(request.uid, input.traceId);
+    const traceId = k === undefined ? input.traceId : traceIdOf(input);
+    const linked = traceId === undefined ? undefined : traceAnnotation(request.uid, traceId);
     for (const key of keys) {
       w.string(key);
       const value = auditAnnotations[key]!;
@@ -265,18 +404,21 @@ function write(w: RecordWriter, input: TraceInput): TraceObjects | undefined {
       }
     }
   }
-  if (patch) writeOps(w, patch);
-  if (input.patchOpsOmitted !== undefined) w.count(input.patchOpsOmitted);
+  if (patch) writeOps(w, patch, k);
+  if (patchOpsOmitted !== undefined) w.count(patchOpsOmitted);
   if (input.shadowSteps !== undefined) w.count(input.shadowSteps);
+  k?.steps(input);
   w.count(input.reports.length);
   let from = 0;
   for (const report of input.reports) from = writeReport(w, report, input.details, from);
   w.count(input.details.length);
   let policies: Map<number, PolicyTrace> | undefined;
   input.details.forEach((detail, i) => {
-    writeDetail(w, detail, patch);
+    writeDetail(w, detail, patch, k, input.writes);
     if (detail.policy) (policies ??= new Map()).set(i, detail.policy);
   });
+  // A review's input is written only when it has no objects to keep (plainReview).
+  if (k !== undefined) return undefined;
   const { status } = response;
   const { object, oldObject } = request;
   const { namespaceLabels, conflicts, shadow } = input;
@@ -330,17 +472,33 @@ function detailNamed(details: readonly StepDetail[], name: string, from: number)
   return -1;
 }
 
-function writeDetail(w: RecordWriter, detail: StepDetail, review: readonly JsonPatchOperation[] | undefined): void {
+/** Writes a detail as kept: from a review's input (`k`), its message clipped and its own patch worked out. */
+function writeDetail(
+  w: RecordWriter,
+  detail: StepDetail,
+  review: readonly JsonPatchOperation[] | undefined,
+  k: Keeper | undefined,
+  writes: TraceInput['writes'],
+): void {
+  let patch = detail.patch;
+  let omitted = detail.patchOpsOmitted;
+  if (k !== undefined) {
+    // As keptDetails: an in-process step's own operations, from the phase's writes.
+    const written = detail.written === undefined ? undefined : writes?.patchOf(detail.written);
+    patch ??= written?.length ? written : undefined;
+    omitted = patch ? Math.max(patch.length - MAX_TRACED_OPS, 0) : undefined;
+  }
+  const message = detail.message === undefined ? undefined : kept(k, detail.message, MAX_MESSAGE_CHARS);
   w.count(
-    (detail.message !== undefined ? D_MESSAGE : 0) |
-      (detail.patch !== undefined ? D_PATCH : 0) |
-      (detail.patchOpsOmitted !== undefined ? D_OMITTED : 0) |
+    (message !== undefined ? D_MESSAGE : 0) |
+      (patch !== undefined ? D_PATCH : 0) |
+      (omitted !== undefined ? D_OMITTED : 0) |
       (detail.deadlineLeftMs !== undefined ? D_DEADLINE : 0) |
       (detail.decided ? D_DECIDED : 0),
   );
-  if (detail.message !== undefined) w.string(detail.message);
-  if (detail.patch !== undefined) writeOps(w, detail.patch, review);
-  if (detail.patchOpsOmitted !== undefined) w.count(detail.patchOpsOmitted);
+  if (message !== undefined) w.string(message);
+  if (patch !== undefined) writeOps(w, patch, k, review);
+  if (omitted !== undefined) w.count(omitted);
   if (detail.deadlineLeftMs !== undefined) w.number(detail.deadlineLeftMs);
 }
 

@@ -46,6 +46,17 @@ export class RecordWriter {
     this.length += 8;
   }
 
+  /** Writes again, at `at`, a count of one byte written there before: a part known only once the rest is. */
+  recount(at: number, n: number): void {
+    if (n > 0x7f || this.bytes[at]! > 0x7f) throw new Error(`a count of one byte at ${at} cannot become ${n}`);
+    this.bytes[at] = n;
+  }
+
+  /** Writes again, at `at`, a number written there before. */
+  renumber(at: number, x: number): void {
+    this.view.setFloat64(at, x, true);
+  }
+
   string(s: string): void {
     const n = s.length;
     if (n >= SHORT) return this.longer(s);

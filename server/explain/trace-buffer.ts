@@ -2,8 +2,8 @@
  * The decision traces of the most recent reviews, for `GET /explain/<uid>`: a ring of at most `size` reviews
  * whose kept inputs (kept-trace.ts: small and bounded whatever the review carried) hold at most `maxBytes`
  * together, each held packed (packed-trace.ts) as bytes outside the JavaScript heap (record-ring.ts); the oldest
- * make room. A review is found by its uid or its trace id through an index of hashes in typed arrays
- * (slot-index.ts), not a scan.
+ * make room (an ordinary review's written straight from its input, without its kept input made first). A review
+ * is found by its uid or its trace id through an index of hashes in typed arrays (slot-index.ts), not a scan.
  */
 import { kindName } from '../admission/kind-name.js';
 import type { DecisionTrace, ReviewedRequest } from '../trace/decision-trace.js';
@@ -11,7 +11,15 @@ import { buildDecisionTrace, traceIdOf, traceIdOfUid } from '../trace/decision-t
 import type { Redaction } from '../recording/redact.js';
 import type { Step } from '../steps/step.js';
 import { keptInput, type KeptInput } from './kept-trace.js';
-import { StepArrays, packTrace, traceKeys, unpackTrace, type TraceObjects } from './packed-trace.js';
+import {
+  StepArrays,
+  packReview,
+  packTrace,
+  traceKeys,
+  unpackTrace,
+  type PackedTrace,
+  type TraceObjects,
+} from './packed-trace.js';
 import { RecordWriter } from './record-bytes.js';
 import { RecordRing } from './record-ring.js';
 import { SlotIndex, hashOf } from './slot-index.js';
@@ -96,8 +104,11 @@ export class TraceBuffer {
 
   /** Keeps a review's trace, in place of the oldest ones when there is no room. */
   add(reviewed: ReviewedRequest): void {
-    if (!this.keeps(reviewed.notable)) return;
-    this.addKept(keptInput(reviewed.traceInput, this.options));
+    if (!this.keeps(reviewed.notable) || this.size === 0) return;
+    // An ordinary review's trace is written straight from its input; the rest are made small first.
+    const direct = packReview(reviewed.traceInput, this.options, this.writer, this.stepArrays);
+    if (direct) this.hold(direct.packed, direct.bytes);
+    else this.addKept(keptInput(reviewed.traceInput, this.options));
   }
 
   /** Whether the trace of a review, notable or not, is kept. */
@@ -107,18 +118,21 @@ export class TraceBuffer {
 
   /** Keeps a trace input made small already (kept-trace.ts; a worker of the large-review lane makes it there). */
   addKept(kept: KeptInput): void {
-    // Bounded by the chain's length alone: a trace this large is not kept rather than emptying the ring.
     if (kept.bytes > this.maxBytes || this.size === 0) return;
-    const packed = packTrace(kept, this.writer, this.stepArrays);
+    this.hold(packTrace(kept, this.writer, this.stepArrays), kept.bytes);
+  }
+
+  /** Keeps the trace just packed into the writer, which counts `bytes` against maxBytes. */
+  private hold(packed: PackedTrace, bytes: number): void {
     const n = this.writer.length;
-    if (n > this.maxBytes) return;
-    while (this.records.records > 0 && (this.held + kept.bytes > this.maxBytes || !this.records.fits(n)))
-      this.dropOldest();
+    // Bounded by the chain's length alone: a trace this large is not kept rather than emptying the ring.
+    if (bytes > this.maxBytes || n > this.maxBytes) return;
+    while (this.records.records > 0 && (this.held + bytes > this.maxBytes || !this.records.fits(n))) this.dropOldest();
     const slot = this.records.add(this.writer.bytes, n);
     this.steps[slot] = packed.steps;
     if (packed.objects) this.objects.set(slot, packed.objects);
-    this.counted[slot] = kept.bytes;
-    this.held += kept.bytes;
+    this.counted[slot] = bytes;
+    this.held += bytes;
     this.byUid.add(slot, hashOf(packed.uid));
     this.ownTraceId[slot] = packed.traceId === undefined ? 0 : 1;
     if (packed.traceId !== undefined) this.byTraceId.add(slot, hashOf(packed.traceId));

@@ -13,6 +13,9 @@ import { parseConfigText } from '../../server/config/load.js';
 import { selectionOf, type Route } from '../../server/http/routes.js';
 import { createMetrics } from '../../server/metrics/metrics.js';
 
+// One logger for every call: each logger flushes itself on the process's exit.
+const silent = createLogger('silent');
+
 export async function heardReviews(
   chainYaml: string,
   plugins: readonly AnyPlugin[],
@@ -24,7 +27,7 @@ export async function heardReviews(
   const reviewer = createReviewer({
     chain: () => chain,
     metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-    log: createLogger('silent'),
+    log: silent,
     namespaceLabels: standaloneNamespaceLabels,
     deadlineMarginMs: 250,
     defaultTimeoutMs: 10_000,

@@ -4,9 +4,15 @@
  * cannot be packed (an operation with its value) is kept whole and reads back the same.
  */
 import assert from 'node:assert/strict';
-import type { AdmissionRequest } from '../../../server/admission/types.js';
+import type { AdmissionRequest, JsonPatchOperation } from '../../../server/admission/types.js';
 import { keptInput, type KeptInput } from '../../../server/explain/kept-trace.js';
-import { StepArrays, packTrace, unpackTrace, type PackedTrace } from '../../../server/explain/packed-trace.js';
+import {
+  StepArrays,
+  packReview,
+  packTrace,
+  unpackTrace,
+  type PackedTrace,
+} from '../../../server/explain/packed-trace.js';
 import { RecordWriter } from '../../../server/explain/record-bytes.js';
 import { compileRedaction } from '../../../server/recording/redact.js';
 import {
@@ -18,6 +24,7 @@ import {
   type TraceInput,
 } from '../../../server/trace/decision-trace.js';
 import type { StepDetail, StepReport } from '../../../server/trace/step-report.js';
+import { OBJECT_SELECTOR_DOES_NOT_MATCH } from '../../../server/steps/match.js';
 import { availablePlugins } from '../../../plugins/index.js';
 import { edited, podCreate, requestOf } from '../../fixtures/reviews/index.js';
 import { heardReviews } from '../../helpers/heard-reviews.js';
@@ -204,5 +211,115 @@ describe('packed traces', () => {
     const { packed, expected, actual } = bothTraces(valued);
     assert.equal(packed.objects?.whole, valued);
     assert.deepStrictEqual(actual, expected);
+  });
+
+  describe('written straight from a review (packReview)', () => {
+    const options = (includeObjects = false) => ({ includeObjects, redaction: compileRedaction([]) });
+
+    /** The record packReview writes of `input`, and the one packTrace writes of its kept input. */
+    function bothRecords(input: TraceInput, includeObjects = false) {
+      const w = new RecordWriter();
+      const steps = new StepArrays();
+      const direct = packReview(input, options(includeObjects), w, steps);
+      const directBytes = Buffer.from(w.bytes.subarray(0, w.length));
+      const k = keptInput(input, options(includeObjects));
+      const packed = packTrace(k, w, steps);
+      return { direct, directBytes, k, packed, keptBytes: Buffer.from(w.bytes.subarray(0, w.length)) };
+    }
+
+    function assertSame(input: TraceInput, what: string): void {
+      const { direct, directBytes, k, packed, keptBytes } = bothRecords(input);
+      assert.ok(direct, `${what}: written straight`);
+      assert.deepStrictEqual(directBytes, keptBytes, what);
+      assert.deepStrictEqual(direct, { packed, bytes: k.bytes, clipped: k.clipped }, what);
+    }
+
+    const long = (c: string, n: number) => c.repeat(n);
+    const ops = (n: number, path: (i: number) => string): JsonPatchOperation[] =>
+      Array.from({ length: n }, (_, i): JsonPatchOperation => {
+        if (i % 5 === 3) return { op: 'move', from: `${path(i)}-from`, path: path(i) };
+        if (i % 5 === 4) return { op: 'remove', path: path(i) };
+        return { op: 'add', path: path(i), value: { i } };
+      });
+
+    it('write the same bytes as the kept input, and count and clip the same', async () => {
+      const [mutated, warned] = await shippedReviews();
+      const request: AdmissionRequest = { ...requestOf(podCreate()), uid: 'not-a-uuid' };
+      const [randomId] = await heardReviews(SHIPPED_LIKE, availablePlugins, [[request, 'mutate']]);
+      assertSame(mutated!.traceInput, 'the shipped chain on /mutate');
+      assertSame(warned!.traceInput, 'the shipped chain on /validate, warned');
+      assertSame(randomId!.traceInput, 'a uid that is not a UUID');
+      const base = mutated!.traceInput;
+      assertSame({ ...base, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }, 'a trace id given');
+      // Every string keptInput clips, past its bound.
+      assertSame(
+        {
+          ...base,
+          request: {
+            ...base.request,
+            name: long('n', 300),
+            namespace: long('é', 257),
+            subResource: 'status',
+            dryRun: true,
+            kind: { group: long('g', 300), version: 'v1', kind: long('K', 257) },
+            resource: { group: '', version: long('v', 1000), resource: 'pods' },
+            userInfo: { username: long('u', 256) },
+          },
+        },
+        'strings past their bounds',
+      );
+      assertSame(
+        { ...base, request: { ...base.request, name: '', namespace: '', subResource: '', userInfo: {} } },
+        'empty names, no user',
+      );
+      // More operations than are kept, paths past their bound (some the same once clipped), moves and removes;
+      // a step's own that are the review's beyond the first kept, and a step's message past its bound.
+      const reviewOps = ops(60, (i) => (i % 7 === 0 ? `/p/${long('x', 1100)}${i}` : `/p/${i}`));
+      const stepOps = [...reviewOps.slice(40, 60).reverse(), { op: 'remove' as const, path: '/q' }, ...reviewOps];
+      const details: StepDetail[] = base.details.map((d, i) =>
+        i === 0
+          ? { ...d, written: undefined, patch: stepOps, message: long('m', 5000) }
+          : { ...d, message: 'kept as it is' },
+      );
+      assertSame(
+        { ...base, decision: { allowed: true, patch: reviewOps }, details },
+        'many operations, long paths, a long message',
+      );
+      assertSame({ ...base, decision: { allowed: true, patch: [] } }, 'an empty patch');
+      const noPatch: StepDetail[] = base.details.map((d) => ({ ...d, written: undefined, patch: [] }));
+      assertSame({ ...base, details: noPatch }, 'a step with an empty patch of its own');
+    });
+
+    it('leave to keptInput what keeps objects: a refusal, a status, conflicts, shadow steps, labels, values', async () => {
+      const [mutated, , refused] = await shippedReviews();
+      const base = mutated!.traceInput;
+      const cases: Array<[string, TraceInput, boolean?]> = [
+        ['a refusal with a selector skip', refused!.traceInput],
+        ['a status', { ...base, response: { ...base.response, status: { code: 200, message: 'ok' } } }],
+        [
+          'conflicts',
+          {
+            ...base,
+            conflicts: new Map([['a', { count: 1, first: { path: '/a', earlier: 'b', earlierPath: '/a' } }]]),
+          },
+        ],
+        ['shadow steps', { ...base, shadow: [], shadowSteps: 1 }],
+        [
+          'an allowed review with a selector skip',
+          {
+            ...base,
+            reports: [
+              ...base.reports,
+              { step: 'x', outcome: 'skipped', ms: 0, reason: OBJECT_SELECTOR_DOES_NOT_MATCH },
+            ],
+          },
+        ],
+        ['values kept (explain.includeObjects)', base, true],
+      ];
+      for (const [what, input, includeObjects] of cases) {
+        const { direct } = bothRecords(input, includeObjects);
+        assert.equal(direct, undefined, what);
+      }
+    });
   });
 });
