@@ -9,19 +9,28 @@
 import type { JsonPatchOperation } from '../admission/types.js';
 import { unescapeSegment, type WrittenNode } from './written-paths.js';
 
-/** The one writer of everything recorded at or below `node`; undefined when there are several, or none. */
+/**
+ * The one writer of everything recorded at or below `node`; undefined when there are several, or none. Walks the
+ * subtree through its links (children, then the next sibling, else back up), so that it allocates nothing.
+ */
 function soleWriter(node: WrittenNode): string | undefined {
+  // Nearly always a written place with nothing written below it.
+  if (node.firstChild === undefined) return node.writer;
   let found: string | undefined;
-  const stack: WrittenNode[] = [node];
-  while (stack.length > 0) {
-    const current = stack.pop()!;
+  let current = node;
+  for (;;) {
     if (current.writer !== undefined) {
       if (found !== undefined && found !== current.writer) return undefined;
       found = current.writer;
     }
-    for (let child = current.firstChild; child; child = child.nextSibling) stack.push(child);
+    if (current.firstChild !== undefined) {
+      current = current.firstChild;
+      continue;
+    }
+    while (current !== node && current.nextSibling === undefined) current = current.parent!;
+    if (current === node) return found;
+    current = current.nextSibling!;
   }
-  return found;
 }
 
 /**
