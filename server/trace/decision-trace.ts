@@ -149,7 +149,9 @@ const randomTraceId = (): string => randomBytes(16).toString('hex');
 /** The audit annotation that links the apiserver's audit log to the decision trace (README "Explaining a decision"). */
 export const TRACE_ANNOTATION = 'decision-trace';
 
-let lastAnnotated: { uid: string; traceId: string; value: string } | undefined;
+let annotatedUid: string | undefined;
+let annotatedTraceId: string | undefined;
+let lastAnnotation = '';
 
 /**
  * The `decision-trace` annotation's value: what `GET /explain/<uid>` and a tracing backend find it by. The last
@@ -157,11 +159,11 @@ let lastAnnotated: { uid: string; traceId: string; value: string } | undefined;
  * by identity rather than by its text.
  */
 export function traceAnnotation(uid: string, traceId: string): string {
-  const last = lastAnnotated;
-  if (last !== undefined && last.uid === uid && last.traceId === traceId) return last.value;
-  const value = `uid=${uid} traceId=${traceId}`;
-  lastAnnotated = { uid, traceId, value };
-  return value;
+  if (uid === annotatedUid && traceId === annotatedTraceId) return lastAnnotation;
+  annotatedUid = uid;
+  annotatedTraceId = traceId;
+  lastAnnotation = `uid=${uid} traceId=${traceId}`;
+  return lastAnnotation;
 }
 
 /** The review's trace id: the one it came with, else its uid's digits, else a random one; the same every time. */

@@ -1,9 +1,10 @@
 /**
  * The trace id a review's uid gives (trace/decision-trace.ts): a lower-case UUID's 32 digits, nothing for any other
- * uid; the same answer whatever uid was asked about before (it remembers its last answer).
+ * uid; the same answer whatever uid was asked about before (it remembers its last answer). The same for the
+ * decision-trace annotation made from a uid and a trace id.
  */
 import assert from 'node:assert/strict';
-import { traceIdOfUid } from '../../../server/trace/decision-trace.js';
+import { traceAnnotation, traceIdOfUid } from '../../../server/trace/decision-trace.js';
 
 const UID = '0df28fbd-5f5f-4c1c-9f5d-000000000012';
 const ID = '0df28fbd5f5f4c1c9f5d000000000012';
@@ -31,6 +32,23 @@ describe('the trace id of a uid', () => {
       for (const [traceId, uid, expected] of cases) {
         if (before !== undefined) traceIdOfUid(before);
         assert.equal(traceIdOfUid(uid) === traceId, expected, `${traceId} of ${uid}, after ${before}`);
+      }
+    }
+  });
+
+  it('gives the decision-trace annotation of its uid and trace id, whatever was asked last', () => {
+    const other = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const asked: Array<[string, string]> = [
+      [UID, ID],
+      [UID, other],
+      ['not-a-uuid', other],
+      ['not-a-uuid', ID],
+      [UID, ID],
+    ];
+    for (const [before, beforeId] of asked) {
+      for (const [uid, traceId] of asked) {
+        traceAnnotation(before, beforeId);
+        assert.equal(traceAnnotation(uid, traceId), `uid=${uid} traceId=${traceId}`);
       }
     }
   });
