@@ -263,9 +263,6 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
       writeFile(path.join(dir, 'tls.key'), certs.key),
       writeFile(path.join(dir, 'ca.crt'), certs.caCert),
     ]);
-    port = await freePort();
-    args = commandLine(example, dir, port, kubeconfig);
-
     gw = await startE2EGateway({
       suite: SUITE,
       chain: '[]',
@@ -277,6 +274,9 @@ describe('the provider SDK: a plugin run as its own process registers itself (re
       chain: `- plugin: default-labels\n  settings: ${JSON.stringify({ labels: example.labels })}\n`,
       mutating: [{ name: 'mutate', route: 'mutate', rules: [POD_RULE] }],
     });
+    // Chosen once the gateways listen: each binds ports the system picks, which could be this one if chosen before.
+    port = await freePort();
+    args = commandLine(example, dir, port, kubeconfig);
     await startProvider();
   });
 
