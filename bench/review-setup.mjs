@@ -7,6 +7,10 @@ import { pathToFileURL } from 'node:url';
 /** Loads `file` (relative to `root`) from that checkout, whatever checkout this script is in. */
 export const loaderFor = (root) => (file) => import(pathToFileURL(path.join(root, file)).href);
 
+/** The review `body` with the `n`th of a series of uids, as the apiserver gives each review one of its own. */
+export const withUid = (body, n) =>
+  body.replace(/"uid": "[^"]*"/, `"uid": "0df28fbd-5f5f-4c1c-9f5d-${String(n).padStart(12, '0')}"`);
+
 /**
  * `options.keepTrace`, when given, takes the place of the trace buffer's `add` as the reviewer's listener (the
  * buffer is not made): `bench/trace-cost.mjs --parts` uses it to record a trace's input and keep nothing.

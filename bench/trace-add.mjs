@@ -21,7 +21,7 @@ const { selectionOf } = await import(`${DIST}/server/http/routes.js`);
 const { TraceBuffer } = await import(`${DIST}/server/explain/trace-buffer.js`);
 const { compileRedaction } = await import(`${DIST}/server/recording/redact.js`);
 const { parseConfigText } = await import(`${DIST}/server/config/load.js`);
-const { reviewSetup } = await import('./review-setup.mjs');
+const { reviewSetup, withUid } = await import('./review-setup.mjs');
 
 const body = readFileSync(path.join(ROOT, 'test/fixtures/reviews/pod-create.json'), 'utf8');
 const yaml = readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
@@ -42,7 +42,7 @@ for (const routeName of ['mutate', 'validate']) {
   for (let batch = 0; batch < BATCHES; batch++) {
     const reviewed = [];
     for (let i = 0; i < BATCH; i++) {
-      const text = body.replace(/"uid": "[^"]*"/, `"uid": "0df28fbd-5f5f-4c1c-9f5d-${String(n++).padStart(12, '0')}"`);
+      const text = withUid(body, n++);
       const { request } = decodeReview(text);
       reviewed.push((await reviewer.review(request, route, { timeoutMs: 10_000 })).reviewed);
     }

@@ -38,7 +38,7 @@ async function child(variant, routeName) {
   const DIST = path.join(ROOT, 'dist');
   const { decodeReview, encodeReview } = await import(`${DIST}/server/admission/codec.js`);
   const { selectionOf } = await import(`${DIST}/server/http/routes.js`);
-  const { reviewSetup } = await import('./review-setup.mjs');
+  const { reviewSetup, withUid } = await import('./review-setup.mjs');
   const body = readFileSync(path.join(ROOT, 'test/fixtures/reviews/pod-create.json'), 'utf8');
   const yaml = readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8');
   const explain = {
@@ -55,7 +55,7 @@ async function child(variant, routeName) {
     for (let i = 0; i < count; i++) {
       if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setTimeout(resolve, 0));
       // A fresh uid each, as the apiserver sends: every kept trace is a new one.
-      const text = body.replace(/"uid": "[^"]*"/, `"uid": "0df28fbd-5f5f-4c1c-9f5d-${String(n++).padStart(12, '0')}"`);
+      const text = withUid(body, n++);
       const { apiVersion, request } = decodeReview(text);
       const { response } = await reviewer.review(request, route, { timeoutMs: 10_000 });
       encodeReview(apiVersion, response);

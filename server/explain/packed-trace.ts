@@ -136,7 +136,7 @@ function writeOps(
       path = k.text(path, MAX_TRACED_PATH_CHARS);
       if (from !== undefined) from = k.text(from, MAX_TRACED_PATH_CHARS);
     } else if (valueOf(op) !== undefined) throw new CannotPack();
-    const same = review === undefined ? -1 : sameOpIn(review, op, at, k);
+    const same = review === undefined ? -1 : sameOpIn(review, op, path, from, at, k);
     if (same >= 0) {
       w.count(OPS.length + same);
       at = same + 1;
@@ -158,33 +158,31 @@ const valueOf = (op: JsonPatchOperation): unknown =>
 const fromOf = (op: JsonPatchOperation): string | undefined =>
   op.op === 'move' || op.op === 'copy' ? op.from : undefined;
 
-/** Whether two paths (or froms) are the same as kept: the same, or clipped the same (`k`: not clipped yet). */
-const samePath = (k: Keeper | undefined, a: string | undefined, b: string | undefined): boolean =>
-  a === b ||
-  (k !== undefined &&
-    a !== undefined &&
-    b !== undefined &&
-    a.length > MAX_TRACED_PATH_CHARS &&
-    b.length > MAX_TRACED_PATH_CHARS &&
-    clip(a, MAX_TRACED_PATH_CHARS) === clip(b, MAX_TRACED_PATH_CHARS));
+/** A path (or `from`) as kept: clipped when written from a review's input (`k`), without counting it again. */
+const keptPath = (k: Keeper | undefined, path: string | undefined): string | undefined =>
+  k === undefined || path === undefined || path.length <= MAX_TRACED_PATH_CHARS
+    ? path
+    : clip(path, MAX_TRACED_PATH_CHARS);
 
 /**
- * Where the review's operations as kept (`k`: the first MAX_TRACED_OPS of `ops`) have one equal to `op` as kept,
- * looking from `from` on first (a step's come in the review's order).
+ * Where the review's operations as kept (`k`: the first MAX_TRACED_OPS of `ops`) have one equal to `op`, whose
+ * path and `from` as kept are `path` and `from`, looking from `at` on first (a step's come in the review's order).
  */
 function sameOpIn(
   ops: readonly JsonPatchOperation[],
   op: JsonPatchOperation,
-  from: number,
+  path: string,
+  from: string | undefined,
+  at: number,
   k: Keeper | undefined,
 ): number {
   const n = k === undefined ? ops.length : Math.min(ops.length, MAX_TRACED_OPS);
   for (let i = 0; i < n; i++) {
-    const at = (from + i) % n;
-    const other = ops[at]!;
+    const j = (at + i) % n;
+    const other = ops[j]!;
     // From a review's input a step's operation is nearly always the review's own object.
-    if (other === op && k !== undefined) return at;
-    if (other.op === op.op && samePath(k, other.path, op.path) && samePath(k, fromOf(other), fromOf(op))) return at;
+    if (other === op) return j;
+    if (other.op === op.op && keptPath(k, other.path) === path && keptPath(k, fromOf(other)) === from) return j;
   }
   return -1;
 }
@@ -247,12 +245,10 @@ export function packTrace(kept: KeptInput, w: RecordWriter, stepArrays: StepArra
   }
 }
 
-/** What packing a review's input straight leaves: as packTrace's, and what keptInput would count. */
+/** What packing a review's input straight leaves: as packTrace's, and what keptInput would count (its `bytes`). */
 export interface PackedReview {
   readonly packed: PackedTrace;
-  /** As KeptInput's. */
   readonly bytes: number;
-  readonly clipped: boolean;
 }
 
 /**
@@ -283,11 +279,7 @@ export function packReview(
   }
   w.recount(flagsAt, keyFlags(traceId, k.clipped, false));
   w.renumber(bytesAt, k.bytes);
-  return {
-    packed: { uid, traceId, steps: stepArrays.of(input.details), objects: undefined },
-    bytes: k.bytes,
-    clipped: k.clipped,
-  };
+  return { packed: { uid, traceId, steps: stepArrays.of(input.details), objects: undefined }, bytes: k.bytes };
 }
 
 /**
@@ -337,10 +329,10 @@ export function traceKeys(bytes: Buffer, at: number): TraceKeys {
 function write(w: RecordWriter, input: TraceInput, k: Keeper | undefined): TraceObjects | undefined {
   const { request, response, decision } = input;
   const username = request.userInfo.username;
-  // keptRequest keeps these only when they are not empty.
-  const subResource = k === undefined ? request.subResource : request.subResource || undefined;
-  const name = k === undefined ? request.name : request.name || undefined;
-  const namespace = k === undefined ? request.namespace : request.namespace || undefined;
+  // Kept only when they are not empty (keptRequest).
+  const subResource = request.subResource || undefined;
+  const name = request.name || undefined;
+  const namespace = request.namespace || undefined;
   w.count(
     (subResource !== undefined ? R_SUBRESOURCE : 0) |
       (username !== undefined ? R_USERNAME : 0) |
@@ -392,8 +384,8 @@ function write(w: RecordWriter, input: TraceInput, k: Keeper | undefined): Trace
     const keys = Object.keys(auditAnnotations);
     w.count(keys.length);
     // The decision-trace annotation's value is made from the keys: written as a mark (it was made just before).
-    const traceId = k === undefined ? input.traceId : traceIdOf(input);
-    const linked = traceId === undefined ? undefined : traceAnnotation(request.uid, traceId);
+    // Its trace id was made already (keptInput, or packReview).
+    const linked = input.traceId === undefined ? undefined : traceAnnotation(request.uid, input.traceId);
     for (const key of keys) {
       w.string(key);
       const value = auditAnnotations[key]!;

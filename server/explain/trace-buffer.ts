@@ -104,7 +104,7 @@ export class TraceBuffer {
 
   /** Keeps a review's trace, in place of the oldest ones when there is no room. */
   add(reviewed: ReviewedRequest): void {
-    if (!this.keeps(reviewed.notable) || this.size === 0) return;
+    if (!this.keeps(reviewed.notable)) return;
     // An ordinary review's trace is written straight from its input; the rest are made small first.
     const direct = packReview(reviewed.traceInput, this.options, this.writer, this.stepArrays);
     if (direct) this.hold(direct.packed, direct.bytes);

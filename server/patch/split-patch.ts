@@ -14,8 +14,6 @@ import { unescapeSegment, type WrittenNode } from './written-paths.js';
  * subtree through its links (children, then the next sibling, else back up), so that it allocates nothing.
  */
 function soleWriter(node: WrittenNode): string | undefined {
-  // Nearly always a written place with nothing written below it.
-  if (node.firstChild === undefined) return node.writer;
   let found: string | undefined;
   let current = node;
   for (;;) {

@@ -227,11 +227,15 @@ describe('packed traces', () => {
       return { direct, directBytes, k, packed, keptBytes: Buffer.from(w.bytes.subarray(0, w.length)) };
     }
 
-    function assertSame(input: TraceInput, what: string): void {
+    /** Asserts the two records are the same; returns whether the trace reads back as clipped. */
+    function assertSame(input: TraceInput, what: string): boolean {
       const { direct, directBytes, k, packed, keptBytes } = bothRecords(input);
       assert.ok(direct, `${what}: written straight`);
       assert.deepStrictEqual(directBytes, keptBytes, what);
-      assert.deepStrictEqual(direct, { packed, bytes: k.bytes, clipped: k.clipped }, what);
+      assert.deepStrictEqual(direct, { packed, bytes: k.bytes }, what);
+      const { clipped } = unpackTrace(directBytes, 0, direct.packed.steps);
+      assert.equal(clipped, k.clipped, what);
+      return clipped;
     }
 
     const long = (c: string, n: number) => c.repeat(n);
@@ -246,13 +250,13 @@ describe('packed traces', () => {
       const [mutated, warned] = await shippedReviews();
       const request: AdmissionRequest = { ...requestOf(podCreate()), uid: 'not-a-uuid' };
       const [randomId] = await heardReviews(SHIPPED_LIKE, availablePlugins, [[request, 'mutate']]);
-      assertSame(mutated!.traceInput, 'the shipped chain on /mutate');
+      assert.equal(assertSame(mutated!.traceInput, 'the shipped chain on /mutate'), false);
       assertSame(warned!.traceInput, 'the shipped chain on /validate, warned');
       assertSame(randomId!.traceInput, 'a uid that is not a UUID');
       const base = mutated!.traceInput;
       assertSame({ ...base, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' }, 'a trace id given');
       // Every string keptInput clips, past its bound.
-      assertSame(
+      const clippedStrings = assertSame(
         {
           ...base,
           request: {
@@ -268,6 +272,7 @@ describe('packed traces', () => {
         },
         'strings past their bounds',
       );
+      assert.equal(clippedStrings, true, 'strings past their bounds read back as clipped');
       assertSame(
         { ...base, request: { ...base.request, name: '', namespace: '', subResource: '', userInfo: {} } },
         'empty names, no user',
@@ -281,10 +286,11 @@ describe('packed traces', () => {
           ? { ...d, written: undefined, patch: stepOps, message: long('m', 5000) }
           : { ...d, message: 'kept as it is' },
       );
-      assertSame(
+      const clippedOps = assertSame(
         { ...base, decision: { allowed: true, patch: reviewOps }, details },
         'many operations, long paths, a long message',
       );
+      assert.equal(clippedOps, true, 'long paths and a long message read back as clipped');
       assertSame({ ...base, decision: { allowed: true, patch: [] } }, 'an empty patch');
       const noPatch: StepDetail[] = base.details.map((d) => ({ ...d, written: undefined, patch: [] }));
       assertSame({ ...base, details: noPatch }, 'a step with an empty patch of its own');
