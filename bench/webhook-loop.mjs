@@ -4,7 +4,7 @@
 // process is given. Prints CPU µs per review, server and clients together (the clients' share is the same for
 // any server, so differences are the server's). Compare two checkouts by running it on each, alternately:
 //
-//   npm run build && taskset -c 0 node bench/webhook-loop.mjs [--chain empty|shipped] [--reviews N]
+//   npm run build && taskset -c 0 node bench/webhook-loop.mjs [--chain empty|shipped] [--route mutate|validate] [--reviews N]
 //   taskset -c 0 node bench/webhook-loop.mjs --root /path/to/other/checkout     # its dist/ and node_modules
 //
 // A checkout from before the Koa routes (createWebhookListener) is measured through its listener.
@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { uidFor } from './lib.mjs';
 import { loaderFor, reviewSetup } from './review-setup.mjs';
 
 const { values: argv } = parseArgs({
@@ -23,6 +24,7 @@ const { values: argv } = parseArgs({
     chain: { type: 'string', default: 'empty' },
     reviews: { type: 'string', default: '20000' },
     connections: { type: 'string', default: '16' },
+    route: { type: 'string', default: 'mutate' },
   },
 });
 const root = path.resolve(argv.root);
@@ -55,11 +57,19 @@ const { port } = server.address();
 const body = readFileSync(path.join(root, 'test/fixtures/reviews/pod-create.json'));
 const request = Buffer.concat([
   Buffer.from(
-    `POST /mutate?timeout=10s HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n` +
+    `POST /${argv.route}?timeout=10s HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${body.length}\r\n\r\n`,
   ),
   body,
 ]);
+// Each review gets a uid of its own, as the apiserver's do: a kept trace is indexed by it.
+const uidAt = request.indexOf(JSON.parse(body.toString()).request.uid);
+let sent = 0;
+function nextRequest() {
+  const copy = Buffer.from(request);
+  copy.write(uidFor(++sent), uidAt, 'latin1');
+  return copy;
+}
 
 /** A keep-alive client that sends the review and resolves once the whole answer is in. */
 async function connect() {
@@ -82,7 +92,7 @@ async function connect() {
     send: () =>
       new Promise((resolve) => {
         answered = resolve;
-        socket.write(request);
+        socket.write(nextRequest());
       }),
   };
 }
@@ -96,7 +106,7 @@ const before = process.cpuUsage();
 await run(REVIEWS);
 const used = process.cpuUsage(before);
 console.log(
-  `${path.basename(root)} (${webhook.createWebhookApp ? 'Koa app' : 'listener'}, ${argv.chain} chain): ` +
+  `${path.basename(root)} (${webhook.createWebhookApp ? 'Koa app' : 'listener'}, ${argv.chain} chain, /${argv.route}): ` +
     `${((used.user + used.system) / REVIEWS).toFixed(1)} µs of CPU per review, server and clients (${REVIEWS})`,
 );
 for (const c of clients) c.socket.destroy();

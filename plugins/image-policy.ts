@@ -25,6 +25,7 @@ import {
   looksLikeRegistry,
   normalizeRegistry,
   parseImageRef,
+  type ImageRef,
 } from './lib/image-ref.js';
 import { containersIn, type ContainerAt } from './lib/pod-spec.js';
 
@@ -79,8 +80,12 @@ function parseSettings(raw: unknown): ImagePolicySettings {
 /** The reference pulled through its registry's mirror, or undefined when there is no mirror for it. */
 function mirrored(image: string, mirrors: ReadonlyMap<string, string>): string | undefined {
   const ref = parseImageRef(image);
-  const mirror = ref && mirrors.get(ref.registry);
-  return ref && mirror ? formatImageRef(ref, mirror) : undefined;
+  return ref && mirroredRef(ref, mirrors);
+}
+
+function mirroredRef(ref: ImageRef, mirrors: ReadonlyMap<string, string>): string | undefined {
+  const mirror = mirrors.get(ref.registry);
+  return mirror ? formatImageRef(ref, mirror) : undefined;
 }
 
 /** A prefix matches whole path segments only: `registry.k8s.io` must not admit `registry.k8s.io.evil.com/x`. */
@@ -98,8 +103,10 @@ interface ImageJudgement {
 
 /** What is wrong with one image reference as it will be pulled (after mirroring). */
 function judgeImage(image: string, settings: ImagePolicySettings): ImageJudgement {
-  const effective = mirrored(image, settings.mirrors) ?? image;
-  const ref = parseImageRef(effective);
+  const written = parseImageRef(image);
+  const effective = (written && mirroredRef(written, settings.mirrors)) ?? image;
+  // Parsed again only when mirrored: every validating review of a workload judges each of its images.
+  const ref = effective === image ? written : parseImageRef(effective);
   if (!ref) return { problems: ['not a valid image reference'], registryRefused: false };
   const problems: string[] = [];
   if (settings.forbidLatest && ref.digest === undefined && ref.tag === 'latest') {
