@@ -99,6 +99,8 @@ export interface LargeReviewsConfig {
   readonly queue: number;
   /** The workers' niceness (Linux): 0–19, higher yields the core to the event loop sooner. Default 10. */
   readonly niceness: number;
+  /** The young generation of each worker's heap, MiB; 0 leaves it to V8. Default 48. */
+  readonly youngGenerationMiB: number;
 }
 
 export interface KubeConfigSection {

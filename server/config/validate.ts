@@ -155,16 +155,18 @@ export const DEFAULT_LARGE_REVIEWS: LargeReviewsConfig = {
   workers: 1,
   queue: 8,
   niceness: 10,
+  youngGenerationMiB: 48,
 };
 
 function readLargeReviews(r: Reader, value: unknown, p: string): LargeReviewsConfig {
-  const m = r.map(value, p, ['thresholdBytes', 'workers', 'queue', 'niceness']);
+  const m = r.map(value, p, ['thresholdBytes', 'workers', 'queue', 'niceness', 'youngGenerationMiB']);
   const d = DEFAULT_LARGE_REVIEWS;
   return {
     thresholdBytes: r.integer(m.thresholdBytes, `${p}.thresholdBytes`, 1024, 64 * 1024 * 1024) ?? d.thresholdBytes,
     workers: r.integer(m.workers, `${p}.workers`, 0, 16) ?? d.workers,
     queue: r.integer(m.queue, `${p}.queue`, 0, 1024) ?? d.queue,
     niceness: r.integer(m.niceness, `${p}.niceness`, 0, 19) ?? d.niceness,
+    youngGenerationMiB: r.integer(m.youngGenerationMiB, `${p}.youngGenerationMiB`, 0, 1024) ?? d.youngGenerationMiB,
   };
 }
 

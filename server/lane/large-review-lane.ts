@@ -49,6 +49,8 @@ import { WorkerPool } from './worker-pool.js';
  */
 export const WORKER_BYTES = 40 * 1024 * 1024;
 
+const MIB = 1024 * 1024;
+
 /**
  * How long past its own timeout a review may run in a worker before the worker is stopped: the apiserver has
  * given up on it by then, and a step computing without end would otherwise hold the worker for good.
@@ -170,6 +172,9 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
   const pool = new WorkerPool({
     workers: config.workers,
     queue: config.queue,
+    // A large review's objects live until its answer: in a young generation of V8's sizing under the pod's heap
+    // limit, each is copied by scavenge after scavenge (docs/decisions.md, "Large reviews in worker threads").
+    resourceLimits: config.youngGenerationMiB > 0 ? { maxYoungGenerationSizeMb: config.youngGenerationMiB } : undefined,
     workerData: {
       ...deps.workerData,
       listens: deps.traces !== undefined || deps.recorder !== undefined,
@@ -328,7 +333,8 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       });
     },
 
-    workersBytes: config.workers * WORKER_BYTES,
+    // A worker's young generation may be full of a review's garbage at any time: counted whole.
+    workersBytes: config.workers * (WORKER_BYTES + config.youngGenerationMiB * MIB),
     exceptionsChanged(exceptions) {
       exceptionsByRef = new Map(exceptions.map((e) => [e.ref, e]));
       exceptionsMessage = { type: 'exceptions', exceptions: portableExceptions(exceptions) };

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { FromWorker, JobMessage, LaneWorkerData, ReviewJob, ToWorker } from './lane-messages.js';
 
 /** What a job's owner hears. */
@@ -29,6 +29,8 @@ export interface WorkerPoolOptions {
   readonly workers: number;
   readonly queue: number;
   readonly workerData: LaneWorkerData;
+  /** Each worker's heap limits (its young generation); V8's own sizing when undefined. */
+  readonly resourceLimits?: ResourceLimits;
   /** A message that is no job's: the worker's log lines, metric updates, questions (answer them with `reply`). */
   readonly message: (message: FromWorker, reply: (message: ToWorker, transfer?: ArrayBuffer[]) => void) => void;
   /** No worker can start: the pool refuses every job from now on. */
@@ -61,13 +63,13 @@ function tsxApi(from: string): string {
 }
 
 /** The worker module next to this one, as the running sources name it (tsx in a checkout, .js built). */
-function startWorker(workerData: LaneWorkerData): Worker {
+function startWorker(workerData: LaneWorkerData, resourceLimits: ResourceLimits | undefined): Worker {
   const self = import.meta.url;
-  if (!self.endsWith('.ts')) return new Worker(new URL('./lane-worker.js', self), { workerData });
+  if (!self.endsWith('.ts')) return new Worker(new URL('./lane-worker.js', self), { workerData, resourceLimits });
   // Under tsx (the tests, `npm run dev`) a worker does not inherit the TypeScript loader: it registers it first.
   const entry = new URL('./lane-worker.ts', self).href;
   const boot = `import(${JSON.stringify(tsxApi(self))}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(boot, { eval: true, workerData });
+  return new Worker(boot, { eval: true, workerData, resourceLimits });
 }
 
 export class WorkerPool {
@@ -152,7 +154,11 @@ export class WorkerPool {
   }
 
   private spawn(): void {
-    const worker: PoolWorker = { thread: startWorker(this.options.workerData), ready: false, job: undefined };
+    const worker: PoolWorker = {
+      thread: startWorker(this.options.workerData, this.options.resourceLimits),
+      ready: false,
+      job: undefined,
+    };
     this.workers.push(worker);
     const reply = (message: ToWorker, transfer?: ArrayBuffer[]) => worker.thread.postMessage(message, transfer);
     worker.thread.on('message', (message: FromWorker) => {

@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { resourceLimits } from 'node:worker_threads';
 import { availablePlugins } from '../../plugins/index.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
 import { SettingsError, allow, definePlugin, settingsObject } from '../../server/plugin-api/index.js';
@@ -43,8 +44,20 @@ const spinsUntil = definePlugin({
   },
 });
 
+/** Warns with the young generation its thread was started with: a worker's limit, or `none` on the event loop. */
+const youngGeneration = definePlugin({
+  name: 'young-generation',
+  match: MATCH_EVERYTHING,
+  setup: () => ({
+    validate(ctx) {
+      ctx.warn(`young generation: ${resourceLimits.maxYoungGenerationSizeMb ?? 'none'}`);
+      return allow();
+    },
+  }),
+});
+
 /** The plugins besides the shipped ones. */
-export const laneTestPlugins: readonly AnyPlugin[] = [...createTestPlugins().plugins, spinsUntil];
+export const laneTestPlugins: readonly AnyPlugin[] = [...createTestPlugins().plugins, spinsUntil, youngGeneration];
 
 /** Every plugin, as the workers load them. */
 export const lanePlugins: readonly AnyPlugin[] = [...availablePlugins, ...laneTestPlugins];

@@ -28,7 +28,7 @@ export function largePod(uid: string, count = 1000): object {
   return review;
 }
 
-export type Lanes = { workers: number; queue?: number; niceness?: number };
+export type Lanes = { workers: number; queue?: number; niceness?: number; youngGenerationMiB?: number };
 
 /** What a gateway is started with besides its chain: more of gateway.yaml, and the harness's cluster stand-ins. */
 export type Extra = { readonly yaml?: object; readonly harness?: Partial<HarnessOptions> };
@@ -42,6 +42,7 @@ export async function gateway(chain: object[], lanes: Lanes, extra: Extra = {}):
         workers: lanes.workers,
         queue: lanes.queue ?? 4,
         ...(lanes.niceness === undefined ? {} : { niceness: lanes.niceness }),
+        ...(lanes.youngGenerationMiB === undefined ? {} : { youngGenerationMiB: lanes.youngGenerationMiB }),
       },
     },
     explain: { keep: 'all', auditAnnotation: true },

@@ -45,7 +45,7 @@ describe('parseConfigText()', () => {
         defaultTimeoutSeconds: 10,
         shutdownTimeoutSeconds: 25,
         service: { name: 'admission-gateway', namespace: 'admission-gateway' },
-        largeReviews: { thresholdBytes: 65536, workers: 1, queue: 8, niceness: 10 },
+        largeReviews: { thresholdBytes: 65536, workers: 1, queue: 8, niceness: 10, youngGenerationMiB: 48 },
       });
       assert.deepEqual(config.kube, {
         enabled: 'auto',
@@ -294,6 +294,11 @@ chain:
       'a niceness past what the kernel has',
       'server: { largeReviews: { niceness: 20 } }',
       'gateway.yaml:1:27: server.largeReviews.niceness: expected an integer from 0 to 19, got 20',
+    ],
+    [
+      'a young generation past what a heap could have',
+      'server: { largeReviews: { youngGenerationMiB: 2048 } }',
+      'gateway.yaml:1:27: server.largeReviews.youngGenerationMiB: expected an integer from 0 to 1024, got 2048',
     ],
     [
       'no connections at all',

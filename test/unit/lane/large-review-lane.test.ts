@@ -33,6 +33,7 @@ import {
   type Lanes,
 } from '../../helpers/large-reviews.js';
 import { startOtlpReceiver } from '../../helpers/otlp-receiver.js';
+import { podCreate } from '../../fixtures/reviews/index.js';
 
 /** The niceness of each of this process's threads, by thread id (Linux: /proc/self/task/<tid>/stat). */
 function threadNiceness(): Map<number, number> {
@@ -363,6 +364,23 @@ describe('the large-review lane', function () {
     assert.equal(worker.length, 1, 'one thread, the worker, at niceness 7');
     assert.notEqual(worker[0], process.pid);
     assert.equal(threadNiceness().get(process.pid), 0, 'the event loop at its own niceness');
+  });
+
+  it('starts its worker with the configured young generation', async () => {
+    const chain = [{ plugin: 'young-generation' }];
+    const [small, large] = await Promise.all([
+      start(chain, { workers: 1, youngGenerationMiB: 24 }),
+      start(chain, { workers: 1, youngGenerationMiB: 40 }),
+    ]);
+    const uid = 'b71c2d3e-4a5b-4c6d-8e7f-901234567890';
+    const warnings = async (h: Harness, review: object) => (await h.review('/validate', review)).response.warnings;
+    assert.deepEqual(await warnings(small, largePod(uid)), ['young-generation: young generation: 24']);
+    assert.deepEqual(await warnings(large, largePod(uid)), ['young-generation: young generation: 40']);
+    assert.deepEqual(
+      await warnings(small, podCreate()),
+      ['young-generation: young generation: none'],
+      'the event loop',
+    );
   });
 
   it('answers probes and ordinary reviews while a worker holds a large review', async () => {
