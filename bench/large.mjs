@@ -343,6 +343,8 @@ async function footprint(env, name, config) {
       baselineMiB: bounded.baseline === undefined ? null : round(bounded.baseline / MiB),
       maxInflightMiB: bounded.maxInflightBytes === undefined ? null : round(bounded.maxInflightBytes / MiB),
       reviews: run.requests ?? null,
+      // In the Deployment's cgroup, where V8 sizes the heap from its limit: compare with the scenarios' fixed rate.
+      cpuUsPerReview: run.procs?.server?.cpuUsPerReview ?? null,
       errors: run.errors,
       ok: run.errors === 0 && !gw.exitStatus(),
     };
@@ -354,7 +356,7 @@ async function footprint(env, name, config) {
 
 const footprintLine = (r) =>
   `idle ${r.idleMiB} MiB, steady ${r.steadyMiB} MiB after ordinary reviews at ${LARGE.ordinaryRate}/s ` +
-  `(peak ${r.peakMiB}; ${r.errors} errors); measured baseline ${r.baselineMiB} MiB → maxInflightBytes ` +
+  `(peak ${r.peakMiB}; ${r.cpuUsPerReview} µs of gateway CPU a review; ${r.errors} errors); measured baseline ${r.baselineMiB} MiB → maxInflightBytes ` +
   `${r.maxInflightMiB} MiB (${r.method})`;
 
 /** One part: prints its line, and records an error instead of throwing it, so that the next part runs. */
