@@ -52,6 +52,14 @@ export const WORKER_BYTES = 40 * 1024 * 1024;
 const MIB = 1024 * 1024;
 
 /**
+ * What the lane's started workers may hold besides their reviews, for the default memory budget: each worker's
+ * own, and its young generation counted whole (a review's garbage may fill it at any time).
+ */
+export function laneWorkersBytes(config: Pick<LargeReviewsConfig, 'workers' | 'youngGenerationMiB'>): number {
+  return config.workers * (WORKER_BYTES + config.youngGenerationMiB * MIB);
+}
+
+/**
  * How long past its own timeout a review may run in a worker before the worker is stopped: the apiserver has
  * given up on it by then, and a step computing without end would otherwise hold the worker for good.
  */
@@ -333,8 +341,7 @@ export function createLargeReviewLane(deps: LargeReviewLaneDeps): LargeReviewLan
       });
     },
 
-    // A worker's young generation may be full of a review's garbage at any time: counted whole.
-    workersBytes: config.workers * (WORKER_BYTES + config.youngGenerationMiB * MIB),
+    workersBytes: laneWorkersBytes(config),
     exceptionsChanged(exceptions) {
       exceptionsByRef = new Map(exceptions.map((e) => [e.ref, e]));
       exceptionsMessage = { type: 'exceptions', exceptions: portableExceptions(exceptions) };
