@@ -15,8 +15,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { uidFor } from './lib.mjs';
-import { loaderFor, reviewSetup } from './review-setup.mjs';
+import { loaderFor, reviewSetup, withUid } from './review-setup.mjs';
 
 const { values: argv } = parseArgs({
   options: {
@@ -54,22 +53,14 @@ if (webhook.createWebhookApp) {
 const server = http.createServer({ keepAliveTimeout: 95_000 }, handler);
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const { port } = server.address();
-const body = readFileSync(path.join(root, 'test/fixtures/reviews/pod-create.json'));
-const request = Buffer.concat([
-  Buffer.from(
-    `POST /${argv.route}?timeout=10s HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${body.length}\r\n\r\n`,
-  ),
-  body,
-]);
-// Each review gets a uid of its own, as the apiserver's do: a kept trace is indexed by it.
-const uidAt = request.indexOf(JSON.parse(body.toString()).request.uid);
+const body = readFileSync(path.join(root, 'test/fixtures/reviews/pod-create.json'), 'utf8');
+const head = Buffer.from(
+  `POST /${argv.route}?timeout=10s HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n`,
+);
+// Each review gets a uid of its own, as the apiserver's do (a kept trace is indexed by it); a uid's length is fixed.
 let sent = 0;
-function nextRequest() {
-  const copy = Buffer.from(request);
-  copy.write(uidFor(++sent), uidAt, 'latin1');
-  return copy;
-}
+const nextRequest = () => Buffer.concat([head, Buffer.from(withUid(body, ++sent))]);
 
 /** A keep-alive client that sends the review and resolves once the whole answer is in. */
 async function connect() {

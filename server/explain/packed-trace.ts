@@ -160,9 +160,7 @@ const fromOf = (op: JsonPatchOperation): string | undefined =>
 
 /** A path (or `from`) as kept: clipped when written from a review's input (`k`), without counting it again. */
 const keptPath = (k: Keeper | undefined, path: string | undefined): string | undefined =>
-  k === undefined || path === undefined || path.length <= MAX_TRACED_PATH_CHARS
-    ? path
-    : clip(path, MAX_TRACED_PATH_CHARS);
+  k === undefined || path === undefined ? path : clip(path, MAX_TRACED_PATH_CHARS);
 
 /**
  * Where the review's operations as kept (`k`: the first MAX_TRACED_OPS of `ops`) have one equal to `op`, whose
@@ -233,7 +231,7 @@ function sameSteps(steps: readonly Step[], details: readonly StepDetail[]): bool
 export function packTrace(kept: KeptInput, w: RecordWriter, stepArrays: StepArrays): PackedTrace {
   const { input } = kept;
   const uid = input.request.uid;
-  const traceId = input.traceId === undefined || input.traceId === traceIdOfUid(uid) ? undefined : input.traceId;
+  const traceId = givenTraceId(uid, input.traceId);
   try {
     writeKeys(w, uid, traceId, kept.clipped, false, kept.bytes);
     const objects = write(w, input, undefined);
@@ -266,8 +264,7 @@ export function packReview(
   const { uid } = input.request;
   const k = new Keeper(options, input.request);
   k.text(uid, Infinity);
-  const made = traceIdOf(input);
-  const traceId = made === traceIdOfUid(uid) ? undefined : made;
+  const traceId = givenTraceId(uid, traceIdOf(input));
   const flagsAt = writeKeys(w, uid, traceId, false, false, 0);
   // The count ends the keys; it and the flags are known once the rest is written.
   const bytesAt = w.length - 8;
@@ -292,6 +289,10 @@ function plainReview(input: TraceInput, options: KeepOptions): boolean {
   for (const detail of input.details) if (detail.step.source === 'policy') return false;
   return true;
 }
+
+/** A record keeps a trace id only when it is not the one made from its uid (traceIdOfUid). */
+const givenTraceId = (uid: string, traceId: string | undefined): string | undefined =>
+  traceId === traceIdOfUid(uid) ? undefined : traceId;
 
 function keyFlags(traceId: string | undefined, clipped: boolean, whole: boolean): number {
   return (traceId !== undefined ? K_TRACE_ID : 0) | (clipped ? K_CLIPPED : 0) | (whole ? K_WHOLE : 0);

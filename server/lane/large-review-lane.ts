@@ -43,13 +43,13 @@ import { replayTrace } from './lane-trace.js';
 import { createProviderHost, type HostedProvider } from './provider-host.js';
 import { WorkerPool } from './worker-pool.js';
 
+const MIB = 1024 * 1024;
+
 /**
  * What one started worker holds: its own heap with the gateway's modules and chain loaded (measured;
- * docs/decisions.md, "Large reviews in worker threads"). The default memory budget leaves it out.
+ * docs/decisions.md, "Large reviews in worker threads"). The default memory budget leaves room for it.
  */
-export const WORKER_BYTES = 40 * 1024 * 1024;
-
-const MIB = 1024 * 1024;
+export const WORKER_BYTES = 40 * MIB;
 
 /**
  * What the lane's started workers may hold besides their reviews, for the default memory budget: each worker's
