@@ -43,6 +43,12 @@ export const LARGE = {
    */
   footprint: { restMs: 2000, loadS: 4 },
   /**
+   * Part 0: the shipped chain's ordinary reviews as fast as they are answered (closed loop), on a gateway in the
+   * Deployment's cgroup and one outside any, in alternate windows of this many seconds (after warmupS each, and
+   * firstWarmupS for a fresh gateway's first: its code is not optimised yet).
+   */
+  saturation: { rounds: 3, firstWarmupS: 2, warmupS: 0.5, windowS: 2 },
+  /**
    * Parts 1–3 time large reviews, so they must be admitted: the 40,000-container Pod weighs more than the default
    * budget leaves under the Deployment's limit (it is answered 413 there), so those parts set this budget.
    */
@@ -194,7 +200,8 @@ async function sequential(conn, builder, uidBase, proc, { decodePatch = false, m
  * The scenario. env: { chain, gatewayConfig(chain, extra), startGateway(name, config, { cgroupProcs }), loadgen(cfg),
  * startKubeStandIn() (resolves with { kubeconfigFile, close() }),
  * loadCfg(target, path, extra), ordinaryReview(port) (rejects unless allowed), fixture (parsed),
- * mutatePath, validatePath, ca, memoryLimitBytes, maxRequestBytes, fixedConnections, clockTicks, progress }.
+ * mutatePath, validatePath, ca, memoryLimitBytes, maxRequestBytes, fixedConnections, closedConnections, clockTicks,
+ * progress }.
  */
 export async function runLarge(env) {
   const { progress } = env;
@@ -225,6 +232,14 @@ export async function runLarge(env) {
       }
     }),
   };
+  result.saturation = await part(
+    progress,
+    '      0. ordinary reviews as fast as answered, in the cgroup and outside one',
+    async () => {
+      const r = await saturation(env);
+      return [r, saturationLine(r)];
+    },
+  );
   try {
     await withGateway(env, reviews, result);
   } catch (err) {
@@ -353,6 +368,65 @@ async function footprint(env, name, config) {
     if (cgroup.kind) await cgroup.remove();
   }
 }
+
+/**
+ * Part 0: what an ordinary review costs a saturated gateway in the Deployment's cgroup, against the same gateway
+ * outside any cgroup. Under a memory cgroup Node sizes V8's heap from the limit, and with it the young
+ * generation every review's garbage goes through: the throughput scenarios, run outside a cgroup, would not show
+ * what that costs a pod. The two run in alternate windows, so that the machine's drift falls on both.
+ */
+async function saturation(env) {
+  const { rounds, firstWarmupS, warmupS, windowS } = LARGE.saturation;
+  const cgroup = createMemoryCgroup('saturation', env.memoryLimitBytes);
+  const gateways = [];
+  try {
+    const config = env.gatewayConfig(env.chain);
+    gateways.push(await env.startGateway('saturation-pod', config, { cgroupProcs: cgroup.procsFile }));
+    gateways.push(await env.startGateway('saturation-host', config));
+    const windows = { pod: [], host: [] };
+    for (let i = 0; i < rounds; i++) {
+      for (const [side, gw] of [
+        ['pod', gateways[0]],
+        ['host', gateways[1]],
+      ]) {
+        const run = await env.loadgen(
+          env.loadCfg(gw, env.mutatePath, {
+            mode: 'closed',
+            connections: env.closedConnections,
+            warmupS: i === 0 ? firstWarmupS : warmupS,
+            durationS: windowS,
+          }),
+        );
+        if (run.errors)
+          throw new Error(
+            `${run.errors} errors in a window on the gateway ${side === 'pod' ? 'in' : 'outside'} the cgroup`,
+          );
+        windows[side].push({ cpuUsPerReview: run.procs?.server?.cpuUsPerReview ?? null, rps: round(run.rps, 0) });
+      }
+    }
+    const cpu = (side) => median(windows[side].map((w) => w.cpuUsPerReview).filter((v) => v !== null));
+    const pod = cpu('pod');
+    const host = cpu('host');
+    return {
+      method: cgroup.kind ? `${cgroup.kind}, limit ${mib(env.memoryLimitBytes)}` : 'no memory cgroup',
+      connections: env.closedConnections,
+      podCpuUsPerReview: round(pod),
+      hostCpuUsPerReview: round(host),
+      ratio: pod && host ? round(pod / host, 2) : null,
+      windows,
+      ok: Boolean(cgroup.kind && pod && host) && gateways.every((gw) => !gw.exitStatus()),
+      ...(cgroup.kind ? {} : { error: `no memory cgroup: ${cgroup.why}` }),
+    };
+  } finally {
+    for (const gw of gateways) await gw.stop();
+    if (cgroup.kind) await cgroup.remove();
+  }
+}
+
+const saturationLine = (r) =>
+  `${r.podCpuUsPerReview} µs of gateway CPU a review in the cgroup against ${r.hostCpuUsPerReview} µs outside ` +
+  `(× ${r.ratio}; medians of ${r.windows.pod.length} windows, ${r.connections} connections; ` +
+  `${r.windows.pod.map((w) => w.rps).join('/')} against ${r.windows.host.map((w) => w.rps).join('/')} reviews/s) (${r.method})`;
 
 const footprintLine = (r) =>
   `idle ${r.idleMiB} MiB, steady ${r.steadyMiB} MiB after ordinary reviews at ${LARGE.ordinaryRate}/s ` +

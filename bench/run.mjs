@@ -947,7 +947,7 @@ function parallelTargets(declared, undeclared) {
 function largeTargets(large) {
   if (!large) return [];
   const failed = (t, note) => (note ? { ...t, pass: false, note } : t);
-  const { pod, meanwhile, memory, footprint } = large;
+  const { pod, meanwhile, memory, footprint, saturation } = large;
   const podFailure = pod?.error ?? pod?.failures?.[0] ?? large.error;
   const ordinaryErrors =
     meanwhile?.error ??
@@ -997,6 +997,18 @@ function largeTargets(large) {
             : requestMiB >= requestRange[0] && requestMiB <= requestRange[1],
       },
       footprintFailure(footprint?.cluster),
+    ),
+    failed(
+      check(
+        'cgroupCpu',
+        `large: an ordinary review's gateway CPU at saturation in the Deployment's cgroup, over outside one ` +
+          `(${saturation?.method ?? 'not measured'})`,
+        saturation?.ratio ?? null,
+        1.3,
+        'ratio',
+      ),
+      (saturation?.error ?? large.error)?.split('\n')[0] ??
+        (saturation && !saturation.ok ? 'a gateway exited during its windows' : undefined),
     ),
     failed(
       check(
@@ -1530,6 +1542,7 @@ function scenarios(shipped, certs) {
           memoryRequestBytes: deploymentMemory('requests'),
           maxRequestBytes: shipped.server?.maxRequestBytes ?? 7340032,
           fixedConnections: opts.fixedConnections,
+          closedConnections: opts.connections,
           clockTicks,
           progress,
         }),

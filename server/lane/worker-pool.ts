@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { FromWorker, JobMessage, LaneWorkerData, ReviewJob, ToWorker } from './lane-messages.js';
 
@@ -64,6 +65,10 @@ function tsxApi(from: string): string {
 
 /** The worker module next to this one, as the running sources name it (tsx in a checkout, .js built). */
 function startWorker(workerData: LaneWorkerData, resourceLimits: ResourceLimits | undefined): Worker {
+  // V8 sizes a heap's young generation once, when the isolate is made, and a --max-semi-space-size flag wins over
+  // the size a worker is given. The Deployment sets that flag for the event loop, whose heap was made before this
+  // runs; cleared now, it no longer caps the worker's (docs/decisions.md, "Large reviews in worker threads").
+  if (resourceLimits?.maxYoungGenerationSizeMb !== undefined) setFlagsFromString('--max-semi-space-size=0');
   const self = import.meta.url;
   if (!self.endsWith('.ts')) return new Worker(new URL('./lane-worker.js', self), { workerData, resourceLimits });
   // Under tsx (the tests, `npm run dev`) a worker does not inherit the TypeScript loader: it registers it first.

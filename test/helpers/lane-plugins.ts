@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { resourceLimits } from 'node:worker_threads';
 import { availablePlugins } from '../../plugins/index.js';
 import type { AnyPlugin } from '../../server/chain/plugin-registry.js';
@@ -44,13 +45,19 @@ const spinsUntil = definePlugin({
   },
 });
 
-/** Warns with the young generation its thread was started with: a worker's limit, or `none` on the event loop. */
+/**
+ * Warns with the young generation its thread was started with (a worker's limit, or `none` on the event loop) and
+ * the heap limit V8 gave its isolate, which grows with the young generation V8 really sized.
+ */
 const youngGeneration = definePlugin({
   name: 'young-generation',
   match: MATCH_EVERYTHING,
   setup: () => ({
     validate(ctx) {
-      ctx.warn(`young generation: ${resourceLimits.maxYoungGenerationSizeMb ?? 'none'}`);
+      const heapLimitMiB = getHeapStatistics().heap_size_limit / 2 ** 20;
+      ctx.warn(
+        `young generation: ${resourceLimits.maxYoungGenerationSizeMb ?? 'none'}; heap limit: ${heapLimitMiB} MiB`,
+      );
       return allow();
     },
   }),

@@ -10,6 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 import { stringify } from 'yaml';
 import { namespaceForPolicies } from '../../../server/admission/namespace-object.js';
 import type { NamespaceLabelSource } from '../../../server/dispatch/reviewer.js';
@@ -366,21 +367,34 @@ describe('the large-review lane', function () {
     assert.equal(threadNiceness().get(process.pid), 0, 'the event loop at its own niceness');
   });
 
-  it('starts its worker with the configured young generation', async () => {
-    const chain = [{ plugin: 'young-generation' }];
-    const [small, large] = await Promise.all([
-      start(chain, { workers: 1, youngGenerationMiB: 24 }),
-      start(chain, { workers: 1, youngGenerationMiB: 40 }),
-    ]);
-    const uid = 'b71c2d3e-4a5b-4c6d-8e7f-901234567890';
-    const warnings = async (h: Harness, review: object) => (await h.review('/validate', review)).response.warnings;
-    assert.deepEqual(await warnings(small, largePod(uid)), ['young-generation: young generation: 24']);
-    assert.deepEqual(await warnings(large, largePod(uid)), ['young-generation: young generation: 40']);
-    assert.deepEqual(
-      await warnings(small, podCreate()),
-      ['young-generation: young generation: none'],
-      'the event loop',
-    );
+  it('starts its worker with the configured young generation, which a --max-semi-space-size does not cap', async () => {
+    // As the Deployment's NODE_OPTIONS does: V8's flags are the process's, and would size every heap made after.
+    setFlagsFromString('--max-semi-space-size=2');
+    try {
+      const chain = [{ plugin: 'young-generation' }];
+      const [small, large] = await Promise.all([
+        start(chain, { workers: 1, youngGenerationMiB: 24 }),
+        start(chain, { workers: 1, youngGenerationMiB: 40 }),
+      ]);
+      const uid = 'b71c2d3e-4a5b-4c6d-8e7f-901234567890';
+      const warned = async (h: Harness, review: object) => {
+        const warnings = (await h.review('/validate', review)).response.warnings ?? [];
+        assert.equal(warnings.length, 1, JSON.stringify(warnings));
+        const m = /^young-generation: young generation: (\w+); heap limit: (\d+(?:\.\d+)?) MiB$/.exec(warnings[0]!);
+        assert.ok(m, warnings[0]);
+        return { young: m[1], heapLimitMiB: Number(m[2]) };
+      };
+      const [inSmall, inLarge] = [await warned(small, largePod(uid)), await warned(large, largePod(uid))];
+      assert.deepEqual([inSmall.young, inLarge.young], ['24', '40']);
+      // Under the flag both workers' heaps would have its 2 MiB semi-spaces, and the same limit.
+      assert.ok(
+        inLarge.heapLimitMiB - inSmall.heapLimitMiB >= 16,
+        `the heap limits ${inSmall.heapLimitMiB} and ${inLarge.heapLimitMiB} MiB differ by less than the young generations`,
+      );
+      assert.equal((await warned(small, podCreate())).young, 'none', 'the event loop');
+    } finally {
+      setFlagsFromString('--max-semi-space-size=0');
+    }
   });
 
   it('answers probes and ordinary reviews while a worker holds a large review', async () => {
