@@ -319,7 +319,7 @@ async function withGateway(env, reviews, result) {
       },
     );
     if (!gw.exitStatus()) result.peakRssMiB = round(readProc(gw.pid, env.clockTicks).hwmMiB);
-    result.partsLimit = cgroup.kind ? `${cgroup.kind}, limit ${mib(limitBytes)}` : 'no memory cgroup';
+    result.partsLimit = limitMethod(cgroup, limitBytes);
     result.partsKilled = gw.exitStatus() !== null;
   } finally {
     await gw.stop();
@@ -351,7 +351,7 @@ async function footprint(env, name, config) {
     await sleep(LARGE.footprint.restMs);
     const bounded = gw.startupLines().find((l) => l.msg === 'review memory and connections bounded') ?? {};
     return {
-      method: cgroup.kind ? `${cgroup.kind}, limit ${mib(env.memoryLimitBytes)}` : 'no memory cgroup',
+      method: limitMethod(cgroup, env.memoryLimitBytes),
       idleMiB,
       steadyMiB: rss(),
       peakMiB: round(readProc(gw.pid, env.clockTicks).hwmMiB),
@@ -378,29 +378,23 @@ async function footprint(env, name, config) {
 async function saturation(env) {
   const { rounds, firstWarmupS, warmupS, windowS } = LARGE.saturation;
   const cgroup = createMemoryCgroup('saturation', env.memoryLimitBytes);
-  const gateways = [];
+  const gateways = {};
   try {
     const config = env.gatewayConfig(env.chain);
-    gateways.push(await env.startGateway('saturation-pod', config, { cgroupProcs: cgroup.procsFile }));
-    gateways.push(await env.startGateway('saturation-host', config));
+    gateways.pod = await env.startGateway('saturation-pod', config, { cgroupProcs: cgroup.procsFile });
+    gateways.host = await env.startGateway('saturation-host', config);
     const windows = { pod: [], host: [] };
     for (let i = 0; i < rounds; i++) {
-      for (const [side, gw] of [
-        ['pod', gateways[0]],
-        ['host', gateways[1]],
-      ]) {
+      for (const side of ['pod', 'host']) {
         const run = await env.loadgen(
-          env.loadCfg(gw, env.mutatePath, {
+          env.loadCfg(gateways[side], env.mutatePath, {
             mode: 'closed',
             connections: env.closedConnections,
             warmupS: i === 0 ? firstWarmupS : warmupS,
             durationS: windowS,
           }),
         );
-        if (run.errors)
-          throw new Error(
-            `${run.errors} errors in a window on the gateway ${side === 'pod' ? 'in' : 'outside'} the cgroup`,
-          );
+        if (run.errors) throw new Error(`${run.errors} errors in a window on saturation-${side}`);
         windows[side].push({ cpuUsPerReview: run.procs?.server?.cpuUsPerReview ?? null, rps: round(run.rps, 0) });
       }
     }
@@ -408,17 +402,17 @@ async function saturation(env) {
     const pod = cpu('pod');
     const host = cpu('host');
     return {
-      method: cgroup.kind ? `${cgroup.kind}, limit ${mib(env.memoryLimitBytes)}` : 'no memory cgroup',
+      method: limitMethod(cgroup, env.memoryLimitBytes),
       connections: env.closedConnections,
       podCpuUsPerReview: round(pod),
       hostCpuUsPerReview: round(host),
       ratio: pod && host ? round(pod / host, 2) : null,
       windows,
-      ok: Boolean(cgroup.kind && pod && host) && gateways.every((gw) => !gw.exitStatus()),
+      ok: Boolean(cgroup.kind && pod && host) && !gateways.pod.exitStatus() && !gateways.host.exitStatus(),
       ...(cgroup.kind ? {} : { error: `no memory cgroup: ${cgroup.why}` }),
     };
   } finally {
-    for (const gw of gateways) await gw.stop();
+    for (const gw of Object.values(gateways)) await gw.stop();
     if (cgroup.kind) await cgroup.remove();
   }
 }
@@ -447,6 +441,9 @@ async function part(progress, title, fn) {
   }
 }
 
+/** How a part's gateway was held to `limitBytes`, as its line and the JSON say. */
+const limitMethod = (cgroup, limitBytes) =>
+  cgroup.kind ? `${cgroup.kind}, limit ${mib(limitBytes)}` : 'no memory cgroup';
 const mb = (bytes) => `${round(bytes / 1e6, 2)} MB`;
 const mib = (bytes) => `${round(bytes / MiB, 2)} MiB`;
 const times = (r) =>
@@ -538,7 +535,7 @@ async function meanwhile(env, gw, builders) {
 async function memoryUnderLoad(env, memory) {
   const cgroup = createMemoryCgroup('large', env.memoryLimitBytes);
   const result = {
-    method: cgroup.kind ? `${cgroup.kind}, limit ${mib(env.memoryLimitBytes)}` : 'no memory cgroup: VmHWM only',
+    method: cgroup.kind ? limitMethod(cgroup, env.memoryLimitBytes) : 'no memory cgroup: VmHWM only',
     cgroup: cgroup.dir ?? null,
     ...(cgroup.kind ? {} : { noCgroup: cgroup.why }),
     bodyBytes: memory.bodyBytes,

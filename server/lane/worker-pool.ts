@@ -65,10 +65,6 @@ function tsxApi(from: string): string {
 
 /** The worker module next to this one, as the running sources name it (tsx in a checkout, .js built). */
 function startWorker(workerData: LaneWorkerData, resourceLimits: ResourceLimits | undefined): Worker {
-  // V8 sizes a heap's young generation once, when the isolate is made, and a --max-semi-space-size flag wins over
-  // the size a worker is given. The Deployment sets that flag for the event loop, whose heap was made before this
-  // runs; cleared now, it no longer caps the worker's (docs/decisions.md, "Large reviews in worker threads").
-  if (resourceLimits?.maxYoungGenerationSizeMb !== undefined) setFlagsFromString('--max-semi-space-size=0');
   const self = import.meta.url;
   if (!self.endsWith('.ts')) return new Worker(new URL('./lane-worker.js', self), { workerData, resourceLimits });
   // Under tsx (the tests, `npm run dev`) a worker does not inherit the TypeScript loader: it registers it first.
@@ -84,7 +80,13 @@ export class WorkerPool {
   private isBroken = false;
   private closed = false;
 
-  constructor(private readonly options: WorkerPoolOptions) {}
+  constructor(private readonly options: WorkerPoolOptions) {
+    // V8 sizes a heap's young generation once, when its isolate is made, and a --max-semi-space-size flag wins over
+    // the size a worker is given. The Deployment sets that flag for the event loop, whose heap exists already;
+    // cleared once here, it caps none of the workers started later (docs/decisions.md, "Large reviews in worker
+    // threads").
+    if (options.resourceLimits?.maxYoungGenerationSizeMb !== undefined) setFlagsFromString('--max-semi-space-size=0');
+  }
 
   get broken(): boolean {
     return this.isBroken;
