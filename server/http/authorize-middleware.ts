@@ -18,7 +18,7 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Authorizer } from '../dispatch/authorizer.js';
 import { BudgetExceededError } from './byte-budget.js';
-import { closesConnection, readBody } from './read-body.js';
+import { endAfterRefusal, readBody } from './read-body.js';
 import { answer, type ReviewServices, type ReviewState } from './review-middleware.js';
 
 /** Runs the SubjectAccessReview through `authorizer` and answers it. */
@@ -47,7 +47,7 @@ export function runAuthorize(authorizer: Authorizer): Middleware<ReviewState, Re
       const apiVersion = err instanceof SubjectAccessReviewError ? err.apiVersion : SAR_V1;
       const body = { apiVersion, kind: 'SubjectAccessReview', status: { allowed: false, evaluationError: message } };
       answer(ctx, status, JSON.stringify(body));
-      if (closesConnection(status)) ctx.set('Connection', 'close');
+      endAfterRefusal(ctx.req, ctx.res, status);
     }
   };
 }

@@ -5,7 +5,7 @@
  * client that declares a large body and sends it slowly holds almost nothing. A body that arrives too slowly
  * (BodyTiming) is refused with 408 and its connection closed.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import type { ConnectionBounds } from '../config/types.js';
 import { WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
@@ -17,11 +17,43 @@ import { WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
 export type BodyTiming = Pick<ConnectionBounds, 'bodyTimeoutSeconds' | 'minBodyBytesPerSecond'>;
 
 /**
+ * The most of a refused body's rest that is read and thrown away to keep its connection, as Go's HTTP server
+ * (the apiserver's) does. A longer rest, or one of unknown length, is left unread: a review shed for memory
+ * costs no more than its headers, however large its body.
+ */
+const MAX_DISCARDED_BYTES = 256 * 1024;
+
+/**
+ * How long the connection of a request left unread stays half-closed after its answer before it is closed.
+ * Closing at once, with bytes unread, resets the connection, and the reset can reach the client before the
+ * answer has been read (the apiserver would then see an error, not a 429 to retry).
+ */
+const UNREAD_LINGER_MS = 500;
+
+const leftUnread = new WeakSet<IncomingMessage>();
+
+/**
  * Whether the answer to a request refused with `status` closes its connection: after an oversized body (413),
  * or one arriving too slowly (408), the connection is not worth keeping.
  */
-export function closesConnection(status: number): boolean {
+function closesConnection(status: number): boolean {
   return status === 413 || status === 408;
+}
+
+/**
+ * How the connection of a request refused with `status` ends. One whose body was left unread is ended once
+ * the answer is written and closed a moment later. Node destroys the socket of an answer that says
+ * `Connection: close` as soon as it is written, which with bytes unread resets the connection, so that answer
+ * keeps Node's default header. Otherwise, after 413 and 408 the answer says `Connection: close`.
+ */
+export function endAfterRefusal(req: IncomingMessage, res: ServerResponse, status: number): void {
+  if (leftUnread.has(req)) {
+    const { socket } = req;
+    res.once('finish', () => {
+      socket.end();
+      setTimeout(() => socket.destroy(), UNREAD_LINGER_MS).unref();
+    });
+  } else if (closesConnection(status)) res.setHeader('Connection', 'close');
 }
 
 export async function readBody(
@@ -42,20 +74,30 @@ export function readBodyBytes(
 ): Promise<Buffer> {
   const tooLarge = () =>
     new ReviewDecodeError(`request body exceeds the ${limit} byte limit (server.maxRequestBytes)`, 413);
-  // The rest of a refused body is discarded, not buffered: memory stays bounded, and the client can finish
-  // sending and read the answer instead of seeing its upload reset.
-  const discardRest = () => req.resume();
   const header = req.headers['content-length'];
   const declared = header === undefined ? undefined : Number(header);
+  // The short rest of a refused body is discarded, not buffered: memory stays bounded, and the connection is
+  // kept. A long one is not read at all (endAfterRefusal closes its connection).
+  const refuseRest = (received: number) => {
+    if (declared !== undefined && declared - received <= MAX_DISCARDED_BYTES) {
+      req.resume();
+      return;
+    }
+    // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
+    // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
+    req.pause();
+    req.read(0);
+    leftUnread.add(req);
+  };
   if (declared !== undefined && declared > limit) {
-    discardRest();
+    refuseRest(0);
     return Promise.reject(tooLarge());
   }
   if (declared !== undefined) {
     try {
       lease.expect(declared * WEIGHT_PER_BODY_BYTE);
     } catch (err) {
-      discardRest();
+      refuseRest(0);
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
   }
@@ -85,7 +127,7 @@ export function readBodyBytes(
     };
     const refuse = (err: Error) => {
       fail(err);
-      discardRest();
+      refuseRest(size);
     };
     const onData = (chunk: Buffer) => {
       if (size + chunk.length > limit) return refuse(tooLarge());

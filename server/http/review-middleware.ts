@@ -18,7 +18,7 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
-import { closesConnection, readBodyBytes, type BodyTiming } from './read-body.js';
+import { endAfterRefusal, readBodyBytes, type BodyTiming } from './read-body.js';
 import { selectionOf, type Route } from './routes.js';
 
 /** What the webhook app's middleware reach through `ctx` (set once on `app.context`). */
@@ -193,6 +193,7 @@ function answerError(ctx: ReviewKoaContext, err: unknown): void {
     // Shed before its body is read, a review's uid is unknown: the apiserver does not read a 429's body.
     answer(ctx, 429, encodeReview(apiVersion, errored(uid, 429, err.message)));
     ctx.set('Retry-After', String(SHED_RETRY_AFTER_SECONDS));
+    endAfterRefusal(ctx.req, ctx.res, 429);
     return;
   }
   // A review too heavy ever to fit is refused like one over maxRequestBytes.
@@ -204,7 +205,7 @@ function answerError(ctx: ReviewKoaContext, err: unknown): void {
   metrics.invalidRequests.inc({ code: String(status) });
   log[status === 500 ? 'error' : 'warn']({ uid, route, status, err: message }, 'review not processed');
   answer(ctx, status, encodeReview(apiVersion, errored(uid, status, message)));
-  if (closesConnection(status)) ctx.set('Connection', 'close');
+  endAfterRefusal(ctx.req, ctx.res, status);
 }
 
 const TIMEOUT_PARAM = /(?:^|&)timeout=([^&]*)/;

@@ -80,6 +80,34 @@ function pending<T>(promise: Promise<T>): Pending<T> {
   return { settled: () => done, result };
 }
 
+/**
+ * Starts `create` while `held` waits at `gate`, waits until the gateway has shed its review (the create still
+ * pending: the apiserver retries it), then opens the gate and waits for both creates. `shedCount` reads the
+ * gateway's count of shed reviews; `took` is how long the create took, from `started`.
+ */
+async function shedWhileHeld(
+  create: () => Promise<unknown>,
+  held: Pending<unknown>,
+  gate: HoldGate,
+  shedCount: () => Promise<number>,
+): Promise<{ shedBefore: number; started: number; took: number }> {
+  const shedBefore = await shedCount();
+  const started = Date.now();
+  let created: Pending<unknown> | undefined;
+  try {
+    created = pending(create());
+    await eventually('the gateway to shed the second review', async () =>
+      (await shedCount()) > shedBefore ? true : undefined,
+    );
+    assert.equal(created.settled(), false, 'the shed create is still pending: the apiserver retries it');
+  } finally {
+    gate.open();
+  }
+  await held.result;
+  await created.result;
+  return { shedBefore, started, took: Date.now() - started };
+}
+
 describe('reviews shed with 429 when the in-flight memory budget is full, through a real kube-apiserver', function () {
   let gw: E2EGateway | undefined;
   let namespace: string;
@@ -163,23 +191,14 @@ describe('reviews shed with 429 when the in-flight memory budget is full, throug
     const gate = holdGate(`retry-${randomSuffix()}`);
     const a = `held-${randomSuffix()}`;
     const b = `retried-${randomSuffix()}`;
-    const shedBefore = await shedCount();
 
     const createA = await createHeld(heldPod(a, gate), gate);
-    let createB: Pending<V1Pod> | undefined;
-    const startedB = Date.now();
-    try {
-      createB = pending(core().createNamespacedPod({ namespace, body: pausePod(b) }));
-      await eventually('the gateway to shed the second review', async () =>
-        (await shedCount()) > shedBefore ? true : undefined,
-      );
-      assert.equal(createB.settled(), false, 'the shed create is still pending: the apiserver retries it');
-    } finally {
-      gate.open();
-    }
-    await createA.result;
-    await createB.result;
-    const tookB = Date.now() - startedB;
+    const { shedBefore, took: tookB } = await shedWhileHeld(
+      () => core().createNamespacedPod({ namespace, body: pausePod(b) }),
+      createA,
+      gate,
+      shedCount,
+    );
 
     for (const name of [a, b]) {
       const stored = await core().readNamespacedPod({ name, namespace });
@@ -267,5 +286,82 @@ describe('reviews shed with 429 when the in-flight memory budget is full, throug
     const stored = await core().readNamespacedServiceAccount({ name: b, namespace });
     assert.equal(stored.metadata?.labels?.[PASSED_HOLD_LABEL], undefined, 'stored without the chain');
     await assertShedUntilTimeout(b, started, shedBefore);
+  });
+});
+
+// A ConfigMap's review shed at its headers: its body (hundreds of KB, more than the gateway reads and drops to keep
+// a connection) is left unread, the 429 answered, and the connection ended after it. What the real apiserver does
+// then is what matters: Go's transport takes an answer that comes before it has written the whole body, drops the
+// connection, and client-go sends the review again a Retry-After later on a new one.
+//
+// Weights (5 bytes a body byte): the held ConfigMap about 5.0 MB of the 8 MiB budget, of which large reviews may
+// hold all but a sixteenth (about 7.9 MB); the second about 3.5 MB, which does not fit beside it and does alone.
+const LARGE_BUDGET = 8 * 1024 * 1024;
+const HELD_DATA_BYTES = 1_000_000;
+const SHED_DATA_BYTES = 700_000;
+
+describe('a large review shed at its headers, its body left unread, through a real kube-apiserver', function () {
+  let gw: E2EGateway | undefined;
+  let namespace: string;
+
+  before(async function () {
+    gw = await startE2EGateway({
+      suite: 'shedding-unread',
+      chain: `
+- plugin: hold
+  failurePolicy: Fail
+  match:
+    rules: [{ operations: [CREATE], apiGroups: [''], apiVersions: [v1], resources: [configmaps] }]
+`,
+      server: { maxRequestBytes: 3 * 1024 * 1024, maxInflightBytes: LARGE_BUDGET },
+      mutating: [
+        { name: 'configmaps', route: 'mutate', failurePolicy: 'Fail', timeoutSeconds: 10, rules: [rule('configmaps')] },
+      ],
+    });
+    namespace = await gw.namespace();
+  });
+
+  after(async function () {
+    await gw?.close({ keepDir: anyFailed(this.test!.parent!) });
+  });
+
+  it('is sent again by the apiserver a second later and admitted once memory is free', async function () {
+    const gate = holdGate(`unread-${randomSuffix()}`);
+    const a = `held-${randomSuffix()}`;
+    const b = `retried-${randomSuffix()}`;
+    const createA = pending(
+      core().createNamespacedConfigMap({
+        namespace,
+        body: {
+          metadata: { name: a, labels: { [HOLD_LABEL]: gate.name } },
+          data: { pad: 'x'.repeat(HELD_DATA_BYTES) },
+        },
+      }),
+    );
+    await Promise.race([gate.reached, createA.result.then(() => Promise.reject(new Error('A was not held')))]);
+    const { started: startedB, took: tookB } = await shedWhileHeld(
+      () =>
+        core().createNamespacedConfigMap({
+          namespace,
+          body: { metadata: { name: b }, data: { pad: 'y'.repeat(SHED_DATA_BYTES) } },
+        }),
+      createA,
+      gate,
+      async () => metricValue(await gw!.metrics(), SHED_METRIC, { reason: 'inflight_bytes' }) ?? 0,
+    );
+
+    const stored = await core().readNamespacedConfigMap({ name: b, namespace });
+    assert.equal(stored.metadata?.labels?.[PASSED_HOLD_LABEL], 'true', `${b} stored with hold's label`);
+    assert.equal(stored.data?.pad?.length, SHED_DATA_BYTES);
+    const lines = (await gw!.logLines()) as unknown as LogLine[];
+    const reviewsB = lines.filter((l) => l.msg === 'review' && l.name === b);
+    assert.equal(reviewsB.length, 1, `the gateway reviewed ${b} once`);
+    // Shed before its body was read, the review's uid is unknown: its shed lines carry none.
+    const sheds = lines.filter((l) => l.msg === SHED_MESSAGE && at(l) >= startedB);
+    assert.ok(sheds.length >= 1, 'the gateway shed the second review before reviewing it');
+    for (const gap of gaps([...sheds, reviewsB[0]!])) {
+      assert.ok(gap >= 1000, `the apiserver sent it again ${gap} ms after a 429 with Retry-After: 1`);
+    }
+    assert.ok(tookB >= 1000, `the client waited ${tookB} ms for the retried create`);
   });
 });

@@ -52,6 +52,18 @@ chain:
     match: { rules: [{ operations: [CREATE], apiGroups: [apps], apiVersions: ['*'], resources: [deployments] }] }
 `;
 
+/** What the gateway weighs a review at (README, "Limits"): 5 per body byte, 2 KiB per object or array. */
+const weightOf = (body: string) => 5 * Buffer.byteLength(body) + 2048 * (body.match(/[{[]/g)?.length ?? 0);
+
+/** A Deployment review padded (with an annotation) to weigh `weight` bytes, give or take 5. */
+function deploymentWeighing(weight: number): string {
+  const review = deploymentCreate();
+  const annotations = { pad: '' };
+  requestOf(review).object!.metadata!.annotations = annotations;
+  annotations.pad = 'x'.repeat(Math.floor((weight - weightOf(JSON.stringify(review))) / 5));
+  return JSON.stringify(review);
+}
+
 describe('hostile input at the webhook server (real gateway over HTTPS)', function () {
   let harness: Harness | undefined;
   let test: TestPlugins;
@@ -336,19 +348,83 @@ chain:
     });
   });
 
+  describe('the rest of a large body that is shed', function () {
+    it('is not read: the gateway answers 429, ends the connection, and has read no more than it buffers', async function () {
+      const limit = 64 * 1024 * 1024;
+      const h = await start(holdingDeployments(`{ maxRequestBytes: 8388608, maxInflightBytes: ${limit} }`));
+      const held = h.post('/mutate', deploymentWeighing(limit / 2));
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      // Weighed at 5 bytes a byte, a body declaring 8 MiB does not fit beside the held half: shed at its headers.
+      const declared = 8 * 1024 * 1024;
+      const socket = await connect(h);
+      socket.on('error', () => undefined);
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+      let bodyWritten = false;
+      const ended = new Promise((resolve) => socket.once('end', resolve));
+      socket.write(postHead(declared));
+      // All of it at once, as the apiserver writes a body: what the gateway does not read stays here.
+      const written = new Promise((resolve) => socket.write(Buffer.alloc(declared, ' '), resolve));
+      try {
+        // Whichever comes first: a gateway that read the whole body takes it before it ends the connection.
+        await Promise.race([ended, written.then(() => (bodyWritten = true))]);
+
+        const [head = '', body = ''] = received.split('\r\n\r\n');
+        assert.match(head, /^HTTP\/1\.1 429 Too Many Requests\r\n/);
+        assert.match(head, /\r\nRetry-After: 1\r\n/);
+        assert.equal((JSON.parse(body) as AdmissionReview).response?.status?.code, 429);
+        assert.equal(bodyWritten, false, 'the whole body was taken: the gateway read it');
+        // Sent: what the gateway read before it stopped, and what the kernel buffers on both sides hold.
+        assert.ok(
+          socket.writableLength > declared / 2,
+          `${declared - socket.writableLength} bytes of ${declared} sent`,
+        );
+        assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 1);
+      } finally {
+        socket.destroy();
+        test.gate.release();
+        await held;
+      }
+      assert.equal(reviewOf(await h.post('/mutate', podCreate())).response.allowed, true);
+    });
+
+    it('is read and dropped when short: the connection is kept for the next review', async function () {
+      const limit = 4 * 1024 * 1024;
+      const h = await start(holdingDeployments(`{ maxRequestBytes: 1048576, maxInflightBytes: ${limit} }`));
+      const held = h.post('/mutate', deploymentWeighing(limit - limit / 16 - 1024));
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      // More than the sixteenth kept for small reviews, so shed at its headers; under 256 KiB, so read and dropped.
+      const shed = deploymentWeighing(1_000_000);
+      assert.ok(Buffer.byteLength(shed) < 256 * 1024);
+      const socket = await connect(h);
+      socket.on('error', () => undefined);
+      const answers: string[] = [];
+      let received = '';
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+        const m = /^HTTP\/1\.1 (\d{3}) [^]*?\r\ncontent-length: (\d+)\r\n[^]*?\r\n\r\n/i.exec(received);
+        if (m && received.length >= m[0].length + Number(m[2])) {
+          answers.push(m[1]!);
+          received = received.slice(m[0].length + Number(m[2]));
+        }
+      });
+      try {
+        socket.write(postHead(Buffer.byteLength(shed)) + shed);
+        await eventually('the shed answer', () => answers.length === 1);
+        test.gate.release();
+        await held;
+        const pod = JSON.stringify(podCreate());
+        socket.write(postHead(Buffer.byteLength(pod)) + pod);
+        await eventually('the next answer on the same connection', () => answers.length === 2);
+
+        assert.deepEqual(answers, ['429', '200']);
+      } finally {
+        socket.destroy();
+      }
+    });
+  });
+
   describe('the share of the budget kept for small reviews', function () {
-    /** What the gateway weighs a review at (README, "Limits"): 5 per body byte, 2 KiB per object or array. */
-    const weightOf = (body: string) => 5 * Buffer.byteLength(body) + 2048 * (body.match(/[{[]/g)?.length ?? 0);
-
-    /** A Deployment review padded (with an annotation) to weigh `weight` bytes, give or take 5. */
-    function deploymentWeighing(weight: number): string {
-      const review = deploymentCreate();
-      const annotations = { pad: '' };
-      requestOf(review).object!.metadata!.annotations = annotations;
-      annotations.pad = 'x'.repeat(Math.floor((weight - weightOf(JSON.stringify(review))) / 5));
-      return JSON.stringify(review);
-    }
-
     it('is never taken by large reviews: an ordinary review is answered while they hold all they may', async function () {
       // Two Deployments, each just under half the budget: together they would leave less than a Pod review weighs.
       const limit = 16 * 1024 * 1024;
