@@ -41,19 +41,23 @@ function closesConnection(status: number): boolean {
 }
 
 /**
- * How the connection of a request refused with `status` ends. One whose body was left unread is ended once
- * the answer is written and closed a moment later. Node destroys the socket of an answer that says
- * `Connection: close` as soon as it is written, which with bytes unread resets the connection, so that answer
- * keeps Node's default header. Otherwise, after 413 and 408 the answer says `Connection: close`.
+ * How the connection of a request refused with `status` ends. The answer says `Connection: close` after 413 and
+ * 408, and after any refusal whose body was left unread: a client must not send another request behind the bytes
+ * it could not send. That connection is ended once the answer is written and closed a moment later.
  */
 export function endAfterRefusal(req: IncomingMessage, res: ServerResponse, status: number): void {
-  if (leftUnread.has(req)) {
-    const { socket } = req;
-    res.once('finish', () => {
-      socket.end();
-      setTimeout(() => socket.destroy(), UNREAD_LINGER_MS).unref();
-    });
-  } else if (closesConnection(status)) res.setHeader('Connection', 'close');
+  const unread = leftUnread.has(req);
+  if (unread || closesConnection(status)) res.setHeader('Connection', 'close');
+  if (!unread) return;
+  const { socket } = req;
+  res.once('finish', () => {
+    // Node has ended the socket and would destroy it as soon as that end is written (`destroySoon`, for an answer
+    // that closes the connection): with bytes unread, that resets the connection under the answer.
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- only compared with the listener, never called
+    socket.removeListener('finish', socket.destroy);
+    socket.end();
+    setTimeout(() => socket.destroy(), UNREAD_LINGER_MS).unref();
+  });
 }
 
 export async function readBody(

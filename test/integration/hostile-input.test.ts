@@ -362,16 +362,28 @@ chain:
       socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
       let bodyWritten = false;
       const ended = new Promise((resolve) => socket.once('end', resolve));
+      // A connection reset under the answer closes it without an end, and the answer is lost.
+      const closed = new Promise((resolve) => socket.once('close', resolve));
       socket.write(postHead(declared));
       // All of it at once, as the apiserver writes a body: what the gateway does not read stays here.
       const written = new Promise((resolve) => socket.write(Buffer.alloc(declared, ' '), resolve));
+      // Read only once the gateway has had time to answer and end the connection, as a busy client would: had it
+      // closed the connection at once, with bytes unread, the reset would be here before the answer is read.
+      socket.pause();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      socket.resume();
       try {
         // Whichever comes first: a gateway that read the whole body takes it before it ends the connection.
-        await Promise.race([ended, written.then(() => (bodyWritten = true))]);
+        await Promise.race([ended, closed, written.then(() => (bodyWritten = true))]);
 
         const [head = '', body = ''] = received.split('\r\n\r\n');
-        assert.match(head, /^HTTP\/1\.1 429 Too Many Requests\r\n/);
+        assert.match(
+          head,
+          /^HTTP\/1\.1 429 Too Many Requests\r\n/,
+          `answer lost, received ${JSON.stringify(received)}`,
+        );
         assert.match(head, /\r\nRetry-After: 1\r\n/);
+        assert.match(head, /\r\nConnection: close\r\n/);
         assert.equal((JSON.parse(body) as AdmissionReview).response?.status?.code, 429);
         assert.equal(bodyWritten, false, 'the whole body was taken: the gateway read it');
         // Sent: what the gateway read before it stopped, and what the kernel buffers on both sides hold.
