@@ -3,7 +3,8 @@
  * A declared Content-Length over the limit is refused before reading anything, and so is one the budget could
  * not hold now or ever (BudgetExceededError); the declared length is never held, only what has arrived, so a
  * client that declares a large body and sends it slowly holds almost nothing. A body that arrives too slowly
- * (BodyTiming) is refused with 408 and its connection closed.
+ * (BodyTiming) is refused with 408 and its connection closed. Of a refused body's rest at most 256 KiB is read;
+ * a longer rest is left unread and the connection closed gracefully after the answer (endAfterRefusal).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
