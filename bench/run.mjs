@@ -68,7 +68,8 @@ const HELP = `usage: npm run bench [-- options]
   --no-build           do not build dist/ even when stale
   --keep               keep the temporary directory (configs, logs, certificates)
   --profile DIR        run each gateway with --cpu-prof, writing <DIR>/<scenario>.cpuprofile (open in
-                       Chrome DevTools or summarise with node bench/profile-summary.mjs FILE)
+                       Chrome DevTools or summarise with node bench/profile-summary.mjs FILE), and each
+                       large-review worker's as <DIR>/<scenario>.worker-<thread>.cpuprofile
   --node-flags FLAGS   extra node flags for the gateways (e.g. "--single-threaded-gc"), to try a setting`;
 
 const { values: argv } = parseArgs({
@@ -434,10 +435,11 @@ async function startGateway(name, config, { cgroupProcs, keepLog = false } = {})
   const errFile = path.join(tmp, `${name}.err`);
   const out = fs.openSync(logFile, 'a'); // O_APPEND: the file can be truncated under the writer
   const err = fs.openSync(errFile, 'a');
+  // Node writes a profile per thread, and a worker inherits the flags: each thread's goes to a directory of its
+  // own, named apart once the gateway has exited (collectProfiles).
+  const profileDir = argv.profile ? path.join(path.resolve(argv.profile), `${name}.threads`) : undefined;
   const taskset = pinned(opts.serverCore, [
-    ...(argv.profile
-      ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(argv.profile)}`, `--cpu-prof-name=${name}.cpuprofile`]
-      : []),
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
     ...argv['node-flags'].split(/\s+/).filter(Boolean),
     path.join(ROOT, 'dist/server/main.js'),
     'serve',
@@ -510,8 +512,23 @@ async function startGateway(name, config, { cgroupProcs, keepLog = false } = {})
       clearInterval(truncate);
       timers.delete(truncate);
       await stopChild(child);
+      if (profileDir) collectProfiles(profileDir, name);
     },
   };
+}
+
+/**
+ * Names the profiles a gateway's threads wrote into `dir` (`CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile`):
+ * the event loop's (thread 0) `<name>.cpuprofile` beside it, each worker's `<name>.worker-<thread>.cpuprofile`.
+ */
+function collectProfiles(dir, name) {
+  if (!fs.existsSync(dir)) return;
+  for (const file of fs.readdirSync(dir)) {
+    const thread = file.split('.')[4];
+    const target = thread === '0' ? `${name}.cpuprofile` : `${name}.worker-${thread}.cpuprofile`;
+    fs.renameSync(path.join(dir, file), path.join(dir, '..', target));
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
 }
 
 // ------------------------------------------------------------------------------------------- load runs
