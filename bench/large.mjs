@@ -441,9 +441,9 @@ async function part(progress, title, fn) {
   }
 }
 
-/** How a part's gateway was held to `limitBytes`, as its line and the JSON say. */
-const limitMethod = (cgroup, limitBytes) =>
-  cgroup.kind ? `${cgroup.kind}, limit ${mib(limitBytes)}` : 'no memory cgroup';
+/** How a part's gateway was held to `limitBytes`, as its line and the JSON say (`without`: when it was not). */
+const limitMethod = (cgroup, limitBytes, without = 'no memory cgroup') =>
+  cgroup.kind ? `${cgroup.kind}, limit ${mib(limitBytes)}` : without;
 const mb = (bytes) => `${round(bytes / 1e6, 2)} MB`;
 const mib = (bytes) => `${round(bytes / MiB, 2)} MiB`;
 const times = (r) =>
@@ -535,7 +535,7 @@ async function meanwhile(env, gw, builders) {
 async function memoryUnderLoad(env, memory) {
   const cgroup = createMemoryCgroup('large', env.memoryLimitBytes);
   const result = {
-    method: cgroup.kind ? limitMethod(cgroup, env.memoryLimitBytes) : 'no memory cgroup: VmHWM only',
+    method: limitMethod(cgroup, env.memoryLimitBytes, 'no memory cgroup: VmHWM only'),
     cgroup: cgroup.dir ?? null,
     ...(cgroup.kind ? {} : { noCgroup: cgroup.why }),
     bodyBytes: memory.bodyBytes,

@@ -61,6 +61,23 @@ export function endAfterRefusal(req: IncomingMessage, res: ServerResponse, statu
   });
 }
 
+/**
+ * What becomes of the rest of a refused body, `received` bytes of it read: a short rest is discarded, not
+ * buffered (memory stays bounded, and the connection is kept); a long one, or one of unknown length, is not read
+ * at all (endAfterRefusal closes its connection).
+ */
+function refuseRest(req: IncomingMessage, declared: number | undefined, received: number): void {
+  if (declared !== undefined && declared - received <= MAX_DISCARDED_BYTES) {
+    req.resume();
+    return;
+  }
+  // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
+  // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
+  req.pause();
+  req.read(0);
+  leftUnread.add(req);
+}
+
 export async function readBody(
   req: IncomingMessage,
   limit: number,
@@ -81,28 +98,15 @@ export function readBodyBytes(
     new ReviewDecodeError(`request body exceeds the ${limit} byte limit (server.maxRequestBytes)`, 413);
   const header = req.headers['content-length'];
   const declared = header === undefined ? undefined : Number(header);
-  // The short rest of a refused body is discarded, not buffered: memory stays bounded, and the connection is
-  // kept. A long one is not read at all (endAfterRefusal closes its connection).
-  const refuseRest = (received: number) => {
-    if (declared !== undefined && declared - received <= MAX_DISCARDED_BYTES) {
-      req.resume();
-      return;
-    }
-    // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
-    // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
-    req.pause();
-    req.read(0);
-    leftUnread.add(req);
-  };
   if (declared !== undefined && declared > limit) {
-    refuseRest(0);
+    refuseRest(req, declared, 0);
     return Promise.reject(tooLarge());
   }
   if (declared !== undefined) {
     try {
       lease.expect(declared * WEIGHT_PER_BODY_BYTE);
     } catch (err) {
-      refuseRest(0);
+      refuseRest(req, declared, 0);
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
   }
@@ -132,7 +136,7 @@ export function readBodyBytes(
     };
     const refuse = (err: Error) => {
       fail(err);
-      refuseRest(size);
+      refuseRest(req, declared, size);
     };
     const onData = (chunk: Buffer) => {
       if (size + chunk.length > limit) return refuse(tooLarge());

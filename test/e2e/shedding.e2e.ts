@@ -58,6 +58,8 @@ interface LogLine {
   readonly msg: string;
   readonly uid?: string;
   readonly name?: string;
+  /** What a shed review was weighed at. */
+  readonly weight?: number;
   readonly allowed?: boolean;
   readonly steps?: readonly { readonly step: string; readonly outcome: string }[];
 }
@@ -78,6 +80,19 @@ function pending<T>(promise: Promise<T>): Pending<T> {
   const result = promise.finally(() => (done = true));
   result.catch(() => undefined);
   return { settled: () => done, result };
+}
+
+/** Starts `create` and resolves once its review waits at `gate` (fails if the create ends first). */
+async function heldCreate<T>(create: () => Promise<T>, gate: HoldGate): Promise<Pending<T>> {
+  const created = pending(create());
+  await Promise.race([
+    gate.reached,
+    created.result.then(
+      () => Promise.reject(new Error('the held object was created without waiting at the gate')),
+      (err: unknown) => Promise.reject(new Error(`the held object's create failed: ${String(err)}`)),
+    ),
+  ]);
+  return created;
 }
 
 /**
@@ -153,17 +168,8 @@ describe('reviews shed with 429 when the in-flight memory budget is full, throug
     lines.filter((l) => l.msg === SHED_MESSAGE && at(l) >= since);
 
   /** Creates `pod` and resolves once its review waits at `gate` (fails if the create ends first). */
-  async function createHeld(pod: V1Pod, gate: HoldGate): Promise<Pending<V1Pod>> {
-    const create = pending(core().createNamespacedPod({ namespace, body: pod }));
-    await Promise.race([
-      gate.reached,
-      create.result.then(
-        () => Promise.reject(new Error('the held Pod was created without waiting at the gate')),
-        (err: unknown) => Promise.reject(new Error(`the held Pod's create failed: ${String(err)}`)),
-      ),
-    ]);
-    return create;
-  }
+  const createHeld = (pod: V1Pod, gate: HoldGate) =>
+    heldCreate(() => core().createNamespacedPod({ namespace, body: pod }), gate);
 
   /**
    * The apiserver's attempts at the review of `name` while its webhook's timeoutSeconds lasted: one a second,
@@ -329,16 +335,17 @@ describe('a large review shed at its headers, its body left unread, through a re
     const gate = holdGate(`unread-${randomSuffix()}`);
     const a = `held-${randomSuffix()}`;
     const b = `retried-${randomSuffix()}`;
-    const createA = pending(
-      core().createNamespacedConfigMap({
-        namespace,
-        body: {
-          metadata: { name: a, labels: { [HOLD_LABEL]: gate.name } },
-          data: { pad: 'x'.repeat(HELD_DATA_BYTES) },
-        },
-      }),
+    const createA = await heldCreate(
+      () =>
+        core().createNamespacedConfigMap({
+          namespace,
+          body: {
+            metadata: { name: a, labels: { [HOLD_LABEL]: gate.name } },
+            data: { pad: 'x'.repeat(HELD_DATA_BYTES) },
+          },
+        }),
+      gate,
     );
-    await Promise.race([gate.reached, createA.result.then(() => Promise.reject(new Error('A was not held')))]);
     const { started: startedB, took: tookB } = await shedWhileHeld(
       () =>
         core().createNamespacedConfigMap({
@@ -356,9 +363,13 @@ describe('a large review shed at its headers, its body left unread, through a re
     const lines = (await gw!.logLines()) as unknown as LogLine[];
     const reviewsB = lines.filter((l) => l.msg === 'review' && l.name === b);
     assert.equal(reviewsB.length, 1, `the gateway reviewed ${b} once`);
-    // Shed before its body was read, the review's uid is unknown: its shed lines carry none.
     const sheds = lines.filter((l) => l.msg === SHED_MESSAGE && at(l) >= startedB);
     assert.ok(sheds.length >= 1, 'the gateway shed the second review before reviewing it');
+    // Shed at its headers: weighed by its declared length (5 bytes a byte), its uid not read.
+    for (const shed of sheds) {
+      assert.equal(shed.uid, '');
+      assert.ok((shed.weight ?? 0) >= 5 * SHED_DATA_BYTES, `shed at a weight of ${shed.weight}`);
+    }
     for (const gap of gaps([...sheds, reviewsB[0]!])) {
       assert.ok(gap >= 1000, `the apiserver sent it again ${gap} ms after a 429 with Retry-After: 1`);
     }
