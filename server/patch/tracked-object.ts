@@ -103,8 +103,12 @@ class Session<T extends object> implements TrackedSession<T> {
    * What rollback() replays backwards, four slots an entry: (container, key, whether it had the key, old
    * value) for a set; (container, SNAPSHOT, shallow copy, unused) before the first delete in a container,
    * since deleting and re-adding a key would not restore the key order; (container, REPLACED, key, the member
-   * it held and its copy) where the working copy put a copy of a member in its place (the same JSON: rollback
-   * leaves it, and keeps the entry for unapplyTo, which works back to the containers earlier steps wrote).
+   * it held and its copy) where the working copy put a copy of one of its own containers in its place (the same
+   * JSON: rollback leaves it, and keeps the entry for unapplyTo, which works back to the containers earlier
+   * steps wrote). A copy of a container that was not the copy's own yet (the request's, or a value a step wrote)
+   * gets no entry: no session wrote into the container it replaces, so a state that reads the copy, with the
+   * writes into it worked back, holds the same JSON as one that reads the container (and a large object's
+   * every container is copied so, once).
    */
   private readonly undo: unknown[] = [];
   private snapshotted: Set<Container> | undefined;
@@ -138,8 +142,9 @@ class Session<T extends object> implements TrackedSession<T> {
   viewOf(holder: Container, key: string, child: Container, parent: ViewHandler): object {
     this.views ??= new Map();
     // A child this session has a view of is already the copy's own, so own() hands it back as it is.
-    const target = this.copy ? this.copy.own(holder, key, child) : child;
-    if (target !== child) this.replaced(holder, key, child, target);
+    const { copy } = this;
+    const target = copy ? copy.own(holder, key, child) : child;
+    if (target !== child && copy!.owns(child)) this.replaced(holder, key, child, target);
     let view = this.views.get(target);
     if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, target, parent, key))));
     return view;

@@ -43,6 +43,11 @@ export class WorkingCopy<T extends object> {
     this.owned.add(this.root);
   }
 
+  /** Whether `container` is one of this copy's (the rest is shared with the request object). */
+  owns(container: object): boolean {
+    return this.owned.has(container);
+  }
+
   /**
    * `child`, found at `parent[key]`, as a container of this copy at that place: itself when it already is
    * one there, otherwise a shallow copy put in its place. `parent` must belong to the copy already (views are

@@ -29,8 +29,12 @@ export class WrittenNode {
   firstChild: WrittenNode | undefined;
   nextSibling: WrittenNode | undefined;
   private lastChild: WrittenNode | undefined;
-  /** Finds a child once there are several (a node has one child far more often than not). */
-  private index: Map<string, WrittenNode> | undefined;
+  /**
+   * Finds a child once there are several (a node has one child far more often than not). An object without a
+   * prototype rather than a Map: an array's written elements (a Pod's containers) are keyed by their index,
+   * which such an object keeps as elements, found without hashing.
+   */
+  private index: Record<string, WrittenNode | undefined> | undefined;
   /** The step whose write ends here; undefined for a node that only leads to writes below it. */
   writer: string | undefined;
 
@@ -49,12 +53,13 @@ export class WrittenNode {
     if (first === undefined) return (this.firstChild = this.lastChild = new WrittenNode(key, this));
     if (this.index === undefined) {
       if (first.key === key) return first;
-      this.index = new Map([[first.key, first]]);
+      this.index = Object.create(null) as Record<string, WrittenNode | undefined>;
+      this.index[first.key] = first;
     }
-    let node = this.index.get(key);
+    let node = this.index[key];
     if (node === undefined) {
       node = new WrittenNode(key, this);
-      this.index.set(key, node);
+      this.index[key] = node;
       this.lastChild = this.lastChild!.nextSibling = node;
     }
     return node;
@@ -64,7 +69,7 @@ export class WrittenNode {
   find(key: string): WrittenNode | undefined {
     const first = this.firstChild;
     if (first === undefined) return undefined;
-    return this.index === undefined ? (first.key === key ? first : undefined) : this.index.get(key);
+    return this.index === undefined ? (first.key === key ? first : undefined) : this.index[key];
   }
 
   /** Becomes a write by `writer`, replacing everything recorded below. */
