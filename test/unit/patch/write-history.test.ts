@@ -4,6 +4,7 @@ import { trackObject } from '../../../server/patch/tracked-object.js';
 import { WorkingCopy } from '../../../server/patch/working-copy.js';
 import { WriteHistory } from '../../../server/patch/write-history.js';
 import fc from 'fast-check';
+import jsonpatch from 'fast-json-patch';
 import { diffWritten } from '../../../server/patch/diff-written.js';
 import { splitByWriter } from '../../../server/patch/split-patch.js';
 import { WrittenPaths, type WrittenNode } from '../../../server/patch/written-paths.js';
@@ -135,5 +136,52 @@ describe('WriteHistory given the review patch (split-patch.ts)', () => {
     );
     // The split is taken often enough for the comparison to mean something.
     assert.ok(split > 100, `split ${split} of 500`);
+  });
+});
+
+/** EDITS, and two that move containers: the working copy then replaces containers of its own with copies. */
+const MOVING_EDITS: ReadonlyArray<(p: Doc, v: string) => void> = [
+  ...EDITS,
+  (p) => void p.spec.containers.reverse(),
+  (p) => void p.spec.containers.push(p.spec.containers[0]!),
+];
+
+describe('WriteHistory working back', () => {
+  it('gives each kept step the patch from the object as it found it to the object as it left it (generated chains)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            edits: fc.array(fc.tuple(fc.nat(MOVING_EDITS.length - 1), fc.string({ maxLength: 4 })), {
+              maxLength: 3,
+            }),
+            rolledBack: fc.boolean(),
+          }),
+          { minLength: 1, maxLength: 5 },
+        ),
+        (steps) => {
+          const original = pod();
+          const working = new WorkingCopy(original);
+          const history = new WriteHistory();
+          // The object between steps, as JSON: what each step's patch must turn one into the next.
+          const states: Doc[] = [structuredClone(working.root)];
+          const entries = steps.map((step, i) => {
+            const session = trackObject(working, `step-${i}`);
+            for (const [edit, value] of step.edits) MOVING_EDITS[edit]!(session.view, value);
+            session.close();
+            if (step.rolledBack) session.rollback();
+            states.push(structuredClone(working.root));
+            return history.add(session);
+          });
+          history.finish(working.root);
+          entries.forEach((n, i) => {
+            const { newDocument } = jsonpatch.applyPatch(structuredClone(states[i]!), [...history.patchOf(n)]);
+            assert.deepEqual(newDocument, states[i + 1], `step-${i}`);
+          });
+          assert.deepEqual(original, pod(), 'the request object is never modified');
+        },
+      ),
+      { numRuns: 500, seed: 20261129 },
+    );
   });
 });
