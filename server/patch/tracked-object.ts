@@ -12,7 +12,7 @@
  */
 
 import { MAX_NESTING_DEPTH } from '../base/limits.js';
-import { WorkingCopy, shallowCopy } from './working-copy.js';
+import { WorkingCopy, shallowCopy, type ReplacingOwn } from './working-copy.js';
 import { escapeSegment, type ContainerPlace, type WrittenNode } from './written-paths.js';
 
 type Container = Record<string | symbol, unknown> | unknown[];
@@ -95,7 +95,7 @@ function unwrap(value: unknown, holder: Container, key: string, at: ViewHandler,
 const isIndex = (key: string): boolean => /^(?:0|[1-9]\d*)$/.test(key);
 
 /** What every view of one session shares. */
-class Session<T extends object> implements TrackedSession<T> {
+class Session<T extends object> implements TrackedSession<T>, ReplacingOwn {
   open = true;
   /** The writes, two slots an entry: the place of the container written to, and the key. */
   private readonly journal: Array<ContainerPlace | string> = [];
@@ -106,9 +106,9 @@ class Session<T extends object> implements TrackedSession<T> {
    * it held and its copy) where the working copy put a copy of one of its own containers in its place (the same
    * JSON: rollback leaves it, and keeps the entry for unapplyTo, which works back to the containers earlier
    * steps wrote). A copy of a container that was not the copy's own yet (the request's, or a value a step wrote)
-   * gets no entry: no session wrote into the container it replaces, so a state that reads the copy, with the
-   * writes into it worked back, holds the same JSON as one that reads the container (and a large object's
-   * every container is copied so, once).
+   * gets no entry (WorkingCopy.own tells the two apart): no session wrote into the container it replaces, so a
+   * state that reads the copy, with the writes into it worked back, holds the same JSON as one that reads the
+   * container (and a large object's every container is copied so, once).
    */
   private readonly undo: unknown[] = [];
   private snapshotted: Set<Container> | undefined;
@@ -142,9 +142,7 @@ class Session<T extends object> implements TrackedSession<T> {
   viewOf(holder: Container, key: string, child: Container, parent: ViewHandler): object {
     this.views ??= new Map();
     // A child this session has a view of is already the copy's own, so own() hands it back as it is.
-    const { copy } = this;
-    const target = copy ? copy.own(holder, key, child) : child;
-    if (target !== child && copy!.owns(child)) this.replaced(holder, key, child, target);
+    const target = this.copy ? this.copy.own(holder, key, child, this) : child;
     let view = this.views.get(target);
     if (!view) this.views.set(target, (view = new Proxy(target, new ViewHandler(this, target, parent, key))));
     return view;
@@ -177,8 +175,8 @@ class Session<T extends object> implements TrackedSession<T> {
     );
   }
 
-  /** The working copy put `copy`, a copy of `previous`, at `holder[key]`. */
-  private replaced(holder: Container, key: string, previous: Container, copy: Container): void {
+  /** The working copy put `copy`, a copy of `previous` (one of its own containers), at `holder[key]`. */
+  replaced(holder: Container, key: string, previous: Container, copy: Container): void {
     const replacement: Replacement = { previous, copy };
     this.undo.push(holder, REPLACED, key, replacement);
   }

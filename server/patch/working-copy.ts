@@ -27,6 +27,11 @@ interface Place {
   readonly key: string;
 }
 
+/** Who hears that the working copy put a copy of one of its own containers in that container's place. */
+export interface ReplacingOwn {
+  replaced(holder: Container, key: string, previous: Container, copy: Container): void;
+}
+
 export class WorkingCopy<T extends object> {
   /** The copy's root: the object the steps edit and the phase diffs against the request object. */
   readonly root: T;
@@ -43,24 +48,23 @@ export class WorkingCopy<T extends object> {
     this.owned.add(this.root);
   }
 
-  /** Whether `container` is one of this copy's (the rest is shared with the request object). */
-  owns(container: object): boolean {
-    return this.owned.has(container);
-  }
-
   /**
    * `child`, found at `parent[key]`, as a container of this copy at that place: itself when it already is
    * one there, otherwise a shallow copy put in its place. `parent` must belong to the copy already (views are
-   * handed out from the root down, so it does).
+   * handed out from the root down, so it does). When the copy replaces one of the copy's own containers (found
+   * away from its place), `replacing` hears of it: only then may an earlier step have written into the container
+   * that is replaced.
    */
-  own(parent: Container, key: string, child: Container): Container {
-    if (this.owned.has(child)) {
+  own(parent: Container, key: string, child: Container, replacing?: ReplacingOwn): Container {
+    const wasOwned = this.owned.has(child);
+    if (wasOwned) {
       const place = this.places?.get(child);
       if (place === undefined || (place.holder === parent && place.key === key)) return child;
     }
     const copy = shallowCopy(child);
     setMember(parent, key, copy);
     this.owned.add(copy);
+    if (wasOwned) replacing?.replaced(parent, key, child, copy);
     return copy;
   }
 

@@ -32,7 +32,8 @@ export class WrittenNode {
   /**
    * Finds a child once there are several (a node has one child far more often than not). An object without a
    * prototype rather than a Map: an array's written elements (a Pod's containers) are keyed by their index,
-   * which such an object keeps as elements, found without hashing.
+   * which such an object keeps as elements, found without hashing; with no prototype, `__proto__` is a key like
+   * any other.
    */
   private index: Record<string, WrittenNode | undefined> | undefined;
   /** The step whose write ends here; undefined for a node that only leads to writes below it. */

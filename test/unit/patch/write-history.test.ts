@@ -16,27 +16,32 @@ type Doc = Record<string, unknown> & {
 
 const pod = (): Doc => ({ metadata: { name: 'web' }, spec: { containers: [{ name: 'a', image: 'nginx:1' }] } });
 
-/** Runs each edit as a step on one working copy (a step returning false is rolled back); each one's patch. */
-function patchesOf(
+/**
+ * Runs each edit as a step on one working copy (a step returning false is rolled back): each step's patch as working
+ * back gives it, and the object as JSON before the first step and after each one.
+ */
+function runSteps(
   original: Doc,
   ...steps: Array<(view: Doc) => boolean | void>
-): Array<readonly JsonPatchOperation[]> {
+): { patches: Array<readonly JsonPatchOperation[]>; states: Doc[] } {
   const working = new WorkingCopy(original);
   const history = new WriteHistory();
-  const kept = steps.map((edit, i) => {
+  const states = [structuredClone(working.root)];
+  const entries = steps.map((edit, i) => {
     const session = trackObject(working, `step-${i}`);
     const keep = edit(session.view) !== false;
     session.close();
     if (!keep) session.rollback();
-    return { keep, n: history.add(session) };
+    states.push(structuredClone(working.root));
+    return history.add(session);
   });
   history.finish(working.root);
-  return kept.map(({ keep, n }) => (keep ? history.patchOf(n) : []));
+  return { patches: entries.map((n) => history.patchOf(n)), states };
 }
 
 describe('WriteHistory', () => {
   it('gives each step its own operations, values as it left them, whatever later steps did to them in place', () => {
-    const patches = patchesOf(
+    const { patches } = runSteps(
       pod(),
       (p) => void (p.metadata.labels = { admitted: 'true' }),
       (p) => void (p.metadata.labels!.team = 'platform'),
@@ -52,7 +57,7 @@ describe('WriteHistory', () => {
   });
 
   it('leaves out what a rolled-back step wrote, and sees through the copies the working copy made meanwhile', () => {
-    const patches = patchesOf(
+    const { patches } = runSteps(
       pod(),
       (p) => void (p.spec.containers[0]!.image = 'nginx:2'),
       (p) => {
@@ -147,7 +152,7 @@ const MOVING_EDITS: ReadonlyArray<(p: Doc, v: string) => void> = [
 ];
 
 describe('WriteHistory working back', () => {
-  it('gives each kept step the patch from the object as it found it to the object as it left it (generated chains)', () => {
+  it('gives each step the patch from the object as it found it to the object as it left it, none to one rolled back (generated chains)', () => {
     fc.assert(
       fc.property(
         fc.array(
@@ -161,21 +166,16 @@ describe('WriteHistory working back', () => {
         ),
         (steps) => {
           const original = pod();
-          const working = new WorkingCopy(original);
-          const history = new WriteHistory();
-          // The object between steps, as JSON: what each step's patch must turn one into the next.
-          const states: Doc[] = [structuredClone(working.root)];
-          const entries = steps.map((step, i) => {
-            const session = trackObject(working, `step-${i}`);
-            for (const [edit, value] of step.edits) MOVING_EDITS[edit]!(session.view, value);
-            session.close();
-            if (step.rolledBack) session.rollback();
-            states.push(structuredClone(working.root));
-            return history.add(session);
-          });
-          history.finish(working.root);
-          entries.forEach((n, i) => {
-            const { newDocument } = jsonpatch.applyPatch(structuredClone(states[i]!), [...history.patchOf(n)]);
+          const { patches, states } = runSteps(
+            original,
+            ...steps.map(({ edits, rolledBack }) => (view: Doc) => {
+              for (const [edit, value] of edits) MOVING_EDITS[edit]!(view, value);
+              return !rolledBack;
+            }),
+          );
+          patches.forEach((patch, i) => {
+            if (steps[i]!.rolledBack) assert.deepEqual(patch, [], `step-${i} was rolled back`);
+            const { newDocument } = jsonpatch.applyPatch(structuredClone(states[i]!), [...patch]);
             assert.deepEqual(newDocument, states[i + 1], `step-${i}`);
           });
           assert.deepEqual(original, pod(), 'the request object is never modified');
