@@ -302,8 +302,11 @@ function setOwn(target: Container, key: string | symbol, value: unknown): boolea
 
 function restore(target: Container, snapshot: Container): void {
   if (Array.isArray(target)) {
-    target.length = 0;
-    target.push(...(snapshot as unknown[]));
+    // Element by element: a spread passes each element as an argument, and an array of a few hundred thousand
+    // (which a request may hold) overflows the stack.
+    const elements = snapshot as unknown[];
+    target.length = elements.length;
+    for (let i = 0; i < elements.length; i++) target[i] = elements[i];
   } else {
     for (const key of Object.keys(target)) delete target[key];
     for (const key of Object.keys(snapshot)) setOwn(target, key, (snapshot as Record<string, unknown>)[key]);

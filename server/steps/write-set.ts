@@ -250,7 +250,8 @@ export function mergePatch(
       path.pop();
     }
     if (all) out.push({ op: 'remove', path: pointerOf(path) });
-    else out.push(...members);
+    // One by one: spread, an object's hundreds of thousands of keys would overflow the stack.
+    else for (const member of members) out.push(member);
     return all;
   };
   for (const op of patch) {

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import type { JsonPatchOperation } from '../../../server/admission/types.js';
-import { WriteSet, covers, firstWriteOutside, overlaps, segmentsOf } from '../../../server/steps/write-set.js';
+import {
+  WriteSet,
+  covers,
+  firstWriteOutside,
+  mergePatch,
+  overlaps,
+  segmentsOf,
+} from '../../../server/steps/write-set.js';
 
 const pod = {
   metadata: { name: 'web', labels: { app: 'web' } },
@@ -124,6 +131,22 @@ describe('write sets', () => {
 
     it('refuses everything when nothing is supplied', () => {
       assert.equal(outside([{ op: 'add', path: '/metadata/labels/team', value: 'a' }], []), '/metadata/labels/team');
+    });
+  });
+
+  describe('mergePatch()', () => {
+    it('removes only the lane from a map of hundreds of thousands of keys, one removal a key', () => {
+      // Each key leads into the lane; one holds something outside it, so the map itself stays.
+      const spec: Record<string, object> = { outside: { kept: 1 } };
+      for (let i = 0; i < 300_000; i++) spec[`k${i}`] = { lane: i };
+      const applied: JsonPatchOperation[] = [];
+      const made = mergePatch([{ op: 'remove', path: '/spec' }], { spec }, new WriteSet(['/spec/*/lane']), (op) =>
+        applied.push(op),
+      );
+      assert.deepEqual(made, []);
+      assert.equal(applied.length, 300_000);
+      assert.deepEqual(applied[0], { op: 'remove', path: '/spec/k0' });
+      assert.deepEqual(applied.at(-1), { op: 'remove', path: '/spec/k299999' });
     });
   });
 });
