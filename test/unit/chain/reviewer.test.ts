@@ -13,6 +13,7 @@ import { createLogger } from '../../../server/base/log.js';
 import { createMetrics } from '../../../server/metrics/metrics.js';
 import { allow, definePlugin } from '../../../server/plugin-api/index.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
+import jsonpatch, { type Operation } from 'fast-json-patch';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
 
@@ -110,6 +111,63 @@ chain:
       assert.deepEqual(givers('chain: [{ plugin: validator }]'), routes.slice(0, 5));
       const deploymentsOnly = `chain: [{ plugin: mutator, match: { rules: [${deploymentRule}] } }, { plugin: validator, mode: warn }]`;
       assert.deepEqual(givers(deploymentsOnly), routes);
+    });
+  });
+
+  describe('a step that fails after editing a large array, its failure ignored', () => {
+    const trims = definePlugin({
+      name: 'trims',
+      match: everything,
+      setup: () => ({
+        mutate({ object }) {
+          (object.spec as { tolerations: unknown[] }).tolerations.pop();
+          throw new Error('gave up half way');
+        },
+      }),
+    });
+    const labels = definePlugin({
+      name: 'labels',
+      match: everything,
+      setup: () => ({
+        mutate({ object }) {
+          (object.metadata!.labels ??= {}).checked = 'yes';
+        },
+      }),
+    });
+
+    it('is rolled back, array and all, and the review goes on to the next step', async () => {
+      const config = parseConfigText(
+        'chain: [{ plugin: trims, failurePolicy: Ignore }, { plugin: labels }]',
+        'gateway.yaml',
+        '/',
+      );
+      const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([trims, labels]), config.file));
+      const reviewer = createReviewer({
+        chain: () => chain,
+        metrics: createMetrics(new Registry(), { defaultMetrics: false }),
+        log: createLogger('silent'),
+        namespaceLabels: standaloneNamespaceLabels,
+        deadlineMarginMs: 250,
+        defaultTimeoutMs: 10_000,
+      });
+      // More elements than a call takes as arguments: restoring the array one argument each overflowed the stack.
+      const tolerations = Array.from({ length: 300_000 }, (_, i) => ({ key: `k${i}`, operator: 'Exists' }));
+      const request = requestOf(podCreate());
+      (request.object!.spec as Record<string, unknown>).tolerations = tolerations;
+      const original = structuredClone(request.object);
+
+      const { response } = await reviewer.review(request, selectionOf('mutate'));
+
+      assert.equal(response.allowed, true);
+      const patch = JSON.parse(Buffer.from(response.patch!, 'base64').toString('utf8')) as Operation[];
+      // Only the second step's label: the first step's pop() left nothing behind.
+      assert.deepEqual(patch, [{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }]);
+      const patched = jsonpatch.applyPatch(structuredClone(original), patch).newDocument;
+      assert.deepEqual(patched, {
+        ...original,
+        metadata: { ...original!.metadata, labels: { app: 'web', team: 'payments', checked: 'yes' } },
+      });
+      assert.deepEqual(request.object, original);
     });
   });
 });

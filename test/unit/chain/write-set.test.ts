@@ -144,9 +144,10 @@ describe('write sets', () => {
         applied.push(op),
       );
       assert.deepEqual(made, []);
-      assert.equal(applied.length, 300_000);
-      assert.deepEqual(applied[0], { op: 'remove', path: '/spec/k0' });
-      assert.deepEqual(applied.at(-1), { op: 'remove', path: '/spec/k299999' });
+      assert.deepEqual(
+        applied,
+        Array.from({ length: 300_000 }, (_, i) => ({ op: 'remove', path: `/spec/k${i}` })),
+      );
     });
   });
 });

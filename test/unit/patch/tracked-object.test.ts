@@ -79,13 +79,13 @@ describe('trackObject()', () => {
     it('rolls back a delete from an array of hundreds of thousands of elements', () => {
       // A request may hold such an array; restoring it must not pass every element as an argument.
       const target = { spec: { values: Array.from({ length: 300_000 }, (_, i) => i) } };
+      const before = JSON.stringify(target);
       const session = trackObject(target, 'step');
       session.view.spec.values.pop();
       session.view.spec.values[0] = -1;
       session.close();
       session.rollback();
-      assert.equal(target.spec.values.length, 300_000);
-      assert.deepEqual([target.spec.values[0], target.spec.values[299_999]], [0, 299_999]);
+      assert.equal(JSON.stringify(target), before);
     });
 
     it('stores plain objects, not views, when a view is assigned elsewhere', () => {
