@@ -116,9 +116,11 @@ async function child(root, alloc) {
     workerData: { root, alloc },
     resourceLimits: young > 0 ? { maxYoungGenerationSizeMb: young } : undefined,
   });
-  const [message] = await new Promise((resolve, reject) => {
-    w.once('message', (m) => resolve([m]));
+  const message = await new Promise((resolve, reject) => {
+    w.once('message', resolve);
     w.once('error', reject);
+    // A worker that ends without a word (out of memory, say) would otherwise leave this process waiting.
+    w.once('exit', (code) => reject(new Error(`the worker exited (code ${code}) before it answered`)));
   });
   console.log(JSON.stringify({ ...message, young }));
   await w.terminate();
@@ -177,7 +179,7 @@ function parent() {
     const runs = cpu.get(root);
     console.log(
       `  ${root === HERE ? 'this checkout' : root}: ${median(runs).toFixed(1)} ms of CPU a Pod, median of ` +
-        `${ROUNDS} processes (each the median of Pods ${WARM + 1}–${PODS}: ${runs.map((x) => x.toFixed(1)).join(', ')})`,
+        `${ROUNDS} process${ROUNDS === 1 ? '' : 'es'} (each the median of Pods ${WARM + 1}–${PODS}: ${runs.map((x) => x.toFixed(1)).join(', ')})`,
     );
   }
 }
