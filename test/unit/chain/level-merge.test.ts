@@ -5,16 +5,13 @@
  * map on the way to its own lane.
  */
 import assert from 'node:assert/strict';
-import { Registry } from 'prom-client';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import { createReviewer, standaloneNamespaceLabels } from '../../../server/dispatch/reviewer.js';
 import { selectionOf } from '../../../server/http/routes.js';
 import { parseConfigText } from '../../../server/config/load.js';
-import { createLogger } from '../../../server/base/log.js';
-import { createMetrics } from '../../../server/metrics/metrics.js';
 import { definePlugin, type KubeObject } from '../../../server/plugin-api/index.js';
 import { requestForObject } from '../../../server/admission/request-for-object.js';
+import { chainReviewer } from '../../helpers/chain-reviewer.js';
 import { applyPatch, decodePatch } from '../../helpers/patch.js';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
@@ -53,14 +50,7 @@ async function review(object: KubeObject, entries: readonly Entry[], declared: b
   }));
   const config = parseConfigText(JSON.stringify({ chain }), 'gateway.yaml', '/');
   const built = createChain(buildPluginSteps(config.chain, createPluginRegistry([put]), config.file));
-  const reviewer = createReviewer({
-    chain: () => built,
-    metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-    log: createLogger('silent'),
-    namespaceLabels: standaloneNamespaceLabels,
-    deadlineMarginMs: 250,
-    defaultTimeoutMs: 10_000,
-  });
+  const reviewer = chainReviewer(built);
   const { response } = await reviewer.review(requestForObject(object, { operation: 'CREATE' }), selectionOf('mutate'));
   const { patch: _patch, patchType: _type, uid: _uid, ...rest } = response;
   return { summary: built.summary(), stored: applyPatch(object, decodePatch(response)), rest };

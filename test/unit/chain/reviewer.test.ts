@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict';
-import { Registry } from 'prom-client';
+import jsonpatch, { type Operation } from 'fast-json-patch';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
-import {
-  createReviewer,
-  givesReferenceWarnings,
-  standaloneNamespaceLabels,
-} from '../../../server/dispatch/reviewer.js';
+import { givesReferenceWarnings } from '../../../server/dispatch/reviewer.js';
 import { selectionOf } from '../../../server/http/routes.js';
 import { parseConfigText } from '../../../server/config/load.js';
-import { createLogger } from '../../../server/base/log.js';
-import { createMetrics } from '../../../server/metrics/metrics.js';
 import { allow, definePlugin } from '../../../server/plugin-api/index.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
-import jsonpatch, { type Operation } from 'fast-json-patch';
+import { chainReviewer } from '../../helpers/chain-reviewer.js';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
+
+/** A reviewer of the chain `chain` (gateway.yaml's `chain:` value) made of `plugins`. */
+function reviewerOf(chain: string, plugins: Parameters<typeof createPluginRegistry>[0]) {
+  const config = parseConfigText(`chain: ${chain}`, 'gateway.yaml', '/');
+  return chainReviewer(createChain(buildPluginSteps(config.chain, createPluginRegistry(plugins), config.file)));
+}
 
 describe('createReviewer()', () => {
   describe('a large review takes turns with other work', () => {
@@ -35,22 +35,11 @@ describe('createReviewer()', () => {
       }),
     });
 
-    function reviewer() {
-      const config = parseConfigText(
-        'chain: [{ plugin: marks, name: first, settings: { tag: first } }, { plugin: marks, name: second, settings: { tag: second } }]',
-        'gateway.yaml',
-        '/',
+    const reviewer = () =>
+      reviewerOf(
+        '[{ plugin: marks, name: first, settings: { tag: first } }, { plugin: marks, name: second, settings: { tag: second } }]',
+        [marks],
       );
-      const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([marks]), config.file));
-      return createReviewer({
-        chain: () => chain,
-        metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-        log: createLogger('silent'),
-        namespaceLabels: standaloneNamespaceLabels,
-        deadlineMarginMs: 250,
-        defaultTimeoutMs: 10_000,
-      });
-    }
 
     beforeEach(() => {
       events = [];
@@ -136,20 +125,7 @@ chain:
     });
 
     it('is rolled back, array and all, and the review goes on to the next step', async () => {
-      const config = parseConfigText(
-        'chain: [{ plugin: trims, failurePolicy: Ignore }, { plugin: labels }]',
-        'gateway.yaml',
-        '/',
-      );
-      const chain = createChain(buildPluginSteps(config.chain, createPluginRegistry([trims, labels]), config.file));
-      const reviewer = createReviewer({
-        chain: () => chain,
-        metrics: createMetrics(new Registry(), { defaultMetrics: false }),
-        log: createLogger('silent'),
-        namespaceLabels: standaloneNamespaceLabels,
-        deadlineMarginMs: 250,
-        defaultTimeoutMs: 10_000,
-      });
+      const reviewer = reviewerOf('[{ plugin: trims, failurePolicy: Ignore }, { plugin: labels }]', [trims, labels]);
       // More elements than a call takes as arguments: restoring the array one argument each overflowed the stack.
       const tolerations = Array.from({ length: 300_000 }, (_, i) => ({ key: `k${i}`, operator: 'Exists' }));
       const request = requestOf(podCreate());
