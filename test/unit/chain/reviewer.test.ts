@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import jsonpatch, { type Operation } from 'fast-json-patch';
 import { buildPluginSteps, createChain } from '../../../server/chain/chain.js';
 import { createPluginRegistry } from '../../../server/chain/plugin-registry.js';
 import { givesReferenceWarnings } from '../../../server/dispatch/reviewer.js';
@@ -8,6 +7,7 @@ import { parseConfigText } from '../../../server/config/load.js';
 import { allow, definePlugin } from '../../../server/plugin-api/index.js';
 import { podCreate, requestOf } from '../../fixtures/reviews/index.js';
 import { chainReviewer } from '../../helpers/chain-reviewer.js';
+import { decodePatch, patchedObject } from '../../helpers/patch.js';
 
 const everything = { rules: [{ operations: ['*' as const], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }] };
 
@@ -134,12 +134,17 @@ chain:
 
       const { response } = await reviewer.review(request, selectionOf('mutate'));
 
-      assert.equal(response.allowed, true);
-      const patch = JSON.parse(Buffer.from(response.patch!, 'base64').toString('utf8')) as Operation[];
-      // Only the second step's label: the first step's pop() left nothing behind.
-      assert.deepEqual(patch, [{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }]);
-      const patched = jsonpatch.applyPatch(structuredClone(original), patch).newDocument;
-      assert.deepEqual(patched, {
+      // Only the second step's label: the first step's pop() left nothing behind, and its failure is told.
+      const { patch: _patch, ...rest } = response;
+      assert.deepEqual(rest, {
+        uid: request.uid,
+        allowed: true,
+        patchType: 'JSONPatch',
+        warnings: ['trims: failed open (error): gave up half way'],
+        auditAnnotations: { 'trims.failed-open': 'error: gave up half way' },
+      });
+      assert.deepEqual(decodePatch(response), [{ op: 'add', path: '/metadata/labels/checked', value: 'yes' }]);
+      assert.deepEqual(patchedObject(original!, response), {
         ...original,
         metadata: { ...original!.metadata, labels: { app: 'web', team: 'payments', checked: 'yes' } },
       });
