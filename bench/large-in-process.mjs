@@ -17,14 +17,13 @@
 // LARGE_CONTAINERS changes the Pod's size (40,000). The process's CPU time is counted (the collector's threads
 // included); the event loop that would serve ordinary reviews is idle here.
 /* global process, console, Buffer, structuredClone */
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { deploymentNodeOptions } from './deployment.mjs';
-import { LARGE, podReview } from './large.mjs';
+import { deploymentNodeOptions, runAsPod } from './deployment.mjs';
+import { LARGE, median, podReview } from './large.mjs';
 import { reviewSetup } from './review-setup.mjs';
 
 const HERE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -35,8 +34,6 @@ const ROUNDS = Number(process.env.LARGE_ROUNDS ?? 3);
 const CONTAINERS = Number(process.env.LARGE_CONTAINERS ?? LARGE.podContainers);
 /** Functions listed by --alloc. */
 const TOP = 12;
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 if (!isMainThread) await worker(workerData);
 else if (process.argv[2] === '--child') await child(process.argv[3], process.argv[4] === '--alloc');
@@ -142,17 +139,8 @@ function parent() {
     }
   }
   const nodeOptions = deploymentNodeOptions(HERE);
-  const pinned = process.platform === 'linux' && spawnSync('taskset', ['-V']).status === 0;
-  const run = (root, withAlloc) => {
-    const argv = [process.execPath, SELF, '--child', root, ...(withAlloc ? ['--alloc'] : [])];
-    const [command, ...rest] = pinned ? ['taskset', '-c', '0', ...argv] : argv;
-    const done = spawnSync(command, rest, { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: nodeOptions } });
-    if (done.status !== 0) {
-      const lines = done.stderr.trim().split('\n');
-      throw new Error(`large-in-process ${root}: ${lines.find((l) => /Error/.test(l)) ?? lines.pop()}`);
-    }
-    return JSON.parse(done.stdout.trim().split('\n').pop());
-  };
+  const run = (root, withAlloc) =>
+    runAsPod(HERE, SELF, ['--child', root, ...(withAlloc ? ['--alloc'] : [])], `large-in-process ${root}`);
   const steady = (result) => median(result.cpuMs.slice(WARM));
   console.log(
     `${CONTAINERS}-container Pod on /mutate, the shipped chain, in a worker (NODE_OPTIONS ${nodeOptions || 'none'}, ` +

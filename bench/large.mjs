@@ -58,7 +58,9 @@ export const LARGE = {
 };
 
 const round = (v, digits = 1) => (v === null || v === undefined ? null : Math.round(v * 10 ** digits) / 10 ** digits);
-const median = (xs) => {
+
+/** The median of `xs` (the mean of the two middle values of an even count); null for none. */
+export const median = (xs) => {
   if (!xs.length) return null;
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;

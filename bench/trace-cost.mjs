@@ -15,11 +15,10 @@
 // review runs, handed to a listener that keeps nothing, no audit annotation) and `annotated` (the same with the
 // `decision-trace` audit annotation); it prints each variant's median and fastest process, and no PASS/FAIL.
 /* global process, console, setTimeout */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { deploymentNodeOptions } from './deployment.mjs';
+import { runAsPod } from './deployment.mjs';
 
 const TARGET_OVERHEAD = 0.05;
 const ROUNDS = Number(process.env.TRACE_COST_ROUNDS ?? 5);
@@ -69,15 +68,8 @@ async function child(variant, routeName) {
 }
 
 function parent(parts) {
-  const podOptions = deploymentNodeOptions(ROOT);
-  const pinned = process.platform === 'linux' && spawnSync('taskset', ['-V']).status === 0;
-  const measure = (variant, route) => {
-    const args = [process.execPath, SELF, '--child', variant, route];
-    const [command, ...rest] = pinned ? ['taskset', '-c', '0', ...args] : args;
-    const run = spawnSync(command, rest, { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: podOptions } });
-    if (run.status !== 0) throw new Error(`trace-cost ${variant} ${route}: ${run.stderr.trim().split('\n').pop()}`);
-    return JSON.parse(run.stdout.trim().split('\n').pop()).cpuUs;
-  };
+  const measure = (variant, route) =>
+    runAsPod(ROOT, SELF, ['--child', variant, route], `trace-cost ${variant} ${route}`).cpuUs;
   const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   if (parts) {
     const variants = ['off', 'recorded', 'annotated', 'kept'];
