@@ -6,7 +6,7 @@
 //
 //   node bench/large-in-process.mjs                 CPU ms a Pod: the median of LARGE_PODS (12) after two (the
 //                                                   first starts the code; the second still compiles it), over
-//                                                   LARGE_ROUNDS (3) processes
+//                                                   LARGE_ROUNDS (3) processes; and each Pod in turn (the warm-up)
 //   node bench/large-in-process.mjs --alloc         MB allocated a Pod and the functions that allocate most, from
 //                                                   the sampling heap profiler (the garbage counted too): unlike
 //                                                   time, it does not move with the machine's other load
@@ -132,7 +132,8 @@ function parent() {
     console.error('usage: node bench/large-in-process.mjs [--alloc | --compare DIR]');
     process.exit(2);
   }
-  for (const root of other ? [HERE, other] : [HERE]) {
+  const roots = other ? [HERE, other] : [HERE];
+  for (const root of roots) {
     if (!existsSync(path.join(root, 'dist/server/admission/codec.js'))) {
       console.error(`${root}: no dist/ (npm run build there first)`);
       process.exit(2);
@@ -141,7 +142,6 @@ function parent() {
   const nodeOptions = deploymentNodeOptions(HERE);
   const run = (root, withAlloc) =>
     runAsPod(HERE, SELF, ['--child', root, ...(withAlloc ? ['--alloc'] : [])], `large-in-process ${root}`);
-  const steady = (result) => median(result.cpuMs.slice(WARM));
   console.log(
     `${CONTAINERS}-container Pod on /mutate, the shipped chain, in a worker (NODE_OPTIONS ${nodeOptions || 'none'}, ` +
       `young generation as largeReviews.youngGenerationMiB)`,
@@ -153,21 +153,25 @@ function parent() {
     for (const { where, bytes } of result.allocation.top) console.log(`  ${mb(bytes)} MB  ${where}`);
     return;
   }
-  const roots = other ? [HERE, other] : [HERE];
-  const cpu = new Map(roots.map((root) => [root, []]));
+  /** Each process's CPU ms a Pod, by checkout. */
+  const perPod = new Map(roots.map((root) => [root, []]));
   for (let r = 0; r < ROUNDS; r++) {
     for (const root of r % 2 ? [...roots].reverse() : roots) {
       const result = run(root, false);
-      cpu.get(root).push(steady(result));
+      perPod.get(root).push(result.cpuMs);
       if (r === 0 && root === HERE)
         console.log(`  young generation ${result.young} MiB; answer ${result.answerBytes} bytes`);
     }
   }
+  const ms = (xs) => xs.map((x) => x.toFixed(1)).join(', ');
   for (const root of roots) {
-    const runs = cpu.get(root);
+    const runs = perPod.get(root).map((cpuMs) => median(cpuMs.slice(WARM)));
+    // The worker's first Pods cost more while its code settles (bench/README.md, "Where a large Pod's time goes").
+    const byPod = Array.from({ length: PODS }, (_, i) => median(perPod.get(root).map((cpuMs) => cpuMs[i])));
     console.log(
       `  ${root === HERE ? 'this checkout' : root}: ${median(runs).toFixed(1)} ms of CPU a Pod, median of ` +
-        `${ROUNDS} process${ROUNDS === 1 ? '' : 'es'} (each the median of Pods ${WARM + 1}–${PODS}: ${runs.map((x) => x.toFixed(1)).join(', ')})`,
+        `${ROUNDS} process${ROUNDS === 1 ? '' : 'es'} (each the median of Pods ${WARM + 1}–${PODS}: ${ms(runs)})\n` +
+        `    each Pod in turn, the median over the processes: ${ms(byPod)}`,
     );
   }
 }
