@@ -191,25 +191,24 @@ export class ReviewObserver implements StepLogs {
     this.trace?.reviewed(response, patch?.length ?? 0);
     this.metrics.requests.inc({ phase, operation: request.operation, allowed: String(response.allowed) });
     this.metrics.requestDuration.observe({ phase }, seconds);
-    this.log.info(
-      {
-        uid: request.uid,
-        route,
-        operation: request.operation,
-        // What the client named is its own to choose, of any length: the line stays bounded.
-        kind: clip(kindName(request.kind)),
-        namespace: request.namespace === undefined ? undefined : clip(request.namespace),
-        name: request.name === undefined ? undefined : clip(request.name),
-        dryRun: request.dryRun === true,
-        allowed: response.allowed,
-        ...(response.status ? { code: response.status.code, message: response.status.message } : {}),
-        patchOps: patch?.length ?? 0,
-        ms: Math.round(seconds * 1e6) / 1000,
-        steps: this.reports,
-        ...(this.log.isLevelEnabled?.('debug') && patch ? { patch } : {}),
-      },
-      'review',
-    );
+    const fields = {
+      uid: request.uid,
+      route,
+      operation: request.operation,
+      // What the client named is its own to choose, of any length: the line stays bounded.
+      kind: clip(kindName(request.kind)),
+      namespace: request.namespace === undefined ? undefined : clip(request.namespace),
+      name: request.name === undefined ? undefined : clip(request.name),
+      dryRun: request.dryRun === true,
+      allowed: response.allowed,
+      ...(response.status ? { code: response.status.code, message: response.status.message } : {}),
+      patchOps: patch?.length ?? 0,
+      ms: Math.round(seconds * 1e6) / 1000,
+      steps: this.reports,
+      ...(this.log.isLevelEnabled?.('debug') && patch ? { patch } : {}),
+    };
+    if (this.log.infoData) this.log.infoData(fields, 'review');
+    else this.log.info(fields, 'review');
   }
 
   /** The `OptIn` extensions a step was called for in this phase (README "Opt-in providers"). */
