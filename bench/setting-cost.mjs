@@ -72,7 +72,12 @@ function configOf(variant, [port, opsPort, healthPort]) {
     ...shipped,
     server: {
       ...shipped.server,
-      ...{ host: '127.0.0.1', port, opsHost: '127.0.0.1', opsPort, healthHost: '127.0.0.1', healthPort },
+      host: '127.0.0.1',
+      port,
+      opsHost: '127.0.0.1',
+      opsPort,
+      healthHost: '127.0.0.1',
+      healthPort,
       tls: { certFile: certs.certFile, keyFile: certs.keyFile, generate: false },
       shutdownTimeoutSeconds: 1,
     },
@@ -114,7 +119,14 @@ async function startGateway(variant, n) {
   for (const deadline = Date.now() + 30_000; !(await ready()); await sleep(50)) {
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway (${variant}) did not start`);
   }
-  const truncate = setInterval(() => fs.truncateSync(logFile, 0), 2000);
+  // The review lines are written (their cost is what is measured) but not kept.
+  const truncate = setInterval(() => {
+    try {
+      fs.truncateSync(logFile, 0);
+    } catch {
+      // the temporary directory is being removed
+    }
+  }, 2000);
   return {
     pid: child.pid,
     port: ports[0],
@@ -157,7 +169,8 @@ async function closedLoop(gateway) {
 
 const cpu = positionals.map(() => []);
 const rps = positionals.map(() => []);
-console.log(`the shipped chain on ${route.split('?')[0]}, ${rounds} rounds; gateway CPU µs a review (reviews/s):`);
+const roundsText = `${rounds} round${rounds === 1 ? '' : 's'}`;
+console.log(`the shipped chain on ${route.split('?')[0]}, ${roundsText}; gateway CPU µs a review (reviews/s):`);
 for (let round = 0; round < rounds; round++) {
   const figures = [];
   for (const [i, variant] of positionals.entries()) {
