@@ -95,6 +95,35 @@ export async function deleteProviderCrd(): Promise<void> {
   await apiextensions().deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreNotFound);
 }
 
+/** A Terminating CRD's conditions and finalizers, and the AdmissionProviders left with theirs. */
+async function terminatingState(): Promise<string> {
+  const said: string[] = [];
+  try {
+    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
+    const conditions = (crd.status?.conditions ?? []).map(
+      (c) => `${c.type}=${c.status} ${c.reason ?? ''}: ${c.message ?? ''}`,
+    );
+    said.push(
+      `the CRD's finalizers ${JSON.stringify(crd.metadata?.finalizers ?? [])}, conditions ${JSON.stringify(conditions)}`,
+    );
+  } catch (err) {
+    said.push(`the CRD could not be read (${err instanceof Error ? err.message : String(err)})`);
+  }
+  try {
+    const list = (await customObjects().listClusterCustomObject(GROUP)) as {
+      items?: { metadata?: { name?: string; finalizers?: string[]; deletionTimestamp?: unknown } }[];
+    };
+    const left = (list.items ?? []).map(
+      ({ metadata: m }) =>
+        `${m?.name} (finalizers ${JSON.stringify(m?.finalizers ?? [])}${m?.deletionTimestamp ? ', Terminating' : ''})`,
+    );
+    said.push(`AdmissionProviders left: ${left.length > 0 ? left.join(', ') : 'none'}`);
+  } catch (err) {
+    said.push(`AdmissionProviders could not be listed (${err instanceof Error ? err.message : String(err)})`);
+  }
+  return said.join('; ');
+}
+
 /**
  * The CRD as the manifests install it, served: created unless an earlier file left it (one an earlier file is
  * deleting is waited out first), then until AdmissionProviders can be listed. Whether it was created here.
@@ -105,6 +134,11 @@ export async function ensureCrd(): Promise<boolean> {
     if ((await crdStatus()) === 404) return true;
     const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
     return crd.metadata?.deletionTimestamp ? undefined : true;
+  }).catch(async (err: unknown) => {
+    // Seen once on 1.37 after a suite that restarts the apiserver: say what holds the deletion.
+    throw new Error(`${err instanceof Error ? err.message : String(err)}; ${await terminatingState()}`, {
+      cause: err,
+    });
   });
   const created = (await crdStatus()) === 404;
   if (created) {
