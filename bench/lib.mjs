@@ -5,6 +5,7 @@
 // response parser) so that the load generator costs as little CPU per request as possible and the
 // measured limit is the server's, not the client's.
 /* global Buffer, setTimeout, clearTimeout */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 
@@ -279,6 +280,9 @@ export function patchLacks(body, paths) {
   const missing = paths.filter((p) => !added.has(p));
   return missing.length ? `the answer's patch lacks ${missing.join(', ')}` : undefined;
 }
+
+/** The kernel's clock ticks a second, which /proc/<pid>/stat counts CPU time in (readProc's `clockTicks`). */
+export const clockTicks = () => Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 /** utime+stime of a process in µs, resident set, its peak, and the main thread's run-queue wait. */
 export function readProc(pid, clockTicks = 100) {

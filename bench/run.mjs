@@ -23,6 +23,7 @@ import { POLICY_TESTS, policyTestsReport, runPolicyTests } from './policy-tests.
 import {
   Connection,
   answerChecks,
+  clockTicks as clockTicksOf,
   fixedRequestBuilder,
   patchLacks,
   portLine,
@@ -217,7 +218,7 @@ for (const [signal, code] of [
 // -------------------------------------------------------------------------------------------- helpers
 const round = (v, digits = 2) => (v === null || v === undefined ? null : Math.round(v * 10 ** digits) / 10 ** digits);
 const loadavg = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
-const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+const clockTicks = clockTicksOf();
 const pinned = (core, args) => ['-c', String(core), process.execPath, ...args];
 
 /**

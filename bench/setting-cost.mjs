@@ -8,7 +8,7 @@
 //
 //   node bench/setting-cost.mjs - log.level=warn                  the review line's cost (info is the default)
 //   node bench/setting-cost.mjs - explain.bufferSize=0 --validate  keeping decision traces, on /validate
-//   options: --rounds N (default 6), --validate (the review on /validate), --mutate (the default)
+//   options: --rounds N (default 6); --validate: the review on /validate (the default is /mutate)
 /* global process, console, fetch, setInterval, clearInterval */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,11 +22,12 @@ import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { deploymentNodeOptions } from './deployment.mjs';
 import { median } from './large.mjs';
+import { clockTicks } from './lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: 'string', default: '6' }, validate: { type: 'boolean' }, mutate: { type: 'boolean' } },
+  options: { rounds: { type: 'string', default: '6' }, validate: { type: 'boolean' } },
 });
 const rounds = Number(values.rounds);
 const route = values.validate ? '/validate?timeout=10s' : '/mutate?timeout=10s';
@@ -54,7 +55,7 @@ const certs = await generate.writeCertificates(
   generate.generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] }),
 );
 const shipped = YAML.parse(fs.readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8'));
-const clockTicks = 100;
+const ticks = clockTicks();
 
 /** A port free on 127.0.0.1 now (the gateway may log nothing at start, so its ports are chosen here). */
 async function freePort() {
@@ -146,7 +147,7 @@ async function closedLoop(gateway) {
     path: route,
     caFile: certs.caCertFile,
     fixture: path.join(ROOT, 'test/fixtures/reviews/pod-create.json'),
-    clockTicks,
+    clockTicks: ticks,
     pids: { server: gateway.pid },
     mode: 'closed',
     connections: 16,

@@ -19,6 +19,7 @@ import {
   type AdmissionProvider,
 } from '../../server/kube/admission-provider.js';
 import type { FakeProvider } from '../helpers/fake-provider.js';
+import { errorMessage } from '../../server/base/errors.js';
 import { eventually, kubeConfig, readStatus } from './cluster.js';
 import { manifestDocuments, toModel } from './manifests.js';
 
@@ -107,7 +108,7 @@ async function terminatingState(): Promise<string> {
       `the CRD's finalizers ${JSON.stringify(crd.metadata?.finalizers ?? [])}, conditions ${JSON.stringify(conditions)}`,
     );
   } catch (err) {
-    said.push(`the CRD could not be read (${err instanceof Error ? err.message : String(err)})`);
+    said.push(`the CRD could not be read (${errorMessage(err)})`);
   }
   try {
     const list = (await customObjects().listClusterCustomObject(GROUP)) as {
@@ -119,7 +120,7 @@ async function terminatingState(): Promise<string> {
     );
     said.push(`AdmissionProviders left: ${left.length > 0 ? left.join(', ') : 'none'}`);
   } catch (err) {
-    said.push(`AdmissionProviders could not be listed (${err instanceof Error ? err.message : String(err)})`);
+    said.push(`AdmissionProviders could not be listed (${errorMessage(err)})`);
   }
   return said.join('; ');
 }
@@ -136,7 +137,7 @@ export async function ensureCrd(): Promise<boolean> {
     return crd.metadata?.deletionTimestamp ? undefined : true;
   }).catch(async (err: unknown) => {
     // Seen once on 1.37 after a suite that restarts the apiserver: say what holds the deletion.
-    throw new Error(`${err instanceof Error ? err.message : String(err)}; ${await terminatingState()}`, {
+    throw new Error(`${errorMessage(err)}; ${await terminatingState()}`, {
       cause: err,
     });
   });
