@@ -1,14 +1,18 @@
 // What a setting costs a review in a serving gateway: the shipped chain (gateway.yaml) under the Deployment's
 // NODE_OPTIONS, once per variant, each variant a setting of the configuration given as `path=value` (a YAML value),
-// `-` for none. Each round starts every variant's gateway afresh, in turn, pinned to core 0, and measures a closed
-// loop of 16 connections from bench/loadgen.mjs on core 1 (1 s of warm-up, 4 s measured): the gateway's CPU a
-// review. The variants take turns so that the machine's other load falls on all alike; the medians and, against
-// the first variant, the median of each round's difference are printed. The log goes to a file, as in
-// `npm run bench`. Uses dist/ (npm run build first).
+// `-` for none. Each round starts every variant's gateway afresh, all pinned to core 0, warms each with a closed
+// loop of 16 connections from bench/loadgen.mjs on core 1, then measures them in turn, window after window: the
+// gateway's CPU a review over its windows. Windows of a few seconds taking turns put the machine's other load, which
+// comes and goes over seconds here, on every variant alike. The medians and, against the first variant, the median
+// of each round's difference are printed. The log goes to a file, as in `npm run bench`. Uses dist/ (npm run build
+// first).
 //
 //   node bench/setting-cost.mjs - log.level=warn                  the review line's cost (info is the default)
 //   node bench/setting-cost.mjs - explain.bufferSize=0 --validate  keeping decision traces, on /validate
-//   options: --rounds N (default 6); --validate: the review on /validate (the default is /mutate)
+//   options: --rounds N (default 6); --validate: the review on /validate (the default is /mutate);
+//            --warmup S (default 5): a fresh gateway's optimising compiler runs on other threads for its first
+//            seconds under load, and more of it for the variant with more code (bench/README.md, "What a setting
+//            costs a serving gateway"); --windows N (default 3) of --window S (default 2) a variant a round
 /* global process, console, fetch, setInterval, clearInterval */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -27,12 +31,30 @@ import { clockTicks } from './lib.mjs';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: 'string', default: '6' }, validate: { type: 'boolean' } },
+  options: {
+    rounds: { type: 'string', default: '6' },
+    validate: { type: 'boolean' },
+    warmup: { type: 'string', default: '5' },
+    windows: { type: 'string', default: '3' },
+    window: { type: 'string', default: '2' },
+  },
 });
 const rounds = Number(values.rounds);
+const warmupS = Number(values.warmup);
+const windows = Number(values.windows);
+const windowS = Number(values.window);
 const route = values.validate ? '/validate?timeout=10s' : '/mutate?timeout=10s';
-if (positionals.length < 2 || !(rounds >= 1) || positionals.some((v) => v !== '-' && !/^[\w.]+=/.test(v))) {
-  console.error('usage: node bench/setting-cost.mjs VARIANT VARIANT... [--rounds N] [--validate]');
+if (
+  positionals.length < 2 ||
+  !(rounds >= 1) ||
+  !(warmupS >= 0) ||
+  !(windows >= 1) ||
+  !(windowS > 0) ||
+  positionals.some((v) => v !== '-' && !/^[\w.]+=/.test(v))
+) {
+  console.error(
+    'usage: node bench/setting-cost.mjs VARIANT VARIANT... [--rounds N] [--validate] [--warmup S] [--windows N] [--window S]',
+  );
   console.error('  VARIANT: - (the configuration as the bench runs it) or path=value, e.g. log.level=warn');
   process.exit(2);
 }
@@ -140,8 +162,8 @@ async function startGateway(variant, n) {
   };
 }
 
-/** The loop's result as bench/loadgen.mjs prints it. */
-async function closedLoop(gateway) {
+/** A closed loop's result as bench/loadgen.mjs prints it: `durationS` measured after `warmS`. */
+async function closedLoop(gateway, warmS, durationS) {
   const cfg = {
     port: gateway.port,
     path: route,
@@ -151,8 +173,8 @@ async function closedLoop(gateway) {
     pids: { server: gateway.pid },
     mode: 'closed',
     connections: 16,
-    warmupS: 1,
-    durationS: 4,
+    warmupS: warmS,
+    durationS,
   };
   const child = spawn(
     'taskset',
@@ -173,20 +195,34 @@ const rps = positionals.map(() => []);
 const roundsText = `${rounds} round${rounds === 1 ? '' : 's'}`;
 console.log(`the shipped chain on ${route.split('?')[0]}, ${roundsText}; gateway CPU µs a review (reviews/s):`);
 for (let round = 0; round < rounds; round++) {
-  const figures = [];
-  for (const [i, variant] of positionals.entries()) {
-    const gateway = await startGateway(variant, i);
-    try {
-      const result = await closedLoop(gateway);
-      if (result.errors > 0) throw new Error(`${variant}: ${result.errors} errors`);
-      cpu[i].push(result.procs.server.cpuUsPerReview);
-      rps[i].push(result.rps);
-      figures.push(`${result.procs.server.cpuUsPerReview} (${result.rps})`);
-    } finally {
-      await gateway.stop();
+  const gateways = [];
+  try {
+    for (const [i, variant] of positionals.entries()) gateways.push(await startGateway(variant, i));
+    for (const [i, gateway] of gateways.entries()) {
+      const warm = await closedLoop(gateway, warmupS, 0.5);
+      if (warm.errors > 0) throw new Error(`${positionals[i]}: ${warm.errors} errors in its warm-up`);
     }
+    const served = gateways.map(() => ({ cpuUs: 0, reviews: 0 }));
+    for (let w = 0; w < windows; w++) {
+      for (const [i, gateway] of gateways.entries()) {
+        // A moment for the loop's connections to be made, which the measured window leaves out.
+        const result = await closedLoop(gateway, 0.3, windowS);
+        if (result.errors > 0) throw new Error(`${positionals[i]}: ${result.errors} errors`);
+        served[i].cpuUs += result.procs.server.cpuUs;
+        served[i].reviews += result.requests;
+      }
+    }
+    const figures = served.map(({ cpuUs, reviews }, i) => {
+      const us = Math.round((cpuUs / reviews) * 10) / 10;
+      const perSecond = Math.round(reviews / (windows * windowS));
+      cpu[i].push(us);
+      rps[i].push(perSecond);
+      return `${us} (${perSecond})`;
+    });
+    console.log(`  round ${round + 1}: ${figures.join(', ')}`);
+  } finally {
+    for (const gateway of gateways) await gateway.stop();
   }
-  console.log(`  round ${round + 1}: ${figures.join(', ')}`);
 }
 for (const [i, variant] of positionals.entries()) {
   const against =

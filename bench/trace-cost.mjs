@@ -11,6 +11,9 @@
 // loop gives the event loop a turn every YIELD_EVERY reviews, as a server does between requests, so that the log
 // lines are written and let go. On Linux each process is pinned to core 0 (taskset) when taskset is there.
 //
+// TRACE_COST_ROUNDS, TRACE_COST_REVIEWS and TRACE_COST_WARMUP (reviews before the measured ones, 20,000 by default)
+// change the run's shape.
+//
 // `--parts` says where the cost is: besides `off` and `kept`, `recorded` (the trace's input recorded while the
 // review runs, handed to a listener that keeps nothing, no audit annotation) and `annotated` (the same with the
 // `decision-trace` audit annotation); it prints each variant's median and fastest process, and no PASS/FAIL.
@@ -23,7 +26,7 @@ import { runAsPod } from './deployment.mjs';
 const TARGET_OVERHEAD = 0.05;
 const ROUNDS = Number(process.env.TRACE_COST_ROUNDS ?? 5);
 const REVIEWS = Number(process.env.TRACE_COST_REVIEWS ?? 60_000);
-const WARMUP = 20_000;
+const WARMUP = Number(process.env.TRACE_COST_WARMUP ?? 20_000);
 const YIELD_EVERY = 200;
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

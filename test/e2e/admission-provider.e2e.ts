@@ -171,11 +171,6 @@ describe('AdmissionProvider resources watched live by a gateway in cluster mode'
     // The readiness test needs the gateway to start while the CRD does not exist (the cluster is fresh
     // on every run; a CRD left by a kept cluster is removed first).
     await deleteProviderCrd();
-    await eventually('the AdmissionProvider CRD to be gone', async () =>
-      (await readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }))) === 404
-        ? true
-        : undefined,
-    );
     [crdWire] = (await manifestDocuments('crd-admissionprovider.yaml')) as [Record<string, unknown>];
     fake = await startFakeProvider();
     gw = await startE2EGateway({

@@ -91,9 +91,26 @@ export async function deleteProvider(name: string): Promise<void> {
     .catch(ignoreNotFound);
 }
 
-/** Deletes the CRD, and with it every AdmissionProvider. */
+/**
+ * Deletes the CRD, and with it every AdmissionProvider, and waits until it is gone: a suite that leaves it
+ * Terminating fails here, not the next suite that needs it.
+ */
 export async function deleteProviderCrd(): Promise<void> {
   await apiextensions().deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreNotFound);
+  await crdGone('the deleted AdmissionProvider CRD to be gone');
+}
+
+/** Waits until no CRD of that name is being deleted; on timeout, says what holds it. */
+async function crdGone(what: string): Promise<void> {
+  await eventually(what, async () => {
+    const status = await readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
+    if (status === 404) return true;
+    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
+    return crd.metadata?.deletionTimestamp ? undefined : true;
+  }).catch(async (err: unknown) => {
+    // Seen once on 1.37 after a suite that restarts the apiserver: say what holds the deletion.
+    throw new Error(`${errorMessage(err)}; ${await terminatingState()}`, { cause: err });
+  });
 }
 
 /** A Terminating CRD's conditions and finalizers, and the AdmissionProviders left with theirs. */
@@ -131,16 +148,7 @@ async function terminatingState(): Promise<string> {
  */
 export async function ensureCrd(): Promise<boolean> {
   const crdStatus = () => readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
-  await eventually('an AdmissionProvider CRD being deleted to be gone', async () => {
-    if ((await crdStatus()) === 404) return true;
-    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
-    return crd.metadata?.deletionTimestamp ? undefined : true;
-  }).catch(async (err: unknown) => {
-    // Seen once on 1.37 after a suite that restarts the apiserver: say what holds the deletion.
-    throw new Error(`${errorMessage(err)}; ${await terminatingState()}`, {
-      cause: err,
-    });
-  });
+  await crdGone('an AdmissionProvider CRD being deleted to be gone');
   const created = (await crdStatus()) === 404;
   if (created) {
     const [crd] = (await manifestDocuments('crd-admissionprovider.yaml')) as [Record<string, unknown>];
