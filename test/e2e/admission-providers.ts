@@ -97,20 +97,27 @@ export async function deleteProvider(name: string): Promise<void> {
  */
 export async function deleteProviderCrd(): Promise<void> {
   await apiextensions().deleteCustomResourceDefinition({ name: CRD_NAME }).catch(ignoreNotFound);
-  await crdGone('the deleted AdmissionProvider CRD to be gone');
+  await waitOutCrdDeletion('the deleted AdmissionProvider CRD to be gone');
 }
 
-/** Waits until no CRD of that name is being deleted; on timeout, says what holds it. */
-async function crdGone(what: string): Promise<void> {
-  await eventually(what, async () => {
-    const status = await readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
-    if (status === 404) return true;
-    const crd = await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
-    return crd.metadata?.deletionTimestamp ? undefined : true;
-  }).catch(async (err: unknown) => {
-    // Seen once on 1.37 after a suite that restarts the apiserver: say what holds the deletion.
-    throw new Error(`${errorMessage(err)}; ${await terminatingState()}`, { cause: err });
-  });
+/** The CRD as served, or undefined when there is none. */
+async function readCrd(): Promise<V1CustomResourceDefinition | undefined> {
+  try {
+    return await apiextensions().readCustomResourceDefinition({ name: CRD_NAME });
+  } catch (err) {
+    ignoreNotFound(err);
+    return undefined;
+  }
+}
+
+/** Waits until no CRD of that name is being deleted (it is gone, or made again); on timeout, says what holds it. */
+async function waitOutCrdDeletion(what: string): Promise<void> {
+  await eventually(what, async () => ((await readCrd())?.metadata?.deletionTimestamp ? undefined : true)).catch(
+    async (err: unknown) => {
+      // Seen once on 1.37 after a suite that restarts the apiserver: say what holds the deletion.
+      throw new Error(`${errorMessage(err)}; ${await terminatingState()}`, { cause: err });
+    },
+  );
 }
 
 /** A Terminating CRD's conditions and finalizers, and the AdmissionProviders left with theirs. */
@@ -147,9 +154,8 @@ async function terminatingState(): Promise<string> {
  * deleting is waited out first), then until AdmissionProviders can be listed. Whether it was created here.
  */
 export async function ensureCrd(): Promise<boolean> {
-  const crdStatus = () => readStatus(() => apiextensions().readCustomResourceDefinition({ name: CRD_NAME }));
-  await crdGone('an AdmissionProvider CRD being deleted to be gone');
-  const created = (await crdStatus()) === 404;
+  await waitOutCrdDeletion('an AdmissionProvider CRD being deleted to be gone');
+  const created = (await readCrd()) === undefined;
   if (created) {
     const [crd] = (await manifestDocuments('crd-admissionprovider.yaml')) as [Record<string, unknown>];
     await apiextensions().createCustomResourceDefinition({
