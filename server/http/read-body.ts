@@ -3,13 +3,15 @@
  * A declared Content-Length over the limit is refused before reading anything, and so is one the budget could
  * not hold now or ever (BudgetExceededError); the declared length is never held, only what has arrived, so a
  * client that declares a large body and sends it slowly holds almost nothing. A body that arrives too slowly
- * (BodyTiming) is refused with 408 and its connection closed. Of a refused body's rest at most 256 KiB is read;
- * a longer rest is left unread and the connection closed gracefully after the answer (endAfterRefusal).
+ * (BodyTiming) is refused with 408 and its connection closed. A body refused for now (429: the budget is full) is
+ * read to its end and dropped before the answer, since the client sends it again (dropRestThen). Of any other
+ * refused body's rest at most 256 KiB is read; a longer rest is left unread and the connection closed gracefully
+ * after the answer (endAfterRefusal).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import type { ConnectionBounds } from '../config/types.js';
-import { WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
+import { BudgetExceededError, WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
 
 /**
  * How fast a body must arrive: within bodyTimeoutSeconds of the start of reading it, plus one second for every
@@ -19,8 +21,8 @@ export type BodyTiming = Pick<ConnectionBounds, 'bodyTimeoutSeconds' | 'minBodyB
 
 /**
  * The most of a refused body's rest that is read and thrown away to keep its connection, as Go's HTTP server
- * (the apiserver's) does. A longer rest, or one of unknown length, is left unread: a review shed for memory
- * costs no more than its headers, however large its body.
+ * (the apiserver's) does, when the client will not send it again. A longer rest, or one of unknown length, is
+ * left unread: a body refused for good costs no more than its headers, however large it is.
  */
 const MAX_DISCARDED_BYTES = 256 * 1024;
 
@@ -62,20 +64,113 @@ export function endAfterRefusal(req: IncomingMessage, res: ServerResponse, statu
 }
 
 /**
- * What becomes of the rest of a refused body, `received` bytes of it read: a short rest is discarded, not
- * buffered (memory stays bounded, and the connection is kept); a long one, or one of unknown length, is not read
- * at all (endAfterRefusal closes its connection).
+ * Whether a refusal is one the client sends again: 429, a memory budget full for now. Its body's rest is read
+ * before the answer goes out (dropRestThen), never left unread.
+ */
+function sentAgain(err: Error): boolean {
+  return err instanceof BudgetExceededError && !err.never;
+}
+
+/**
+ * Watches that a body keeps up the pace `timing` asks from `started` on, `received()` bytes of it arrived so far,
+ * and calls `onLate` with the 408 to answer once it falls behind. One timer, moved on only when it fires: no work
+ * per chunk. Returns what stops the watch.
+ */
+function watchPace(
+  timing: BodyTiming,
+  declared: number | undefined,
+  started: number,
+  received: () => number,
+  onLate: (err: ReviewDecodeError) => void,
+): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = (ms: number) => {
+    timer = setTimeout(() => {
+      const left =
+        (timing.bodyTimeoutSeconds + received() / timing.minBodyBytesPerSecond) * 1000 - (performance.now() - started);
+      if (left > 0) return schedule(left);
+      onLate(
+        new ReviewDecodeError(
+          `request body arrived too slowly: ${received()} of ${declared ?? 'an undeclared number of'} bytes in ` +
+            `${timing.bodyTimeoutSeconds} s plus one per ${timing.minBodyBytesPerSecond} bytes ` +
+            '(server.bodyTimeoutSeconds, server.minBodyBytesPerSecond)',
+          408,
+        ),
+      );
+    }, ms);
+    timer.unref();
+  };
+  schedule(timing.bodyTimeoutSeconds * 1000);
+  return () => clearTimeout(timer);
+}
+
+/** Stops reading the request: its connection is closed after the answer (endAfterRefusal). */
+function leaveUnread(req: IncomingMessage): void {
+  // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
+  // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
+  req.pause();
+  req.read(0);
+  leftUnread.add(req);
+}
+
+/**
+ * What becomes of the rest of a refused body, `received` bytes of it read, when the client will not send it
+ * again: a short rest is discarded, not buffered (memory stays bounded, and the connection is kept); a long one,
+ * or one of unknown length, is not read at all (endAfterRefusal closes its connection).
  */
 function refuseRest(req: IncomingMessage, declared: number | undefined, received: number): void {
   if (declared !== undefined && declared - received <= MAX_DISCARDED_BYTES) {
     req.resume();
     return;
   }
-  // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
-  // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
-  req.pause();
-  req.read(0);
-  leftUnread.add(req);
+  leaveUnread(req);
+}
+
+/**
+ * Reads and drops the rest of a body refused with `err`, which the client sends again (sentAgain), and rejects
+ * with `err` once the last byte has arrived, or with 408 (its connection then closed) when the rest arrives too
+ * slowly. Dropped, not buffered: nothing of it is held. The answer waits for the last byte because a client that
+ * sends a body again from the reader it rewound (client-go before Kubernetes 1.26, the apiserver's webhook client)
+ * would otherwise go on reading that reader for the first request after the rewind, and send the review again with
+ * only its tail, or nothing (docs/decisions.md, "Request bodies: the gateway's own reader, not a body-parser
+ * middleware").
+ */
+function dropRestThen(
+  req: IncomingMessage,
+  declared: number,
+  received: number,
+  timing: BodyTiming,
+  started: number,
+  err: Error,
+): Promise<never> {
+  return new Promise((_, reject) => {
+    let size = received;
+    const finish = (answerWith: Error) => {
+      stopPace();
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', finish);
+      reject(answerWith);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+    };
+    const onEnd = () => finish(err);
+    const stopPace = watchPace(
+      timing,
+      declared,
+      started,
+      () => size,
+      (late) => {
+        finish(late);
+        leaveUnread(req);
+      },
+    );
+    if (req.readableEnded) return finish(err);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', finish);
+  });
 }
 
 export async function readBody(
@@ -98,53 +193,47 @@ export function readBodyBytes(
     new ReviewDecodeError(`request body exceeds the ${limit} byte limit (server.maxRequestBytes)`, 413);
   const header = req.headers['content-length'];
   const declared = header === undefined ? undefined : Number(header);
+  const started = performance.now();
+  /** How a body refused with `err`, `received` bytes of it read, ends: what is left of it, then the refusal. */
+  const refused = (err: unknown, received: number): Promise<never> => {
+    const error = err instanceof Error ? err : new Error(String(err));
+    if (declared !== undefined && sentAgain(error)) {
+      return dropRestThen(req, declared, received, timing, started, error);
+    }
+    refuseRest(req, declared, received);
+    return Promise.reject(error);
+  };
   if (declared !== undefined && declared > limit) {
-    refuseRest(req, declared, 0);
-    return Promise.reject(tooLarge());
+    return refused(tooLarge(), 0);
   }
   if (declared !== undefined) {
     try {
       lease.expect(declared * WEIGHT_PER_BODY_BYTE);
     } catch (err) {
-      refuseRest(req, declared, 0);
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+      return refused(err, 0);
     }
   }
 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const started = performance.now();
-    const allowedMs = () =>
-      (timing.bodyTimeoutSeconds + size / timing.minBodyBytesPerSecond) * 1000 - (performance.now() - started);
-    // One timer for the whole body, moved on only when it fires: no work per chunk.
-    let timer: NodeJS.Timeout | undefined;
-    const watchPace = (ms: number) => {
-      timer = setTimeout(() => {
-        const left = allowedMs();
-        if (left > 0) return watchPace(left);
-        refuse(
-          new ReviewDecodeError(
-            `request body arrived too slowly: ${size} of ${declared ?? 'an undeclared number of'} bytes in ` +
-              `${timing.bodyTimeoutSeconds} s plus one per ${timing.minBodyBytesPerSecond} bytes ` +
-              '(server.bodyTimeoutSeconds, server.minBodyBytesPerSecond)',
-            408,
-          ),
-        );
-      }, ms);
-      timer.unref();
-    };
-    const refuse = (err: Error) => {
-      fail(err);
-      refuseRest(req, declared, size);
+    // What was read is dropped, and its bytes (all the lease holds yet) given back at once, not when the answer
+    // has been written: large bodies arriving together would otherwise shed each other until none is left.
+    const refuse = (err: Error, received: number) => {
+      cleanup();
+      chunks.length = 0;
+      lease.release();
+      refused(err, received).then(resolve, reject);
     };
     const onData = (chunk: Buffer) => {
-      if (size + chunk.length > limit) return refuse(tooLarge());
+      if (size + chunk.length > limit) {
+        return refuse(tooLarge(), size + chunk.length);
+      }
       try {
         // Until its last piece a body is still arriving: it may not take the share kept for small reviews.
         lease.take(chunk.length * WEIGHT_PER_BODY_BYTE, size + chunk.length !== declared);
       } catch (err) {
-        return refuse(err as Error);
+        return refuse(err as Error, size + chunk.length);
       }
       chunks.push(chunk);
       size += chunk.length;
@@ -156,17 +245,21 @@ export function readBodyBytes(
       chunks.length = 0;
       resolve(whole);
     };
-    // What was read is dropped, and its bytes (all the lease holds yet) given back at once, not when the answer
-    // has been written: large bodies arriving together would otherwise shed each other until none is left.
-    const fail = (err: Error) => {
+    const onError = (err: Error) => {
       cleanup();
       chunks.length = 0;
       lease.release();
       reject(err);
     };
-    const onError = fail;
+    const stopPace = watchPace(
+      timing,
+      declared,
+      started,
+      () => size,
+      (late) => refuse(late, size),
+    );
     function cleanup() {
-      clearTimeout(timer);
+      stopPace();
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -174,6 +267,5 @@ export function readBodyBytes(
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
-    watchPace(timing.bodyTimeoutSeconds * 1000);
   });
 }

@@ -5,8 +5,12 @@
  * AdmissionReview in protocol, bounded in size, and nothing stalls or crashes the gateway.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import net from 'node:net';
 import tls from 'node:tls';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { AdmissionReview } from '../../server/admission/types.js';
 import type { KubeObject } from '../../server/plugin-api/index.js';
 import { deploymentCreate, podCreate, requestOf } from '../fixtures/reviews/index.js';
@@ -14,11 +18,12 @@ import { assertBounded } from '../helpers/bounded.js';
 import { chunked, reviewOf, startHarness, type Harness } from '../helpers/gateway-harness.js';
 import { patchedObject } from '../helpers/patch.js';
 import { createTestPlugins, type TestPlugins } from '../helpers/test-plugins.js';
-import { KeepAliveConnection } from '../helpers/keepalive-client.js';
 import { eventually } from '../helpers/wait.js';
 
 const SHIPPED_CONFIG = new URL('../../gateway.yaml', import.meta.url);
 const UID = requestOf(podCreate()).uid;
+const REWOUND_RETRY_CLIENT = new URL('../helpers/rewound-retry-client.go', import.meta.url);
+const execFileAsync = promisify(execFile);
 
 /** A review whose object (a Pod) has `count` containers `c<i>` of image nginx:1.25.3. */
 function podWithContainers(count: number): AdmissionReview {
@@ -42,6 +47,26 @@ function connect(h: Harness): Promise<tls.TLSSocket> {
 /** The head of a POST /mutate whose body is `length` bytes of JSON. */
 const postHead = (length: number) =>
   `POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+
+/** The next answer on `socket`: its status, head and body (read to its Content-Length). */
+function answerOn(socket: tls.TLSSocket): Promise<{ status: number; head: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    let received = '';
+    const onData = (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      const end = received.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = received.slice(0, end);
+      const length = Number(/\r\nContent-Length: (\d+)\r\n/i.exec(`${head}\r\n`)?.[1] ?? 0);
+      if (received.length < end + 4 + length) return;
+      socket.off('data', onData);
+      socket.off('error', reject);
+      resolve({ status: Number(head.split(' ')[1]), head, body: received.slice(end + 4, end + 4 + length) });
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+  });
+}
 
 /** A chain whose step `held` holds Deployment reviews until the test releases its gate; `server` settings first. */
 const holdingDeployments = (server: string) => `
@@ -249,7 +274,7 @@ chain:
   - { plugin: slow-async, name: held, settings: { tag: held, awaitRelease: true } }
 `;
 
-    it('answers 429 at once, unread, while another review holds the budget, and reviews it once that is done', async function () {
+    it('answers 429, holding nothing of the body, while another review holds the budget, and reviews it once that is done', async function () {
       const h = await start(held(131072));
       const first = h.post('/mutate', podCreate());
       await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
@@ -350,12 +375,86 @@ chain:
   });
 
   describe('the rest of a large body that is shed', function () {
-    it('is not read: the gateway answers 429, ends the connection, and has read no more than it buffers', async function () {
+    it('is read to its end before the 429 goes out, and the connection is kept for the next review', async function () {
       const limit = 64 * 1024 * 1024;
       const h = await start(holdingDeployments(`{ maxRequestBytes: 8388608, maxInflightBytes: ${limit} }`));
       const held = h.post('/mutate', deploymentWeighing(limit / 2));
       await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      const heldBytes = await h.metric('admission_gateway_inflight_bytes');
       // Weighed at 5 bytes a byte, a body declaring 8 MiB does not fit beside the held half: shed at its headers.
+      const declared = 8 * 1024 * 1024;
+      const socket = await connect(h);
+      const events: string[] = [];
+      try {
+        const shedAnswer = answerOn(socket).then((answer) => (events.push('answer'), answer));
+        socket.write(postHead(declared));
+        // All of it at once, as the apiserver writes a body: the write is done once the kernel has taken the last
+        // byte, which the gateway must have read before it answers.
+        socket.write(Buffer.alloc(declared, ' '), (err) => events.push(err ? `write failed: ${err.message}` : 'sent'));
+        const shed = await shedAnswer;
+
+        // A client that sends the body again from a reader it rewinds (client-go before Kubernetes 1.26) must
+        // have stopped reading it for the first request before it sees the answer.
+        assert.deepEqual(events, ['sent', 'answer']);
+        assert.equal(shed.status, 429);
+        assert.match(shed.head, /\r\nRetry-After: 1\r\n/);
+        assert.match(shed.head, /\r\nConnection: keep-alive\r\n/);
+        assert.equal((JSON.parse(shed.body) as AdmissionReview).response?.status?.code, 429);
+        assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 1);
+        assert.equal(await h.metric('admission_gateway_inflight_bytes'), heldBytes, 'the dropped rest holds nothing');
+
+        test.gate.release();
+        await held;
+        const next = answerOn(socket);
+        const review = JSON.stringify(podCreate());
+        socket.write(postHead(Buffer.byteLength(review)) + review);
+        const answer = await next;
+        assert.equal(answer.status, 200);
+        assert.deepEqual((JSON.parse(answer.body) as AdmissionReview).response, { uid: UID, allowed: true });
+      } finally {
+        socket.destroy();
+        test.gate.release();
+        await held;
+      }
+    });
+
+    it('comes back whole from a client that sends it again from its rewound reader, as kube-apiserver 1.20–1.25 does', async function () {
+      // Go to build the client (every machine here has it: the e2e cluster is built with it).
+      this.timeout(180_000);
+      const h = await start('server: { maxRequestBytes: 8388608, maxInflightBytes: 67108864 }\nchain: []');
+      const client = join(h.dir, 'rewound-retry-client');
+      await execFileAsync('go', ['build', '-o', client, fileURLToPath(REWOUND_RETRY_CLIENT)]);
+      const { host } = new URL(h.gateway.webhookUrl);
+      // Weighed at 5 bytes a byte: a held 6 MB leaves too little room for a 7 MB review, and enough once it closes.
+      // Answered before the whole body was in, about one review in six came back with another body (its tail, or
+      // nothing) in this client's runs (docs/decisions.md).
+      const args = [
+        '-addr',
+        host,
+        '-ca',
+        join(h.dir, 'ca.crt'),
+        '-attempts',
+        '30',
+        '-pad',
+        '7000000',
+        '-hold',
+        '6000000',
+      ];
+      const { stdout } = await execFileAsync(client, args);
+
+      assert.deepEqual(JSON.parse(stdout), {
+        attempts: 30,
+        shed: 30,
+        wrongBody: 0,
+        retried: { '200': 30 },
+        errors: [],
+      });
+      assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 30);
+    });
+
+    it('is not read when the body can never be taken (413): answered, the connection ended', async function () {
+      const h = await start(holdingDeployments('{ maxRequestBytes: 1048576 }'));
+      // Over server.maxRequestBytes: refused at its headers for good, so the client will not send it again.
       const declared = 8 * 1024 * 1024;
       const socket = await connect(h);
       socket.on('error', () => undefined);
@@ -366,7 +465,6 @@ chain:
       // A connection reset under the answer closes it without an end, and the answer is lost.
       const closed = new Promise((resolve) => socket.once('close', resolve));
       socket.write(postHead(declared));
-      // All of it at once, as the apiserver writes a body: what the gateway does not read stays here.
       // (A write cut by a reset calls back with its error: that is not the body taken.)
       const written = new Promise<void>((resolve) =>
         socket.write(Buffer.alloc(declared, ' '), (err) => (err ? undefined : resolve())),
@@ -384,54 +482,21 @@ chain:
         const [head = '', body = ''] = received.split('\r\n\r\n');
         assert.match(
           head,
-          /^HTTP\/1\.1 429 Too Many Requests\r\n/,
+          /^HTTP\/1\.1 413 Payload Too Large\r\n/,
           `answer lost, received ${JSON.stringify(received)}`,
         );
-        assert.match(head, /\r\nRetry-After: 1\r\n/);
         assert.match(head, /\r\nConnection: close\r\n/);
-        assert.equal((JSON.parse(body) as AdmissionReview).response?.status?.code, 429);
+        assert.equal((JSON.parse(body) as AdmissionReview).response?.status?.code, 413);
         // Sent: what the gateway read before it stopped, and what the kernel buffers on both sides hold.
         assert.ok(
           socket.writableLength > declared / 2,
           `${declared - socket.writableLength} bytes of ${declared} sent`,
         );
-        assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 1);
+        assert.equal(await h.metric('admission_gateway_invalid_requests_total', { code: '413' }), 1);
       } finally {
         socket.destroy();
-        test.gate.release();
-        await held;
       }
       assert.equal(reviewOf(await h.post('/mutate', podCreate())).response.allowed, true);
-    });
-
-    it('is read and dropped when short: the connection is kept for the next review', async function () {
-      const limit = 4 * 1024 * 1024;
-      const h = await start(holdingDeployments(`{ maxRequestBytes: 1048576, maxInflightBytes: ${limit} }`));
-      const held = h.post('/mutate', deploymentWeighing(limit - limit / 16 - 1024));
-      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
-      // More than the sixteenth kept for small reviews, so shed at its headers; under 256 KiB, so read and dropped.
-      const shed = deploymentWeighing(1_000_000);
-      assert.ok(Buffer.byteLength(shed) < 256 * 1024);
-      const url = new URL(h.gateway.webhookUrl);
-      const conn = await KeepAliveConnection.connect({ host: url.hostname, port: Number(url.port), ca: h.ca });
-      assert.ok(conn instanceof KeepAliveConnection, 'connected');
-      try {
-        const first = await conn.request('POST', '/mutate', shed);
-        assert.equal(first.kind === 'answered' && first.status, 429);
-        assert.equal(first.kind === 'answered' && first.headers.connection, 'keep-alive');
-        assert.equal(conn.closed, false, 'the connection was closed after the shed answer');
-        test.gate.release();
-        await held;
-        const second = await conn.request('POST', '/mutate', JSON.stringify(podCreate()));
-
-        assert.equal(second.kind, 'answered', 'the next review was answered on the same connection');
-        assert.deepEqual(second.kind === 'answered' && (JSON.parse(second.body) as AdmissionReview).response, {
-          uid: UID,
-          allowed: true,
-        });
-      } finally {
-        conn.close();
-      }
     });
   });
 
@@ -460,7 +525,10 @@ chain:
 
     it('is never held by a body still arriving: bodies that stall leave it to reviews that have arrived', async function () {
       const limit = 16 * 1024 * 1024;
-      const h = await start(holdingDeployments(`{ maxRequestBytes: 4194304, maxInflightBytes: ${limit} }`));
+      // A body refused for now is read to its end before it is answered: one that stalls is answered 408 once
+      // behind the pace (a second, and one for each MiB arrived).
+      const server = `{ maxRequestBytes: 4194304, maxInflightBytes: ${limit}, bodyTimeoutSeconds: 1, minBodyBytesPerSecond: 1048576 }`;
+      const h = await start(holdingDeployments(server));
       // A Deployment holds all that large reviews may (all but the sixteenth kept for small ones)...
       const large = h.post('/mutate', deploymentWeighing(limit - limit / 16 - 1024));
       await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
@@ -468,7 +536,7 @@ chain:
       const stalled = await connect(h);
       stalled.on('error', () => undefined);
       let answered = false;
-      stalled.once('data', () => (answered = true));
+      const stalledAnswer = answerOn(stalled).finally(() => (answered = true));
       const declared = 200_000;
       stalled.write(postHead(declared));
       stalled.write(' '.repeat(declared - 1000));
@@ -481,6 +549,7 @@ chain:
         const ordinary = await h.post('/mutate', podCreate());
 
         assert.deepEqual([ordinary.status, reviewOf(ordinary).response], [200, { uid: UID, allowed: true }]);
+        assert.equal((await stalledAnswer).status, 408);
       } finally {
         stalled.destroy();
         test.gate.release();
