@@ -72,6 +72,19 @@ function sentAgain(err: Error): boolean {
 }
 
 /**
+ * What to answer for a request whose body failed to arrive with `err`: a client that closed its connection before
+ * the last byte gets a 400 saying so (nobody reads it, but the log and the metrics tell it from the gateway's own
+ * failure), anything else is passed on.
+ */
+function bodyFailure(err: Error, received: number, declared: number | undefined): Error {
+  if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') return err;
+  return new ReviewDecodeError(
+    `the client closed the connection after ${received} of ${declared ?? 'an undeclared number of'} body bytes`,
+    400,
+  );
+}
+
+/**
  * Watches that a body keeps up the pace `timing` asks from `started` on, `received()` bytes of it arrived so far,
  * and calls `onLate` with the 408 to answer once it falls behind. One timer, moved on only when it fires: no work
  * per chunk. Returns what stops the watch.
@@ -149,9 +162,10 @@ function dropRestThen(
       stopPace();
       req.off('data', onData);
       req.off('end', onEnd);
-      req.off('error', finish);
+      req.off('error', onError);
       reject(answerWith);
     };
+    const onError = (failed: Error) => finish(bodyFailure(failed, size, declared));
     const onData = (chunk: Buffer) => {
       size += chunk.length;
     };
@@ -169,7 +183,7 @@ function dropRestThen(
     if (req.readableEnded) return finish(err);
     req.on('data', onData);
     req.on('end', onEnd);
-    req.on('error', finish);
+    req.on('error', onError);
   });
 }
 
@@ -249,7 +263,7 @@ export function readBodyBytes(
       cleanup();
       chunks.length = 0;
       lease.release();
-      reject(err);
+      reject(bodyFailure(err, size, declared));
     };
     const stopPace = watchPace(
       timing,

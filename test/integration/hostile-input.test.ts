@@ -643,6 +643,54 @@ chain:
     });
   });
 
+  describe('bodies whose client closes the connection before the last byte', function () {
+    /**
+     * Sends the head of a POST declaring `declared` bytes and `sent` of them, and closes the connection once
+     * `arrived()` holds.
+     */
+    async function cut(h: Harness, declared: number, sent: number, arrived: () => Promise<boolean>): Promise<void> {
+      const socket = await connect(h);
+      socket.on('error', () => undefined);
+      socket.write(postHead(declared));
+      socket.write(Buffer.alloc(sent, ' '));
+      await eventually('the bytes sent have arrived', arrived);
+      socket.destroy();
+    }
+    const notProcessed = (h: Harness) =>
+      h.logs.filter((l) => l.msg === 'review not processed').map(({ level, status, err }) => ({ level, status, err }));
+
+    it('are logged as such at warn and counted as 400, not as the gateway failing (500), whether read or dropped', async function () {
+      const limit = 64 * 1024 * 1024;
+      const h = await start(holdingDeployments(`{ maxRequestBytes: 8388608, maxInflightBytes: ${limit} }`));
+      // Read: the budget has room for it, and holds its bytes (5 a byte) as they arrive.
+      await cut(h, 2_000_000, 500_000, async () => (await h.metric('admission_gateway_inflight_bytes')) === 2_500_000);
+      await eventually('the first is given up', () => notProcessed(h).length === 1);
+      // Dropped: shed for now (8 MiB weighed at 5 a byte does not fit beside the held half), its rest being read.
+      const held = h.post('/mutate', deploymentWeighing(limit / 2));
+      await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
+      const heldBytes = await h.metric('admission_gateway_inflight_bytes');
+      await cut(h, 8 * 1024 * 1024, 500_000, () => Promise.resolve(true));
+      await eventually('the second is given up', () => notProcessed(h).length === 2);
+      test.gate.release();
+      await held;
+
+      const [read, dropped] = notProcessed(h);
+      assert.deepEqual(read, {
+        level: 'warn',
+        status: 400,
+        err: 'the client closed the connection after 500000 of 2000000 body bytes',
+      });
+      assert.deepEqual({ ...dropped, err: undefined }, { level: 'warn', status: 400, err: undefined });
+      assert.match(String(dropped?.err), /^the client closed the connection after \d+ of 8388608 body bytes$/);
+      assert.equal(await h.metric('admission_gateway_invalid_requests_total', { code: '400' }), 2);
+      assert.equal(await h.metric('admission_gateway_invalid_requests_total', { code: '500' }), 0);
+      assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 0);
+      const declaredWeight = 5 * 8 * 1024 * 1024;
+      assert.ok(heldBytes + declaredWeight > limit - limit / 16, `shed at its headers beside ${heldBytes} held`);
+      await eventually('nothing is held', async () => (await h.metric('admission_gateway_inflight_bytes')) === 0);
+    });
+  });
+
   describe('connections (server.maxConnections, server.headersTimeoutSeconds)', function () {
     const closedBy = (socket: net.Socket): Promise<string> =>
       new Promise((resolve) => {
