@@ -18,7 +18,8 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Authorizer } from '../dispatch/authorizer.js';
 import { BudgetExceededError } from './byte-budget.js';
-import { endAfterRefusal, readBody } from './read-body.js';
+import { readBody } from './read-body.js';
+import { endAfterRefusal } from './refused-body.js';
 import { answer, type ReviewServices, type ReviewState } from './review-middleware.js';
 
 /** Runs the SubjectAccessReview through `authorizer` and answers it. */

@@ -3,189 +3,14 @@
  * A declared Content-Length over the limit is refused before reading anything, and so is one the budget could
  * not hold now or ever (BudgetExceededError); the declared length is never held, only what has arrived, so a
  * client that declares a large body and sends it slowly holds almost nothing. A body that arrives too slowly
- * (BodyTiming) is refused with 408 and its connection closed. A body refused for now (429: the budget is full) is
- * read to its end and dropped before the answer, since the client sends it again (dropRestThen). Of any other
- * refused body's rest at most 256 KiB is read; a longer rest is left unread and the connection closed gracefully
- * after the answer (endAfterRefusal).
+ * (BodyTiming) is refused with 408 and its connection closed. refused-body.ts decides what becomes of a refused
+ * body's rest.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
-import type { ConnectionBounds } from '../config/types.js';
-import { BudgetExceededError, WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
-
-/**
- * How fast a body must arrive: within bodyTimeoutSeconds of the start of reading it, plus one second for every
- * minBodyBytesPerSecond bytes received.
- */
-export type BodyTiming = Pick<ConnectionBounds, 'bodyTimeoutSeconds' | 'minBodyBytesPerSecond'>;
-
-/**
- * The most of a refused body's rest that is read and thrown away to keep its connection, as Go's HTTP server
- * (the apiserver's) does, when the client will not send it again. A longer rest, or one of unknown length, is
- * left unread: a body refused for good costs no more than its headers, however large it is.
- */
-const MAX_DISCARDED_BYTES = 256 * 1024;
-
-/**
- * How long the connection of a request left unread stays half-closed after its answer before it is closed.
- * Closing at once, with bytes unread, resets the connection, and the reset can reach the client before the
- * answer has been read (the apiserver would then see an error, not a 429 to retry).
- */
-const UNREAD_LINGER_MS = 500;
-
-const leftUnread = new WeakSet<IncomingMessage>();
-
-/**
- * Whether the answer to a request refused with `status` closes its connection: after an oversized body (413),
- * or one arriving too slowly (408), the connection is not worth keeping.
- */
-function closesConnection(status: number): boolean {
-  return status === 413 || status === 408;
-}
-
-/**
- * How the connection of a request refused with `status` ends. The answer says `Connection: close` after 413 and
- * 408, and after any refusal whose body was left unread: a client must not send another request behind the bytes
- * it could not send. That connection is ended once the answer is written and closed a moment later.
- */
-export function endAfterRefusal(req: IncomingMessage, res: ServerResponse, status: number): void {
-  const unread = leftUnread.has(req);
-  if (unread || closesConnection(status)) res.setHeader('Connection', 'close');
-  if (!unread) return;
-  const { socket } = req;
-  res.once('finish', () => {
-    // Node has ended the socket and would destroy it as soon as that end is written (`destroySoon`, for an answer
-    // that closes the connection): with bytes unread, that resets the connection under the answer.
-    // eslint-disable-next-line @typescript-eslint/unbound-method -- only compared with the listener, never called
-    socket.removeListener('finish', socket.destroy);
-    socket.end();
-    setTimeout(() => socket.destroy(), UNREAD_LINGER_MS).unref();
-  });
-}
-
-/**
- * Whether a refusal is one the client sends again: 429, a memory budget full for now. Its body's rest is read
- * before the answer goes out (dropRestThen), never left unread.
- */
-function sentAgain(err: Error): boolean {
-  return err instanceof BudgetExceededError && !err.never;
-}
-
-/**
- * What to answer for a request whose body failed to arrive with `err`: a client that closed its connection before
- * the last byte gets a 400 saying so (nobody reads it, but the log and the metrics tell it from the gateway's own
- * failure), anything else is passed on.
- */
-function bodyFailure(err: Error, received: number, declared: number | undefined): Error {
-  if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') return err;
-  return new ReviewDecodeError(
-    `the client closed the connection after ${received} of ${declared ?? 'an undeclared number of'} body bytes`,
-    400,
-  );
-}
-
-/**
- * Watches that a body keeps up the pace `timing` asks from `started` on, `received()` bytes of it arrived so far,
- * and calls `onLate` with the 408 to answer once it falls behind. One timer, moved on only when it fires: no work
- * per chunk. Returns what stops the watch.
- */
-function watchPace(
-  timing: BodyTiming,
-  declared: number | undefined,
-  started: number,
-  received: () => number,
-  onLate: (err: ReviewDecodeError) => void,
-): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  const schedule = (ms: number) => {
-    timer = setTimeout(() => {
-      const left =
-        (timing.bodyTimeoutSeconds + received() / timing.minBodyBytesPerSecond) * 1000 - (performance.now() - started);
-      if (left > 0) return schedule(left);
-      onLate(
-        new ReviewDecodeError(
-          `request body arrived too slowly: ${received()} of ${declared ?? 'an undeclared number of'} bytes in ` +
-            `${timing.bodyTimeoutSeconds} s plus one per ${timing.minBodyBytesPerSecond} bytes ` +
-            '(server.bodyTimeoutSeconds, server.minBodyBytesPerSecond)',
-          408,
-        ),
-      );
-    }, ms);
-    timer.unref();
-  };
-  schedule(timing.bodyTimeoutSeconds * 1000);
-  return () => clearTimeout(timer);
-}
-
-/** Stops reading the request: its connection is closed after the answer (endAfterRefusal). */
-function leaveUnread(req: IncomingMessage): void {
-  // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
-  // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
-  req.pause();
-  req.read(0);
-  leftUnread.add(req);
-}
-
-/**
- * What becomes of the rest of a refused body, `received` bytes of it read, when the client will not send it
- * again: a short rest is discarded, not buffered (memory stays bounded, and the connection is kept); a long one,
- * or one of unknown length, is not read at all (endAfterRefusal closes its connection).
- */
-function refuseRest(req: IncomingMessage, declared: number | undefined, received: number): void {
-  if (declared !== undefined && declared - received <= MAX_DISCARDED_BYTES) {
-    req.resume();
-    return;
-  }
-  leaveUnread(req);
-}
-
-/**
- * Reads and drops the rest of a body refused with `err`, which the client sends again (sentAgain), and rejects
- * with `err` once the last byte has arrived, or with 408 (its connection then closed) when the rest arrives too
- * slowly. Dropped, not buffered: nothing of it is held. The answer waits for the last byte because a client that
- * sends a body again from the reader it rewound (client-go before Kubernetes 1.26, the apiserver's webhook client)
- * would otherwise go on reading that reader for the first request after the rewind, and send the review again with
- * only its tail, or nothing (docs/decisions.md, "Request bodies: the gateway's own reader, not a body-parser
- * middleware").
- */
-function dropRestThen(
-  req: IncomingMessage,
-  declared: number,
-  received: number,
-  timing: BodyTiming,
-  started: number,
-  err: Error,
-): Promise<never> {
-  return new Promise((_, reject) => {
-    let size = received;
-    const finish = (answerWith: Error) => {
-      stopPace();
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      reject(answerWith);
-    };
-    const onError = (failed: Error) => finish(bodyFailure(failed, size, declared));
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-    };
-    const onEnd = () => finish(err);
-    const stopPace = watchPace(
-      timing,
-      declared,
-      started,
-      () => size,
-      (late) => {
-        finish(late);
-        leaveUnread(req);
-      },
-    );
-    if (req.readableEnded) return finish(err);
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-  });
-}
+import { bodyFailure, watchPace, type BodyTiming } from './body-arrival.js';
+import { WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
+import { refuseBody } from './refused-body.js';
 
 export async function readBody(
   req: IncomingMessage,
@@ -208,15 +33,7 @@ export function readBodyBytes(
   const header = req.headers['content-length'];
   const declared = header === undefined ? undefined : Number(header);
   const started = performance.now();
-  /** How a body refused with `err`, `received` bytes of it read, ends: what is left of it, then the refusal. */
-  const refused = (err: unknown, received: number): Promise<never> => {
-    const error = err instanceof Error ? err : new Error(String(err));
-    if (declared !== undefined && sentAgain(error)) {
-      return dropRestThen(req, declared, received, timing, started, error);
-    }
-    refuseRest(req, declared, received);
-    return Promise.reject(error);
-  };
+  const refused = (err: unknown, received: number) => refuseBody(req, declared, received, timing, started, err);
   if (declared !== undefined && declared > limit) {
     return refused(tooLarge(), 0);
   }

@@ -18,7 +18,9 @@ import { errorMessage } from '../base/errors.js';
 import { clip } from '../base/limits.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { BudgetExceededError, WEIGHT_PER_CONTAINER, type ByteBudget, type ByteLease } from './byte-budget.js';
-import { endAfterRefusal, readBodyBytes, type BodyTiming } from './read-body.js';
+import type { BodyTiming } from './body-arrival.js';
+import { readBodyBytes } from './read-body.js';
+import { endAfterRefusal } from './refused-body.js';
 import { selectionOf, type Route } from './routes.js';
 
 /** What the webhook app's middleware reach through `ctx` (set once on `app.context`). */
