@@ -3,14 +3,15 @@
  * A declared Content-Length over the limit is refused before reading anything, and so is one the budget could
  * not hold now or ever (BudgetExceededError); the declared length is never held, only what has arrived, so a
  * client that declares a large body and sends it slowly holds almost nothing. A body that arrives too slowly
- * (BodyTiming) is refused with 408 and its connection closed. refused-body.ts decides what becomes of a refused
- * body's rest.
+ * (BodyTiming) is refused with 408 and its connection closed. A body refused for now (429: the budget is full) is
+ * read to its end and dropped before the answer, since the client sends it again; refused-body.ts decides what
+ * becomes of the rest of any other.
  */
 import type { IncomingMessage } from 'node:http';
 import { ReviewDecodeError } from '../admission/review-decode-error.js';
 import { bodyFailure, watchPace, type BodyTiming } from './body-arrival.js';
 import { WEIGHT_PER_BODY_BYTE, type ByteLease } from './byte-budget.js';
-import { refuseBody } from './refused-body.js';
+import { refuseRest, sentAgain } from './refused-body.js';
 
 export async function readBody(
   req: IncomingMessage,
@@ -32,64 +33,76 @@ export function readBodyBytes(
     new ReviewDecodeError(`request body exceeds the ${limit} byte limit (server.maxRequestBytes)`, 413);
   const header = req.headers['content-length'];
   const declared = header === undefined ? undefined : Number(header);
-  const started = performance.now();
-  const refused = (err: unknown, received: number) => refuseBody(req, declared, received, timing, started, err);
-  if (declared !== undefined && declared > limit) {
-    return refused(tooLarge(), 0);
-  }
-  if (declared !== undefined) {
+  let atHeaders: Error | undefined;
+  if (declared !== undefined && declared > limit) atHeaders = tooLarge();
+  else if (declared !== undefined) {
     try {
       lease.expect(declared * WEIGHT_PER_BODY_BYTE);
     } catch (err) {
-      return refused(err, 0);
+      atHeaders = err instanceof Error ? err : new Error(String(err));
     }
+  }
+  // Refused for now, it is read to its end like a body refused on the way (below); refused for good, not.
+  if (atHeaders && !sentAgain(atHeaders)) {
+    refuseRest(req, declared, 0);
+    return Promise.reject(atHeaders);
   }
 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    /** Bytes arrived: held until a refusal, counted after it. */
     let size = 0;
-    // What was read is dropped, and its bytes (all the lease holds yet) given back at once, not when the answer
-    // has been written: large bodies arriving together would otherwise shed each other until none is left.
-    const refuse = (err: Error, received: number) => {
-      cleanup();
-      chunks.length = 0;
-      lease.release();
-      refused(err, received).then(resolve, reject);
-    };
+    /**
+     * A refusal the client sends again (429), once made: the rest is read and dropped, and this is answered after
+     * the last byte. A client that sends a body again from the reader it rewound (client-go before Kubernetes 1.26,
+     * the apiserver's webhook client) would otherwise go on reading that reader for the first request after the
+     * rewind, and send the review again with only its tail, or nothing (docs/decisions.md, "Request bodies: the
+     * gateway's own reader, not a body-parser middleware").
+     */
+    let refusal = atHeaders;
     const onData = (chunk: Buffer) => {
-      if (size + chunk.length > limit) {
-        return refuse(tooLarge(), size + chunk.length);
-      }
+      size += chunk.length;
+      if (refusal) return;
+      if (size > limit) return refuse(tooLarge());
       try {
         // Until its last piece a body is still arriving: it may not take the share kept for small reviews.
-        lease.take(chunk.length * WEIGHT_PER_BODY_BYTE, size + chunk.length !== declared);
+        lease.take(chunk.length * WEIGHT_PER_BODY_BYTE, size !== declared);
       } catch (err) {
-        return refuse(err as Error, size + chunk.length);
+        return refuse(err as Error);
       }
       chunks.push(chunk);
-      size += chunk.length;
     };
     const onEnd = () => {
-      cleanup();
+      stop();
+      if (refusal) return reject(refusal);
       const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       // The pieces may go before the string is made of their copy.
       chunks.length = 0;
       resolve(whole);
     };
     const onError = (err: Error) => {
-      cleanup();
-      chunks.length = 0;
-      lease.release();
+      letGo();
+      stop();
       reject(bodyFailure(err, size, declared));
     };
-    const stopPace = watchPace(
-      timing,
-      declared,
-      started,
-      () => size,
-      (late) => refuse(late, size),
-    );
-    function cleanup() {
+    const stopPace = watchPace(timing, declared, performance.now(), () => size, refuse);
+    // What was read is dropped, and its bytes (all the lease holds yet) given back at once, not when the answer
+    // has been written: large bodies arriving together would otherwise shed each other until none is left.
+    function letGo() {
+      chunks.length = 0;
+      lease.release();
+    }
+    function refuse(err: Error) {
+      letGo();
+      if (declared !== undefined && sentAgain(err)) {
+        refusal = err;
+        return;
+      }
+      stop();
+      refuseRest(req, declared, size);
+      reject(err);
+    }
+    function stop() {
       stopPace();
       req.off('data', onData);
       req.off('end', onEnd);

@@ -1,11 +1,10 @@
 /**
  * What becomes of a refused request body's rest and of its connection. A body refused for now (429: the budget is
- * full) is read to its end and dropped before the answer, since the client sends it again (dropRestThen). Of any
+ * full) is sent again by its client, so read-body.ts reads it to its end before the answer (sentAgain). Of any
  * other refused body's rest at most 256 KiB is read; a longer rest is left unread and the connection closed
  * gracefully after the answer (endAfterRefusal).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { bodyFailure, watchPace, type BodyTiming } from './body-arrival.js';
 import { BudgetExceededError } from './byte-budget.js';
 
 /**
@@ -54,19 +53,10 @@ export function endAfterRefusal(req: IncomingMessage, res: ServerResponse, statu
 
 /**
  * Whether a refusal is one the client sends again: 429, a memory budget full for now. Its body's rest is read
- * before the answer goes out (dropRestThen), never left unread.
+ * before the answer goes out (read-body.ts), never left unread.
  */
-function sentAgain(err: Error): boolean {
+export function sentAgain(err: Error): boolean {
   return err instanceof BudgetExceededError && !err.never;
-}
-
-/** Stops reading the request: its connection is closed after the answer (endAfterRefusal). */
-function leaveUnread(req: IncomingMessage): void {
-  // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
-  // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
-  req.pause();
-  req.read(0);
-  leftUnread.add(req);
 }
 
 /**
@@ -74,76 +64,14 @@ function leaveUnread(req: IncomingMessage): void {
  * again: a short rest is discarded, not buffered (memory stays bounded, and the connection is kept); a long one,
  * or one of unknown length, is not read at all (endAfterRefusal closes its connection).
  */
-function refuseRest(req: IncomingMessage, declared: number | undefined, received: number): void {
+export function refuseRest(req: IncomingMessage, declared: number | undefined, received: number): void {
   if (declared !== undefined && declared - received <= MAX_DISCARDED_BYTES) {
     req.resume();
     return;
   }
-  leaveUnread(req);
-}
-
-/**
- * Reads and drops the rest of a body refused with `err`, which the client sends again (sentAgain), and rejects
- * with `err` once the last byte has arrived, or with 408 (its connection then closed) when the rest arrives too
- * slowly. Dropped, not buffered: nothing of it is held. The answer waits for the last byte because a client that
- * sends a body again from the reader it rewound (client-go before Kubernetes 1.26, the apiserver's webhook client)
- * would otherwise go on reading that reader for the first request after the rewind, and send the review again with
- * only its tail, or nothing (docs/decisions.md, "Request bodies: the gateway's own reader, not a body-parser
- * middleware").
- */
-function dropRestThen(
-  req: IncomingMessage,
-  declared: number,
-  received: number,
-  timing: BodyTiming,
-  started: number,
-  err: Error,
-): Promise<never> {
-  return new Promise((_, reject) => {
-    let size = received;
-    const finish = (answerWith: Error) => {
-      stopPace();
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      reject(answerWith);
-    };
-    const onError = (failed: Error) => finish(bodyFailure(failed, size, declared));
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-    };
-    const onEnd = () => finish(err);
-    const stopPace = watchPace(
-      timing,
-      declared,
-      started,
-      () => size,
-      (late) => {
-        finish(late);
-        leaveUnread(req);
-      },
-    );
-    if (req.readableEnded) return finish(err);
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-  });
-}
-
-/**
- * Ends a body refused with `err`, `received` of its `declared` bytes read since `started`: what is left of it (read
- * and dropped first when the client sends it again, else refuseRest), then the refusal.
- */
-export function refuseBody(
-  req: IncomingMessage,
-  declared: number | undefined,
-  received: number,
-  timing: BodyTiming,
-  started: number,
-  err: unknown,
-): Promise<never> {
-  const error = err instanceof Error ? err : new Error(String(err));
-  if (declared !== undefined && sentAgain(error)) return dropRestThen(req, declared, received, timing, started, error);
-  refuseRest(req, declared, received);
-  return Promise.reject(error);
+  // Unread, the body fills its stream's buffer and Node stops reading the socket. Node would read and drop the
+  // rest itself once the answer is written, unless the request has been read from: reading 0 bytes counts.
+  req.pause();
+  req.read(0);
+  leftUnread.add(req);
 }

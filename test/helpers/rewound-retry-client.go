@@ -5,7 +5,11 @@
 // tail, or nothing. Built and run by test/integration/hostile-input.test.ts against a gateway it started; prints
 // one JSON line.
 //
-//	go run test/helpers/rewound-retry-client.go -addr 127.0.0.1:8443 -ca ca.crt -attempts 30 -pad 7000000 -hold 6000000
+// It waits on the gateway's `admission_gateway_inflight_bytes` gauge, not on time: for the held bytes to be weighed
+// before a review is sent, and for them to be given back before it is sent again.
+//
+//	go run test/helpers/rewound-retry-client.go -addr 127.0.0.1:8443 -ca ca.crt -metrics http://127.0.0.1:8080/metrics \
+//	  -attempts 30 -pad 7000000 -hold 6000000
 package main
 
 import (
@@ -18,6 +22,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -44,6 +50,33 @@ func hold(addr string, config *tls.Config, n int) (*tls.Conn, error) {
 	return c, err
 }
 
+var inflightLine = regexp.MustCompile(`(?m)^admission_gateway_inflight_bytes (\S+)$`)
+
+// waitInflight polls the gateway's metrics until the bytes its reviews hold satisfy `ok`, for 30 s at most.
+func waitInflight(client *http.Client, url string, ok func(float64) bool) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		text, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if m := inflightLine.FindSubmatch(text); m != nil {
+			if held, err := strconv.ParseFloat(string(m[1]), 64); err == nil && ok(held) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("admission_gateway_inflight_bytes: still not as awaited after 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 type result struct {
 	Attempts  int            `json:"attempts"`
 	Shed      int            `json:"shed"`
@@ -58,6 +91,7 @@ func main() {
 	pad := flag.Int("pad", 700000, "bytes of data in each review's ConfigMap")
 	held := flag.Int("hold", 1000000, "bytes the holding connection sends")
 	caFile := flag.String("ca", "", "the PEM file of the CA that signed the gateway's certificate (for localhost)")
+	metrics := flag.String("metrics", "", "the gateway's metrics URL (its ops server)")
 	flag.Parse()
 	pem, err := os.ReadFile(*caFile)
 	if err != nil {
@@ -68,6 +102,9 @@ func main() {
 	roots.AppendCertsFromPEM(pem)
 	config := &tls.Config{RootCAs: roots, ServerName: "localhost"}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: config}}
+	ops := &http.Client{}
+	// Weighed at 5 bytes a byte (README, "Limits").
+	heldWeight := float64(5 * *held)
 	r := result{Attempts: *attempts, Retried: map[string]int{}, Errors: []string{}}
 	for i := 0; i < *attempts; i++ {
 		h, err := hold(*addr, config, *held)
@@ -75,7 +112,11 @@ func main() {
 			r.Errors = append(r.Errors, err.Error())
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		if err := waitInflight(ops, *metrics, func(b float64) bool { return b >= heldWeight }); err != nil {
+			r.Errors = append(r.Errors, err.Error())
+			h.Close()
+			break
+		}
 		body := bytes.NewReader(review(*pad))
 		for try := 0; try < 2; try++ {
 			req, _ := http.NewRequest("POST", "https://"+*addr+"/mutate", body)
@@ -92,7 +133,10 @@ func main() {
 				body.Seek(0, 0)
 				r.Shed++
 				h.Close() // room for the review sent again
-				time.Sleep(100 * time.Millisecond)
+				if err := waitInflight(ops, *metrics, func(b float64) bool { return b == 0 }); err != nil {
+					r.Errors = append(r.Errors, err.Error())
+					break
+				}
 				continue
 			}
 			io.Copy(io.Discard, resp.Body)

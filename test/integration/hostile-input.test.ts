@@ -433,6 +433,8 @@ chain:
         host,
         '-ca',
         join(h.dir, 'ca.crt'),
+        '-metrics',
+        `${h.gateway.opsUrl}/metrics`,
         '-attempts',
         '30',
         '-pad',
@@ -674,14 +676,15 @@ chain:
       test.gate.release();
       await held;
 
-      const [read, dropped] = notProcessed(h);
-      assert.deepEqual(read, {
-        level: 'warn',
-        status: 400,
-        err: 'the client closed the connection after 500000 of 2000000 body bytes',
-      });
-      assert.deepEqual({ ...dropped, err: undefined }, { level: 'warn', status: 400, err: undefined });
-      assert.match(String(dropped?.err), /^the client closed the connection after \d+ of 8388608 body bytes$/);
+      // How much of the dropped one had arrived is the kernel's to say: its count is not compared.
+      const lines = notProcessed(h).map((l) => ({
+        ...l,
+        err: String(l.err).replace(/\d+ of 8388608/, 'N of 8388608'),
+      }));
+      assert.deepEqual(lines, [
+        { level: 'warn', status: 400, err: 'the client closed the connection after 500000 of 2000000 body bytes' },
+        { level: 'warn', status: 400, err: 'the client closed the connection after N of 8388608 body bytes' },
+      ]);
       assert.equal(await h.metric('admission_gateway_invalid_requests_total', { code: '400' }), 2);
       assert.equal(await h.metric('admission_gateway_invalid_requests_total', { code: '500' }), 0);
       assert.equal(await h.metric('admission_gateway_shed_reviews_total', { reason: 'inflight_bytes' }), 0);
