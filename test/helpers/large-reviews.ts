@@ -3,7 +3,7 @@
  * what the tests compare between the lanes (answers, traces, recordings, metric counts) read from a gateway.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -132,8 +132,18 @@ export async function explained(h: Harness, uid: string, shadowSteps: number): P
   throw new Error(`no trace of ${uid} with ${shadowSteps} shadow entries`);
 }
 
+const tempDirs: string[] = [];
+
+/** A directory of its own for a test's files; removeTempDirs removes it. */
 export async function tempDir(): Promise<string> {
-  return mkdtemp(join(tmpdir(), 'lane-'));
+  const dir = await mkdtemp(join(tmpdir(), 'lane-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+/** Removes every directory tempDir made. */
+export async function removeTempDirs(): Promise<void> {
+  await Promise.all(tempDirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
 }
 
 /** A trace's spans as one reads them: names, kinds, attributes, status, events, who is whose parent. */

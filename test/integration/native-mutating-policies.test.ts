@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -157,8 +157,10 @@ ${['1', '2', '3']
   )
   .join('')}`;
 
+  let dir = '';
+
   before(async function () {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'native-many-'));
+    dir = await mkdtemp(path.join(os.tmpdir(), 'native-many-'));
     await writeFile(path.join(dir, 'many.yaml'), FILES);
     harness = await startHarness({
       yaml: `chain:\n  - admissionPolicies: many\n    files: [${dir}]\n`,
@@ -167,6 +169,7 @@ ${['1', '2', '3']
 
   after(async function () {
     await harness.close();
+    await rm(dir, { recursive: true, force: true });
   });
 
   it('refuses under failurePolicy Fail once the params’ runs together give more than 10000 operations', async function () {

@@ -5,7 +5,7 @@
  * compared with the answer's and never applied.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdmissionReview } from '../../server/admission/types.js';
@@ -57,6 +57,8 @@ describe('a MutatingAdmissionPolicy’s binding in the chain: reinvoked, explain
     await writeFile(join(dir, 'if-needed.yaml'), POLICY('IfNeeded'));
     await writeFile(join(dir, 'never.yaml'), POLICY('Never'));
   });
+
+  after(() => rm(dir, { recursive: true, force: true }));
 
   afterEach(async function () {
     await harness?.close();

@@ -6,7 +6,7 @@
  * against a candidate that adds the policy file lists what it would newly deny.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AdmissionReview } from '../../server/admission/types.js';
@@ -57,13 +57,16 @@ function pod(n: number, labels: Record<string, string>, images: readonly string[
 describe('rehearsing a native policy before it is bound with Deny', function () {
   this.timeout(30_000);
   let harness: Harness | undefined;
+  let dir: string;
   let policies: string;
 
   before(async function () {
-    const dir = await mkdtemp(join(tmpdir(), 'rehearsal-'));
+    dir = await mkdtemp(join(tmpdir(), 'rehearsal-'));
     policies = join(dir, 'policies.yaml');
     await writeFile(policies, POLICY);
   });
+
+  after(() => rm(dir, { recursive: true, force: true }));
 
   afterEach(async function () {
     await harness?.close();

@@ -20,6 +20,7 @@ import {
   largePod,
   largePodSized,
   spanShape,
+  removeTempDirs,
   tempDir,
   timeless,
   type Extra,
@@ -82,6 +83,7 @@ const uidless = (answer: HttpAnswer): unknown => {
   return { ...answer.body!, response: { ...response, uid: '' } };
 };
 
+after(removeTempDirs);
 describe('the large-review lane with remote providers', function () {
   this.timeout(60_000);
   const open: Array<{ close(): Promise<void> }> = [];

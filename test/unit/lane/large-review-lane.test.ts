@@ -28,6 +28,7 @@ import {
   logged,
   recorded,
   spanShape,
+  removeTempDirs,
   tempDir,
   timeless,
   type Extra,
@@ -78,6 +79,7 @@ const SHIPPED_LIKE = [
   { plugin: 'require-labels', name: 'shadow-labels', shadow: true, settings: { labels: ['cost-center'] } },
 ];
 
+after(removeTempDirs);
 describe('the large-review lane', function () {
   // A worker loads the sources through tsx when it starts.
   this.timeout(60_000);
