@@ -13,18 +13,13 @@
 //            --warmup S (default 5): a fresh gateway's optimising compiler runs on other threads for its first
 //            seconds under load, and more of it for the variant with more code (bench/README.md, "What a setting
 //            costs a serving gateway"); --windows N (default 3) of --window S (default 2) a variant a round
-/* global process, console, fetch, setInterval, clearInterval */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
+/* global process, console */
 import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
-import { deploymentNodeOptions } from './deployment.mjs';
+import { benchGateways, loadgen } from './gateway-process.mjs';
 import { median } from './large.mjs';
 import { clockTicks } from './lib.mjs';
 
@@ -58,52 +53,14 @@ if (
   console.error('  VARIANT: - (the configuration as the bench runs it) or path=value, e.g. log.level=warn');
   process.exit(2);
 }
-if (!fs.existsSync(path.join(ROOT, 'dist/server/main.js'))) {
-  console.error('no dist/ (npm run build first)');
-  process.exit(2);
-}
-
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'admission-gateway-setting-cost-'));
-const running = new Set();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
-process.on('SIGINT', () => process.exit(130));
-
-const generate = await import(pathToFileURL(path.join(ROOT, 'dist/certs/generate.js')).href);
-const certs = await generate.writeCertificates(
-  path.join(tmp, 'certs'),
-  generate.generateCertificates({ dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] }),
-);
+const gateways = await benchGateways(ROOT, 'setting-cost');
 const shipped = YAML.parse(fs.readFileSync(path.join(ROOT, 'gateway.yaml'), 'utf8'));
 const ticks = clockTicks();
 
-/** A port free on 127.0.0.1 now (the gateway may log nothing at start, so its ports are chosen here). */
-async function freePort() {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
-/** The bench's configuration of the shipped chain on `ports`, with `variant` set. */
-function configOf(variant, [port, opsPort, healthPort]) {
+/** The bench's configuration of the shipped chain, with `variant` set. */
+function configOf(variant) {
   const config = {
     ...shipped,
-    server: {
-      ...shipped.server,
-      host: '127.0.0.1',
-      port,
-      opsHost: '127.0.0.1',
-      opsPort,
-      healthHost: '127.0.0.1',
-      healthPort,
-      tls: { certFile: certs.certFile, keyFile: certs.keyFile, generate: false },
-      shutdownTimeoutSeconds: 1,
-    },
     kube: { enabled: false, watchProviders: false },
     log: { level: 'info' },
   };
@@ -116,58 +73,12 @@ function configOf(variant, [port, opsPort, healthPort]) {
   return config;
 }
 
-/** A gateway of `variant`, pinned to core 0, ready; its stdout to a file truncated every 2 s. */
-async function startGateway(variant, n) {
-  const configFile = path.join(tmp, `gateway-${n}.yaml`);
-  const ports = [await freePort(), await freePort(), await freePort()];
-  fs.writeFileSync(configFile, YAML.stringify(configOf(variant, ports)));
-  const logFile = path.join(tmp, `gateway-${n}.log`);
-  const out = fs.openSync(logFile, 'a'); // O_APPEND: the file is truncated under the writer
-  const child = spawn(
-    'taskset',
-    ['-c', '0', process.execPath, 'dist/server/main.js', 'serve', '--config', configFile],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', out, 'inherit'],
-      env: { ...process.env, NODE_OPTIONS: deploymentNodeOptions(ROOT) },
-    },
-  );
-  fs.closeSync(out);
-  running.add(child);
-  const ready = () =>
-    fetch(`http://127.0.0.1:${ports[2]}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-  for (const deadline = Date.now() + 30_000; !(await ready()); await sleep(50)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway (${variant}) did not start`);
-  }
-  // The review lines are written (their cost is what is measured) but not kept.
-  const truncate = setInterval(() => {
-    try {
-      fs.truncateSync(logFile, 0);
-    } catch {
-      // the temporary directory is being removed
-    }
-  }, 2000);
-  return {
-    pid: child.pid,
-    port: ports[0],
-    async stop() {
-      clearInterval(truncate);
-      child.kill('SIGTERM');
-      if (child.exitCode === null) await once(child, 'exit');
-      running.delete(child);
-    },
-  };
-}
-
 /** A closed loop's result as bench/loadgen.mjs prints it: `durationS` measured after `warmS`. */
 async function closedLoop(gateway, warmS, durationS) {
   const cfg = {
     port: gateway.port,
     path: route,
-    caFile: certs.caCertFile,
+    caFile: gateways.certs.caCertFile,
     fixture: path.join(ROOT, 'test/fixtures/reviews/pod-create.json'),
     clockTicks: ticks,
     pids: { server: gateway.pid },
@@ -176,18 +87,7 @@ async function closedLoop(gateway, warmS, durationS) {
     warmupS: warmS,
     durationS,
   };
-  const child = spawn(
-    'taskset',
-    ['-c', '1', process.execPath, path.join(ROOT, 'bench/loadgen.mjs'), JSON.stringify(cfg)],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let text = '';
-  child.stdout.on('data', (chunk) => (text += chunk));
-  const [code] = await once(child, 'close');
-  if (code !== 0) throw new Error(`load generator exited with ${code}`);
-  return JSON.parse(text.trim().split('\n').pop());
+  return loadgen(ROOT, cfg);
 }
 
 const cpu = positionals.map(() => []);
@@ -195,16 +95,16 @@ const rps = positionals.map(() => []);
 const roundsText = `${rounds} round${rounds === 1 ? '' : 's'}`;
 console.log(`the shipped chain on ${route.split('?')[0]}, ${roundsText}; gateway CPU µs a review (reviews/s):`);
 for (let round = 0; round < rounds; round++) {
-  const gateways = [];
+  const started = [];
   try {
-    for (const [i, variant] of positionals.entries()) gateways.push(await startGateway(variant, i));
-    for (const [i, gateway] of gateways.entries()) {
+    for (const variant of positionals) started.push(await gateways.start(variant, configOf(variant)));
+    for (const [i, gateway] of started.entries()) {
       const warm = await closedLoop(gateway, warmupS, 0.5);
       if (warm.errors > 0) throw new Error(`${positionals[i]}: ${warm.errors} errors in its warm-up`);
     }
-    const served = gateways.map(() => ({ cpuUs: 0, reviews: 0 }));
+    const served = started.map(() => ({ cpuUs: 0, reviews: 0 }));
     for (let w = 0; w < windows; w++) {
-      for (const [i, gateway] of gateways.entries()) {
+      for (const [i, gateway] of started.entries()) {
         // A moment for the loop's connections to be made, which the measured window leaves out.
         const result = await closedLoop(gateway, 0.3, windowS);
         if (result.errors > 0) throw new Error(`${positionals[i]}: ${result.errors} errors`);
@@ -221,7 +121,7 @@ for (let round = 0; round < rounds; round++) {
     });
     console.log(`  round ${round + 1}: ${figures.join(', ')}`);
   } finally {
-    for (const gateway of gateways) await gateway.stop();
+    for (const gateway of started) await gateway.stop();
   }
 }
 for (const [i, variant] of positionals.entries()) {
