@@ -100,8 +100,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round = (v, digits = 1) => Math.round(v * 10 ** digits) / 10 ** digits;
 
 /**
- * `stallRuns` is fewer than `cutOffRuns`: the stall's figures are the clock's limits (500 ms a walk, 2.5 s a review)
- * plus what overruns them, and each run takes 3 s of the bench's 300.
+ * `stallRuns` is fewer than `cutOffRuns`: the stall's figures are the clock's limits plus what overruns them, and
+ * each run waits out both limits in full, out of the bench's run-time target (bench/README.md, the `cel` scenario).
  */
 export function measure({ reviews = 20_000, windows = 5, cutOffRuns = 5, stallRuns = 3 } = {}) {
   const review = policy();
