@@ -69,11 +69,11 @@ const MiB = 1024 * 1024;
 const head = (length) =>
   `POST /mutate HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
+const CA = fs.readFileSync(gateways.certs.caCertFile);
+
 function connect(port) {
   return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: '127.0.0.1', port, ca: fs.readFileSync(gateways.certs.caCertFile) }, () =>
-      resolve(socket),
-    );
+    const socket = tls.connect({ host: '127.0.0.1', port, ca: CA }, () => resolve(socket));
     socket.once('error', reject);
   });
 }
