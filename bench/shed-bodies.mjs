@@ -15,16 +15,15 @@
 //       outside the heap (its metrics, every 20 ms), the answers
 //
 // Uses dist/ (npm run build first). The load generator shares core 1 with the senders.
-/* global process, console, fetch, setInterval, clearInterval, Buffer, performance */
+/* global process, console, fetch, setInterval, clearInterval, performance */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchGateways, loadgen } from './gateway-process.mjs';
-import { clockTicks } from './lib.mjs';
+import { clockTicks, Connection, fixedRequestBuilder } from './lib.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values, positionals } = parseArgs({
@@ -56,56 +55,53 @@ const CONFIG = {
   chain: [],
 };
 /** A review of about 7 MB: weighed at 5 bytes a byte, it does not fit beside the held body. */
-const BODY = Buffer.from(
-  JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: { uid: 'shed', pad: 'y'.repeat(7_000_000) },
-  }),
-);
+const REVIEW = {
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  request: { uid: 'shed', pad: 'y'.repeat(7_000_000) },
+};
 const HELD_BYTES = 6_000_000;
 const MiB = 1024 * 1024;
-
-const head = (length) =>
-  `POST /mutate HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
-
 const CA = fs.readFileSync(gateways.certs.caCertFile);
 
-function connect(port) {
-  return new Promise((resolve, reject) => {
-    const socket = tls.connect({ host: '127.0.0.1', port, ca: CA }, () => resolve(socket));
-    socket.once('error', reject);
-  });
+/**
+ * A sender of the shed review: `send()` resolves with the answer's status (0: none). Each review goes on a
+ * connection of its own: kept connections leave the load generator, which shares their core, far later, and the
+ * latencies would measure that (bench/README.md, "What shed bodies cost a serving gateway").
+ */
+function shedSender(port) {
+  const connection = new Connection({ host: '127.0.0.1', port, ca: CA });
+  const request = fixedRequestBuilder(REVIEW, { host: `127.0.0.1:${port}`, path: '/mutate' }).build();
+  const send = () =>
+    new Promise((resolve) =>
+      connection.send(request, (err, status) => {
+        connection.close();
+        resolve(err ? 0 : status);
+      }),
+    );
+  return { send, close: () => connection.close() };
 }
 
-/** Sends BODY on a connection of its own and resolves with the answer's status (0: none). */
-async function sendShed(port) {
-  const socket = await connect(port);
-  return new Promise((resolve) => {
-    let received = '';
-    socket.on('data', (chunk) => {
-      received += chunk.toString('latin1');
-      const status = /^HTTP\/1\.1 (\d+)/.exec(received);
-      if (status && received.includes('\r\n\r\n')) {
-        socket.destroy();
-        resolve(Number(status[1]));
-      }
-    });
-    socket.on('error', () => resolve(0));
-    socket.on('close', () => resolve(0));
-    socket.write(head(BODY.length));
-    socket.write(BODY);
-  });
+/** A figure of the gateway's metrics (without the `admission_gateway_` prefix); 0 when it cannot be read. */
+async function metric(gateway, name) {
+  try {
+    const text = await (await fetch(`${gateway.opsUrl}/metrics`)).text();
+    return Number(new RegExp(`^admission_gateway_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  } catch {
+    return 0; // the gateway is stopping
+  }
 }
 
-/** A connection that sends most of a body and stops: the budget it holds sheds every 7 MB review. */
-async function holdBudget(port) {
-  const socket = await connect(port);
-  socket.on('error', () => undefined);
-  socket.write(head(HELD_BYTES + 100_000));
-  socket.write(Buffer.alloc(HELD_BYTES, ' '));
-  await sleep(300);
-  return socket;
+/**
+ * A connection that sends most of a body and stops, once its bytes are weighed (5 a byte): the budget it holds
+ * sheds every 7 MB review.
+ */
+async function holdBudget(gateway) {
+  const connection = await new Connection({ host: '127.0.0.1', port: gateway.port, ca: CA }).connect();
+  const { build } = fixedRequestBuilder(' '.repeat(HELD_BYTES + 100_000), { host: 'gateway', path: '/mutate' });
+  connection.socket.write(build().subarray(0, -100_000));
+  while ((await metric(gateway, 'inflight_bytes')) < 5 * HELD_BYTES) await sleep(5);
+  return connection;
 }
 
 function count(statuses, status) {
@@ -114,11 +110,13 @@ function count(statuses, status) {
 
 async function flood(withFlooders) {
   const gateway = await gateways.start(withFlooders ? 'flood' : 'no flood', CONFIG);
-  const held = await holdBudget(gateway.port);
+  const held = await holdBudget(gateway);
   const statuses = {};
   let stop = false;
   const sender = async () => {
-    while (!stop) count(statuses, await sendShed(gateway.port));
+    const shed = shedSender(gateway.port);
+    while (!stop) count(statuses, await shed.send());
+    shed.close();
   };
   const began = performance.now();
   const senders = withFlooders ? Array.from({ length: flooders }, sender) : [];
@@ -154,7 +152,7 @@ async function flood(withFlooders) {
     };
   } finally {
     stop = true;
-    held.destroy();
+    held.close();
     await gateway.stop();
   }
 }
@@ -167,20 +165,14 @@ async function wavesRound() {
   let peakOutside = 0;
   const sampleRss = setInterval(() => (peak = Math.max(peak, rss())), 5);
   const sampleMetrics = setInterval(async () => {
-    try {
-      const text = await (await fetch(`${gateway.opsUrl}/metrics`)).text();
-      const bytes = Number(/^admission_gateway_nodejs_external_memory_bytes (\d+)/m.exec(text)?.[1] ?? 0);
-      peakOutside = Math.max(peakOutside, bytes / MiB);
-    } catch {
-      // the gateway is stopping
-    }
+    peakOutside = Math.max(peakOutside, (await metric(gateway, 'nodejs_external_memory_bytes')) / MiB);
   }, 20);
-  const held = await holdBudget(gateway.port);
+  const held = await holdBudget(gateway);
+  const senders = Array.from({ length: 20 }, () => shedSender(gateway.port));
   const statuses = {};
   try {
     for (let w = 0; w < waves; w++) {
-      for (const status of await Promise.all(Array.from({ length: 20 }, () => sendShed(gateway.port))))
-        count(statuses, status);
+      for (const status of await Promise.all(senders.map((shed) => shed.send()))) count(statuses, status);
     }
     await sleep(300);
     const round = (x) => Math.round(x * 10) / 10;
@@ -188,7 +180,8 @@ async function wavesRound() {
   } finally {
     clearInterval(sampleRss);
     clearInterval(sampleMetrics);
-    held.destroy();
+    for (const shed of senders) shed.close();
+    held.close();
     await gateway.stop();
   }
 }
