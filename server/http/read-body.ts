@@ -39,7 +39,7 @@ export function readBodyBytes(
     try {
       lease.expect(declared * WEIGHT_PER_BODY_BYTE);
     } catch (err) {
-      atHeaders = err instanceof Error ? err : new Error(String(err));
+      atHeaders = err as Error;
     }
   }
   // Refused for now, it is read to its end like a body refused on the way (below); refused for good, not.

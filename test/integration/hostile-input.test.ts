@@ -671,7 +671,8 @@ chain:
       const held = h.post('/mutate', deploymentWeighing(limit / 2));
       await test.calls.waitFor((r) => r.tag === 'held' && r.event === 'call');
       const heldBytes = await h.metric('admission_gateway_inflight_bytes');
-      await cut(h, 8 * 1024 * 1024, 500_000, () => Promise.resolve(true));
+      // In flight beside the held one: its head is in, and its rest is being read to be dropped.
+      await cut(h, 8 * 1024 * 1024, 500_000, async () => (await h.metric('admission_gateway_inflight_requests')) === 2);
       await eventually('the second is given up', () => notProcessed(h).length === 2);
       test.gate.release();
       await held;
